@@ -1,0 +1,75 @@
+/**
+ * The event names of spec §6 that webhooks may subscribe to, by group. This list is the contract:
+ * the webhook API validates subscriptions against it and the dispatcher consumes exactly these.
+ */
+export const EVENT_GROUPS = {
+  treasury: [
+    'wallet.transfer.sent',
+    'wallet.transfer.received',
+    'deposit.received',
+    'deposit.confirmed',
+    'deposit.credited',
+    'deposit_destination.created',
+    'fiat.onramp.completed',
+    'fiat.offramp.completed',
+    'internal_transfer.completed',
+  ],
+  multisig: ['proposal.created', 'proposal.signed', 'proposal.executed', 'proposal.cancelled'],
+  agent: ['agent.transaction.broadcast', 'agent.transaction.signed', 'signing_key.rotated'],
+  policy: ['policy.created', 'policy.updated', 'policy.deleted'],
+  cards: ['card.ordered', 'card.ready', 'card.revealed', 'card.voided', 'card.depleted', 'card.orphaned_payment', 'card.rejected'],
+  approvals: [
+    'approval.created',
+    'approval.decided',
+    'pending_approval.created',
+    'pending_approval.approved',
+    'pending_approval.rejected',
+    'pending_approval.executed',
+    'pending_approval.expired',
+  ],
+  platform: [
+    'platform.user.connected',
+    'platform.user.claimed',
+    'platform.user.disconnected',
+    'platform.bootstrap.completed',
+    'platform.grant.created',
+    'platform.grant.revoked',
+  ],
+  policy_backend: ['policy_backend.circuit_breaker_opened', 'policy_backend.circuit_breaker_closed'],
+} as const;
+
+/** Every subscribable event name. */
+export type SubscribableEvent = (typeof EVENT_GROUPS)[keyof typeof EVENT_GROUPS][number];
+
+/** Every subscribable event name, in spec order. */
+export const SUBSCRIBABLE_EVENTS: readonly SubscribableEvent[] = Object.values(EVENT_GROUPS).flat();
+
+const subscribable = new Set<string>(SUBSCRIBABLE_EVENTS);
+
+/** True when `name` is an event webhooks may subscribe to. */
+export function isSubscribableEvent(name: string): name is SubscribableEvent {
+  return subscribable.has(name);
+}
+
+/**
+ * Events that travel between services but are not offered to webhooks. Each issue that adds one
+ * lists it here, so that the catalogue stays the single place where event names are defined.
+ */
+export const INTERNAL_EVENTS = [] as const;
+
+/** Any event name a service may write to its outbox. */
+export type EventName = SubscribableEvent | (typeof INTERNAL_EVENTS)[number];
+
+/** The envelope of every event, on the wire and in webhook bodies (DECISIONS.md: webhooks). */
+export interface EventEnvelope<D = Record<string, unknown>> {
+  id: string;
+  type: EventName;
+  created_at: string;
+  org_id: string | null;
+  data: D;
+}
+
+/** The NATS subject an event is published on. */
+export function subjectFor(prefix: string, name: string): string {
+  return `${prefix}.${name}`;
+}

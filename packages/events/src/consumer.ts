@@ -1,0 +1,118 @@
+import { describeError, extractTraceContext, type Logger, withSpan } from '@custos/service-kit';
+import { SpanKind } from '@opentelemetry/api';
+import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import { nanos } from '@nats-io/nats-core';
+import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
+import type { EventEnvelope } from './catalogue.js';
+import type { NatsLink } from './nats.js';
+import type { InboxTable } from './tables.js';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Db = NodePgDatabase<any>;
+/** The transaction a handler runs in; the inbox row is written in it too. */
+export type HandlerTx = Parameters<Parameters<Db['transaction']>[0]>[0];
+
+/** Options of an idempotent JetStream consumer. */
+export interface ConsumerOptions {
+  link: NatsLink;
+  stream: string;
+  /** Durable consumer name; also the inbox key, so it must be stable across restarts. */
+  durable: string;
+  /** Subject filter, e.g. `custos.events.policy.>` (NATS 2.9 takes one filter per consumer). */
+  filterSubject: string;
+  db: Db;
+  inbox: InboxTable;
+  logger: Logger;
+  /** Applies one event; runs inside the transaction that records it as processed. */
+  handler: (event: EventEnvelope, tx: HandlerTx) => Promise<void>;
+  /** Redelivery delay after a failed handler, in milliseconds. */
+  retryDelayMs?: number;
+}
+
+/**
+ * Runs `handler` once per event: the event id is inserted into the inbox in the handler's
+ * transaction, so a redelivered or republished event finds its id and is only acknowledged.
+ */
+export class IdempotentConsumer {
+  private messages: ConsumerMessages | undefined;
+  private stopped = false;
+  private loop: Promise<void> | undefined;
+
+  constructor(private readonly opts: ConsumerOptions) {}
+
+  /** Starts consuming (waits in the background for NATS when it is down). */
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Stops fetching; the message in hand is finished first. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.messages?.close().catch(() => undefined);
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        const nats = await this.opts.link.ready();
+        if (!nats) {
+          await new Promise((r) => setTimeout(r, 250));
+          continue;
+        }
+        await nats.jsm.consumers
+          .info(this.opts.stream, this.opts.durable)
+          .catch(() =>
+            nats.jsm.consumers.add(this.opts.stream, {
+              durable_name: this.opts.durable,
+              ack_policy: AckPolicy.Explicit,
+              deliver_policy: DeliverPolicy.All,
+              filter_subject: this.opts.filterSubject,
+              ack_wait: nanos(30_000),
+              max_deliver: -1,
+            }),
+          );
+        const consumer = await nats.js.consumers.get(this.opts.stream, this.opts.durable);
+        this.messages = await consumer.consume({ max_messages: 64 });
+        if (this.stopped) await this.messages.close();
+        for await (const m of this.messages) {
+          await this.handle(m);
+        }
+      } catch (err) {
+        if (!this.stopped) {
+          this.opts.logger.warn({ err: describeError(err), consumer: this.opts.durable }, 'consumer interrupted; resuming');
+          await new Promise((r) => setTimeout(r, 500));
+        }
+      }
+    }
+  }
+
+  private async handle(m: JsMsg): Promise<void> {
+    let event: EventEnvelope;
+    try {
+      event = m.json<EventEnvelope>();
+      if (typeof event.id !== 'string' || typeof event.type !== 'string') throw new Error('not an event envelope');
+    } catch (err) {
+      this.opts.logger.error({ err: describeError(err), subject: m.subject }, 'dropping malformed event');
+      m.term();
+      return;
+    }
+    const parent = extractTraceContext({ traceparent: m.headers?.get('traceparent') || undefined });
+    try {
+      await withSpan(`consume ${event.type}`, { kind: SpanKind.CONSUMER, parent, attributes: { 'messaging.system': 'nats' } }, () =>
+        this.opts.db.transaction(async (tx) => {
+          const fresh = await tx
+            .insert(this.opts.inbox)
+            .values({ consumer: this.opts.durable, eventId: event.id })
+            .onConflictDoNothing()
+            .returning({ id: this.opts.inbox.eventId });
+          if (fresh.length > 0) await this.opts.handler(event, tx);
+        }),
+      );
+      m.ack();
+    } catch (err) {
+      this.opts.logger.warn({ err: describeError(err), event_id: event.id, type: event.type }, 'event handler failed; will redeliver');
+      m.nak(this.opts.retryDelayMs ?? 1000);
+    }
+  }
+}

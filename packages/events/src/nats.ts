@@ -1,0 +1,118 @@
+import { describeError, type Logger } from '@custos/service-kit';
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { nanos, type NatsConnection } from '@nats-io/nats-core';
+import { connect } from '@nats-io/transport-node';
+
+/** Stream settings: one stream for all domain events, deduplicated by event id. */
+export interface StreamSettings {
+  stream: string;
+  subjectPrefix: string;
+  /** How long JetStream remembers message ids for deduplication. */
+  duplicateWindowMs?: number;
+}
+
+/**
+ * A NATS connection that is established in the background and re-established forever, so a
+ * service starts and keeps accepting writes (into its outbox) while NATS is down.
+ */
+export class NatsLink {
+  private nc: NatsConnection | undefined;
+  private jsClient: JetStreamClient | undefined;
+  private jsm: JetStreamManager | undefined;
+  private streamReady = false;
+  private closed = false;
+  private connecting: Promise<void> | undefined;
+
+  constructor(
+    private readonly servers: string[],
+    private readonly settings: StreamSettings,
+    private readonly logger: Logger,
+    private readonly name: string,
+  ) {}
+
+  /** Starts connecting; resolves at once. */
+  start(): void {
+    this.connecting ??= this.connectLoop();
+  }
+
+  private async connectLoop(): Promise<void> {
+    let delay = 200;
+    while (!this.closed && !this.nc) {
+      try {
+        const nc = await connect({
+          servers: this.servers,
+          name: this.name,
+          reconnect: true,
+          maxReconnectAttempts: -1,
+          reconnectTimeWait: 500,
+          timeout: 2000,
+        });
+        if (this.closed) {
+          await nc.close();
+          return;
+        }
+        this.nc = nc;
+        this.jsClient = jetstream(nc, { timeout: 5000 });
+        this.jsm = await jetstreamManager(nc, { timeout: 5000 });
+        this.logger.info('connected to NATS');
+        void this.watchStatus(nc);
+      } catch (err) {
+        this.logger.warn({ err: describeError(err) }, 'NATS unreachable; retrying');
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 5000);
+      }
+    }
+  }
+
+  private async watchStatus(nc: NatsConnection): Promise<void> {
+    for await (const s of nc.status()) {
+      if (s.type === 'disconnect') {
+        this.streamReady = false;
+        this.logger.warn('NATS disconnected');
+      } else if (s.type === 'reconnect') this.logger.info('NATS reconnected');
+    }
+  }
+
+  /** The JetStream client once connected and the stream exists; undefined otherwise. */
+  async ready(): Promise<{ js: JetStreamClient; jsm: JetStreamManager } | undefined> {
+    if (!this.jsClient || !this.jsm || this.nc?.isClosed()) return undefined;
+    if (!this.streamReady) {
+      await ensureStream(this.jsm, this.settings);
+      this.streamReady = true;
+    }
+    return { js: this.jsClient, jsm: this.jsm };
+  }
+
+  /** True while a connection to a server is up. */
+  isConnected(): boolean {
+    return !!this.nc && !this.nc.isClosed() && this.streamReady;
+  }
+
+  /** Drains and closes the connection. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.nc && !this.nc.isClosed()) await this.nc.drain().catch(() => this.nc?.close());
+  }
+}
+
+/** Creates the events stream, or updates its subjects; idempotent and safe to race. */
+export async function ensureStream(jsm: JetStreamManager, s: StreamSettings): Promise<void> {
+  const config = {
+    name: s.stream,
+    subjects: [`${s.subjectPrefix}.>`],
+    duplicate_window: nanos(s.duplicateWindowMs ?? 2 * 60 * 60 * 1000),
+  };
+  try {
+    await jsm.streams.info(s.stream);
+  } catch {
+    try {
+      await jsm.streams.add(config);
+      return;
+    } catch (err) {
+      // Another process may have created it in between; fall through to verify.
+      await jsm.streams.info(s.stream).catch(() => {
+        throw err;
+      });
+    }
+  }
+}

@@ -1,0 +1,168 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { createLogger } from '@custos/service-kit';
+import { createTestDatabase, testNatsServer, waitFor, type TestNatsServer } from '@custos/service-kit/testing';
+import { drizzle } from 'drizzle-orm/node-postgres';
+import pg from 'pg';
+import { IdempotentConsumer, NatsLink, OutboxRelay, writeEvent, type EventEnvelope } from '../src';
+import { DDL, SCHEMA, inbox, outbox } from './fixtures/schema';
+
+const logger = createLogger({ service: 'events-test', level: 'silent' });
+
+describe('outbox → JetStream → idempotent consumer', () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let pool: pg.Pool;
+  let nats: TestNatsServer;
+  const stoppers: Array<() => Promise<void>> = [];
+  const stream = `EVT_${randomUUID().slice(0, 8)}`;
+  const prefix = `test.${stream.toLowerCase()}`;
+
+  beforeAll(async () => {
+    database = await createTestDatabase('custos_events');
+    pool = new pg.Pool({ connectionString: database.url, max: 8 });
+    await pool.query(DDL);
+    nats = await testNatsServer();
+  });
+
+  afterEach(async () => {
+    for (const stop of stoppers.splice(0).reverse()) await stop();
+  });
+
+  afterAll(async () => {
+    await nats.stop();
+    await pool.end();
+    await database.drop();
+  });
+
+  const db = () => drizzle(pool);
+
+  function startPipeline(durable: string) {
+    const handled: EventEnvelope[] = [];
+    const link = new NatsLink([nats.url], { stream, subjectPrefix: prefix }, logger, 'test');
+    link.start();
+    const relay = new OutboxRelay({ pool, schema: SCHEMA, link, subjectPrefix: prefix, logger, pollMs: 50 });
+    const consumer = new IdempotentConsumer({
+      link,
+      stream,
+      durable,
+      filterSubject: `${prefix}.>`,
+      db: db(),
+      inbox,
+      logger,
+      handler: async (event) => {
+        handled.push(event);
+      },
+    });
+    relay.start();
+    consumer.start();
+    stoppers.push(() => link.close(), () => relay.stop(), () => consumer.stop());
+    return { handled, relay, link };
+  }
+
+  const unpublished = async (id: string) =>
+    (await pool.query(`SELECT published_at FROM ${SCHEMA}.outbox WHERE id = $1`, [id])).rows[0]?.published_at === null;
+
+  it('keeps an event committed while NATS is down and delivers it exactly once when NATS starts', async () => {
+    const { handled } = startPipeline('down-then-up');
+    const id = await db().transaction((tx) =>
+      writeEvent(tx, outbox, { name: 'policy.created', orgId: 'org-1', data: { policy_id: 'p1' } }),
+    );
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await unpublished(id)).toBe(true);
+    expect(handled).toHaveLength(0);
+
+    await nats.start();
+    await waitFor(async () => handled.length > 0, 30000);
+    await waitFor(async () => !(await unpublished(id)));
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(handled.map((e) => e.id)).toEqual([id]);
+    expect(handled[0]).toMatchObject({ type: 'policy.created', org_id: 'org-1', data: { policy_id: 'p1' } });
+    const rows = await pool.query(`SELECT count(*)::int AS n FROM ${SCHEMA}.inbox WHERE event_id = $1`, [id]);
+    expect(rows.rows[0].n).toBe(1);
+  });
+
+  it('emits nothing for a rolled-back transaction', async () => {
+    if (!(await isUp(nats))) await nats.start();
+    const { handled } = startPipeline('rollback');
+    let rolledBack = '';
+    await expect(
+      db().transaction(async (tx) => {
+        rolledBack = await writeEvent(tx, outbox, { name: 'policy.deleted', orgId: 'org-1', data: {} });
+        throw new Error('abort');
+      }),
+    ).rejects.toThrow('abort');
+    const sentinel = await db().transaction((tx) =>
+      writeEvent(tx, outbox, { name: 'policy.updated', orgId: 'org-1', data: {} }),
+    );
+    await waitFor(async () => handled.some((e) => e.id === sentinel), 20000);
+    expect(rolledBack).not.toBe('');
+    expect(handled.some((e) => e.id === rolledBack)).toBe(false);
+    const r = await pool.query(`SELECT count(*)::int AS n FROM ${SCHEMA}.outbox WHERE id = $1`, [rolledBack]);
+    expect(r.rows[0].n).toBe(0);
+  });
+
+  it('does not handle twice when a relay is killed after publishing but before marking', async () => {
+    if (!(await isUp(nats))) await nats.start();
+    const { handled } = startPipeline('killed-relay');
+    // Stop the in-process relay of this pipeline so only the child relay publishes at first.
+    const inProcess = stoppers.splice(1, 1)[0]!;
+    await inProcess();
+    const id = await db().transaction((tx) =>
+      writeEvent(tx, outbox, { name: 'approval.created', orgId: 'org-2', data: { n: 1 } }),
+    );
+    // Hold the row lock so the child relay publishes, then blocks on marking the row.
+    const locker = await pool.connect();
+    await locker.query('BEGIN');
+    await locker.query(`SELECT id FROM ${SCHEMA}.outbox WHERE id = $1 FOR UPDATE`, [id]);
+    const child = spawn(
+      process.execPath,
+      [path.join(__dirname, 'fixtures/relay-child.js'), database.url, nats.url, stream, prefix, SCHEMA],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    await waitFor(async () => handled.some((e) => e.id === id), 20000);
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    await locker.query('ROLLBACK');
+    locker.release();
+    expect(await unpublished(id)).toBe(true);
+
+    // A new relay republishes the row (same message id) and marks it.
+    const link2 = new NatsLink([nats.url], { stream, subjectPrefix: prefix }, logger, 'relay-2');
+    const relay = new OutboxRelay({ pool, schema: SCHEMA, link: link2, subjectPrefix: prefix, logger, pollMs: 50 });
+    link2.start();
+    relay.start();
+    stoppers.push(() => link2.close(), () => relay.stop());
+    await waitFor(async () => !(await unpublished(id)), 20000);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(handled.filter((e) => e.id === id)).toHaveLength(1);
+  });
+
+  it('skips an event id it has already applied even when JetStream delivers it again', async () => {
+    if (!(await isUp(nats))) await nats.start();
+    const { handled, link } = startPipeline('republish');
+    const id = await db().transaction((tx) =>
+      writeEvent(tx, outbox, { name: 'signing_key.rotated', orgId: 'org-3', data: {} }),
+    );
+    await waitFor(async () => handled.some((e) => e.id === id), 20000);
+    // Same event published again under another message id (as after the dedupe window passed).
+    const ready = await link.ready();
+    const envelope = { id, type: 'signing_key.rotated', created_at: new Date().toISOString(), org_id: 'org-3', data: {} };
+    await ready!.js.publish(`${prefix}.signing_key.rotated`, JSON.stringify(envelope), { msgID: randomUUID() });
+    const marker = await db().transaction((tx) => writeEvent(tx, outbox, { name: 'policy.created', orgId: null, data: {} }));
+    await waitFor(async () => handled.some((e) => e.id === marker), 20000);
+    expect(handled.filter((e) => e.id === id)).toHaveLength(1);
+  });
+});
+
+async function isUp(nats: TestNatsServer): Promise<boolean> {
+  const net = await import('node:net');
+  return new Promise((resolve) => {
+    const s = net.connect(nats.port, '127.0.0.1');
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}

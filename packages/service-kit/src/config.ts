@@ -1,0 +1,89 @@
+import { z } from 'zod';
+
+/** Raised when the environment does not satisfy a service's configuration schema. */
+export class ConfigError extends Error {
+  constructor(readonly problems: ReadonlyArray<{ variable: string; reason: string }>) {
+    super(`invalid configuration: ${problems.map((p) => `${p.variable}: ${p.reason}`).join('; ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const blankToUndefined = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v);
+
+/** Builders for environment variables; every one carries a description that the docs are checked against. */
+export const env = {
+  /** A free-form string. */
+  string: (description: string) => z.preprocess(blankToUndefined, z.string()).describe(description),
+  /** A TCP port number; 0 means "pick a free port" where the service allows it. */
+  port: (description: string) =>
+    z.preprocess(blankToUndefined, z.coerce.number().int().min(0).max(65535)).describe(description),
+  /** A positive integer. */
+  int: (description: string, min = 0, max = Number.MAX_SAFE_INTEGER) =>
+    z.preprocess(blankToUndefined, z.coerce.number().int().min(min).max(max)).describe(description),
+  /** `true`/`false` (also `1`/`0`, `yes`/`no`). */
+  bool: (description: string) =>
+    z
+      .preprocess(blankToUndefined, z.enum(['true', 'false', '1', '0', 'yes', 'no']))
+      .transform((v) => v === 'true' || v === '1' || v === 'yes')
+      .describe(description),
+  /** A URL whose scheme is one of `protocols`. */
+  url: (description: string, protocols: string[]) =>
+    z
+      .preprocess(
+        blankToUndefined,
+        z.string().refine(
+          (v) => {
+            try {
+              return protocols.includes(new URL(v).protocol.replace(/:$/, ''));
+            } catch {
+              return false;
+            }
+          },
+          { message: `expected a ${protocols.join(' or ')} URL` },
+        ),
+      )
+      .describe(description),
+  /** `host:port` of a peer service. */
+  address: (description: string) =>
+    z
+      .preprocess(
+        blankToUndefined,
+        z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, { message: 'expected host:port' }),
+      )
+      .describe(description),
+  /** One of a fixed set of values. */
+  oneOf: <T extends [string, ...string[]]>(description: string, values: T) =>
+    z.preprocess(blankToUndefined, z.enum(values)).describe(description),
+  /** A comma-separated list of strings (empty entries dropped). */
+  list: (description: string) =>
+    z
+      .preprocess(blankToUndefined, z.string())
+      .transform((v) =>
+        v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      )
+      .describe(description),
+};
+
+/** A configuration schema: environment variable name → zod type (with a description). */
+export type ConfigShape = Record<string, z.ZodTypeAny>;
+/** The parsed configuration of a shape. */
+export type ConfigOf<S extends ConfigShape> = z.infer<z.ZodObject<S>>;
+
+/** Parses the environment once against `shape`, throwing a ConfigError that names every bad variable. */
+export function loadConfig<S extends ConfigShape>(shape: S, source: NodeJS.ProcessEnv = process.env): ConfigOf<S> {
+  const result = z.object(shape).safeParse(source);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => ({
+    variable: String(issue.path[0] ?? '(root)'),
+    reason: issue.code === 'invalid_type' && issue.received === 'undefined' ? 'is required' : issue.message,
+  }));
+  throw new ConfigError(problems);
+}
+
+/** Lists the variables of a shape with their descriptions and defaults, for documentation checks. */
+export function describeConfig(shape: ConfigShape): Array<{ variable: string; description: string }> {
+  return Object.entries(shape).map(([variable, type]) => ({ variable, description: type.description ?? '' }));
+}

@@ -1,0 +1,44 @@
+import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
+import { migrate } from 'drizzle-orm/node-postgres/migrator';
+import pg from 'pg';
+import { describeError, type Logger } from './logger.js';
+
+/** A Drizzle database bound to a pool. */
+export type Database = NodePgDatabase<Record<string, never>>;
+
+/** Opens a pool to `url`; idle-client errors are logged, never thrown. */
+export function createPool(url: string, max: number, logger: Logger, applicationName: string): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max, application_name: applicationName });
+  pool.on('error', (err) => logger.warn({ err: describeError(err) }, 'idle Postgres client failed'));
+  return pool;
+}
+
+/** Wraps a pool in Drizzle. */
+export function createDatabase(pool: pg.Pool): Database {
+  return drizzle(pool);
+}
+
+/**
+ * Applies a service's migrations, recording them in its own schema. An advisory lock keyed by the
+ * schema name makes concurrent replicas (or a migration Job racing a pod) apply them once.
+ */
+export async function migrateSchema(
+  pool: pg.Pool,
+  opts: { schema: string; migrationsFolder: string },
+): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock(hashtext($1))', [`custos.migrate.${opts.schema}`]);
+    try {
+      await migrate(drizzle(client), {
+        migrationsFolder: opts.migrationsFolder,
+        migrationsSchema: opts.schema,
+        migrationsTable: '__drizzle_migrations',
+      });
+    } finally {
+      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [`custos.migrate.${opts.schema}`]);
+    }
+  } finally {
+    client.release();
+  }
+}

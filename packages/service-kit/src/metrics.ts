@@ -1,0 +1,64 @@
+import http from 'node:http';
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** The Prometheus registry of one service, with the metrics the kit records itself. */
+export interface Metrics {
+  registry: Registry;
+  grpcHandled: Counter<'method' | 'grpc_code'>;
+  grpcDuration: Histogram<'method'>;
+}
+
+/** Creates the registry with process metrics and the kit's gRPC metrics, labelled with the service. */
+export function createMetrics(service: string): Metrics {
+  const registry = new Registry();
+  registry.setDefaultLabels({ service });
+  collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    grpcHandled: new Counter({
+      name: 'custos_grpc_server_handled_total',
+      help: 'gRPC calls completed, by method and status code',
+      labelNames: ['method', 'grpc_code'],
+      registers: [registry],
+    }),
+    grpcDuration: new Histogram({
+      name: 'custos_grpc_server_handling_seconds',
+      help: 'gRPC handling time',
+      labelNames: ['method'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
+  };
+}
+
+/** Serves `GET /metrics` on its own port; returns the bound port and a close function. */
+export async function startMetricsServer(
+  registry: Registry,
+  host: string,
+  port: number,
+): Promise<{ port: number; close: () => Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    if (req.method === 'GET' && req.url === '/metrics') {
+      registry.metrics().then(
+        (body) => {
+          res.writeHead(200, { 'content-type': registry.contentType });
+          res.end(body);
+        },
+        () => {
+          res.writeHead(500).end();
+        },
+      );
+      return;
+    }
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, resolve);
+  });
+  const addr = server.address();
+  return {
+    port: typeof addr === 'object' && addr ? addr.port : port,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

@@ -1,0 +1,172 @@
+import { createRequire } from 'node:module';
+import { ConfigError, type ConfigOf, type ConfigShape, env, loadConfig } from './config.js';
+import { createPool, createDatabase, migrateSchema, type Database } from './db.js';
+import { GrpcServer } from './grpc-server.js';
+import { ServingStatus } from './health.js';
+import { createLogger, describeError, type Logger } from './logger.js';
+import { createMetrics, startMetricsServer, type Metrics } from './metrics.js';
+import { initTracing } from './tracing.js';
+import type pg from 'pg';
+
+/** Variables every service reads; `defaults` gives each service its own ports for dev mode. */
+export function baseConfigShape(defaults: { grpcPort: number; metricsPort: number }) {
+  return {
+    LOG_LEVEL: env
+      .oneOf('Minimum log level.', ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
+      .default('info'),
+    GRPC_HOST: env.string('Address the gRPC server binds (health and internal RPCs).').default('0.0.0.0'),
+    GRPC_PORT: env.port('Port of the gRPC server.').default(defaults.grpcPort),
+    METRICS_HOST: env.string('Address the Prometheus /metrics server binds.').default('0.0.0.0'),
+    METRICS_PORT: env.port('Port of the Prometheus /metrics server; 0 picks a free port.').default(defaults.metricsPort),
+    OTEL_EXPORTER_OTLP_ENDPOINT: env
+      .url('Base URL of an OTLP/HTTP trace collector (spans go to <url>/v1/traces); unset disables export.', ['http', 'https'])
+      .optional(),
+    OTEL_BSP_SCHEDULE_DELAY: env.int('Milliseconds between batched span exports.', 10, 60000).default(2000),
+    SHUTDOWN_GRACE_MS: env.int('How long calls in flight may finish after SIGTERM, in milliseconds.', 0, 120000).default(10000),
+  };
+}
+
+/** Variables of a service that owns a Postgres schema. */
+export const databaseConfigShape = {
+  DATABASE_URL: env.url('Postgres connection URL.', ['postgres', 'postgresql']),
+  DATABASE_POOL_MAX: env.int('Maximum Postgres connections of this process.', 1, 500).default(10),
+  MIGRATE_ON_START: env.bool('Apply this service\u2019s migrations at start (dev mode); in Kubernetes a Job does it.').default('false'),
+};
+
+/** What a service's start function receives. */
+export interface Runtime<C> {
+  name: string;
+  config: C;
+  logger: Logger;
+  metrics: Metrics;
+  grpc: GrpcServer;
+  /** Registers a step run at shutdown; steps run in reverse order of registration. */
+  onShutdown(name: string, step: () => Promise<void>): void;
+}
+
+/** Options of runService. */
+export interface ServiceDefinitionOptions<S extends ConfigShape> {
+  name: string;
+  configShape: S;
+  start(rt: Runtime<ConfigOf<S>>): Promise<void>;
+}
+
+const version: string = (() => {
+  try {
+    return (createRequire(__filename)('../package.json') as { version: string }).version;
+  } catch {
+    return '0.0.0';
+  }
+})();
+
+/**
+ * Starts one service: configuration (failing fast with one line that names the bad variables),
+ * tracing, logging, metrics, the gRPC server with health, then the service's own start function.
+ * SIGTERM/SIGINT mark it NOT_SERVING, drain the gRPC server and run the shutdown steps in reverse.
+ */
+export function runService<S extends ConfigShape>(opts: ServiceDefinitionOptions<S>): void {
+  let config: ConfigOf<S>;
+  try {
+    config = loadConfig(opts.configShape);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`custos-${opts.name}: ${err.message}\n`);
+      process.exit(78);
+    }
+    throw err;
+  }
+  // Spans are created by the kit's own wrappers (no require hooks), so tracing can follow config.
+  const base = config as unknown as ConfigOf<ReturnType<typeof baseConfigShape>>;
+  const tracing = initTracing({
+    serviceName: opts.name,
+    serviceVersion: version,
+    otlpEndpoint: base.OTEL_EXPORTER_OTLP_ENDPOINT,
+    scheduledDelayMillis: base.OTEL_BSP_SCHEDULE_DELAY,
+  });
+  const logger = createLogger({ service: opts.name, level: base.LOG_LEVEL });
+  const metrics = createMetrics(opts.name);
+  const grpc = new GrpcServer(logger, metrics);
+  const steps: Array<{ name: string; step: () => Promise<void> }> = [];
+  let stopping = false;
+
+  const stop = async (exitCode: number) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('shutting down');
+    await grpc.shutdown(base.SHUTDOWN_GRACE_MS).catch(() => undefined);
+    for (const { name, step } of steps.reverse()) {
+      await step().catch((err: unknown) => logger.warn({ err: describeError(err), step: name }, 'shutdown step failed'));
+    }
+    await tracing.shutdown().catch(() => undefined);
+    logger.info('stopped');
+    logger.flush?.();
+    process.exit(exitCode);
+  };
+  process.on('SIGTERM', () => void stop(0));
+  process.on('SIGINT', () => void stop(0));
+
+  const rt: Runtime<ConfigOf<S>> = {
+    name: opts.name,
+    config,
+    logger,
+    metrics,
+    grpc,
+    onShutdown: (name, step) => steps.push({ name, step }),
+  };
+
+  void (async () => {
+    try {
+      const metricsServer = await startMetricsServer(metrics.registry, base.METRICS_HOST, base.METRICS_PORT);
+      steps.push({ name: 'metrics', step: metricsServer.close });
+      await opts.start(rt);
+      const port = await grpc.listen(base.GRPC_HOST, base.GRPC_PORT);
+      grpc.health.setAll(ServingStatus.SERVING);
+      logger.info({ grpc_port: port, metrics_port: metricsServer.port, version }, 'ready');
+    } catch (err) {
+      logger.fatal({ err: describeError(err) }, 'start failed');
+      await stop(1);
+    }
+  })();
+}
+
+/**
+ * Entry point of `migrate` (the Kubernetes migration Job and `pnpm migrate`): applies one service's
+ * migrations and exits 0, or prints one line and exits non-zero.
+ */
+export function runMigrations(opts: { name: string; schema: string; migrationsFolder: string }): void {
+  let config: ConfigOf<typeof databaseConfigShape>;
+  try {
+    config = loadConfig(databaseConfigShape);
+  } catch (err) {
+    process.stderr.write(`custos-${opts.name} migrate: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(78);
+  }
+  const logger = createLogger({ service: `${opts.name}-migrate` });
+  const pool = createPool(config.DATABASE_URL, 1, logger, `custos-${opts.name}-migrate`);
+  migrateSchema(pool, opts).then(
+    async () => {
+      logger.info({ schema: opts.schema }, 'migrations applied');
+      await pool.end();
+    },
+    async (err: unknown) => {
+      logger.fatal({ err: describeError(err) }, 'migration failed');
+      await pool.end().catch(() => undefined);
+      process.exitCode = 1;
+    },
+  );
+}
+
+/** Opens the service's Postgres pool, applies migrations when configured, and closes the pool at shutdown. */
+export async function openDatabase(
+  rt: Runtime<ConfigOf<typeof databaseConfigShape>>,
+  opts: { schema: string; migrationsFolder: string },
+): Promise<{ pool: pg.Pool; db: Database }> {
+  const pool = createPool(rt.config.DATABASE_URL, rt.config.DATABASE_POOL_MAX, rt.logger, `custos-${rt.name}`);
+  rt.onShutdown('postgres', () => pool.end());
+  await pool.query('SELECT 1');
+  if (rt.config.MIGRATE_ON_START) {
+    await migrateSchema(pool, opts);
+    rt.logger.info({ schema: opts.schema }, 'migrations applied');
+  }
+  return { pool, db: createDatabase(pool) };
+}

@@ -1,0 +1,121 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+/** Connection URL of the Postgres server tests use (a superuser who may create databases). */
+export function testPostgresUrl(database = 'postgres'): string {
+  const base = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const url = new URL(base);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+/** Creates an empty database with a random name; `drop` removes it. Each test file gets its own. */
+export async function createTestDatabase(prefix = 'custos_test'): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: testPostgresUrl() });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  return {
+    name,
+    url: testPostgresUrl(name),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: testPostgresUrl() });
+      await c.connect();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
+
+/** Polls `check` until it returns a value other than undefined/false, or throws after `timeoutMs`. */
+export async function waitFor<T>(check: () => Promise<T | undefined | false>, timeoutMs = 20000, intervalMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms${lastError instanceof Error ? `: ${lastError.message}` : ''}`);
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/** A TCP port that was free a moment ago on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  const net = await import('node:net');
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Path of the nats-server binary: NATS_SERVER_BIN, else /usr/sbin/nats-server, else from PATH. */
+export function natsServerBinary(): string {
+  if (process.env.NATS_SERVER_BIN) return process.env.NATS_SERVER_BIN;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const fs = require('node:fs') as typeof import('node:fs');
+  return fs.existsSync('/usr/sbin/nats-server') ? '/usr/sbin/nats-server' : 'nats-server';
+}
+
+/** A nats-server with JetStream owned by one test, on its own port and storage folder. */
+export interface TestNatsServer {
+  port: number;
+  url: string;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Prepares (does not start) a private nats-server; the shared one on 4222 is never touched. */
+export async function testNatsServer(port?: number): Promise<TestNatsServer> {
+  const { spawn } = await import('node:child_process');
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const net = await import('node:net');
+  const p = port ?? (await freePort());
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-nats-'));
+  let child: import('node:child_process').ChildProcess | undefined;
+  const reachable = () =>
+    new Promise<boolean>((resolve) => {
+      const s = net.connect(p, '127.0.0.1');
+      s.once('connect', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+    });
+  return {
+    port: p,
+    url: `nats://127.0.0.1:${p}`,
+    async start() {
+      child = spawn(natsServerBinary(), ['-js', '-a', '127.0.0.1', '-p', String(p), '-sd', dir], { stdio: 'ignore' });
+      await waitFor(reachable, 10000, 50);
+    },
+    async stop() {
+      const c = child;
+      child = undefined;
+      if (!c || c.exitCode !== null) return;
+      await new Promise<void>((resolve) => {
+        c.once('exit', () => resolve());
+        c.kill('SIGTERM');
+      });
+    },
+  };
+}
