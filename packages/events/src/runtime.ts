@@ -1,4 +1,12 @@
-import type { ConfigOf, Runtime } from '@custos/service-kit';
+import {
+  type ConfigOf,
+  type ConfigShape,
+  type Database,
+  type Runtime,
+  type databaseConfigShape,
+  openDatabase,
+  runService,
+} from '@custos/service-kit';
 import type pg from 'pg';
 import type { natsConfigShape } from './config.js';
 import { NatsLink } from './nats.js';
@@ -38,4 +46,37 @@ export function startEvents(
   rt.onShutdown('nats', () => link.close());
   rt.onShutdown('outbox-relay', () => relay.stop());
   return { link, relay, stream: rt.config.NATS_STREAM, subjectPrefix: rt.config.NATS_SUBJECT_PREFIX };
+}
+
+/** Options of runDataService. */
+export interface DataServiceOptions<S extends ConfigShape> {
+  name: string;
+  /** The Postgres schema this service owns. */
+  schema: string;
+  migrationsFolder: string;
+  configShape: S;
+  /** Wires the service's own RPCs and consumers once its database and event link are up. */
+  start?(rt: Runtime<ConfigOf<S>>, deps: { pool: pg.Pool; db: Database; events: ServiceEvents }): Promise<void>;
+}
+
+/**
+ * Runs a service that owns a Postgres schema and publishes events: opens the pool (migrating in
+ * dev), starts NATS and the outbox relay, then the service's own wiring. Shutdown order: gRPC
+ * server, relay, NATS, pool.
+ */
+export function runDataService<S extends ConfigShape & typeof databaseConfigShape & typeof natsConfigShape>(
+  opts: DataServiceOptions<S>,
+): void {
+  runService({
+    name: opts.name,
+    configShape: opts.configShape,
+    async start(rt) {
+      // S extends both shapes, but zod's generic inference cannot show it; the casts only narrow.
+      const dbRt = rt as unknown as Runtime<ConfigOf<typeof databaseConfigShape>>;
+      const natsRt = rt as unknown as Runtime<ConfigOf<typeof natsConfigShape>>;
+      const { pool, db } = await openDatabase(dbRt, { schema: opts.schema, migrationsFolder: opts.migrationsFolder });
+      const events = startEvents(natsRt, { pool, schema: opts.schema });
+      await opts.start?.(rt, { pool, db, events });
+    },
+  });
 }

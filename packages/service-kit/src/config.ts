@@ -57,9 +57,9 @@ export const env = {
   /** A comma-separated list of strings (empty entries dropped). */
   list: (description: string) =>
     z
-      .preprocess(blankToUndefined, z.string())
+      .preprocess(blankToUndefined, z.string().optional())
       .transform((v) =>
-        v
+        (v ?? '')
           .split(',')
           .map((s) => s.trim())
           .filter(Boolean),

@@ -38,7 +38,7 @@ export function propagationInterceptor(deadlineMs: number): Interceptor {
     const spanContext = trace.setSpan(context.active(), span);
     const request = currentRequestContext();
     return new InterceptingCall(nextCall(opts), {
-      start(metadata, listener, next) {
+      start(metadata, _listener, next) {
         const carrier: Record<string, string> = {};
         injectTraceContext(carrier, spanContext);
         for (const [k, v] of Object.entries(carrier)) metadata.set(k, v);
@@ -48,8 +48,8 @@ export function propagationInterceptor(deadlineMs: number): Interceptor {
             metadata.set('authorization', request.authorization);
           }
         }
+        // A partial listener: grpc-js fills in the other callbacks and passes `nextStatus`.
         next(metadata, {
-          ...listener,
           onReceiveStatus(status, nextStatus) {
             span.setAttribute('rpc.grpc.status_code', status.code);
             if (status.code !== 0) span.setStatus({ code: SpanStatusCode.ERROR });

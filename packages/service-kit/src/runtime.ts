@@ -123,6 +123,12 @@ export function runService<S extends ConfigShape>(opts: ServiceDefinitionOptions
       grpc.health.setAll(ServingStatus.SERVING);
       logger.info({ grpc_port: port, metrics_port: metricsServer.port, version }, 'ready');
     } catch (err) {
+      if (err instanceof ConfigError) {
+        // A setting that only the service itself can check (e.g. a key's length) is still one line.
+        process.stderr.write(`custos-${opts.name}: ${err.message}\n`);
+        await stop(78);
+        return;
+      }
       logger.fatal({ err: describeError(err) }, 'start failed');
       await stop(1);
     }

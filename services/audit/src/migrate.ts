@@ -1,0 +1,5 @@
+import path from 'node:path';
+import { runMigrations } from '@custos/service-kit';
+import { SCHEMA } from './db/schema.js';
+
+runMigrations({ name: 'audit', schema: SCHEMA, migrationsFolder: path.join(__dirname, '..', 'migrations') });

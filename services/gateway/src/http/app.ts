@@ -1,0 +1,45 @@
+import express, { type Express } from 'express';
+import type net from 'node:net';
+import type { Redis } from 'ioredis';
+import type { Registry } from 'prom-client';
+import type { Logger } from '@custos/service-kit';
+import type { Peers } from '../peers.js';
+import { accessLog } from './access-log.js';
+import { healthRoutes } from './health-routes.js';
+import { errorHandler, notFound } from './problem.js';
+import { rateLimit } from './rate-limit.js';
+import { requestContext } from './request-context.js';
+
+/** What the HTTP app needs. */
+export interface AppDeps {
+  logger: Logger;
+  registry: Registry;
+  redis: Redis;
+  peers: Peers;
+  trustedProxies: net.BlockList;
+  rateLimit: { ratePerSecond: number; burst: number };
+  healthTimeoutMs: number;
+}
+
+/**
+ * The public HTTP API. Middleware runs in spec §7 order: request context (id, client IP, trace)
+ * and access log first, then audit context, rate limit, x402, auth, IP filter, usage counting,
+ * quota headers, handler. Stages that need services not yet built (audit, x402, auth, IP filter,
+ * usage) are added here by the issues that build them, in that order.
+ */
+export function createApp(deps: AppDeps): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+
+  app.use(requestContext(deps.trustedProxies));
+  app.use(accessLog(deps.logger, deps.registry));
+  app.use(rateLimit({ redis: deps.redis, ...deps.rateLimit, logger: deps.logger }));
+  app.use(express.json({ limit: '1mb', strict: true }));
+
+  app.use(healthRoutes(deps.peers, deps.healthTimeoutMs));
+
+  app.use(notFound);
+  app.use(errorHandler(deps.logger));
+  return app;
+}

@@ -1,0 +1,56 @@
+import { Metadata } from '@grpc/grpc-js';
+import { Router } from 'express';
+import { callUnary } from '@custos/service-kit';
+import { checkPeer, type PeerState, type Peers } from '../peers.js';
+import { sendProblem } from './problem.js';
+
+/**
+ * Public health endpoints. GET /v1/health asks every peer service over gRPC and is ok only when all
+ * serve; GET /v1/health/hsm reports vault-crypto's key-management provider.
+ */
+export function healthRoutes(peers: Peers, timeoutMs: number): Router {
+  const router = Router();
+
+  router.get('/v1/health', async (_req, res) => {
+    const states = await Promise.all(peers.health.map(async (p) => [p.name, await checkPeer(p.client, timeoutMs)] as const));
+    const services: Record<string, PeerState> = { gateway: 'serving', ...Object.fromEntries(states) };
+    const down = states.filter(([, s]) => s !== 'serving').map(([name]) => name);
+    if (down.length === 0) {
+      res.json({ status: 'ok', services });
+      return;
+    }
+    sendProblem(res, {
+      type: 'about:blank',
+      title: 'Service Unavailable',
+      status: 503,
+      detail: `not serving: ${down.join(', ')}`,
+      unavailable: down,
+      services,
+    });
+  });
+
+  router.get('/v1/health/hsm', async (_req, res, next) => {
+    try {
+      const h = await callUnary(peers.vaultCrypto, peers.vaultCrypto.getKmsHealth, {}, new Metadata(), {
+        deadline: Date.now() + timeoutMs,
+      });
+      const latency_ms = Math.round(h.latencyMs * 1000) / 1000;
+      if (h.healthy) {
+        res.json({ status: 'ok', provider: h.provider, latency_ms });
+        return;
+      }
+      sendProblem(res, {
+        type: 'about:blank',
+        title: 'Service Unavailable',
+        status: 503,
+        detail: `key-management provider ${h.provider} is unhealthy: ${h.detail}`,
+        provider: h.provider,
+        latency_ms,
+      });
+    } catch (err) {
+      next(err);
+    }
+  });
+
+  return router;
+}

@@ -1,0 +1,47 @@
+import http from 'node:http';
+import { Redis } from 'ioredis';
+import { describeError, runService } from '@custos/service-kit';
+import { configShape } from './config.js';
+import { createApp } from './http/app.js';
+import { parseTrustedProxies } from './http/client-ip.js';
+import { connectPeers } from './peers.js';
+
+// Composition root of the gateway: peers, Redis, the HTTP app. Its gRPC server serves health only.
+runService({
+  name: 'gateway',
+  configShape,
+  async start(rt) {
+    const c = rt.config;
+    const trustedProxies = parseTrustedProxies(c.TRUSTED_PROXIES);
+    const peers = connectPeers(c);
+    rt.onShutdown('peers', async () => peers.close());
+    const redis = new Redis(c.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true });
+    redis.on('error', (err) => rt.logger.warn({ err: describeError(err) }, 'redis error'));
+    rt.onShutdown('redis', async () => {
+      redis.disconnect();
+    });
+    await redis.connect().catch((err: unknown) => rt.logger.warn({ err: describeError(err) }, 'redis unreachable at start'));
+
+    const app = createApp({
+      logger: rt.logger,
+      registry: rt.metrics.registry,
+      redis,
+      peers,
+      trustedProxies,
+      rateLimit: { ratePerSecond: c.RATE_LIMIT_RPS, burst: c.RATE_LIMIT_BURST },
+      healthTimeoutMs: c.HEALTH_TIMEOUT_MS,
+    });
+    const server = http.createServer(app);
+    server.keepAliveTimeout = 65_000;
+    server.headersTimeout = 66_000;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(c.PORT, c.HOST, resolve);
+    });
+    rt.onShutdown('http', () => new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeIdleConnections();
+    }));
+    rt.logger.info({ url: `http://${c.HOST}:${c.PORT}` }, 'HTTP API listening');
+  },
+});

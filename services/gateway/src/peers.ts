@@ -1,0 +1,42 @@
+import { Metadata } from '@grpc/grpc-js';
+import { HealthCheckResponse_ServingStatus as ServingStatus, HealthClient } from '@custos/proto/grpc/health/v1/health';
+import { VaultCryptoServiceClient } from '@custos/proto/custos/vault_crypto/v1/service';
+import { callUnary, createGrpcClient } from '@custos/service-kit';
+import { PEERS } from './config.js';
+
+/** The gateway's gRPC clients: a health client per peer and the service clients the routes use. */
+export interface Peers {
+  health: Array<{ name: string; client: HealthClient }>;
+  vaultCrypto: VaultCryptoServiceClient;
+  close(): void;
+}
+
+/** Opens one channel per peer service from the `<NAME>_ADDR` settings. */
+export function connectPeers(config: Record<(typeof PEERS)[number]['variable'], string> & { GRPC_DEADLINE_MS: number }): Peers {
+  const opts = { deadlineMs: config.GRPC_DEADLINE_MS };
+  const health = PEERS.map((p) => ({ name: p.name, client: createGrpcClient(HealthClient, config[p.variable], opts) }));
+  const vaultCrypto = createGrpcClient(VaultCryptoServiceClient, config.VAULT_CRYPTO_ADDR, opts);
+  return {
+    health,
+    vaultCrypto,
+    close() {
+      for (const h of health) h.client.close();
+      vaultCrypto.close();
+    },
+  };
+}
+
+/** Serving state of one peer as GET /v1/health reports it. */
+export type PeerState = 'serving' | 'not_serving' | 'unreachable';
+
+/** Asks one peer's grpc.health.v1 for the whole server ('' service). */
+export async function checkPeer(client: HealthClient, timeoutMs: number): Promise<PeerState> {
+  try {
+    const res = await callUnary(client, client.check, { service: '' }, new Metadata(), {
+      deadline: Date.now() + timeoutMs,
+    });
+    return res.status === ServingStatus.SERVING ? 'serving' : 'not_serving';
+  } catch {
+    return 'unreachable';
+  }
+}

@@ -1,0 +1,19 @@
+/** Result of a provider's self-test. */
+export interface KmsHealth {
+  healthy: boolean;
+  /** Why it is unhealthy; never key material. */
+  detail: string;
+  latencyMs: number;
+}
+
+/**
+ * A key-management provider: wraps and unwraps data keys with a key-encryption key it holds.
+ * `local`, `aws-kms` and `pkcs11` implement it; the rest of vault-crypto sees only this.
+ */
+export interface KmsProvider {
+  readonly name: string;
+  /** Encrypts a data key; the result records everything needed to unwrap it later. */
+  wrapKey(dataKey: Buffer, context: string): Promise<Buffer>;
+  /** Decrypts a wrapped data key; `context` must equal the one used to wrap it. */
+  unwrapKey(wrapped: Buffer, context: string): Promise<Buffer>;
+}
