@@ -10,5 +10,6 @@ module.exports = (overrides = {}) => ({
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testMatch: ['<rootDir>/src/**/*.test.ts', '<rootDir>/test/**/*.spec.ts'],
   testTimeout: 60000,
+  reporters: ['default', require.resolve('./tools/test/summary-reporter.cjs')],
   ...overrides,
 });

@@ -74,7 +74,10 @@ export type ConfigOf<S extends ConfigShape> = z.infer<z.ZodObject<S>>;
 
 /** Parses the environment once against `shape`, throwing a ConfigError that names every bad variable. */
 export function loadConfig<S extends ConfigShape>(shape: S, source: NodeJS.ProcessEnv = process.env): ConfigOf<S> {
-  const result = z.object(shape).safeParse(source);
+  // Blank counts as unset, so that defaults apply to `VAR=` as they do to a missing VAR.
+  const cleaned: Record<string, string | undefined> = {};
+  for (const key of Object.keys(shape)) cleaned[key] = blankToUndefined(source[key]) as string | undefined;
+  const result = z.object(shape).safeParse(cleaned);
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => ({
     variable: String(issue.path[0] ?? '(root)'),
@@ -83,7 +86,25 @@ export function loadConfig<S extends ConfigShape>(shape: S, source: NodeJS.Proce
   throw new ConfigError(problems);
 }
 
-/** Lists the variables of a shape with their descriptions and defaults, for documentation checks. */
-export function describeConfig(shape: ConfigShape): Array<{ variable: string; description: string }> {
-  return Object.entries(shape).map(([variable, type]) => ({ variable, description: type.description ?? '' }));
+/** One documented variable of a configuration shape. */
+export interface ConfigVariableDoc {
+  variable: string;
+  description: string;
+  required: boolean;
+  default?: string;
+}
+
+/** Lists the variables of a shape with their descriptions and defaults, for the configuration docs. */
+export function describeConfig(shape: ConfigShape): ConfigVariableDoc[] {
+  return Object.entries(shape).map(([variable, type]) => {
+    const def = type._def as { typeName?: string; defaultValue?: () => unknown };
+    const isDefault = def.typeName === 'ZodDefault';
+    const fallback = isDefault ? def.defaultValue?.() : undefined;
+    return {
+      variable,
+      description: type.description ?? '',
+      required: !type.isOptional(),
+      ...(isDefault ? { default: Array.isArray(fallback) ? fallback.join(',') : String(fallback) } : {}),
+    };
+  });
 }

@@ -1,4 +1,9 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 
 /** Connection URL of the Postgres server tests use (a superuser who may create databases). */
@@ -54,7 +59,6 @@ export async function waitFor<T>(check: () => Promise<T | undefined | false>, ti
 
 /** A TCP port that was free a moment ago on 127.0.0.1. */
 export async function freePort(): Promise<number> {
-  const net = await import('node:net');
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once('error', reject);
@@ -69,8 +73,6 @@ export async function freePort(): Promise<number> {
 /** Path of the nats-server binary: NATS_SERVER_BIN, else /usr/sbin/nats-server, else from PATH. */
 export function natsServerBinary(): string {
   if (process.env.NATS_SERVER_BIN) return process.env.NATS_SERVER_BIN;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const fs = require('node:fs') as typeof import('node:fs');
   return fs.existsSync('/usr/sbin/nats-server') ? '/usr/sbin/nats-server' : 'nats-server';
 }
 
@@ -84,14 +86,9 @@ export interface TestNatsServer {
 
 /** Prepares (does not start) a private nats-server; the shared one on 4222 is never touched. */
 export async function testNatsServer(port?: number): Promise<TestNatsServer> {
-  const { spawn } = await import('node:child_process');
-  const fs = await import('node:fs');
-  const os = await import('node:os');
-  const path = await import('node:path');
-  const net = await import('node:net');
   const p = port ?? (await freePort());
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-nats-'));
-  let child: import('node:child_process').ChildProcess | undefined;
+  let child: ChildProcess | undefined;
   const reachable = () =>
     new Promise<boolean>((resolve) => {
       const s = net.connect(p, '127.0.0.1');

@@ -1,0 +1,172 @@
+import http from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { Redis } from 'ioredis';
+import {
+  GrpcServer,
+  ServingStatus,
+  createLogger,
+  createMetrics,
+} from '@custos/service-kit';
+import { freePort } from '@custos/service-kit/testing';
+import { VaultCryptoServiceService } from '@custos/proto/custos/vault_crypto/v1/service';
+import { PEERS } from '../src/config';
+import { createApp } from '../src/http/app';
+import { parseTrustedProxies } from '../src/http/client-ip';
+import { connectPeers } from '../src/peers';
+
+/** Real gRPC servers on loopback standing in the place of the eight peer services. */
+async function startPeerServers() {
+  const logger = createLogger({ service: 'peer', level: 'silent' });
+  const servers: Record<string, GrpcServer> = {};
+  const addrs: Record<string, string> = {};
+  for (const p of PEERS) {
+    const s = new GrpcServer(logger, createMetrics(p.name));
+    if (p.name === 'vault-crypto') {
+      s.add(VaultCryptoServiceService, {
+        getKmsHealth: async () => ({ provider: 'local', healthy: false, detail: 'master key unavailable', latencyMs: 1.5 }),
+      });
+    }
+    const port = await s.listen('127.0.0.1', 0);
+    s.health.setAll(ServingStatus.SERVING);
+    servers[p.name] = s;
+    addrs[p.variable] = `127.0.0.1:${port}`;
+  }
+  return { servers, addrs };
+}
+
+describe('gateway HTTP pipeline', () => {
+  let peers: Awaited<ReturnType<typeof startPeerServers>>;
+  const logLines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      logLines.push(chunk.toString('utf8'));
+      cb();
+    },
+  });
+  const logger = createLogger({ service: 'gateway-test', level: 'info', destination: sink });
+  const cleanups: Array<() => Promise<void> | void> = [];
+
+  beforeAll(async () => {
+    peers = await startPeerServers();
+  });
+
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c();
+    for (const s of Object.values(peers.servers)) await s.shutdown(100);
+  });
+
+  async function serve(opts: { rps?: number; burst?: number; redisUrl?: string; trusted?: string[] } = {}) {
+    const redis = new Redis(opts.redisUrl ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
+      keyPrefix: `test-${randomBytes(4).toString('hex')}:`,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      lazyConnect: true,
+      disconnectTimeout: 100,
+    });
+    redis.on('error', () => undefined);
+    await redis.connect().catch(() => undefined);
+    const p = connectPeers({ ...(peers.addrs as Record<(typeof PEERS)[number]['variable'], string>), GRPC_DEADLINE_MS: 2000 });
+    const app = createApp({
+      logger,
+      registry: createMetrics('gateway-test').registry,
+      redis,
+      peers: p,
+      trustedProxies: parseTrustedProxies(opts.trusted ?? []),
+      rateLimit: { ratePerSecond: opts.rps ?? 1000, burst: opts.burst ?? 1000 },
+      healthTimeoutMs: 1000,
+    });
+    const port = await freePort();
+    const server = http.createServer(app);
+    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+    cleanups.push(
+      () =>
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        }),
+      () => p.close(),
+      () => {
+        redis.disconnect();
+      },
+    );
+    return `http://127.0.0.1:${port}`;
+  }
+
+  it('echoes a well-formed X-Request-Id and replaces a malformed one', async () => {
+    const base = await serve();
+    const mine = await fetch(`${base}/v1/health`, { headers: { 'x-request-id': 'req-123.abc' } });
+    expect(mine.headers.get('x-request-id')).toBe('req-123.abc');
+    const bad = await fetch(`${base}/v1/health`, { headers: { 'x-request-id': 'has spaces and <tags>' } });
+    expect(bad.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('answers 429 with Retry-After and problem details past the burst, per client IP', async () => {
+    const base = await serve({ rps: 1, burst: 3, trusted: ['127.0.0.1'] });
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) statuses.push((await fetch(`${base}/v1/no-route`)).status);
+    expect(statuses).toEqual([404, 404, 404, 429, 429]);
+    const limited = await fetch(`${base}/v1/no-route`);
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(limited.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(await limited.json()).toMatchObject({ status: 429, title: 'Too Many Requests' });
+    // Another client behind the trusted proxy has its own bucket.
+    const other = await fetch(`${base}/v1/no-route`, { headers: { 'x-forwarded-for': '198.51.100.20' } });
+    expect(other.status).toBe(404);
+  });
+
+  it('holds parallel requests to the bucket size (the limit is atomic in Redis)', async () => {
+    const base = await serve({ rps: 1, burst: 10 });
+    const statuses = await Promise.all(Array.from({ length: 40 }, () => fetch(`${base}/v1/no-route`).then((r) => r.status)));
+    expect(statuses.filter((s) => s === 404)).toHaveLength(10);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(30);
+  });
+
+  it('does not let a spoofed X-Forwarded-For from an untrusted peer escape the limit', async () => {
+    const base = await serve({ rps: 1, burst: 2 });
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      statuses.push((await fetch(`${base}/v1/no-route`, { headers: { 'x-forwarded-for': `192.0.2.${i}` } })).status);
+    }
+    expect(statuses).toEqual([404, 404, 429, 429]);
+  });
+
+  it('lets requests through when Redis is unreachable, and says so in the log', async () => {
+    const closedPort = await freePort();
+    const base = await serve({ rps: 1, burst: 1, redisUrl: `redis://127.0.0.1:${closedPort}` });
+    const statuses = await Promise.all([1, 2, 3].map(() => fetch(`${base}/v1/no-route`).then((r) => r.status)));
+    expect(statuses).toEqual([404, 404, 404]);
+    expect(logLines.some((l) => l.includes('rate limiter unavailable'))).toBe(true);
+  });
+
+  it('reports a not-serving peer in /v1/health and an unhealthy KMS in /v1/health/hsm', async () => {
+    const base = await serve();
+    expect((await fetch(`${base}/v1/health`)).status).toBe(200);
+    peers.servers['signer']!.health.setAll(ServingStatus.NOT_SERVING);
+    try {
+      const res = await fetch(`${base}/v1/health`);
+      expect(res.status).toBe(503);
+      expect(await res.json()).toMatchObject({ unavailable: ['signer'], services: { signer: 'not_serving' } });
+    } finally {
+      peers.servers['signer']!.health.setAll(ServingStatus.SERVING);
+    }
+    const hsm = await fetch(`${base}/v1/health/hsm`);
+    expect(hsm.status).toBe(503);
+    expect(await hsm.json()).toMatchObject({ status: 503, provider: 'local', detail: expect.stringContaining('master key unavailable') });
+  });
+
+  it('never logs the query string, the Authorization header or the body', async () => {
+    const base = await serve();
+    const secret = `s3cr3t-${randomBytes(6).toString('hex')}`;
+    await fetch(`${base}/v1/no-route?token=${secret}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}-jwt`, 'content-type': 'application/json' },
+      body: JSON.stringify({ password: `${secret}-pw` }),
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    const all = logLines.join('');
+    expect(all).toContain('/v1/no-route');
+    expect(all).not.toContain(secret);
+  });
+});
