@@ -23,7 +23,9 @@ export default tseslint.config(
   {
     plugins: { 'import-x': importX },
     settings: {
-      'import-x/resolver-next': [createTypeScriptImportResolver({ alwaysTryTypes: true, project: ['**/tsconfig.json'] })],
+      'import-x/resolver-next': [
+        createTypeScriptImportResolver({ alwaysTryTypes: true, project: ['**/tsconfig.json'] }),
+      ],
     },
     rules: {
       'import-x/no-cycle': ['error', { ignoreExternal: true }],
@@ -33,8 +35,14 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            { group: ['@custos/*/src', '@custos/*/src/*'], message: 'Import a package through its exports map, not its src/.' },
-            { group: ['**/packages/*/src/**', '**/services/*/src/**'], message: 'No reaching into another package by path.' },
+            {
+              group: ['@custos/*/src', '@custos/*/src/*'],
+              message: 'Import a package through its exports map, not its src/.',
+            },
+            {
+              group: ['**/packages/*/src/**', '**/services/*/src/**'],
+              message: 'No reaching into another package by path.',
+            },
             { group: ['@custos/*/dist/*'], message: 'Import a package through its exports map.' },
           ],
         },
@@ -45,7 +53,23 @@ export default tseslint.config(
   },
   {
     files: ['**/*.cjs', '**/*.js', '**/*.mjs'],
-    languageOptions: { globals: { require: 'readonly', module: 'writable', process: 'readonly', console: 'readonly', __dirname: 'readonly', Buffer: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', URL: 'readonly', fetch: 'readonly', AbortSignal: 'readonly', setInterval: 'readonly', clearInterval: 'readonly' } },
+    languageOptions: {
+      globals: {
+        require: 'readonly',
+        module: 'writable',
+        process: 'readonly',
+        console: 'readonly',
+        __dirname: 'readonly',
+        Buffer: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        URL: 'readonly',
+        fetch: 'readonly',
+        AbortSignal: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+      },
+    },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
 );

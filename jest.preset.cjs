@@ -3,7 +3,10 @@
 module.exports = (overrides = {}) => ({
   testEnvironment: 'node',
   transform: {
-    '^.+\\.(t|j)sx?$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }],
+    '^.+\\.(t|j)sx?$': [
+      '@swc/jest',
+      { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } },
+    ],
   },
   // ESM-only dependencies are transformed to CommonJS for jest's module system.
   transformIgnorePatterns: ['/node_modules/(?!(\\.pnpm/)?(jose|@nats-io))'],

@@ -1,1 +1,4 @@
-module.exports = require('../../jest.preset.cjs')({ testMatch: ['<rootDir>/test/**/*.spec.ts'], testTimeout: 120000 });
+module.exports = require('../../jest.preset.cjs')({
+  testMatch: ['<rootDir>/test/**/*.spec.ts'],
+  testTimeout: 120000,
+});

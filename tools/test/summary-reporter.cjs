@@ -11,7 +11,8 @@ class SummaryReporter {
     const dir = process.env.CUSTOS_TEST_RESULTS_DIR;
     if (!dir) return;
     fs.mkdirSync(dir, { recursive: true });
-    const name = path.relative(path.resolve(__dirname, '..', '..'), this.rootDir).replace(/[\\/]/g, '__') || 'root';
+    const name =
+      path.relative(path.resolve(__dirname, '..', '..'), this.rootDir).replace(/[\\/]/g, '__') || 'root';
     const summary = {
       package: name,
       passed: results.numPassedTests,

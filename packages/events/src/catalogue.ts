@@ -17,7 +17,15 @@ export const EVENT_GROUPS = {
   multisig: ['proposal.created', 'proposal.signed', 'proposal.executed', 'proposal.cancelled'],
   agent: ['agent.transaction.broadcast', 'agent.transaction.signed', 'signing_key.rotated'],
   policy: ['policy.created', 'policy.updated', 'policy.deleted'],
-  cards: ['card.ordered', 'card.ready', 'card.revealed', 'card.voided', 'card.depleted', 'card.orphaned_payment', 'card.rejected'],
+  cards: [
+    'card.ordered',
+    'card.ready',
+    'card.revealed',
+    'card.voided',
+    'card.depleted',
+    'card.orphaned_payment',
+    'card.rejected',
+  ],
   approvals: [
     'approval.created',
     'approval.decided',

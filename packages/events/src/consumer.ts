@@ -60,18 +60,16 @@ export class IdempotentConsumer {
           await new Promise((r) => setTimeout(r, 250));
           continue;
         }
-        await nats.jsm.consumers
-          .info(this.opts.stream, this.opts.durable)
-          .catch(() =>
-            nats.jsm.consumers.add(this.opts.stream, {
-              durable_name: this.opts.durable,
-              ack_policy: AckPolicy.Explicit,
-              deliver_policy: DeliverPolicy.All,
-              filter_subject: this.opts.filterSubject,
-              ack_wait: nanos(30_000),
-              max_deliver: -1,
-            }),
-          );
+        await nats.jsm.consumers.info(this.opts.stream, this.opts.durable).catch(() =>
+          nats.jsm.consumers.add(this.opts.stream, {
+            durable_name: this.opts.durable,
+            ack_policy: AckPolicy.Explicit,
+            deliver_policy: DeliverPolicy.All,
+            filter_subject: this.opts.filterSubject,
+            ack_wait: nanos(30_000),
+            max_deliver: -1,
+          }),
+        );
         const consumer = await nats.js.consumers.get(this.opts.stream, this.opts.durable);
         this.messages = await consumer.consume({ max_messages: 64 });
         if (this.stopped) await this.messages.close();
@@ -80,7 +78,10 @@ export class IdempotentConsumer {
         }
       } catch (err) {
         if (!this.stopped) {
-          this.opts.logger.warn({ err: describeError(err), consumer: this.opts.durable }, 'consumer interrupted; resuming');
+          this.opts.logger.warn(
+            { err: describeError(err), consumer: this.opts.durable },
+            'consumer interrupted; resuming',
+          );
           await new Promise((r) => setTimeout(r, 500));
         }
       }
@@ -91,7 +92,8 @@ export class IdempotentConsumer {
     let event: EventEnvelope;
     try {
       event = m.json<EventEnvelope>();
-      if (typeof event.id !== 'string' || typeof event.type !== 'string') throw new Error('not an event envelope');
+      if (typeof event.id !== 'string' || typeof event.type !== 'string')
+        throw new Error('not an event envelope');
     } catch (err) {
       this.opts.logger.error({ err: describeError(err), subject: m.subject }, 'dropping malformed event');
       m.term();
@@ -99,19 +101,25 @@ export class IdempotentConsumer {
     }
     const parent = extractTraceContext({ traceparent: m.headers?.get('traceparent') || undefined });
     try {
-      await withSpan(`consume ${event.type}`, { kind: SpanKind.CONSUMER, parent, attributes: { 'messaging.system': 'nats' } }, () =>
-        this.opts.db.transaction(async (tx) => {
-          const fresh = await tx
-            .insert(this.opts.inbox)
-            .values({ consumer: this.opts.durable, eventId: event.id })
-            .onConflictDoNothing()
-            .returning({ id: this.opts.inbox.eventId });
-          if (fresh.length > 0) await this.opts.handler(event, tx);
-        }),
+      await withSpan(
+        `consume ${event.type}`,
+        { kind: SpanKind.CONSUMER, parent, attributes: { 'messaging.system': 'nats' } },
+        () =>
+          this.opts.db.transaction(async (tx) => {
+            const fresh = await tx
+              .insert(this.opts.inbox)
+              .values({ consumer: this.opts.durable, eventId: event.id })
+              .onConflictDoNothing()
+              .returning({ id: this.opts.inbox.eventId });
+            if (fresh.length > 0) await this.opts.handler(event, tx);
+          }),
       );
       m.ack();
     } catch (err) {
-      this.opts.logger.warn({ err: describeError(err), event_id: event.id, type: event.type }, 'event handler failed; will redeliver');
+      this.opts.logger.warn(
+        { err: describeError(err), event_id: event.id, type: event.type },
+        'event handler failed; will redeliver',
+      );
       m.nak(this.opts.retryDelayMs ?? 1000);
     }
   }

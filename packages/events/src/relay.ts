@@ -152,7 +152,10 @@ export class OutboxRelay {
     if (acked < results.length) {
       const failure = results[acked];
       this.opts.logger.warn(
-        { err: failure?.status === 'rejected' ? describeError(failure.reason) : undefined, pending: rows.length - acked },
+        {
+          err: failure?.status === 'rejected' ? describeError(failure.reason) : undefined,
+          pending: rows.length - acked,
+        },
         'publishing outbox rows failed; will retry',
       );
     }

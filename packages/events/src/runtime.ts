@@ -56,7 +56,10 @@ export interface DataServiceOptions<S extends ConfigShape> {
   migrationsFolder: string;
   configShape: S;
   /** Wires the service's own RPCs and consumers once its database and event link are up. */
-  start?(rt: Runtime<ConfigOf<S>>, deps: { pool: pg.Pool; db: Database; events: ServiceEvents }): Promise<void>;
+  start?(
+    rt: Runtime<ConfigOf<S>>,
+    deps: { pool: pg.Pool; db: Database; events: ServiceEvents },
+  ): Promise<void>;
 }
 
 /**
@@ -74,7 +77,10 @@ export function runDataService<S extends ConfigShape & typeof databaseConfigShap
       // S extends both shapes, but zod's generic inference cannot show it; the casts only narrow.
       const dbRt = rt as unknown as Runtime<ConfigOf<typeof databaseConfigShape>>;
       const natsRt = rt as unknown as Runtime<ConfigOf<typeof natsConfigShape>>;
-      const { pool, db } = await openDatabase(dbRt, { schema: opts.schema, migrationsFolder: opts.migrationsFolder });
+      const { pool, db } = await openDatabase(dbRt, {
+        schema: opts.schema,
+        migrationsFolder: opts.migrationsFolder,
+      });
       const events = startEvents(natsRt, { pool, schema: opts.schema });
       await opts.start?.(rt, { pool, db, events });
     },

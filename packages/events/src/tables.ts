@@ -1,5 +1,14 @@
 import { sql } from 'drizzle-orm';
-import { bigserial, index, jsonb, primaryKey, text, timestamp, uuid, type PgSchema } from 'drizzle-orm/pg-core';
+import {
+  bigserial,
+  index,
+  jsonb,
+  primaryKey,
+  text,
+  timestamp,
+  uuid,
+  type PgSchema,
+} from 'drizzle-orm/pg-core';
 
 /**
  * The transactional outbox of one service, in that service's schema. A row is written in the same
@@ -18,7 +27,11 @@ export function outboxTable(schema: PgSchema) {
       createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
       publishedAt: timestamp('published_at', { withTimezone: true, mode: 'date' }),
     },
-    (t) => [index('outbox_unpublished_idx').on(t.seq).where(sql`${t.publishedAt} IS NULL`)],
+    (t) => [
+      index('outbox_unpublished_idx')
+        .on(t.seq)
+        .where(sql`${t.publishedAt} IS NULL`),
+    ],
   );
 }
 

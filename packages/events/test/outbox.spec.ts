@@ -2,7 +2,12 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { createLogger } from '@custos/service-kit';
-import { createTestDatabase, testNatsServer, waitFor, type TestNatsServer } from '@custos/service-kit/testing';
+import {
+  createTestDatabase,
+  testNatsServer,
+  waitFor,
+  type TestNatsServer,
+} from '@custos/service-kit/testing';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import { IdempotentConsumer, NatsLink, OutboxRelay, writeEvent, type EventEnvelope } from '../src';
@@ -56,12 +61,17 @@ describe('outbox → JetStream → idempotent consumer', () => {
     });
     relay.start();
     consumer.start();
-    stoppers.push(() => link.close(), () => relay.stop(), () => consumer.stop());
+    stoppers.push(
+      () => link.close(),
+      () => relay.stop(),
+      () => consumer.stop(),
+    );
     return { handled, relay, link };
   }
 
   const unpublished = async (id: string) =>
-    (await pool.query(`SELECT published_at FROM ${SCHEMA}.outbox WHERE id = $1`, [id])).rows[0]?.published_at === null;
+    (await pool.query(`SELECT published_at FROM ${SCHEMA}.outbox WHERE id = $1`, [id])).rows[0]
+      ?.published_at === null;
 
   it('keeps an event committed while NATS is down and delivers it exactly once when NATS starts', async () => {
     const { handled } = startPipeline('down-then-up');
@@ -129,10 +139,20 @@ describe('outbox → JetStream → idempotent consumer', () => {
 
     // A new relay republishes the row (same message id) and marks it.
     const link2 = new NatsLink([nats.url], { stream, subjectPrefix: prefix }, logger, 'relay-2');
-    const relay = new OutboxRelay({ pool, schema: SCHEMA, link: link2, subjectPrefix: prefix, logger, pollMs: 50 });
+    const relay = new OutboxRelay({
+      pool,
+      schema: SCHEMA,
+      link: link2,
+      subjectPrefix: prefix,
+      logger,
+      pollMs: 50,
+    });
     link2.start();
     relay.start();
-    stoppers.push(() => link2.close(), () => relay.stop());
+    stoppers.push(
+      () => link2.close(),
+      () => relay.stop(),
+    );
     await waitFor(async () => !(await unpublished(id)), 20000);
     await new Promise((r) => setTimeout(r, 1000));
     expect(handled.filter((e) => e.id === id)).toHaveLength(1);
@@ -147,9 +167,19 @@ describe('outbox → JetStream → idempotent consumer', () => {
     await waitFor(async () => handled.some((e) => e.id === id), 20000);
     // Same event published again under another message id (as after the dedupe window passed).
     const ready = await link.ready();
-    const envelope = { id, type: 'signing_key.rotated', created_at: new Date().toISOString(), org_id: 'org-3', data: {} };
-    await ready!.js.publish(`${prefix}.signing_key.rotated`, JSON.stringify(envelope), { msgID: randomUUID() });
-    const marker = await db().transaction((tx) => writeEvent(tx, outbox, { name: 'policy.created', orgId: null, data: {} }));
+    const envelope = {
+      id,
+      type: 'signing_key.rotated',
+      created_at: new Date().toISOString(),
+      org_id: 'org-3',
+      data: {},
+    };
+    await ready!.js.publish(`${prefix}.signing_key.rotated`, JSON.stringify(envelope), {
+      msgID: randomUUID(),
+    });
+    const marker = await db().transaction((tx) =>
+      writeEvent(tx, outbox, { name: 'policy.created', orgId: null, data: {} }),
+    );
     await waitFor(async () => handled.some((e) => e.id === marker), 20000);
     expect(handled.filter((e) => e.id === id)).toHaveLength(1);
   });

@@ -73,7 +73,10 @@ export type ConfigShape = Record<string, z.ZodTypeAny>;
 export type ConfigOf<S extends ConfigShape> = z.infer<z.ZodObject<S>>;
 
 /** Parses the environment once against `shape`, throwing a ConfigError that names every bad variable. */
-export function loadConfig<S extends ConfigShape>(shape: S, source: NodeJS.ProcessEnv = process.env): ConfigOf<S> {
+export function loadConfig<S extends ConfigShape>(
+  shape: S,
+  source: NodeJS.ProcessEnv = process.env,
+): ConfigOf<S> {
   // Blank counts as unset, so that defaults apply to `VAR=` as they do to a missing VAR.
   const cleaned: Record<string, string | undefined> = {};
   for (const key of Object.keys(shape)) cleaned[key] = blankToUndefined(source[key]) as string | undefined;

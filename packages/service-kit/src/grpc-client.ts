@@ -24,7 +24,11 @@ export interface GrpcClientOptions {
   credentials?: ChannelCredentials;
 }
 
-type ClientCtor<C> = new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>) => C;
+type ClientCtor<C> = new (
+  address: string,
+  credentials: ChannelCredentials,
+  options?: Partial<ClientOptions>,
+) => C;
 
 /** Interceptor that sets a default deadline, opens a client span and forwards trace, request id and caller JWT. */
 export function propagationInterceptor(deadlineMs: number): Interceptor {
@@ -63,7 +67,11 @@ export function propagationInterceptor(deadlineMs: number): Interceptor {
 }
 
 /** Creates a client for a peer service at `host:port` with deadlines, bounded retries and propagation. */
-export function createGrpcClient<C extends Client>(Ctor: ClientCtor<C>, address: string, opts: GrpcClientOptions = {}): C {
+export function createGrpcClient<C extends Client>(
+  Ctor: ClientCtor<C>,
+  address: string,
+  opts: GrpcClientOptions = {},
+): C {
   const maxAttempts = Math.min(Math.max(opts.maxAttempts ?? 3, 1), 5);
   const serviceConfig = {
     methodConfig: [

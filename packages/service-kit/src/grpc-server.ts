@@ -18,7 +18,9 @@ import { runWithRequestContext } from './request-context.js';
 import { extractTraceContext, tracer } from './tracing.js';
 
 type AsyncUnary<H> =
-  H extends handleUnaryCall<infer Req, infer Res> ? (req: Req, call: ServerUnaryCall<Req, Res>) => Promise<Res> : H;
+  H extends handleUnaryCall<infer Req, infer Res>
+    ? (req: Req, call: ServerUnaryCall<Req, Res>) => Promise<Res>
+    : H;
 
 /** A service implementation whose unary handlers are async functions returning the response. */
 export type AsyncService<S> = { [K in keyof S]: AsyncUnary<S[K]> };
@@ -51,12 +53,12 @@ export class GrpcServer {
       raw[key] =
         method.requestStream || method.responseStream
           ? fn
-          : ((call: ServerUnaryCall<unknown, unknown>, cb: sendUnaryData<unknown>) => {
+          : (call: ServerUnaryCall<unknown, unknown>, cb: sendUnaryData<unknown>) => {
               (fn as (r: unknown, c: unknown) => Promise<unknown>)(call.request, call).then(
                 (res) => cb(null, res),
                 (err: unknown) => cb(toGrpcStatus(err, this.logger)),
               );
-            });
+            };
     }
     this.addRaw(definition, raw as S);
   }
@@ -68,14 +70,20 @@ export class GrpcServer {
     for (const [key, method] of Object.entries(definition)) {
       serviceName ??= method.path.split('/')[1];
       const handler = impl[key];
-      wrapped[key] = method.requestStream || method.responseStream ? handler : this.instrument(method.path, handler as handleUnaryCall<unknown, unknown>);
+      wrapped[key] =
+        method.requestStream || method.responseStream
+          ? handler
+          : this.instrument(method.path, handler as handleUnaryCall<unknown, unknown>);
     }
     if (!serviceName) return; // a contract with no RPCs yet: nothing to serve
     this.server.addService(definition, wrapped as S);
     if (serviceName !== 'grpc.health.v1.Health') this.health.set(serviceName, ServingStatus.NOT_SERVING);
   }
 
-  private instrument(path: string, handler: handleUnaryCall<unknown, unknown>): handleUnaryCall<unknown, unknown> {
+  private instrument(
+    path: string,
+    handler: handleUnaryCall<unknown, unknown>,
+  ): handleUnaryCall<unknown, unknown> {
     return (call, callback) => {
       const md = call.metadata.getMap();
       const parent = extractTraceContext({
@@ -117,8 +125,10 @@ export class GrpcServer {
   /** Binds and starts serving; returns the bound port (useful with port 0). */
   listen(host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
-      this.server.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${port}`, ServerCredentials.createInsecure(), (err, bound) =>
-        err ? reject(err) : resolve(bound),
+      this.server.bindAsync(
+        `${host.includes(':') ? `[${host}]` : host}:${port}`,
+        ServerCredentials.createInsecure(),
+        (err, bound) => (err ? reject(err) : resolve(bound)),
       );
     });
   }

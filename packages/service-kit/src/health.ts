@@ -15,7 +15,10 @@ export { ServingStatus };
  */
 export class HealthRegistry {
   private readonly statuses = new Map<string, ServingStatus>([['', ServingStatus.NOT_SERVING]]);
-  private readonly watchers = new Set<{ service: string; call: ServerWritableStream<HealthCheckRequest, HealthCheckResponse> }>();
+  private readonly watchers = new Set<{
+    service: string;
+    call: ServerWritableStream<HealthCheckRequest, HealthCheckResponse>;
+  }>();
 
   /** Sets one service's status and notifies watchers. */
   set(service: string, status: ServingStatus): void {
@@ -36,7 +39,10 @@ export class HealthRegistry {
   /** The grpc-js implementation of grpc.health.v1.Health backed by this registry. */
   implementation(): HealthServer {
     return {
-      check: (call: ServerUnaryCall<HealthCheckRequest, HealthCheckResponse>, cb: sendUnaryData<HealthCheckResponse>) => {
+      check: (
+        call: ServerUnaryCall<HealthCheckRequest, HealthCheckResponse>,
+        cb: sendUnaryData<HealthCheckResponse>,
+      ) => {
         const status = this.statuses.get(call.request.service);
         if (status === undefined) cb({ code: GrpcStatus.NOT_FOUND, details: 'unknown service' });
         else cb(null, { status });

@@ -11,13 +11,23 @@ export function describeError(err: unknown): Record<string, unknown> {
   if (!(err instanceof Error)) return { message: String(err) };
   const e = err as Error & { code?: unknown; constraint?: unknown; table?: unknown; routine?: unknown };
   if (e.constructor?.name === 'DatabaseError') {
-    return { name: 'DatabaseError', pg_code: e.code, constraint: e.constraint, table: e.table, routine: e.routine };
+    return {
+      name: 'DatabaseError',
+      pg_code: e.code,
+      constraint: e.constraint,
+      table: e.table,
+      routine: e.routine,
+    };
   }
   return { name: e.name, message: e.message, ...(typeof e.code === 'string' ? { error_code: e.code } : {}) };
 }
 
 /** Creates a JSON logger that tags each line with the service, trace and request ids and redacts secrets. */
-export function createLogger(opts: { service: string; level?: string; destination?: pino.DestinationStream }): Logger {
+export function createLogger(opts: {
+  service: string;
+  level?: string;
+  destination?: pino.DestinationStream;
+}): Logger {
   return pino(
     {
       level: opts.level ?? 'info',

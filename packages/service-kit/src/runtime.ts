@@ -17,12 +17,19 @@ export function baseConfigShape(defaults: { grpcPort: number; metricsPort: numbe
     GRPC_HOST: env.string('Address the gRPC server binds (health and internal RPCs).').default('0.0.0.0'),
     GRPC_PORT: env.port('Port of the gRPC server.').default(defaults.grpcPort),
     METRICS_HOST: env.string('Address the Prometheus /metrics server binds.').default('0.0.0.0'),
-    METRICS_PORT: env.port('Port of the Prometheus /metrics server; 0 picks a free port.').default(defaults.metricsPort),
+    METRICS_PORT: env
+      .port('Port of the Prometheus /metrics server; 0 picks a free port.')
+      .default(defaults.metricsPort),
     OTEL_EXPORTER_OTLP_ENDPOINT: env
-      .url('Base URL of an OTLP/HTTP trace collector (spans go to <url>/v1/traces); unset disables export.', ['http', 'https'])
+      .url('Base URL of an OTLP/HTTP trace collector (spans go to <url>/v1/traces); unset disables export.', [
+        'http',
+        'https',
+      ])
       .optional(),
     OTEL_BSP_SCHEDULE_DELAY: env.int('Milliseconds between batched span exports.', 10, 60000).default(2000),
-    SHUTDOWN_GRACE_MS: env.int('How long calls in flight may finish after SIGTERM, in milliseconds.', 0, 120000).default(10000),
+    SHUTDOWN_GRACE_MS: env
+      .int('How long calls in flight may finish after SIGTERM, in milliseconds.', 0, 120000)
+      .default(10000),
   };
 }
 
@@ -30,7 +37,9 @@ export function baseConfigShape(defaults: { grpcPort: number; metricsPort: numbe
 export const databaseConfigShape = {
   DATABASE_URL: env.url('Postgres connection URL.', ['postgres', 'postgresql']),
   DATABASE_POOL_MAX: env.int('Maximum Postgres connections of this process.', 1, 500).default(10),
-  MIGRATE_ON_START: env.bool('Apply this service\u2019s migrations at start (dev mode); in Kubernetes a Job does it.').default('false'),
+  MIGRATE_ON_START: env
+    .bool('Apply this service\u2019s migrations at start (dev mode); in Kubernetes a Job does it.')
+    .default('false'),
 };
 
 /** What a service's start function receives. */
@@ -95,7 +104,9 @@ export function runService<S extends ConfigShape>(opts: ServiceDefinitionOptions
     logger.info('shutting down');
     await grpc.shutdown(base.SHUTDOWN_GRACE_MS).catch(() => undefined);
     for (const { name, step } of steps.reverse()) {
-      await step().catch((err: unknown) => logger.warn({ err: describeError(err), step: name }, 'shutdown step failed'));
+      await step().catch((err: unknown) =>
+        logger.warn({ err: describeError(err), step: name }, 'shutdown step failed'),
+      );
     }
     await tracing.shutdown().catch(() => undefined);
     logger.info('stopped');
@@ -144,7 +155,9 @@ export function runMigrations(opts: { name: string; schema: string; migrationsFo
   try {
     config = loadConfig(databaseConfigShape);
   } catch (err) {
-    process.stderr.write(`custos-${opts.name} migrate: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(
+      `custos-${opts.name} migrate: ${err instanceof Error ? err.message : String(err)}\n`,
+    );
     process.exit(78);
   }
   const logger = createLogger({ service: `${opts.name}-migrate` });
@@ -167,7 +180,12 @@ export async function openDatabase(
   rt: Runtime<ConfigOf<typeof databaseConfigShape>>,
   opts: { schema: string; migrationsFolder: string },
 ): Promise<{ pool: pg.Pool; db: Database }> {
-  const pool = createPool(rt.config.DATABASE_URL, rt.config.DATABASE_POOL_MAX, rt.logger, `custos-${rt.name}`);
+  const pool = createPool(
+    rt.config.DATABASE_URL,
+    rt.config.DATABASE_POOL_MAX,
+    rt.logger,
+    `custos-${rt.name}`,
+  );
   rt.onShutdown('postgres', () => pool.end());
   await pool.query('SELECT 1');
   if (rt.config.MIGRATE_ON_START) {

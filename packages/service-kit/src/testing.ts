@@ -15,7 +15,9 @@ export function testPostgresUrl(database = 'postgres'): string {
 }
 
 /** Creates an empty database with a random name; `drop` removes it. Each test file gets its own. */
-export async function createTestDatabase(prefix = 'custos_test'): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
+export async function createTestDatabase(
+  prefix = 'custos_test',
+): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: testPostgresUrl() });
   await admin.connect();
@@ -40,7 +42,11 @@ export async function createTestDatabase(prefix = 'custos_test'): Promise<{ url:
 }
 
 /** Polls `check` until it returns a value other than undefined/false, or throws after `timeoutMs`. */
-export async function waitFor<T>(check: () => Promise<T | undefined | false>, timeoutMs = 20000, intervalMs = 100): Promise<T> {
+export async function waitFor<T>(
+  check: () => Promise<T | undefined | false>,
+  timeoutMs = 20000,
+  intervalMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
@@ -51,7 +57,9 @@ export async function waitFor<T>(check: () => Promise<T | undefined | false>, ti
       lastError = err;
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms${lastError instanceof Error ? `: ${lastError.message}` : ''}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms${lastError instanceof Error ? `: ${lastError.message}` : ''}`,
+      );
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }
@@ -102,7 +110,9 @@ export async function testNatsServer(port?: number): Promise<TestNatsServer> {
     port: p,
     url: `nats://127.0.0.1:${p}`,
     async start() {
-      child = spawn(natsServerBinary(), ['-js', '-a', '127.0.0.1', '-p', String(p), '-sd', dir], { stdio: 'ignore' });
+      child = spawn(natsServerBinary(), ['-js', '-a', '127.0.0.1', '-p', String(p), '-sd', dir], {
+        stdio: 'ignore',
+      });
       await waitFor(reachable, 10000, 50);
     },
     async stop() {

@@ -1,6 +1,9 @@
 import { Metadata, status } from '@grpc/grpc-js';
 import { HealthClient } from '@custos/proto/grpc/health/v1/health';
-import { VaultCryptoServiceClient, VaultCryptoServiceService } from '@custos/proto/custos/vault_crypto/v1/service';
+import {
+  VaultCryptoServiceClient,
+  VaultCryptoServiceService,
+} from '@custos/proto/custos/vault_crypto/v1/service';
 import {
   CustosError,
   GrpcServer,
@@ -39,7 +42,12 @@ describe('gRPC server and client', () => {
     const c = client();
     const err = await callUnary(c, c.getKmsHealth, {}, new Metadata()).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CustosError);
-    expect(err).toMatchObject({ kind: 'invalid_argument', field: 'name', detail: 'name must not be empty', httpStatus: 400 });
+    expect(err).toMatchObject({
+      kind: 'invalid_argument',
+      field: 'name',
+      detail: 'name must not be empty',
+      httpStatus: 400,
+    });
     c.close();
   });
 
@@ -84,7 +92,12 @@ describe('gRPC server and client', () => {
     const h = createGrpcClient(HealthClient, `127.0.0.1:${port}`);
     const whole = await callUnary(h, h.check, { service: '' }, new Metadata());
     expect(whole.status).toBe(ServingStatus.SERVING);
-    const named = await callUnary(h, h.check, { service: 'custos.vault_crypto.v1.VaultCryptoService' }, new Metadata());
+    const named = await callUnary(
+      h,
+      h.check,
+      { service: 'custos.vault_crypto.v1.VaultCryptoService' },
+      new Metadata(),
+    );
     expect(named.status).toBe(ServingStatus.SERVING);
     const unknown = await callUnary(h, h.check, { service: 'nope' }, new Metadata()).catch((e: unknown) => e);
     expect(unknown).toMatchObject({ kind: 'not_found' });
@@ -93,7 +106,10 @@ describe('gRPC server and client', () => {
 
   it('fails fast with UNAVAILABLE when the peer is down, after bounded retries', async () => {
     const dead = await freePort();
-    const c = createGrpcClient(VaultCryptoServiceClient, `127.0.0.1:${dead}`, { deadlineMs: 3000, maxAttempts: 3 });
+    const c = createGrpcClient(VaultCryptoServiceClient, `127.0.0.1:${dead}`, {
+      deadlineMs: 3000,
+      maxAttempts: 3,
+    });
     const err = await callUnary(c, c.getKmsHealth, {}, new Metadata()).catch((e: unknown) => e);
     expect(err).toMatchObject({ kind: 'unavailable' });
     c.close();

@@ -20,16 +20,23 @@ export const configShape = {
   REDIS_URL: env.url('Redis URL for rate-limit counters.', ['redis', 'rediss']),
   RATE_LIMIT_RPS: env.int('Sustained requests per second allowed per client IP.', 1, 1_000_000).default(100),
   RATE_LIMIT_BURST: env.int('Burst size per client IP (token bucket capacity).', 1, 1_000_000).default(200),
-  TRUSTED_PROXIES: env
-    .list('Comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed; empty trusts none.'),
-  GRPC_DEADLINE_MS: env.int('Deadline of a call to a peer service, in milliseconds.', 50, 120000).default(5000),
-  HEALTH_TIMEOUT_MS: env.int('Deadline of each peer health check behind GET /v1/health, in milliseconds.', 50, 30000).default(2000),
+  TRUSTED_PROXIES: env.list(
+    'Comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed; empty trusts none.',
+  ),
+  GRPC_DEADLINE_MS: env
+    .int('Deadline of a call to a peer service, in milliseconds.', 50, 120000)
+    .default(5000),
+  HEALTH_TIMEOUT_MS: env
+    .int('Deadline of each peer health check behind GET /v1/health, in milliseconds.', 50, 30000)
+    .default(2000),
   IDENTITY_ADDR: env.address('host:port of the identity service.').default('127.0.0.1:50051'),
   VAULT_CRYPTO_ADDR: env.address('host:port of the vault-crypto service.').default('127.0.0.1:50052'),
   POLICY_ADDR: env.address('host:port of the policy service.').default('127.0.0.1:50053'),
   SIGNER_ADDR: env.address('host:port of the signer service.').default('127.0.0.1:50054'),
   APPROVALS_ADDR: env.address('host:port of the approvals service.').default('127.0.0.1:50055'),
   AUDIT_ADDR: env.address('host:port of the audit service.').default('127.0.0.1:50056'),
-  WEBHOOK_DISPATCHER_ADDR: env.address('host:port of the webhook-dispatcher service.').default('127.0.0.1:50057'),
+  WEBHOOK_DISPATCHER_ADDR: env
+    .address('host:port of the webhook-dispatcher service.')
+    .default('127.0.0.1:50057'),
   BILLING_ADDR: env.address('host:port of the billing service.').default('127.0.0.1:50058'),
 };

@@ -15,12 +15,18 @@ runService({
     const trustedProxies = parseTrustedProxies(c.TRUSTED_PROXIES);
     const peers = connectPeers(c);
     rt.onShutdown('peers', async () => peers.close());
-    const redis = new Redis(c.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true });
+    const redis = new Redis(c.REDIS_URL, {
+      maxRetriesPerRequest: 1,
+      enableOfflineQueue: false,
+      lazyConnect: true,
+    });
     redis.on('error', (err) => rt.logger.warn({ err: describeError(err) }, 'redis error'));
     rt.onShutdown('redis', async () => {
       redis.disconnect();
     });
-    await redis.connect().catch((err: unknown) => rt.logger.warn({ err: describeError(err) }, 'redis unreachable at start'));
+    await redis
+      .connect()
+      .catch((err: unknown) => rt.logger.warn({ err: describeError(err) }, 'redis unreachable at start'));
 
     const app = createApp({
       logger: rt.logger,
@@ -38,10 +44,14 @@ runService({
       server.once('error', reject);
       server.listen(c.PORT, c.HOST, resolve);
     });
-    rt.onShutdown('http', () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeIdleConnections();
-    }));
+    rt.onShutdown(
+      'http',
+      () =>
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeIdleConnections();
+        }),
+    );
     rt.logger.info({ url: `http://${c.HOST}:${c.PORT}` }, 'HTTP API listening');
   },
 });

@@ -1,5 +1,8 @@
 import { Metadata } from '@grpc/grpc-js';
-import { HealthCheckResponse_ServingStatus as ServingStatus, HealthClient } from '@custos/proto/grpc/health/v1/health';
+import {
+  HealthCheckResponse_ServingStatus as ServingStatus,
+  HealthClient,
+} from '@custos/proto/grpc/health/v1/health';
 import { VaultCryptoServiceClient } from '@custos/proto/custos/vault_crypto/v1/service';
 import { callUnary, createGrpcClient } from '@custos/service-kit';
 import { PEERS } from './config.js';
@@ -12,9 +15,14 @@ export interface Peers {
 }
 
 /** Opens one channel per peer service from the `<NAME>_ADDR` settings. */
-export function connectPeers(config: Record<(typeof PEERS)[number]['variable'], string> & { GRPC_DEADLINE_MS: number }): Peers {
+export function connectPeers(
+  config: Record<(typeof PEERS)[number]['variable'], string> & { GRPC_DEADLINE_MS: number },
+): Peers {
   const opts = { deadlineMs: config.GRPC_DEADLINE_MS };
-  const health = PEERS.map((p) => ({ name: p.name, client: createGrpcClient(HealthClient, config[p.variable], opts) }));
+  const health = PEERS.map((p) => ({
+    name: p.name,
+    client: createGrpcClient(HealthClient, config[p.variable], opts),
+  }));
   const vaultCrypto = createGrpcClient(VaultCryptoServiceClient, config.VAULT_CRYPTO_ADDR, opts);
   return {
     health,

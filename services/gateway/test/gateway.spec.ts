@@ -2,12 +2,7 @@ import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
-import {
-  GrpcServer,
-  ServingStatus,
-  createLogger,
-  createMetrics,
-} from '@custos/service-kit';
+import { GrpcServer, ServingStatus, createLogger, createMetrics } from '@custos/service-kit';
 import { freePort } from '@custos/service-kit/testing';
 import { VaultCryptoServiceService } from '@custos/proto/custos/vault_crypto/v1/service';
 import { PEERS } from '../src/config';
@@ -24,7 +19,12 @@ async function startPeerServers() {
     const s = new GrpcServer(logger, createMetrics(p.name));
     if (p.name === 'vault-crypto') {
       s.add(VaultCryptoServiceService, {
-        getKmsHealth: async () => ({ provider: 'local', healthy: false, detail: 'master key unavailable', latencyMs: 1.5 }),
+        getKmsHealth: async () => ({
+          provider: 'local',
+          healthy: false,
+          detail: 'master key unavailable',
+          latencyMs: 1.5,
+        }),
       });
     }
     const port = await s.listen('127.0.0.1', 0);
@@ -66,7 +66,10 @@ describe('gateway HTTP pipeline', () => {
     });
     redis.on('error', () => undefined);
     await redis.connect().catch(() => undefined);
-    const p = connectPeers({ ...(peers.addrs as Record<(typeof PEERS)[number]['variable'], string>), GRPC_DEADLINE_MS: 2000 });
+    const p = connectPeers({
+      ...(peers.addrs as Record<(typeof PEERS)[number]['variable'], string>),
+      GRPC_DEADLINE_MS: 2000,
+    });
     const app = createApp({
       logger,
       registry: createMetrics('gateway-test').registry,
@@ -118,7 +121,9 @@ describe('gateway HTTP pipeline', () => {
 
   it('holds parallel requests to the bucket size (the limit is atomic in Redis)', async () => {
     const base = await serve({ rps: 1, burst: 10 });
-    const statuses = await Promise.all(Array.from({ length: 40 }, () => fetch(`${base}/v1/no-route`).then((r) => r.status)));
+    const statuses = await Promise.all(
+      Array.from({ length: 40 }, () => fetch(`${base}/v1/no-route`).then((r) => r.status)),
+    );
     expect(statuses.filter((s) => s === 404)).toHaveLength(10);
     expect(statuses.filter((s) => s === 429)).toHaveLength(30);
   });
@@ -127,7 +132,9 @@ describe('gateway HTTP pipeline', () => {
     const base = await serve({ rps: 1, burst: 2 });
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) {
-      statuses.push((await fetch(`${base}/v1/no-route`, { headers: { 'x-forwarded-for': `192.0.2.${i}` } })).status);
+      statuses.push(
+        (await fetch(`${base}/v1/no-route`, { headers: { 'x-forwarded-for': `192.0.2.${i}` } })).status,
+      );
     }
     expect(statuses).toEqual([404, 404, 429, 429]);
   });
@@ -135,7 +142,9 @@ describe('gateway HTTP pipeline', () => {
   it('lets requests through when Redis is unreachable, and says so in the log', async () => {
     const closedPort = await freePort();
     const base = await serve({ rps: 1, burst: 1, redisUrl: `redis://127.0.0.1:${closedPort}` });
-    const statuses = await Promise.all([1, 2, 3].map(() => fetch(`${base}/v1/no-route`).then((r) => r.status)));
+    const statuses = await Promise.all(
+      [1, 2, 3].map(() => fetch(`${base}/v1/no-route`).then((r) => r.status)),
+    );
     expect(statuses).toEqual([404, 404, 404]);
     expect(logLines.some((l) => l.includes('rate limiter unavailable'))).toBe(true);
   });
@@ -147,13 +156,20 @@ describe('gateway HTTP pipeline', () => {
     try {
       const res = await fetch(`${base}/v1/health`);
       expect(res.status).toBe(503);
-      expect(await res.json()).toMatchObject({ unavailable: ['signer'], services: { signer: 'not_serving' } });
+      expect(await res.json()).toMatchObject({
+        unavailable: ['signer'],
+        services: { signer: 'not_serving' },
+      });
     } finally {
       peers.servers['signer']!.health.setAll(ServingStatus.SERVING);
     }
     const hsm = await fetch(`${base}/v1/health/hsm`);
     expect(hsm.status).toBe(503);
-    expect(await hsm.json()).toMatchObject({ status: 503, provider: 'local', detail: expect.stringContaining('master key unavailable') });
+    expect(await hsm.json()).toMatchObject({
+      status: 503,
+      provider: 'local',
+      detail: expect.stringContaining('master key unavailable'),
+    });
   });
 
   it('never logs the query string, the Authorization header or the body', async () => {

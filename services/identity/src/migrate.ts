@@ -2,4 +2,8 @@ import path from 'node:path';
 import { runMigrations } from '@custos/service-kit';
 import { SCHEMA } from './db/schema.js';
 
-runMigrations({ name: 'identity', schema: SCHEMA, migrationsFolder: path.join(__dirname, '..', 'migrations') });
+runMigrations({
+  name: 'identity',
+  schema: SCHEMA,
+  migrationsFolder: path.join(__dirname, '..', 'migrations'),
+});

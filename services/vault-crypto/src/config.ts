@@ -6,9 +6,13 @@ export const configShape = {
   ...baseConfigShape({ grpcPort: 50052, metricsPort: 9462 }),
   ...databaseConfigShape,
   ...natsConfigShape,
-  KMS_PROVIDER: env.oneOf('Key-management provider that wraps data keys: `local` (development only).', ['local']),
+  KMS_PROVIDER: env.oneOf('Key-management provider that wraps data keys: `local` (development only).', [
+    'local',
+  ]),
   LOCAL_KMS_MASTER_KEY: env
     .string('With KMS_PROVIDER=local: base64 of the 32-byte master key. Prefer LOCAL_KMS_MASTER_KEY_FILE.')
     .optional(),
-  LOCAL_KMS_MASTER_KEY_FILE: env.string('With KMS_PROVIDER=local: path of a file holding the base64 master key.').optional(),
+  LOCAL_KMS_MASTER_KEY_FILE: env
+    .string('With KMS_PROVIDER=local: path of a file holding the base64 master key.')
+    .optional(),
 };

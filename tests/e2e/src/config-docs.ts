@@ -19,7 +19,9 @@ export function renderVariableTables(): string {
     parts.push(`### ${service}`, '', '| Variable | Required | Default | Description |', '|---|---|---|---|');
     for (const v of describeConfig(shapeOf(service))) {
       const def = v.default === undefined ? '' : v.default === '' ? '(empty)' : `\`${v.default}\``;
-      parts.push(`| \`${v.variable}\` | ${v.required ? 'yes' : 'no'} | ${def} | ${v.description.replace(/\|/g, '\\|')} |`);
+      parts.push(
+        `| \`${v.variable}\` | ${v.required ? 'yes' : 'no'} | ${def} | ${v.description.replace(/\|/g, '\\|')} |`,
+      );
     }
     parts.push('');
   }
@@ -40,5 +42,8 @@ export function writeDocumentedTables(): void {
   const text = fs.readFileSync(DOC, 'utf8');
   const a = text.indexOf(START);
   const b = text.indexOf(END);
-  fs.writeFileSync(DOC, `${text.slice(0, a + START.length)}\n\n${renderVariableTables().trim()}\n\n${text.slice(b)}`);
+  fs.writeFileSync(
+    DOC,
+    `${text.slice(0, a + START.length)}\n\n${renderVariableTables().trim()}\n\n${text.slice(b)}`,
+  );
 }

@@ -72,7 +72,12 @@ export async function startMesh(opts: { extraEnv?: Record<string, string> } = {}
     const lines: string[] = [];
     output.set(s, lines);
     const child = spawn(process.execPath, [path.join(REPO, 'services', s, 'dist', 'main.js')], {
-      env: { PATH: process.env.PATH ?? '', ...env, GRPC_PORT: String(ports[`${s}:grpc`]), METRICS_PORT: String(ports[`${s}:metrics`]) },
+      env: {
+        PATH: process.env.PATH ?? '',
+        ...env,
+        GRPC_PORT: String(ports[`${s}:grpc`]),
+        METRICS_PORT: String(ports[`${s}:metrics`]),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout?.on('data', (d: Buffer) => lines.push(...d.toString('utf8').split('\n').filter(Boolean)));

@@ -14,7 +14,9 @@ export interface ReceivedSpan {
 interface OtlpJson {
   resourceSpans?: Array<{
     resource?: { attributes?: Array<{ key: string; value: { stringValue?: string } }> };
-    scopeSpans?: Array<{ spans?: Array<{ traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number }> }>;
+    scopeSpans?: Array<{
+      spans?: Array<{ traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number }>;
+    }>;
   }>;
 }
 
@@ -22,7 +24,11 @@ interface OtlpJson {
  * An OTLP/HTTP trace collector that keeps spans in memory, so a test can see what every process
  * of the mesh exported. It speaks the real protocol the services' exporter uses (JSON encoding).
  */
-export async function startOtlpReceiver(): Promise<{ url: string; spans: ReceivedSpan[]; close: () => Promise<void> }> {
+export async function startOtlpReceiver(): Promise<{
+  url: string;
+  spans: ReceivedSpan[];
+  close: () => Promise<void>;
+}> {
   const spans: ReceivedSpan[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -37,10 +43,18 @@ export async function startOtlpReceiver(): Promise<{ url: string; spans: Receive
         if (req.headers['content-encoding'] === 'gzip') body = gunzipSync(body);
         const payload = JSON.parse(body.toString('utf8')) as OtlpJson;
         for (const rs of payload.resourceSpans ?? []) {
-          const service = rs.resource?.attributes?.find((a) => a.key === 'service.name')?.value.stringValue ?? '';
+          const service =
+            rs.resource?.attributes?.find((a) => a.key === 'service.name')?.value.stringValue ?? '';
           for (const ss of rs.scopeSpans ?? []) {
             for (const s of ss.spans ?? []) {
-              spans.push({ service, traceId: s.traceId, spanId: s.spanId, parentSpanId: s.parentSpanId ?? '', name: s.name, kind: s.kind });
+              spans.push({
+                service,
+                traceId: s.traceId,
+                spanId: s.spanId,
+                parentSpanId: s.parentSpanId ?? '',
+                name: s.name,
+                kind: s.kind,
+              });
             }
           }
         }

@@ -9,7 +9,9 @@ describe('the mesh: nine processes behind the gateway', () => {
 
   beforeAll(async () => {
     otlp = await startOtlpReceiver();
-    mesh = await startMesh({ extraEnv: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_BSP_SCHEDULE_DELAY: '100' } });
+    mesh = await startMesh({
+      extraEnv: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_BSP_SCHEDULE_DELAY: '100' },
+    });
   });
 
   afterAll(async () => {
@@ -46,7 +48,8 @@ describe('the mesh: nine processes behind the gateway', () => {
     // Each service's server span is a child of a gateway client span of the same trace.
     const spans = otlp.spans.filter((s) => s.traceId === traceId);
     const gatewayIds = new Set(spans.filter((s) => s.service === 'gateway').map((s) => s.spanId));
-    for (const s of spans.filter((x) => x.service !== 'gateway')) expect(gatewayIds.has(s.parentSpanId)).toBe(true);
+    for (const s of spans.filter((x) => x.service !== 'gateway'))
+      expect(gatewayIds.has(s.parentSpanId)).toBe(true);
   });
 
   it('answers unknown routes and malformed JSON with problem details', async () => {
@@ -70,7 +73,11 @@ describe('the mesh: nine processes behind the gateway', () => {
     await mesh.kill('audit');
     const res = await fetch(`${mesh.baseUrl}/v1/health`);
     expect(res.status).toBe(503);
-    const body = (await res.json()) as { detail: string; unavailable: string[]; services: Record<string, string> };
+    const body = (await res.json()) as {
+      detail: string;
+      unavailable: string[];
+      services: Record<string, string>;
+    };
     expect(body.unavailable).toEqual(['audit']);
     expect(body.detail).toContain('audit');
     expect(body.services['audit']).toBe('unreachable');

@@ -3,7 +3,10 @@ import { ConfigError } from '@custos/service-kit';
 import { clientIp, normalizeIp, parseTrustedProxies } from './client-ip';
 
 function req(remoteAddress: string, xff?: string): Request {
-  return { socket: { remoteAddress }, headers: xff === undefined ? {} : { 'x-forwarded-for': xff } } as unknown as Request;
+  return {
+    socket: { remoteAddress },
+    headers: xff === undefined ? {} : { 'x-forwarded-for': xff },
+  } as unknown as Request;
 }
 
 describe('clientIp', () => {

@@ -16,8 +16,16 @@ export function parseTrustedProxies(entries: string[]): net.BlockList {
     const family = net.isIPv4(addr) ? 'ipv4' : net.isIPv6(addr) ? 'ipv6' : undefined;
     const max = family === 'ipv4' ? 32 : 128;
     const prefix = prefixText === undefined ? max : Number(prefixText);
-    if (!family || !Number.isInteger(prefix) || prefix < 0 || prefix > max || (prefixText !== undefined && !/^\d+$/.test(prefixText))) {
-      throw new ConfigError([{ variable: 'TRUSTED_PROXIES', reason: `"${entry}" is not an IP address or CIDR` }]);
+    if (
+      !family ||
+      !Number.isInteger(prefix) ||
+      prefix < 0 ||
+      prefix > max ||
+      (prefixText !== undefined && !/^\d+$/.test(prefixText))
+    ) {
+      throw new ConfigError([
+        { variable: 'TRUSTED_PROXIES', reason: `"${entry}" is not an IP address or CIDR` },
+      ]);
     }
     list.addSubnet(addr, prefix, family);
   }

@@ -12,7 +12,9 @@ export function healthRoutes(peers: Peers, timeoutMs: number): Router {
   const router = Router();
 
   router.get('/v1/health', async (_req, res) => {
-    const states = await Promise.all(peers.health.map(async (p) => [p.name, await checkPeer(p.client, timeoutMs)] as const));
+    const states = await Promise.all(
+      peers.health.map(async (p) => [p.name, await checkPeer(p.client, timeoutMs)] as const),
+    );
     const services: Record<string, PeerState> = { gateway: 'serving', ...Object.fromEntries(states) };
     const down = states.filter(([, s]) => s !== 'serving').map(([name]) => name);
     if (down.length === 0) {

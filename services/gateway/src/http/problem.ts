@@ -53,18 +53,46 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     if (err instanceof CustosError) return sendProblem(res, problemOf(err));
     const bp = err as BodyParserError;
     if (bp?.type === 'entity.parse.failed') {
-      return sendProblem(res, { type: 'about:blank', title: 'Bad Request', status: 400, detail: 'request body is not valid JSON', field: 'body' });
+      return sendProblem(res, {
+        type: 'about:blank',
+        title: 'Bad Request',
+        status: 400,
+        detail: 'request body is not valid JSON',
+        field: 'body',
+      });
     }
     if (bp?.type === 'entity.too.large') {
-      return sendProblem(res, { type: 'about:blank', title: 'Content Too Large', status: 413, detail: 'request body is too large', field: 'body' });
+      return sendProblem(res, {
+        type: 'about:blank',
+        title: 'Content Too Large',
+        status: 413,
+        detail: 'request body is too large',
+        field: 'body',
+      });
     }
     if (bp?.type === 'encoding.unsupported' || bp?.type === 'charset.unsupported') {
-      return sendProblem(res, { type: 'about:blank', title: 'Unsupported Media Type', status: 415, detail: 'unsupported body encoding', field: 'body' });
+      return sendProblem(res, {
+        type: 'about:blank',
+        title: 'Unsupported Media Type',
+        status: 415,
+        detail: 'unsupported body encoding',
+        field: 'body',
+      });
     }
     if (typeof bp?.status === 'number' && bp.status >= 400 && bp.status < 500) {
-      return sendProblem(res, { type: 'about:blank', title: 'Bad Request', status: bp.status, detail: 'request could not be read' });
+      return sendProblem(res, {
+        type: 'about:blank',
+        title: 'Bad Request',
+        status: bp.status,
+        detail: 'request could not be read',
+      });
     }
     logger.error({ err: describeError(err) }, 'unhandled error in HTTP handler');
-    sendProblem(res, { type: 'about:blank', title: ERROR_KINDS.internal.title, status: 500, detail: 'internal error' });
+    sendProblem(res, {
+      type: 'about:blank',
+      title: ERROR_KINDS.internal.title,
+      status: 500,
+      detail: 'internal error',
+    });
   };
 }

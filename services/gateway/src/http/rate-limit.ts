@@ -46,7 +46,11 @@ export function rateLimit(opts: RateLimitOptions): RequestHandler {
   const scope = opts.scope ?? 'global';
   return (req, _res, next) => {
     const key = `custos:rl:${scope}:${req.clientIp}`;
-    (opts.redis.eval(TOKEN_BUCKET, 1, key, opts.ratePerSecond, opts.burst, Date.now(), 1) as Promise<[number, number]>).then(
+    (
+      opts.redis.eval(TOKEN_BUCKET, 1, key, opts.ratePerSecond, opts.burst, Date.now(), 1) as Promise<
+        [number, number]
+      >
+    ).then(
       ([allowed, waitMs]) => {
         if (allowed === 1) return next();
         next(new RateLimitedError(Math.max(1, Math.ceil(waitMs / 1000))));

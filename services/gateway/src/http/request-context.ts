@@ -31,10 +31,14 @@ export function requestContext(trustedProxies: net.BlockList): RequestHandler {
     req.clientIp = clientIp(req, trustedProxies);
     res.setHeader('X-Request-Id', req.requestId);
     const parent = extractTraceContext(req.headers);
-    const span = tracer().startSpan(`HTTP ${req.method}`, {
-      kind: SpanKind.SERVER,
-      attributes: { 'http.request.method': req.method, 'url.path': req.path },
-    }, parent);
+    const span = tracer().startSpan(
+      `HTTP ${req.method}`,
+      {
+        kind: SpanKind.SERVER,
+        attributes: { 'http.request.method': req.method, 'url.path': req.path },
+      },
+      parent,
+    );
     res.on('finish', () => {
       const route = (req.route as { path?: string } | undefined)?.path;
       if (route) span.updateName(`HTTP ${req.method} ${route}`);
@@ -44,7 +48,9 @@ export function requestContext(trustedProxies: net.BlockList): RequestHandler {
     });
     const bearer = req.header('authorization');
     context.with(trace.setSpan(parent, span), () =>
-      runWithRequestContext({ requestId: req.requestId, ...(bearer ? { authorization: bearer } : {}) }, () => next()),
+      runWithRequestContext({ requestId: req.requestId, ...(bearer ? { authorization: bearer } : {}) }, () =>
+        next(),
+      ),
     );
   };
 }

@@ -7,13 +7,18 @@ export async function checkKmsHealth(kms: KmsProvider, timeoutMs = 3000): Promis
   const probe = randomBytes(32);
   let timer: NodeJS.Timeout | undefined;
   try {
-    const roundTrip = (async () => kms.unwrapKey(await kms.wrapKey(probe, 'custos:health'), 'custos:health'))();
+    const roundTrip = (async () =>
+      kms.unwrapKey(await kms.wrapKey(probe, 'custos:health'), 'custos:health'))();
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     });
     const back = await Promise.race([roundTrip, timeout]);
     const healthy = back.length === probe.length && timingSafeEqual(back, probe);
-    return { healthy, detail: healthy ? '' : 'round trip returned a different key', latencyMs: performance.now() - started };
+    return {
+      healthy,
+      detail: healthy ? '' : 'round trip returned a different key',
+      latencyMs: performance.now() - started,
+    };
   } catch (err) {
     return {
       healthy: false,

@@ -50,7 +50,10 @@ export class LocalKms implements KmsProvider {
 }
 
 /** Reads the local master key from LOCAL_KMS_MASTER_KEY or LOCAL_KMS_MASTER_KEY_FILE. */
-export function loadLocalMasterKey(config: { LOCAL_KMS_MASTER_KEY?: string | undefined; LOCAL_KMS_MASTER_KEY_FILE?: string | undefined }): Buffer {
+export function loadLocalMasterKey(config: {
+  LOCAL_KMS_MASTER_KEY?: string | undefined;
+  LOCAL_KMS_MASTER_KEY_FILE?: string | undefined;
+}): Buffer {
   let encoded = config.LOCAL_KMS_MASTER_KEY;
   let variable = 'LOCAL_KMS_MASTER_KEY';
   if (!encoded && config.LOCAL_KMS_MASTER_KEY_FILE) {
