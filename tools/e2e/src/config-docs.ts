@@ -4,7 +4,7 @@ import { type ConfigShape, describeConfig } from '@custos/service-kit';
 import { SERVICES, type ServiceName } from './mesh';
 
 const DOC = path.resolve(__dirname, '..', '..', '..', 'docs', 'configuration.md');
-const START = '<!-- BEGIN GENERATED: variables (tests/e2e/src/config-docs.ts) -->';
+const START = '<!-- BEGIN GENERATED: variables (tools/e2e/src/config-docs.ts) -->';
 const END = '<!-- END GENERATED: variables -->';
 
 function shapeOf(service: ServiceName): ConfigShape {
@@ -26,6 +26,23 @@ export function renderVariableTables(): string {
     parts.push('');
   }
   return parts.join('\n');
+}
+
+/** Table rows compared cell by cell, so Prettier's column padding does not count as drift. */
+export function normalizeTables(markdown: string): string {
+  return markdown
+    .split('\n')
+    .map((line) => {
+      const t = line.trim();
+      if (!t.startsWith('|')) return t;
+      if (/^\|[\s|:-]+\|$/.test(t)) return '|---|';
+      return t
+        .split(/(?<!\\)\|/)
+        .map((c) => c.trim())
+        .join('|');
+    })
+    .filter((l) => l !== '')
+    .join('\n');
 }
 
 /** The generated section currently in docs/configuration.md. */

