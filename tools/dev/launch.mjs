@@ -61,6 +61,7 @@ export function serviceEnvFor(s, infra, services, env = process.env) {
     PORT: String(s.httpPort),
     KMS_PROVIDER: env.KMS_PROVIDER || 'local',
     LOCAL_KMS_MASTER_KEY: infra.masterKey,
+    TOKEN_SIGNING_KEK: infra.signingKek,
     MAIL_DIR: s.mailDir,
   };
   for (const svc of services) common[svc.addrVar] = `127.0.0.1:${svc.grpcPort}`;
@@ -352,6 +353,13 @@ export async function main(argv = process.argv.slice(2)) {
       checkpoint();
     }
     state.infraByName.masterKey = masterKey.key;
+    const signingKek = devMasterKey(
+      path.join(s.dataDir, 'token-signing.kek'),
+      process.env,
+      'TOKEN_SIGNING_KEK',
+    );
+    say(`dev token-signing KEK ${signingKek.how}`);
+    state.infraByName.signingKek = signingKek.key;
     say(`dev e-mail goes to ${s.mailDir}`);
 
     if (infraOnly) {

@@ -54,6 +54,21 @@ export const env = {
   /** One of a fixed set of values. */
   oneOf: <T extends [string, ...string[]]>(description: string, values: T) =>
     z.preprocess(blankToUndefined, z.enum(values)).describe(description),
+  /** A secret key given as base64 of exactly `bytes` bytes; parsed to a Buffer. */
+  base64Key: (description: string, bytes = 32) =>
+    z
+      .preprocess(
+        blankToUndefined,
+        z.string().refine(
+          (v) => {
+            const b = Buffer.from(v, 'base64');
+            return b.length === bytes && b.toString('base64') === v.replace(/\s/g, '');
+          },
+          { message: `expected base64 of exactly ${bytes} bytes` },
+        ),
+      )
+      .transform((v) => Buffer.from(v, 'base64'))
+      .describe(description),
   /** A comma-separated list of strings (empty entries dropped). */
   list: (description: string) =>
     z

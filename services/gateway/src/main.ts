@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { describeError, runService } from '@custos/service-kit';
 import { configShape } from './config.js';
 import { createApp } from './http/app.js';
+import { IdentityKeys } from './identity-keys.js';
 import { parseTrustedProxies } from './http/client-ip.js';
 import { connectPeers } from './peers.js';
 
@@ -36,6 +37,7 @@ runService({
       trustedProxies,
       rateLimit: { ratePerSecond: c.RATE_LIMIT_RPS, burst: c.RATE_LIMIT_BURST },
       healthTimeoutMs: c.HEALTH_TIMEOUT_MS,
+      identityKeys: new IdentityKeys(peers.identity, redis, rt.logger),
     });
     const server = http.createServer(app);
     server.keepAliveTimeout = 65_000;

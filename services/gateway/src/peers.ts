@@ -3,6 +3,7 @@ import {
   HealthCheckResponse_ServingStatus as ServingStatus,
   HealthClient,
 } from '@custos/proto/grpc/health/v1/health';
+import { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service';
 import { VaultCryptoServiceClient } from '@custos/proto/custos/vault_crypto/v1/service';
 import { callUnary, createGrpcClient } from '@custos/service-kit';
 import { PEERS } from './config.js';
@@ -10,6 +11,7 @@ import { PEERS } from './config.js';
 /** The gateway's gRPC clients: a health client per peer and the service clients the routes use. */
 export interface Peers {
   health: Array<{ name: string; client: HealthClient }>;
+  identity: IdentityServiceClient;
   vaultCrypto: VaultCryptoServiceClient;
   close(): void;
 }
@@ -23,12 +25,15 @@ export function connectPeers(
     name: p.name,
     client: createGrpcClient(HealthClient, config[p.variable], opts),
   }));
+  const identity = createGrpcClient(IdentityServiceClient, config.IDENTITY_ADDR, opts);
   const vaultCrypto = createGrpcClient(VaultCryptoServiceClient, config.VAULT_CRYPTO_ADDR, opts);
   return {
     health,
+    identity,
     vaultCrypto,
     close() {
       for (const h of health) h.client.close();
+      identity.close();
       vaultCrypto.close();
     },
   };

@@ -8,6 +8,7 @@ import { VaultCryptoServiceService } from '@custos/proto/custos/vault_crypto/v1/
 import { PEERS } from '../src/config';
 import { createApp } from '../src/http/app';
 import { parseTrustedProxies } from '../src/http/client-ip';
+import { IdentityKeys } from '../src/identity-keys';
 import { connectPeers } from '../src/peers';
 
 /** Real gRPC servers on loopback standing in the place of the eight peer services. */
@@ -78,6 +79,7 @@ describe('gateway HTTP pipeline', () => {
       trustedProxies: parseTrustedProxies(opts.trusted ?? []),
       rateLimit: { ratePerSecond: opts.rps ?? 1000, burst: opts.burst ?? 1000 },
       healthTimeoutMs: 1000,
+      identityKeys: new IdentityKeys(p.identity, redis, logger),
     });
     const port = await freePort();
     const server = http.createServer(app);

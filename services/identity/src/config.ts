@@ -1,9 +1,36 @@
 import { natsConfigShape } from '@custos/events';
-import { baseConfigShape, databaseConfigShape } from '@custos/service-kit';
+import { baseConfigShape, databaseConfigShape, env } from '@custos/service-kit';
+import { mailConfigShape } from './mail/mail-config.js';
 
 /** Every environment variable the identity service reads (see docs/configuration.md). */
 export const configShape = {
   ...baseConfigShape({ grpcPort: 50051, metricsPort: 9461 }),
   ...databaseConfigShape,
   ...natsConfigShape,
+  ...mailConfigShape,
+  REDIS_URL: env.url('Redis URL; revocations are mirrored there for the gateway to check.', [
+    'redis',
+    'rediss',
+  ]),
+  TOKEN_ISSUER: env
+    .url('Canonical issuer (`iss`) of access tokens: the public base URL.', ['http', 'https'])
+    .default('http://127.0.0.1:8080'),
+  TOKEN_LEGACY_ISSUERS: env.list('Comma-separated former issuers whose tokens still validate.'),
+  TOKEN_AUDIENCE: env.string('Audience (`aud`) of access tokens.').default('custos-api'),
+  TOKEN_SIGNING_KEK: env.base64Key(
+    'Base64 of the 32-byte key that encrypts the token-signing private keys at rest. Keep it in a secret.',
+  ),
+  SIGNING_KEY_ROTATION_DAYS: env
+    .int('Days a token-signing key signs before a new one replaces it.', 1, 3650)
+    .default(90),
+  ACCESS_TOKEN_TTL_SECONDS: env.int('Lifetime of a user access token, in seconds.', 60, 86400).default(900),
+  REFRESH_TOKEN_TTL_SECONDS: env
+    .int('Lifetime of a refresh token, in seconds.', 300, 31_536_000)
+    .default(2_592_000),
+  EMAIL_VERIFICATION_REQUIRED: env
+    .bool('Whether a new account must verify its e-mail before signing in.')
+    .default('true'),
+  EMAIL_VERIFICATION_TTL_SECONDS: env
+    .int('Lifetime of an e-mail verification link, in seconds.', 300, 604800)
+    .default(86400),
 };

@@ -1,12 +1,92 @@
 import path from 'node:path';
+import { Redis } from 'ioredis';
+import { TokenVerifier, redisRevocationCheck } from '@custos/auth';
 import { runDataService } from '@custos/events';
+import { IdentityServiceService } from '@custos/proto/custos/identity/v1/service';
+import { describeError } from '@custos/service-kit';
 import { configShape } from './config.js';
 import { SCHEMA } from './db/schema.js';
+import { identityGrpc } from './grpc/identity-grpc.js';
+import { createMailer } from './mail/mailer.js';
+import { localKeySource } from './tokens/local-keys.js';
+import { RevocationStore } from './tokens/revocation-store.js';
+import { SigningKeyRing } from './tokens/signing-key-store.js';
+import { TokenIssuer } from './tokens/token-issuer.js';
+import { UserService } from './users/user-service.js';
+import { UserStore } from './users/user-store.js';
 
-// Users, orgs, agents, keys and token minting. Its RPCs are added by the issues that build them.
+const DAY_MS = 86_400_000;
+/** The longest lifetime any Custos token can have (agent tokens are capped at a day). */
+const MAX_TOKEN_TTL_MS = DAY_MS;
+
+// Composition root of identity: key ring, revocations, mail, the rules, the gRPC adapter.
 runDataService({
   name: 'identity',
   schema: SCHEMA,
   migrationsFolder: path.join(__dirname, '..', 'migrations'),
   configShape,
+  async start(rt, { db }) {
+    const c = rt.config;
+    const mailer = createMailer(c, rt.logger);
+    const redis = new Redis(c.REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: true });
+    redis.on('error', (err) => rt.logger.warn({ err: describeError(err) }, 'redis error'));
+    rt.onShutdown('redis', async () => {
+      redis.disconnect();
+    });
+    await redis
+      .connect()
+      .catch((err: unknown) => rt.logger.warn({ err: describeError(err) }, 'redis unreachable at start'));
+
+    const ring = new SigningKeyRing(
+      db,
+      {
+        kek: c.TOKEN_SIGNING_KEK,
+        rotationMs: c.SIGNING_KEY_ROTATION_DAYS * DAY_MS,
+        retiredKeyTtlMs: MAX_TOKEN_TTL_MS,
+      },
+      rt.logger,
+    );
+    await ring.refresh();
+    const revocations = new RevocationStore(db, redis, rt.logger);
+    await revocations
+      .republish()
+      .catch((err: unknown) => rt.logger.warn({ err: describeError(err) }, 'revocations not republished'));
+    // Every minute: pick up keys rotated by another replica, and re-seed Redis after a restart of it.
+    const timer = setInterval(() => {
+      ring
+        .refresh()
+        .catch((err: unknown) => rt.logger.error({ err: describeError(err) }, 'signing key refresh failed'));
+      revocations
+        .republish()
+        .catch((err: unknown) => rt.logger.warn({ err: describeError(err) }, 'revocations not republished'));
+    }, 60_000);
+    timer.unref();
+    rt.onShutdown('timers', async () => clearInterval(timer));
+
+    const settings = {
+      issuers: [c.TOKEN_ISSUER, ...c.TOKEN_LEGACY_ISSUERS],
+      audience: c.TOKEN_AUDIENCE,
+      userAccessTtlSeconds: c.ACCESS_TOKEN_TTL_SECONDS,
+    };
+    const verifier = new TokenVerifier({
+      keys: localKeySource(ring),
+      issuers: settings.issuers,
+      audience: settings.audience,
+      isRevoked: redisRevocationCheck(redis),
+    });
+    const users = new UserService(
+      new UserStore(db),
+      new TokenIssuer(ring, settings),
+      revocations,
+      mailer,
+      {
+        refreshTtlSeconds: c.REFRESH_TOKEN_TTL_SECONDS,
+        verificationTtlSeconds: c.EMAIL_VERIFICATION_TTL_SECONDS,
+        requireEmailVerification: c.EMAIL_VERIFICATION_REQUIRED,
+        publicBaseUrl: c.PUBLIC_BASE_URL,
+      },
+      rt.logger,
+    );
+    rt.grpc.add(IdentityServiceService, identityGrpc({ users, ring, settings, verifier }));
+  },
 });

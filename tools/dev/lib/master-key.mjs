@@ -8,15 +8,15 @@ function isKey(text) {
 }
 
 /**
- * LOCAL_KMS_MASTER_KEY from the environment when set, else the one in `file` (generated on first
+ * A dev-only 32-byte key (the KMS master key, the token-signing KEK): `variable` from the
+ * environment when set, else the one in `file` (generated on first
  * use). Secrets written in dev mode are readable only with the key they were written with, so the
  * file is never replaced.
  */
-export function devMasterKey(file, env = process.env) {
-  if (env.LOCAL_KMS_MASTER_KEY) {
-    if (!isKey(env.LOCAL_KMS_MASTER_KEY))
-      throw new DevError('LOCAL_KMS_MASTER_KEY is set but is not base64 of 32 bytes');
-    return { key: env.LOCAL_KMS_MASTER_KEY, how: 'from LOCAL_KMS_MASTER_KEY' };
+export function devMasterKey(file, env = process.env, variable = 'LOCAL_KMS_MASTER_KEY') {
+  if (env[variable]) {
+    if (!isKey(env[variable])) throw new DevError(`${variable} is set but is not base64 of 32 bytes`);
+    return { key: env[variable], how: `from ${variable}` };
   }
   let how = `kept in ${file}`;
   try {

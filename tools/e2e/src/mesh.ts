@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { createTestDatabase, freePort, waitFor } from '@custos/service-kit/testing';
 
@@ -50,6 +52,8 @@ export async function startMesh(opts: { extraEnv?: Record<string, string> } = {}
     REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
     KMS_PROVIDER: 'local',
     LOCAL_KMS_MASTER_KEY: randomBytes(32).toString('base64'),
+    TOKEN_SIGNING_KEK: randomBytes(32).toString('base64'),
+    MAIL_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'custos-e2e-mail-')),
     GRPC_HOST: '127.0.0.1',
     METRICS_HOST: '127.0.0.1',
     HOST: '127.0.0.1',

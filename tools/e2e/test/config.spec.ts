@@ -18,6 +18,8 @@ const VALID = {
   REDIS_URL: 'redis://127.0.0.1:6379',
   KMS_PROVIDER: 'local',
   LOCAL_KMS_MASTER_KEY: Buffer.alloc(32, 7).toString('base64'),
+  TOKEN_SIGNING_KEK: Buffer.alloc(32, 9).toString('base64'),
+  MAIL_DIR: '/tmp',
 };
 
 describe('bad configuration stops a service at start with one line naming the variable', () => {
@@ -53,6 +55,7 @@ describe('bad configuration stops a service at start with one line naming the va
     ['gateway', 'TRUSTED_PROXIES', '10.0.0.0/33'],
     ['gateway', 'POLICY_ADDR', 'no-port'],
     ['vault-crypto', 'LOCAL_KMS_MASTER_KEY', Buffer.alloc(16, 1).toString('base64')],
+    ['identity', 'TOKEN_SIGNING_KEK', Buffer.alloc(31, 1).toString('base64')],
   ])('%s with malformed %s', (service, variable, value) => {
     const r = start(service, { ...VALID, [variable]: value });
     expect(r.status).toBe(78);
@@ -60,6 +63,6 @@ describe('bad configuration stops a service at start with one line naming the va
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(new RegExp(`^custos-${service}: invalid configuration: ${variable}: `));
     // The offending value is not echoed (it may be a secret).
-    if (variable === 'LOCAL_KMS_MASTER_KEY') expect(r.stderr).not.toContain(value);
+    if (variable.includes('KEY') || variable.includes('KEK')) expect(r.stderr).not.toContain(value);
   });
 });

@@ -4,7 +4,10 @@ import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import type { Logger } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
+import type { IdentityKeys } from '../identity-keys.js';
 import { accessLog } from './access-log.js';
+import { authRoutes } from './auth-routes.js';
+import { authenticate, humanOnly } from './authenticate.js';
 import { healthRoutes } from './health-routes.js';
 import { errorHandler, notFound } from './problem.js';
 import { rateLimit } from './rate-limit.js';
@@ -19,6 +22,7 @@ export interface AppDeps {
   trustedProxies: net.BlockList;
   rateLimit: { ratePerSecond: number; burst: number };
   healthTimeoutMs: number;
+  identityKeys: IdentityKeys;
 }
 
 /**
@@ -37,7 +41,12 @@ export function createApp(deps: AppDeps): Express {
   app.use(rateLimit({ redis: deps.redis, ...deps.rateLimit, logger: deps.logger }));
   app.use(express.json({ limit: '1mb', strict: true }));
 
-  app.use(healthRoutes(deps.peers, deps.healthTimeoutMs));
+  // Routes declare their access; `authenticate` (spec §7's auth stage) sits in front of the
+  // handler of every non-public route, so unknown paths still answer 404.
+  const auth = authenticate(deps.identityKeys);
+  const guards = { authenticated: [auth], human: [auth, humanOnly] };
+  app.use(healthRoutes(deps.peers, deps.healthTimeoutMs, guards));
+  app.use(authRoutes(deps.peers.identity, deps.identityKeys, guards));
 
   app.use(notFound);
   app.use(errorHandler(deps.logger));

@@ -1,17 +1,22 @@
 import { Metadata } from '@grpc/grpc-js';
-import { Router } from 'express';
+import { type RequestHandler, Router } from 'express';
 import { callUnary } from '@custos/service-kit';
 import { checkPeer, type PeerState, type Peers } from '../peers.js';
 import { sendProblem } from './problem.js';
+import { declareRoute } from './routes.js';
 
 /**
  * Public health endpoints. GET /v1/health asks every peer service over gRPC and is ok only when all
  * serve; GET /v1/health/hsm reports vault-crypto's key-management provider.
  */
-export function healthRoutes(peers: Peers, timeoutMs: number): Router {
+export function healthRoutes(
+  peers: Peers,
+  timeoutMs: number,
+  guards: { authenticated: RequestHandler[]; human: RequestHandler[] },
+): Router {
   const router = Router();
 
-  router.get('/v1/health', async (_req, res) => {
+  declareRoute(router, guards, 'get', '/v1/health', 'public', async (_req, res) => {
     const states = await Promise.all(
       peers.health.map(async (p) => [p.name, await checkPeer(p.client, timeoutMs)] as const),
     );
@@ -31,27 +36,23 @@ export function healthRoutes(peers: Peers, timeoutMs: number): Router {
     });
   });
 
-  router.get('/v1/health/hsm', async (_req, res, next) => {
-    try {
-      const h = await callUnary(peers.vaultCrypto, peers.vaultCrypto.getKmsHealth, {}, new Metadata(), {
-        deadline: Date.now() + timeoutMs,
-      });
-      const latency_ms = Math.round(h.latencyMs * 1000) / 1000;
-      if (h.healthy) {
-        res.json({ status: 'ok', provider: h.provider, latency_ms });
-        return;
-      }
-      sendProblem(res, {
-        type: 'about:blank',
-        title: 'Service Unavailable',
-        status: 503,
-        detail: `key-management provider ${h.provider} is unhealthy: ${h.detail}`,
-        provider: h.provider,
-        latency_ms,
-      });
-    } catch (err) {
-      next(err);
+  declareRoute(router, guards, 'get', '/v1/health/hsm', 'public', async (_req, res) => {
+    const h = await callUnary(peers.vaultCrypto, peers.vaultCrypto.getKmsHealth, {}, new Metadata(), {
+      deadline: Date.now() + timeoutMs,
+    });
+    const latency_ms = Math.round(h.latencyMs * 1000) / 1000;
+    if (h.healthy) {
+      res.json({ status: 'ok', provider: h.provider, latency_ms });
+      return;
     }
+    sendProblem(res, {
+      type: 'about:blank',
+      title: 'Service Unavailable',
+      status: 503,
+      detail: `key-management provider ${h.provider} is unhealthy: ${h.detail}`,
+      provider: h.provider,
+      latency_ms,
+    });
   });
 
   return router;

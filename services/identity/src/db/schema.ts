@@ -1,11 +1,132 @@
 import { inboxTable, outboxTable } from '@custos/events';
-import { pgSchema } from 'drizzle-orm/pg-core';
+import { sql } from 'drizzle-orm';
+import {
+  boolean,
+  customType,
+  index,
+  jsonb,
+  pgSchema,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from 'drizzle-orm/pg-core';
 
 /** The Postgres schema the identity service owns; no other service reads it. */
 export const SCHEMA = 'identity';
 export const identitySchema = pgSchema(SCHEMA);
 
+const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => 'bytea' });
+const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+
 /** Domain events waiting for the relay. */
 export const outbox = outboxTable(identitySchema);
 /** Events this service's consumers have applied. */
 export const inbox = inboxTable(identitySchema);
+
+/** Organisations; a sub-org names its parent. */
+export const orgs = identitySchema.table('orgs', {
+  id: uuid('id').primaryKey().defaultRandom(),
+  name: text('name').notNull(),
+  parentOrgId: uuid('parent_org_id'),
+  createdAt: tstz('created_at').notNull().defaultNow(),
+});
+
+/** People. E-mail is unique case-insensitively; the password hash is argon2id (PHC string). */
+export const users = identitySchema.table(
+  'users',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    email: text('email').notNull(),
+    displayName: text('display_name').notNull().default(''),
+    passwordHash: text('password_hash'),
+    authMethod: text('auth_method').notNull().default('password'),
+    emailVerified: boolean('email_verified').notNull().default(false),
+    marketingEmails: boolean('marketing_emails').notNull().default(false),
+    totpEnabled: boolean('totp_enabled').notNull().default(false),
+    orgId: uuid('org_id')
+      .notNull()
+      .references(() => orgs.id),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+    updatedAt: tstz('updated_at').notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex('users_email_lower_key').on(sql`lower(${t.email})`)],
+);
+
+/** Membership and role of a user in an org. */
+export const orgMembers = identitySchema.table(
+  'org_members',
+  {
+    orgId: uuid('org_id')
+      .notNull()
+      .references(() => orgs.id),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    role: text('role').notNull(),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.orgId, t.userId] }), index('org_members_user_idx').on(t.userId)],
+);
+
+/** Ed25519 token-signing keys; the private half is encrypted under TOKEN_SIGNING_KEK. */
+export const signingKeys = identitySchema.table('signing_keys', {
+  kid: text('kid').primaryKey(),
+  publicJwk: jsonb('public_jwk').notNull(),
+  privateKeyEnc: bytea('private_key_enc').notNull(),
+  createdAt: tstz('created_at').notNull().defaultNow(),
+  retiredAt: tstz('retired_at'),
+});
+
+/**
+ * Refresh tokens, stored as hashes. Each sign-in starts a family; a refresh marks the token used
+ * and issues the next one in the family; presenting a used token revokes the whole family.
+ */
+export const refreshTokens = identitySchema.table(
+  'refresh_tokens',
+  {
+    id: text('id').primaryKey(),
+    familyId: uuid('family_id').notNull(),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    secretHash: text('secret_hash').notNull(),
+    amr: jsonb('amr').$type<string[]>().notNull(),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+    expiresAt: tstz('expires_at').notNull(),
+    usedAt: tstz('used_at'),
+    revokedAt: tstz('revoked_at'),
+  },
+  (t) => [index('refresh_tokens_family_idx').on(t.familyId)],
+);
+
+/** Single-use e-mailed tokens (verification, password reset), stored as hashes. */
+export const emailTokens = identitySchema.table('email_tokens', {
+  id: text('id').primaryKey(),
+  userId: uuid('user_id')
+    .notNull()
+    .references(() => users.id, { onDelete: 'cascade' }),
+  purpose: text('purpose').notNull(),
+  secretHash: text('secret_hash').notNull(),
+  expiresAt: tstz('expires_at').notNull(),
+  usedAt: tstz('used_at'),
+  createdAt: tstz('created_at').notNull().defaultNow(),
+});
+
+/**
+ * Revocations, the durable copy of what the gateway checks in Redis: a token id (`jti`), a session
+ * (`sid`), or every token of a subject issued before a time (`sub_before`).
+ */
+export const revocations = identitySchema.table(
+  'revocations',
+  {
+    kind: text('kind').notNull(),
+    value: text('value').notNull(),
+    /** For `sub_before`: tokens issued before this instant are revoked. */
+    notBefore: tstz('not_before'),
+    expiresAt: tstz('expires_at').notNull(),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.kind, t.value] }), index('revocations_expires_idx').on(t.expiresAt)],
+);

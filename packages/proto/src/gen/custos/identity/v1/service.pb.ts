@@ -6,24 +6,277 @@
 
 /* eslint-disable */
 import {
+  type CallOptions,
   type ChannelCredentials,
   Client,
   type ClientOptions,
+  type ClientUnaryCall,
+  type handleUnaryCall,
   makeGenericClientConstructor,
+  type Metadata,
+  type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import {
+  GetJwksRequest,
+  GetJwksResponse,
+  GetProfileRequest,
+  GetProfileResponse,
+  LoginRequest,
+  LoginResponse,
+  RefreshSessionRequest,
+  RefreshSessionResponse,
+  RevokeSessionRequest,
+  RevokeSessionResponse,
+  SignupRequest,
+  SignupResponse,
+  UpdateProfileRequest,
+  UpdateProfileResponse,
+  VerifyEmailRequest,
+  VerifyEmailResponse,
+} from "./messages.pb.js";
 
 /**
- * IdentityService: users, orgs, agents, keys and token minting. RPCs arrive with the Identity issue.
- * Every service also serves grpc.health.v1.Health.
+ * IdentityService owns people, orgs, agents and their credentials, and mints the JWTs every other
+ * service verifies. Calls made for a signed-in caller carry the caller's bearer JWT in the
+ * `authorization` metadata; the service verifies it itself.
  */
 export type IdentityServiceService = typeof IdentityServiceService;
-export const IdentityServiceService = {} as const;
+export const IdentityServiceService = {
+  /** GetJwks returns the public keys that verify Custos access tokens (current and recently retired). */
+  getJwks: {
+    path: "/custos.identity.v1.IdentityService/GetJwks",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: GetJwksRequest): Buffer => Buffer.from(GetJwksRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetJwksRequest => GetJwksRequest.decode(value),
+    responseSerialize: (value: GetJwksResponse): Buffer => Buffer.from(GetJwksResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetJwksResponse => GetJwksResponse.decode(value),
+  },
+  /** Signup creates a user and a new org owned by that user. */
+  signup: {
+    path: "/custos.identity.v1.IdentityService/Signup",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: SignupRequest): Buffer => Buffer.from(SignupRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SignupRequest => SignupRequest.decode(value),
+    responseSerialize: (value: SignupResponse): Buffer => Buffer.from(SignupResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SignupResponse => SignupResponse.decode(value),
+  },
+  /** VerifyEmail consumes an e-mail verification token and signs the user in. */
+  verifyEmail: {
+    path: "/custos.identity.v1.IdentityService/VerifyEmail",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: VerifyEmailRequest): Buffer => Buffer.from(VerifyEmailRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): VerifyEmailRequest => VerifyEmailRequest.decode(value),
+    responseSerialize: (value: VerifyEmailResponse): Buffer => Buffer.from(VerifyEmailResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): VerifyEmailResponse => VerifyEmailResponse.decode(value),
+  },
+  /** Login exchanges an e-mail and password for tokens. */
+  login: {
+    path: "/custos.identity.v1.IdentityService/Login",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: LoginRequest): Buffer => Buffer.from(LoginRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): LoginRequest => LoginRequest.decode(value),
+    responseSerialize: (value: LoginResponse): Buffer => Buffer.from(LoginResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): LoginResponse => LoginResponse.decode(value),
+  },
+  /** RefreshSession rotates a refresh token; reusing a rotated one revokes its whole family. */
+  refreshSession: {
+    path: "/custos.identity.v1.IdentityService/RefreshSession",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: RefreshSessionRequest): Buffer =>
+      Buffer.from(RefreshSessionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RefreshSessionRequest => RefreshSessionRequest.decode(value),
+    responseSerialize: (value: RefreshSessionResponse): Buffer =>
+      Buffer.from(RefreshSessionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RefreshSessionResponse => RefreshSessionResponse.decode(value),
+  },
+  /** RevokeSession revokes the caller's access token and its session at once. */
+  revokeSession: {
+    path: "/custos.identity.v1.IdentityService/RevokeSession",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: RevokeSessionRequest): Buffer => Buffer.from(RevokeSessionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RevokeSessionRequest => RevokeSessionRequest.decode(value),
+    responseSerialize: (value: RevokeSessionResponse): Buffer =>
+      Buffer.from(RevokeSessionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RevokeSessionResponse => RevokeSessionResponse.decode(value),
+  },
+  /** GetProfile returns the signed-in user's profile. */
+  getProfile: {
+    path: "/custos.identity.v1.IdentityService/GetProfile",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: GetProfileRequest): Buffer => Buffer.from(GetProfileRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetProfileRequest => GetProfileRequest.decode(value),
+    responseSerialize: (value: GetProfileResponse): Buffer => Buffer.from(GetProfileResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetProfileResponse => GetProfileResponse.decode(value),
+  },
+  /** UpdateProfile changes the signed-in user's profile fields. */
+  updateProfile: {
+    path: "/custos.identity.v1.IdentityService/UpdateProfile",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: UpdateProfileRequest): Buffer => Buffer.from(UpdateProfileRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateProfileRequest => UpdateProfileRequest.decode(value),
+    responseSerialize: (value: UpdateProfileResponse): Buffer =>
+      Buffer.from(UpdateProfileResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdateProfileResponse => UpdateProfileResponse.decode(value),
+  },
+} as const;
 
 export interface IdentityServiceServer extends UntypedServiceImplementation {
+  /** GetJwks returns the public keys that verify Custos access tokens (current and recently retired). */
+  getJwks: handleUnaryCall<GetJwksRequest, GetJwksResponse>;
+  /** Signup creates a user and a new org owned by that user. */
+  signup: handleUnaryCall<SignupRequest, SignupResponse>;
+  /** VerifyEmail consumes an e-mail verification token and signs the user in. */
+  verifyEmail: handleUnaryCall<VerifyEmailRequest, VerifyEmailResponse>;
+  /** Login exchanges an e-mail and password for tokens. */
+  login: handleUnaryCall<LoginRequest, LoginResponse>;
+  /** RefreshSession rotates a refresh token; reusing a rotated one revokes its whole family. */
+  refreshSession: handleUnaryCall<RefreshSessionRequest, RefreshSessionResponse>;
+  /** RevokeSession revokes the caller's access token and its session at once. */
+  revokeSession: handleUnaryCall<RevokeSessionRequest, RevokeSessionResponse>;
+  /** GetProfile returns the signed-in user's profile. */
+  getProfile: handleUnaryCall<GetProfileRequest, GetProfileResponse>;
+  /** UpdateProfile changes the signed-in user's profile fields. */
+  updateProfile: handleUnaryCall<UpdateProfileRequest, UpdateProfileResponse>;
 }
 
 export interface IdentityServiceClient extends Client {
+  /** GetJwks returns the public keys that verify Custos access tokens (current and recently retired). */
+  getJwks(
+    request: GetJwksRequest,
+    callback: (error: ServiceError | null, response: GetJwksResponse) => void,
+  ): ClientUnaryCall;
+  getJwks(
+    request: GetJwksRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetJwksResponse) => void,
+  ): ClientUnaryCall;
+  getJwks(
+    request: GetJwksRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetJwksResponse) => void,
+  ): ClientUnaryCall;
+  /** Signup creates a user and a new org owned by that user. */
+  signup(
+    request: SignupRequest,
+    callback: (error: ServiceError | null, response: SignupResponse) => void,
+  ): ClientUnaryCall;
+  signup(
+    request: SignupRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SignupResponse) => void,
+  ): ClientUnaryCall;
+  signup(
+    request: SignupRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SignupResponse) => void,
+  ): ClientUnaryCall;
+  /** VerifyEmail consumes an e-mail verification token and signs the user in. */
+  verifyEmail(
+    request: VerifyEmailRequest,
+    callback: (error: ServiceError | null, response: VerifyEmailResponse) => void,
+  ): ClientUnaryCall;
+  verifyEmail(
+    request: VerifyEmailRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: VerifyEmailResponse) => void,
+  ): ClientUnaryCall;
+  verifyEmail(
+    request: VerifyEmailRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: VerifyEmailResponse) => void,
+  ): ClientUnaryCall;
+  /** Login exchanges an e-mail and password for tokens. */
+  login(
+    request: LoginRequest,
+    callback: (error: ServiceError | null, response: LoginResponse) => void,
+  ): ClientUnaryCall;
+  login(
+    request: LoginRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: LoginResponse) => void,
+  ): ClientUnaryCall;
+  login(
+    request: LoginRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: LoginResponse) => void,
+  ): ClientUnaryCall;
+  /** RefreshSession rotates a refresh token; reusing a rotated one revokes its whole family. */
+  refreshSession(
+    request: RefreshSessionRequest,
+    callback: (error: ServiceError | null, response: RefreshSessionResponse) => void,
+  ): ClientUnaryCall;
+  refreshSession(
+    request: RefreshSessionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RefreshSessionResponse) => void,
+  ): ClientUnaryCall;
+  refreshSession(
+    request: RefreshSessionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RefreshSessionResponse) => void,
+  ): ClientUnaryCall;
+  /** RevokeSession revokes the caller's access token and its session at once. */
+  revokeSession(
+    request: RevokeSessionRequest,
+    callback: (error: ServiceError | null, response: RevokeSessionResponse) => void,
+  ): ClientUnaryCall;
+  revokeSession(
+    request: RevokeSessionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RevokeSessionResponse) => void,
+  ): ClientUnaryCall;
+  revokeSession(
+    request: RevokeSessionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RevokeSessionResponse) => void,
+  ): ClientUnaryCall;
+  /** GetProfile returns the signed-in user's profile. */
+  getProfile(
+    request: GetProfileRequest,
+    callback: (error: ServiceError | null, response: GetProfileResponse) => void,
+  ): ClientUnaryCall;
+  getProfile(
+    request: GetProfileRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetProfileResponse) => void,
+  ): ClientUnaryCall;
+  getProfile(
+    request: GetProfileRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetProfileResponse) => void,
+  ): ClientUnaryCall;
+  /** UpdateProfile changes the signed-in user's profile fields. */
+  updateProfile(
+    request: UpdateProfileRequest,
+    callback: (error: ServiceError | null, response: UpdateProfileResponse) => void,
+  ): ClientUnaryCall;
+  updateProfile(
+    request: UpdateProfileRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdateProfileResponse) => void,
+  ): ClientUnaryCall;
+  updateProfile(
+    request: UpdateProfileRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdateProfileResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const IdentityServiceClient = makeGenericClientConstructor(

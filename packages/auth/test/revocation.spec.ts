@@ -1,0 +1,62 @@
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { freePort } from '@custos/service-kit/testing';
+import { UnavailableError } from '@custos/service-kit';
+import type { Principal } from '../src';
+import { redisRevocationCheck, revocationKey, subjectOf } from '../src';
+
+function user(overrides: Partial<{ tokenId: string; sessionId: string; issuedAt: number }> = {}): Principal {
+  return {
+    kind: 'user',
+    userId: randomUUID(),
+    orgId: randomUUID(),
+    role: 'owner',
+    platformAdmin: false,
+    amr: ['pwd'],
+    sessionId: overrides.sessionId ?? randomUUID(),
+    tokenId: overrides.tokenId ?? randomUUID(),
+    issuedAt: overrides.issuedAt ?? 1_000,
+    expiresAt: 2_000,
+    issuer: 'http://x',
+  };
+}
+
+describe('redisRevocationCheck (against Redis)', () => {
+  const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { lazyConnect: true });
+  const isRevoked = redisRevocationCheck(redis);
+  beforeAll(() => redis.connect());
+  afterAll(() => redis.quit());
+
+  it('is false for a token nothing names', async () => {
+    expect(await isRevoked(user())).toBe(false);
+  });
+
+  it('is true for a revoked token id and for a revoked session', async () => {
+    const a = user();
+    await redis.set(revocationKey('jti', a.tokenId), '1', 'EX', 60);
+    expect(await isRevoked(a)).toBe(true);
+    const b = user();
+    await redis.set(revocationKey('sid', (b as { sessionId: string }).sessionId), '1', 'EX', 60);
+    expect(await isRevoked(b)).toBe(true);
+  });
+
+  it('revokes a subject’s tokens issued before the instant, not after', async () => {
+    const early = user({ issuedAt: 1_000 });
+    await redis.set(revocationKey('sub', subjectOf(early)), '1500', 'EX', 60);
+    expect(await isRevoked(early)).toBe(true);
+    const later = { ...early, issuedAt: 1_500, tokenId: randomUUID() } as Principal;
+    expect(await isRevoked(later)).toBe(false);
+  });
+
+  it('fails closed with 503 when Redis cannot be asked', async () => {
+    const dead = new Redis(`redis://127.0.0.1:${await freePort()}`, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      disconnectTimeout: 50,
+    });
+    dead.on('error', () => undefined);
+    await expect(redisRevocationCheck(dead)(user())).rejects.toBeInstanceOf(UnavailableError);
+    dead.disconnect();
+  });
+});

@@ -1,0 +1,91 @@
+import { Metadata } from '@grpc/grpc-js';
+import {
+  CachedJwks,
+  type Principal,
+  TokenVerifier,
+  redisRevocationCheck,
+  type RedisLike,
+} from '@custos/auth';
+import type { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service';
+import { callUnary, describeError, type Logger } from '@custos/service-kit';
+
+interface KeySet {
+  jwks: { keys: Array<{ kid: string; x: string; kty: string; [member: string]: unknown }> };
+  issuers: string[];
+  audience: string;
+  activeKid: string;
+  fetchedAt: number;
+}
+
+const TTL_MS = 5 * 60 * 1000;
+
+/**
+ * The identity service's public keys and token settings as the gateway sees them: fetched over
+ * gRPC, cached five minutes (spec §8), refreshed early when a token names an unknown key. Serves the
+ * JWKS documents and verifies bearer tokens (signature, claims, then revocation in Redis).
+ */
+export class IdentityKeys {
+  private latest: KeySet | undefined;
+  private verifier: TokenVerifier | undefined;
+  private verifierFor = '';
+  private readonly cache: CachedJwks;
+
+  constructor(
+    private readonly identity: IdentityServiceClient,
+    private readonly redis: RedisLike,
+    private readonly logger: Logger,
+  ) {
+    this.cache = new CachedJwks({
+      fetchJwks: async () => (await this.fetch()).jwks,
+      ttlMs: TTL_MS,
+      onFetchError: (err) => this.logger.warn({ err: describeError(err) }, 'JWKS fetch from identity failed'),
+    });
+  }
+
+  private async fetch(): Promise<KeySet> {
+    const r = await callUnary(this.identity, this.identity.getJwks, {}, new Metadata());
+    this.latest = {
+      jwks: JSON.parse(r.jwksJson) as KeySet['jwks'],
+      issuers: r.issuers,
+      audience: r.audience,
+      activeKid: r.activeKid,
+      fetchedAt: Date.now(),
+    };
+    return this.latest;
+  }
+
+  /** Issuers, audience and keys, at most five minutes old. */
+  async settings(): Promise<KeySet> {
+    if (this.latest && Date.now() - this.latest.fetchedAt < TTL_MS) return this.latest;
+    return this.fetch();
+  }
+
+  /** The public JWK Set. */
+  async jwks(): Promise<KeySet['jwks']> {
+    return (await this.settings()).jwks;
+  }
+
+  /** The key that signs new tokens. */
+  async activeKey(): Promise<{ kid: string; x: string }> {
+    const s = await this.settings();
+    const k = s.jwks.keys.find((key) => key.kid === s.activeKid) ?? s.jwks.keys.at(-1);
+    if (!k) throw new Error('identity published no signing key');
+    return { kid: k.kid, x: k.x };
+  }
+
+  /** Verifies a bearer token; refused tokens throw a generic 401, an unreachable identity 503. */
+  async verify(token: string): Promise<Principal> {
+    const s = await this.settings();
+    const key = `${s.issuers.join(',')}|${s.audience}`;
+    if (!this.verifier || this.verifierFor !== key) {
+      this.verifier = new TokenVerifier({
+        keys: this.cache,
+        issuers: s.issuers,
+        audience: s.audience,
+        isRevoked: redisRevocationCheck(this.redis),
+      });
+      this.verifierFor = key;
+    }
+    return this.verifier.verify(token);
+  }
+}

@@ -1,0 +1,97 @@
+import type { ServerUnaryCall } from '@grpc/grpc-js';
+import { type Principal, type TokenVerifier, bearerToken } from '@custos/auth';
+import type { IdentityServiceServer } from '@custos/proto/custos/identity/v1/service';
+import type { TokenSet, UserProfile } from '@custos/proto/custos/identity/v1/messages';
+import { type AsyncService, UnauthenticatedError } from '@custos/service-kit';
+import type { SigningKeyRing } from '../tokens/signing-key-store.js';
+import type { TokenSettings } from '../tokens/token-issuer.js';
+import type { UserService } from '../users/user-service.js';
+import type { TokenSetView, User } from '../users/user-types.js';
+
+function tokenSet(t: TokenSetView): TokenSet {
+  return {
+    accessToken: t.accessToken,
+    tokenType: t.tokenType,
+    expiresIn: t.expiresIn,
+    refreshToken: t.refreshToken,
+  };
+}
+
+function profile(u: User): UserProfile {
+  return {
+    id: u.id,
+    email: u.email,
+    displayName: u.displayName,
+    authMethod: u.authMethod,
+    role: u.role,
+    emailVerified: u.emailVerified,
+    marketingEmails: u.marketingEmails,
+    totpEnabled: u.totpEnabled,
+    createdAt: u.createdAt.toISOString(),
+    orgId: u.orgId,
+  };
+}
+
+/** gRPC adapter of IdentityService: decode, call the rules, encode. */
+export function identityGrpc(deps: {
+  users: UserService;
+  ring: SigningKeyRing;
+  settings: TokenSettings;
+  verifier: TokenVerifier;
+}): AsyncService<IdentityServiceServer> {
+  // The caller's JWT arrives in metadata; identity verifies it like every other service does.
+  const caller = async (call: ServerUnaryCall<unknown, unknown>): Promise<Principal> => {
+    const raw = call.metadata.get('authorization')[0];
+    const token = bearerToken(typeof raw === 'string' ? raw : undefined);
+    if (!token) throw new UnauthenticatedError();
+    return deps.verifier.verify(token);
+  };
+
+  return {
+    async getJwks() {
+      return {
+        jwksJson: JSON.stringify(deps.ring.jwks()),
+        issuers: deps.settings.issuers,
+        audience: deps.settings.audience,
+        activeKid: deps.ring.active().kid,
+      };
+    },
+    async signup(req) {
+      const r = await deps.users.signup({
+        email: req.email,
+        password: req.password,
+        displayName: req.displayName,
+      });
+      return {
+        message: r.verificationRequired ? 'Check your e-mail to verify your address.' : 'Account created.',
+        email: r.email,
+        verificationRequired: r.verificationRequired,
+        ...(r.tokens ? { tokens: tokenSet(r.tokens) } : {}),
+      };
+    },
+    async verifyEmail(req) {
+      return { tokens: tokenSet(await deps.users.verifyEmail(req.token)) };
+    },
+    async login(req) {
+      const t = await deps.users.login({ email: req.email, password: req.password });
+      return { result: { $case: 'tokens', value: tokenSet(t) } };
+    },
+    async refreshSession(req) {
+      return { tokens: tokenSet(await deps.users.refresh(req.refreshToken)) };
+    },
+    async revokeSession(_req, call) {
+      await deps.users.signOut(await caller(call));
+      return {};
+    },
+    async getProfile(_req, call) {
+      return { profile: profile(await deps.users.profile(await caller(call))) };
+    },
+    async updateProfile(req, call) {
+      const u = await deps.users.updateProfile(await caller(call), {
+        displayName: req.displayName,
+        marketingEmails: req.marketingEmails,
+      });
+      return { profile: profile(u) };
+    },
+  };
+}

@@ -1,0 +1,80 @@
+import {
+  describeDuration,
+  emailChangeCodeEmail,
+  orgInviteEmail,
+  passwordResetEmail,
+  verificationEmail,
+} from './templates';
+
+const TOKEN = 'cse_0123456789abcdef_0123456789012345678901234567890123456789abc';
+const LINK = `http://127.0.0.1:8080/verify-email?token=${TOKEN}`;
+
+describe('describeDuration', () => {
+  it('says the largest whole unit', () => {
+    expect(describeDuration(600)).toBe('10 minutes');
+    expect(describeDuration(60)).toBe('1 minute');
+    expect(describeDuration(3600)).toBe('1 hour');
+    expect(describeDuration(86400)).toBe('24 hours');
+    expect(describeDuration(7 * 86400)).toBe('7 days');
+    expect(describeDuration(90)).toBe('90 seconds');
+  });
+});
+
+describe('templates', () => {
+  it('verification: the link, the token, and how long it lasts', () => {
+    const m = verificationEmail({ link: LINK, token: TOKEN });
+    expect(m.template).toBe('verify_email');
+    expect(m.subject).toBe('Confirm your e-mail address');
+    expect(m.text).toContain(`\n${LINK}\n`);
+    expect(m.text).toContain(`\n${TOKEN}\n`);
+    expect(m.text).toContain('expires in 24 hours');
+    expect(verificationEmail({ link: LINK, expiresInSeconds: 3600 }).text).toContain('expires in 1 hour');
+    expect(verificationEmail({ link: LINK }).text).not.toContain('POST /v1/auth/verify-email');
+  });
+
+  it('password reset: the link and the token', () => {
+    const m = passwordResetEmail({ link: LINK, token: TOKEN });
+    expect(m.template).toBe('password_reset');
+    expect(m.subject).toMatch(/reset/i);
+    expect(m.text).toContain(LINK);
+    expect(m.text).toContain(TOKEN);
+    expect(m.text).toContain('expires in 1 hour');
+  });
+
+  it('e-mail change: the 6-digit code in the body only, expiring in 10 minutes', () => {
+    const m = emailChangeCodeEmail({ code: '042917' });
+    expect(m.template).toBe('email_change_code');
+    expect(m.text).toMatch(/^\s+042917$/m);
+    expect(m.text).toContain('expires in 10 minutes');
+    expect(m.subject).not.toContain('042917');
+  });
+
+  it('org invite: org, inviter and link, with their text made harmless', () => {
+    const m = orgInviteEmail({ orgName: 'Acme Robotics', inviter: 'Ada Lovelace', link: LINK });
+    expect(m.template).toBe('org_invite');
+    expect(m.subject).toBe('Join "Acme Robotics" on Custos');
+    expect(m.text).toContain('Ada Lovelace invited you to join "Acme Robotics" on Custos.');
+    expect(m.text).toContain(LINK);
+    const hostile = orgInviteEmail({
+      orgName: `Evil\r\nBcc: x@evil.test\n${'a'.repeat(300)}`,
+      inviter: '',
+      link: LINK,
+    });
+    expect(hostile.subject).not.toMatch(/[\r\n]/);
+    expect(hostile.subject.length).toBeLessThan(130);
+    expect(hostile.text).toContain('A member invited you');
+    expect(hostile.text.split('\n')[0]).toContain('Evil Bcc: x@evil.test');
+  });
+
+  it('every template is plain text ending with a signature', () => {
+    for (const m of [
+      verificationEmail({ link: LINK }),
+      passwordResetEmail({ link: LINK }),
+      emailChangeCodeEmail({ code: '000001' }),
+      orgInviteEmail({ orgName: 'o', inviter: 'i', link: LINK }),
+    ]) {
+      expect(m.text).not.toMatch(/<[a-z]+[ >]/i);
+      expect(m.text.endsWith('\n-- \nCustos\n')).toBe(true);
+    }
+  });
+});

@@ -1,0 +1,146 @@
+import { EMAIL_CODE_TTL_SECONDS } from '../credentials/email-code-fns.js';
+
+/** A rendered e-mail. `template` names it in logs, which never carry the subject or body. */
+export interface MailContent {
+  template: string;
+  subject: string;
+  text: string;
+}
+
+/** Default lifetime shown in a verification e-mail, in seconds (matches EMAIL_VERIFICATION_TTL_SECONDS). */
+const DEFAULT_VERIFICATION_TTL = 86400;
+/** Default lifetime shown in a password-reset e-mail, in seconds. */
+const DEFAULT_RESET_TTL = 3600;
+/** Default lifetime shown in an invitation e-mail, in seconds. */
+const DEFAULT_INVITE_TTL = 7 * 86400;
+
+const SIGNATURE = '\n-- \nCustos\n';
+
+/** "10 minutes", "1 hour", "24 hours", "7 days": the largest whole unit of a duration. */
+export function describeDuration(seconds: number): string {
+  const unit = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+  // A day is said as 24 hours; from two days on, days read better.
+  if (seconds > 86400 && seconds % 86400 === 0) return unit(seconds / 86400, 'day');
+  if (seconds >= 3600 && seconds % 3600 === 0) return unit(seconds / 3600, 'hour');
+  if (seconds >= 60 && seconds % 60 === 0) return unit(seconds / 60, 'minute');
+  return unit(Math.max(0, Math.round(seconds)), 'second');
+}
+
+/**
+ * Text another user chose (an org name, a display name): one line, no control characters, at most
+ * 100 characters, so it cannot forge headers or lines of our message.
+ */
+function userText(value: string, fallback: string): string {
+  const clean = String(value ?? '')
+    // eslint-disable-next-line no-control-regex
+    .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+  if (!clean) return fallback;
+  return clean.length > 100 ? `${clean.slice(0, 99)}…` : clean;
+}
+
+/** The e-mail that confirms a new account's address: a link, and the bare token for API clients. */
+export function verificationEmail(input: {
+  link: string;
+  token?: string;
+  expiresInSeconds?: number;
+}): MailContent {
+  const ttl = describeDuration(input.expiresInSeconds ?? DEFAULT_VERIFICATION_TTL);
+  const lines = [
+    'Welcome to Custos.',
+    '',
+    'Confirm your e-mail address by opening this link:',
+    '',
+    input.link,
+    '',
+  ];
+  if (input.token) {
+    lines.push('Or send this token to POST /v1/auth/verify-email:', '', input.token, '');
+  }
+  lines.push(
+    `The link expires in ${ttl} and works once.`,
+    'If you did not create a Custos account, ignore this e-mail; no account is activated without it.',
+  );
+  return {
+    template: 'verify_email',
+    subject: 'Confirm your e-mail address',
+    text: lines.join('\n') + SIGNATURE,
+  };
+}
+
+/** The e-mail with a password-reset link; the bare token is for API clients. */
+export function passwordResetEmail(input: {
+  link: string;
+  token?: string;
+  expiresInSeconds?: number;
+}): MailContent {
+  const ttl = describeDuration(input.expiresInSeconds ?? DEFAULT_RESET_TTL);
+  const lines = [
+    'Someone asked to reset the password of your Custos account.',
+    '',
+    'To choose a new password, open this link:',
+    '',
+    input.link,
+    '',
+  ];
+  if (input.token) {
+    lines.push(
+      'Or send this token with the new password to POST /v1/auth/reset-password:',
+      '',
+      input.token,
+      '',
+    );
+  }
+  lines.push(
+    `The link expires in ${ttl} and works once.`,
+    'If you did not ask for this, ignore this e-mail: your password stays as it is.',
+  );
+  return {
+    template: 'password_reset',
+    subject: 'Reset your Custos password',
+    text: lines.join('\n') + SIGNATURE,
+  };
+}
+
+/** The code that confirms a change of e-mail address, sent to the new address. */
+export function emailChangeCodeEmail(input: { code: string; expiresInSeconds?: number }): MailContent {
+  const ttl = describeDuration(input.expiresInSeconds ?? EMAIL_CODE_TTL_SECONDS);
+  const text = [
+    'To make this the e-mail address of your Custos account, enter this code:',
+    '',
+    `    ${input.code}`,
+    '',
+    `The code expires in ${ttl}.`,
+    'If you did not ask to change your e-mail address, ignore this e-mail; nothing changes without the code.',
+  ].join('\n');
+  return {
+    template: 'email_change_code',
+    // Not in the subject: subjects show on lock screens and in notification previews.
+    subject: 'Your Custos e-mail change code',
+    text: text + SIGNATURE,
+  };
+}
+
+/** An invitation to join an org; the org and inviter names are shown as plain, shortened text. */
+export function orgInviteEmail(input: {
+  orgName: string;
+  inviter: string;
+  link: string;
+  expiresInSeconds?: number;
+}): MailContent {
+  const org = userText(input.orgName, 'an organization');
+  const inviter = userText(input.inviter, 'A member');
+  const ttl = describeDuration(input.expiresInSeconds ?? DEFAULT_INVITE_TTL);
+  const text = [
+    `${inviter} invited you to join "${org}" on Custos.`,
+    '',
+    'To accept, open this link:',
+    '',
+    input.link,
+    '',
+    `The invitation expires in ${ttl}.`,
+    'If you did not expect it, ignore this e-mail.',
+  ].join('\n');
+  return { template: 'org_invite', subject: `Join "${org}" on Custos`, text: text + SIGNATURE };
+}

@@ -1,0 +1,20 @@
+import type { KeyObject } from 'node:crypto';
+import type { JwksSource } from '@custos/auth';
+import type { SigningKeyRing } from './signing-key-store.js';
+import { publicKeyOf } from './signing-key-fns.js';
+
+/** Identity verifies tokens with its own ring: no round trip to itself. */
+export function localKeySource(ring: SigningKeyRing): JwksSource {
+  const cache = new Map<string, KeyObject>();
+  return {
+    async getKey(kid: string) {
+      const cached = cache.get(kid);
+      if (cached) return cached;
+      const jwk = ring.jwks().keys.find((k) => k.kid === kid);
+      if (!jwk) return undefined;
+      const key = publicKeyOf(jwk);
+      cache.set(kid, key);
+      return key;
+    },
+  };
+}

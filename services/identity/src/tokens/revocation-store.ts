@@ -1,0 +1,78 @@
+import { gt, sql } from 'drizzle-orm';
+import type { Redis } from 'ioredis';
+import { type Database, UnavailableError, describeError, type Logger } from '@custos/service-kit';
+import { type RevocationKind, revocationKey } from '@custos/auth';
+import { revocations } from '../db/schema.js';
+
+/**
+ * Revocations: durable in Postgres, and mirrored to Redis where the gateway checks them on every
+ * request. A revocation is written to both before the caller is answered; `republish` copies the
+ * unexpired ones back into Redis after a Redis restart (it runs at start and every minute).
+ */
+export class RevocationStore {
+  constructor(
+    private readonly db: Database,
+    private readonly redis: Redis,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Revokes one access token until it would have expired anyway. */
+  revokeToken(jti: string, expiresAt: Date): Promise<void> {
+    return this.revoke('jti', jti, expiresAt);
+  }
+
+  /** Revokes every token of a session (refresh-token family) until `expiresAt`. */
+  revokeSession(sid: string, expiresAt: Date): Promise<void> {
+    return this.revoke('sid', sid, expiresAt);
+  }
+
+  /** Revokes every token of a subject (`user:<id>`, `agent:<id>`) issued before `notBefore`. */
+  revokeSubjectBefore(sub: string, notBefore: Date, expiresAt: Date): Promise<void> {
+    return this.revoke('sub', sub, expiresAt, notBefore);
+  }
+
+  private async revoke(
+    kind: RevocationKind,
+    value: string,
+    expiresAt: Date,
+    notBefore?: Date,
+  ): Promise<void> {
+    await this.db
+      .insert(revocations)
+      .values({ kind, value, expiresAt, notBefore: notBefore ?? null })
+      .onConflictDoUpdate({
+        target: [revocations.kind, revocations.value],
+        set: {
+          expiresAt: sql`greatest(${revocations.expiresAt}, excluded.expires_at)`,
+          notBefore: notBefore ?? null,
+        },
+      });
+    try {
+      await this.mirror(kind, value, expiresAt, notBefore);
+    } catch (err) {
+      this.logger.error({ err: describeError(err), kind }, 'revocation stored but not yet mirrored to Redis');
+      throw new UnavailableError('revocation could not be applied everywhere yet; it is stored and will be');
+    }
+  }
+
+  private async mirror(
+    kind: RevocationKind,
+    value: string,
+    expiresAt: Date,
+    notBefore?: Date,
+  ): Promise<void> {
+    const ttlMs = expiresAt.getTime() - Date.now();
+    if (ttlMs <= 0) return;
+    const payload = kind === 'sub' ? String(Math.ceil((notBefore ?? new Date()).getTime() / 1000)) : '1';
+    await this.redis.set(revocationKey(kind, value), payload, 'PX', ttlMs);
+  }
+
+  /** Copies every unexpired revocation into Redis; returns how many. */
+  async republish(): Promise<number> {
+    const rows = await this.db.select().from(revocations).where(gt(revocations.expiresAt, new Date()));
+    for (const r of rows)
+      await this.mirror(r.kind as RevocationKind, r.value, r.expiresAt, r.notBefore ?? undefined);
+    await this.db.delete(revocations).where(sql`${revocations.expiresAt} < now() - interval '1 day'`);
+    return rows.length;
+  }
+}

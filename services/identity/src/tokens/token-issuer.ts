@@ -1,0 +1,54 @@
+import { newTokenId, signJwt } from './signing-key-fns.js';
+import type { SigningKeyRing } from './signing-key-store.js';
+
+/** Settings every minted access token shares. */
+export interface TokenSettings {
+  /** Canonical issuer first; legacy issuers after it still validate. */
+  issuers: string[];
+  audience: string;
+  userAccessTtlSeconds: number;
+}
+
+/** A signed access token and what the caller reports about it. */
+export interface MintedAccessToken {
+  token: string;
+  jti: string;
+  expiresIn: number;
+}
+
+/** Mints access JWTs with the ring's active key (claims per DECISIONS.md "Identity and tokens"). */
+export class TokenIssuer {
+  constructor(
+    private readonly ring: SigningKeyRing,
+    readonly settings: TokenSettings,
+  ) {}
+
+  /** An access token for a user of an org, bound to a session (refresh-token family). */
+  userAccessToken(
+    user: { id: string; orgId: string; role: string },
+    session: { id: string; amr: string[] },
+  ): MintedAccessToken {
+    const now = Math.floor(Date.now() / 1000);
+    const jti = newTokenId();
+    const ttl = this.settings.userAccessTtlSeconds;
+    const { kid, privateKey } = this.ring.active();
+    const token = signJwt(
+      {
+        iss: this.settings.issuers[0],
+        aud: this.settings.audience,
+        sub: `user:${user.id}`,
+        org: user.orgId,
+        role: user.role,
+        token_use: 'access',
+        sid: session.id,
+        amr: session.amr,
+        jti,
+        iat: now,
+        exp: now + ttl,
+      },
+      privateKey,
+      kid,
+    );
+    return { token, jti, expiresIn: ttl };
+  }
+}

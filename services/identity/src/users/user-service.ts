@@ -1,0 +1,252 @@
+import { randomUUID } from 'node:crypto';
+import type { Principal } from '@custos/auth';
+import {
+  ConflictError,
+  InvalidArgumentError,
+  PermissionDeniedError,
+  UnauthenticatedError,
+  type Logger,
+  describeError,
+} from '@custos/service-kit';
+import {
+  burnPasswordCheck,
+  checkPasswordPolicy,
+  hashPassword,
+  verifyPassword,
+} from '../credentials/password-fns.js';
+import {
+  SECRET_TOKEN_PREFIXES,
+  generateSecretToken,
+  parseSecretToken,
+  secretMatches,
+} from '../credentials/secret-token-fns.js';
+import type { Mailer } from '../mail/mailer.js';
+import { verificationEmail } from '../mail/templates.js';
+import type { RevocationStore } from '../tokens/revocation-store.js';
+import type { TokenIssuer } from '../tokens/token-issuer.js';
+import { defaultOrgName, normalizeDisplayName, normalizeEmail } from './user-fns.js';
+import type { UserStore } from './user-store.js';
+import type { TokenSetView, User } from './user-types.js';
+
+const REFRESH_PREFIX = SECRET_TOKEN_PREFIXES.refresh;
+const EMAIL_TOKEN_PREFIX = SECRET_TOKEN_PREFIXES.email;
+
+/** Settings of the human sign-in rules. */
+export interface UserServiceOptions {
+  refreshTtlSeconds: number;
+  verificationTtlSeconds: number;
+  requireEmailVerification: boolean;
+  publicBaseUrl: string;
+}
+
+const LOGIN_FAILED = 'invalid email or password';
+
+/** Signup, e-mail verification, password login, refresh rotation, sign-out and the profile. */
+export class UserService {
+  constructor(
+    private readonly store: UserStore,
+    private readonly issuer: TokenIssuer,
+    private readonly revocations: RevocationStore,
+    private readonly mailer: Mailer,
+    private readonly opts: UserServiceOptions,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Creates a user who owns a new org; either sends a verification e-mail or signs the user in. */
+  async signup(input: { email: unknown; password: unknown; displayName?: unknown }): Promise<{
+    email: string;
+    verificationRequired: boolean;
+    tokens?: TokenSetView;
+  }> {
+    const email = normalizeEmail(input.email);
+    if (typeof input.password !== 'string' || input.password === '') {
+      throw new InvalidArgumentError('password', 'password is required');
+    }
+    const policy = checkPasswordPolicy(input.password);
+    if (policy) throw new InvalidArgumentError('password', policy);
+    const displayName = normalizeDisplayName(input.displayName);
+    const passwordHash = await hashPassword(input.password);
+    const verify = this.opts.requireEmailVerification;
+    const created = await this.store.transaction(async (tx) => {
+      const user = await this.store.createUserWithOrg(
+        {
+          email,
+          displayName,
+          passwordHash,
+          orgName: defaultOrgName(email, displayName),
+          emailVerified: !verify,
+        },
+        tx,
+      );
+      if (!user) throw new ConflictError('email is already in use', 'email');
+      if (!verify) return { user, token: undefined };
+      const t = generateSecretToken(EMAIL_TOKEN_PREFIX);
+      await this.store.insertEmailToken(
+        {
+          id: t.id,
+          userId: user.id,
+          purpose: 'verify_email',
+          secretHash: t.secretHash,
+          expiresAt: new Date(Date.now() + this.opts.verificationTtlSeconds * 1000),
+        },
+        tx,
+      );
+      return { user, token: t.token };
+    });
+    if (!created.token)
+      return { email, verificationRequired: false, tokens: await this.startSession(created.user, ['pwd']) };
+    await this.sendSafely(email, 'verify_email', () =>
+      verificationEmail({
+        link: `${this.opts.publicBaseUrl}/verify-email?token=${encodeURIComponent(created.token!)}`,
+        token: created.token!,
+        expiresInSeconds: this.opts.verificationTtlSeconds,
+      }),
+    );
+    return { email, verificationRequired: true };
+  }
+
+  /** Consumes a verification token (once) and signs the user in. */
+  async verifyEmail(token: unknown): Promise<TokenSetView> {
+    const parsed = typeof token === 'string' ? parseSecretToken(token, EMAIL_TOKEN_PREFIX) : undefined;
+    if (!parsed) throw new InvalidArgumentError('token', 'invalid or expired verification token');
+    const user = await this.store.transaction(async (tx) => {
+      const row = await this.store.consumeEmailToken(parsed.id, 'verify_email', tx);
+      if (!row || !secretMatches(parsed.secret, row.secretHash)) return undefined;
+      await this.store.markEmailVerified(row.userId, tx);
+      return this.store.findById(row.userId, tx);
+    });
+    if (!user) throw new InvalidArgumentError('token', 'invalid or expired verification token');
+    return this.startSession(user, ['email']);
+  }
+
+  /** Password sign-in; every failure answers the same, whether or not the e-mail exists. */
+  async login(input: { email: unknown; password: unknown }): Promise<TokenSetView> {
+    if (
+      typeof input.email !== 'string' ||
+      typeof input.password !== 'string' ||
+      !input.email ||
+      !input.password
+    ) {
+      await burnPasswordCheck();
+      throw new UnauthenticatedError(LOGIN_FAILED);
+    }
+    const user = await this.store.findByEmail(input.email.trim());
+    if (!user?.passwordHash) {
+      await burnPasswordCheck();
+      throw new UnauthenticatedError(LOGIN_FAILED);
+    }
+    if (!(await verifyPassword(user.passwordHash, input.password)))
+      throw new UnauthenticatedError(LOGIN_FAILED);
+    // Only someone who knows the password learns that the address is unverified.
+    if (!user.emailVerified) {
+      throw new PermissionDeniedError('verify your e-mail address before signing in', {
+        type: 'email_not_verified',
+      });
+    }
+    return this.startSession(user, ['pwd']);
+  }
+
+  /**
+   * Rotates a refresh token. A token that was already used (a replay, or a stolen copy used after
+   * the owner) revokes its whole family, and the access tokens of that session with it.
+   */
+  async refresh(refreshToken: unknown): Promise<TokenSetView> {
+    const parsed =
+      typeof refreshToken === 'string' ? parseSecretToken(refreshToken, REFRESH_PREFIX) : undefined;
+    if (!parsed) throw new UnauthenticatedError('invalid refresh token');
+    const row = await this.store.findRefreshToken(parsed.id);
+    if (!row || !secretMatches(parsed.secret, row.secretHash))
+      throw new UnauthenticatedError('invalid refresh token');
+    if (!(await this.store.useRefreshToken(row.id))) {
+      if (row.usedAt || row.revokedAt) {
+        await this.revokeFamily(row.familyId);
+        this.logger.warn(
+          { family_id: row.familyId, user_id: row.userId },
+          'refresh token reuse: session revoked',
+        );
+      }
+      throw new UnauthenticatedError('invalid refresh token');
+    }
+    const user = await this.store.findById(row.userId);
+    if (!user) throw new UnauthenticatedError('invalid refresh token');
+    return this.issue(user, { id: row.familyId, amr: row.amr });
+  }
+
+  /** Signs the caller out: this access token and its session stop working at once. */
+  async signOut(principal: Principal): Promise<void> {
+    if (principal.kind !== 'user')
+      throw new PermissionDeniedError('only a user session can be signed out here');
+    await this.revocations.revokeToken(principal.tokenId, new Date(principal.expiresAt * 1000));
+    if (principal.sessionId) await this.revokeFamily(principal.sessionId);
+  }
+
+  /** The caller's profile. */
+  async profile(principal: Principal): Promise<User> {
+    if (principal.kind !== 'user') throw new PermissionDeniedError('this endpoint is for users');
+    const user = await this.store.findById(principal.userId);
+    if (!user) throw new UnauthenticatedError();
+    return user;
+  }
+
+  /** Changes the caller's display name and marketing preference. */
+  async updateProfile(
+    principal: Principal,
+    fields: { displayName?: unknown; marketingEmails?: unknown },
+  ): Promise<User> {
+    const user = await this.profile(principal);
+    const change: { displayName?: string; marketingEmails?: boolean } = {};
+    if (fields.displayName !== undefined) change.displayName = normalizeDisplayName(fields.displayName);
+    if (fields.marketingEmails !== undefined) {
+      if (typeof fields.marketingEmails !== 'boolean') {
+        throw new InvalidArgumentError('marketing_emails', 'marketing_emails must be a boolean');
+      }
+      change.marketingEmails = fields.marketingEmails;
+    }
+    if (Object.keys(change).length > 0) await this.store.updateProfile(user.id, change);
+    return (await this.store.findById(user.id))!;
+  }
+
+  private async startSession(user: User, amr: string[]): Promise<TokenSetView> {
+    return this.issue(user, { id: randomUUID(), amr });
+  }
+
+  private async issue(user: User, session: { id: string; amr: string[] }): Promise<TokenSetView> {
+    const refresh = generateSecretToken(REFRESH_PREFIX);
+    await this.store.insertRefreshToken({
+      id: refresh.id,
+      familyId: session.id,
+      userId: user.id,
+      secretHash: refresh.secretHash,
+      amr: session.amr,
+      expiresAt: new Date(Date.now() + this.opts.refreshTtlSeconds * 1000),
+    });
+    const access = this.issuer.userAccessToken(user, session);
+    return {
+      accessToken: access.token,
+      tokenType: 'Bearer',
+      expiresIn: access.expiresIn,
+      refreshToken: refresh.token,
+    };
+  }
+
+  private async revokeFamily(familyId: string): Promise<void> {
+    await this.store.revokeFamily(familyId);
+    await this.revocations.revokeSession(
+      familyId,
+      new Date(Date.now() + this.issuer.settings.userAccessTtlSeconds * 1000),
+    );
+  }
+
+  private async sendSafely(
+    to: string,
+    template: string,
+    build: () => { subject: string; text: string },
+  ): Promise<void> {
+    try {
+      await this.mailer.send({ to, ...build() });
+    } catch (err) {
+      // The account exists either way; the user can ask again. Never log the message itself.
+      this.logger.error({ err: describeError(err), template }, 'e-mail could not be sent');
+    }
+  }
+}

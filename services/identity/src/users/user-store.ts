@@ -1,0 +1,171 @@
+import { and, eq, gt, isNull, sql } from 'drizzle-orm';
+import type { Database } from '@custos/service-kit';
+import { emailTokens, orgMembers, orgs, refreshTokens, users } from '../db/schema.js';
+import type { OrgRole, User } from './user-types.js';
+
+type Tx = Parameters<Parameters<Database['transaction']>[0]>[0] | Database;
+
+const userColumns = {
+  id: users.id,
+  email: users.email,
+  displayName: users.displayName,
+  passwordHash: users.passwordHash,
+  authMethod: users.authMethod,
+  emailVerified: users.emailVerified,
+  marketingEmails: users.marketingEmails,
+  totpEnabled: users.totpEnabled,
+  orgId: users.orgId,
+  role: orgMembers.role,
+  createdAt: users.createdAt,
+};
+
+/** SQL of users, orgs, refresh tokens and e-mailed tokens. Every method takes an optional transaction. */
+export class UserStore {
+  constructor(private readonly db: Database) {}
+
+  /** Runs `fn` in one transaction. */
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    return this.db.transaction(fn);
+  }
+
+  /** Creates an org, its owner, and the membership; false when the e-mail is taken. */
+  async createUserWithOrg(
+    input: {
+      email: string;
+      displayName: string;
+      passwordHash: string;
+      orgName: string;
+      emailVerified: boolean;
+    },
+    tx: Tx = this.db,
+  ): Promise<User | undefined> {
+    const [org] = await tx.insert(orgs).values({ name: input.orgName }).returning({ id: orgs.id });
+    const inserted = await tx
+      .insert(users)
+      .values({
+        email: input.email,
+        displayName: input.displayName,
+        passwordHash: input.passwordHash,
+        emailVerified: input.emailVerified,
+        orgId: org!.id,
+      })
+      .onConflictDoNothing()
+      .returning({ id: users.id });
+    if (inserted.length === 0) return undefined;
+    await tx.insert(orgMembers).values({ orgId: org!.id, userId: inserted[0]!.id, role: 'owner' });
+    return this.findById(inserted[0]!.id, tx);
+  }
+
+  /** A user by id, with the role in the user's org. */
+  async findById(id: string, tx: Tx = this.db): Promise<User | undefined> {
+    const rows = await tx
+      .select(userColumns)
+      .from(users)
+      .innerJoin(orgMembers, and(eq(orgMembers.userId, users.id), eq(orgMembers.orgId, users.orgId)))
+      .where(eq(users.id, id));
+    return rows[0] as User | undefined;
+  }
+
+  /** A user by e-mail, case-insensitively. */
+  async findByEmail(email: string, tx: Tx = this.db): Promise<User | undefined> {
+    const rows = await tx
+      .select(userColumns)
+      .from(users)
+      .innerJoin(orgMembers, and(eq(orgMembers.userId, users.id), eq(orgMembers.orgId, users.orgId)))
+      .where(sql`lower(${users.email}) = ${email.toLowerCase()}`);
+    return rows[0] as User | undefined;
+  }
+
+  /** Changes profile fields that are set. */
+  async updateProfile(
+    id: string,
+    fields: { displayName?: string; marketingEmails?: boolean },
+    tx: Tx = this.db,
+  ): Promise<void> {
+    await tx
+      .update(users)
+      .set({ ...fields, updatedAt: new Date() })
+      .where(eq(users.id, id));
+  }
+
+  /** Marks the e-mail verified. */
+  async markEmailVerified(id: string, tx: Tx = this.db): Promise<void> {
+    await tx.update(users).set({ emailVerified: true, updatedAt: new Date() }).where(eq(users.id, id));
+  }
+
+  /** Stores an e-mailed token (only its hash). */
+  async insertEmailToken(
+    row: { id: string; userId: string; purpose: string; secretHash: string; expiresAt: Date },
+    tx: Tx = this.db,
+  ): Promise<void> {
+    await tx.insert(emailTokens).values(row);
+  }
+
+  /**
+   * Consumes an e-mailed token once: returns it and marks it used in one statement, so two
+   * concurrent uses cannot both succeed. Undefined when unknown, used, expired or of another purpose.
+   */
+  async consumeEmailToken(
+    id: string,
+    purpose: string,
+    tx: Tx = this.db,
+  ): Promise<{ userId: string; secretHash: string } | undefined> {
+    const rows = await tx
+      .update(emailTokens)
+      .set({ usedAt: new Date() })
+      .where(
+        and(
+          eq(emailTokens.id, id),
+          eq(emailTokens.purpose, purpose),
+          isNull(emailTokens.usedAt),
+          gt(emailTokens.expiresAt, new Date()),
+        ),
+      )
+      .returning({ userId: emailTokens.userId, secretHash: emailTokens.secretHash });
+    return rows[0];
+  }
+
+  /** Stores a refresh token (only its hash). */
+  async insertRefreshToken(
+    row: { id: string; familyId: string; userId: string; secretHash: string; amr: string[]; expiresAt: Date },
+    tx: Tx = this.db,
+  ): Promise<void> {
+    await tx.insert(refreshTokens).values(row);
+  }
+
+  /** A refresh token row by its id part. */
+  async findRefreshToken(id: string, tx: Tx = this.db) {
+    const rows = await tx.select().from(refreshTokens).where(eq(refreshTokens.id, id));
+    return rows[0];
+  }
+
+  /** Marks a refresh token used if it is still usable; false when it was used or revoked already. */
+  async useRefreshToken(id: string, tx: Tx = this.db): Promise<boolean> {
+    const rows = await tx
+      .update(refreshTokens)
+      .set({ usedAt: new Date() })
+      .where(
+        and(
+          eq(refreshTokens.id, id),
+          isNull(refreshTokens.usedAt),
+          isNull(refreshTokens.revokedAt),
+          gt(refreshTokens.expiresAt, new Date()),
+        ),
+      )
+      .returning({ id: refreshTokens.id });
+    return rows.length === 1;
+  }
+
+  /** Revokes every refresh token of a family (a session). */
+  async revokeFamily(familyId: string, tx: Tx = this.db): Promise<void> {
+    await tx
+      .update(refreshTokens)
+      .set({ revokedAt: new Date() })
+      .where(and(eq(refreshTokens.familyId, familyId), isNull(refreshTokens.revokedAt)));
+  }
+}
+
+/** A role string as stored, narrowed. */
+export function asRole(role: string): OrgRole {
+  return role === 'owner' || role === 'admin' ? role : 'member';
+}

@@ -1,0 +1,27 @@
+/** Roles in an org, most powerful first. */
+export const ORG_ROLES = ['owner', 'admin', 'member'] as const;
+/** One of ORG_ROLES. */
+export type OrgRole = (typeof ORG_ROLES)[number];
+
+/** A user as the identity service's rules see it. */
+export interface User {
+  id: string;
+  email: string;
+  displayName: string;
+  passwordHash: string | null;
+  authMethod: string;
+  emailVerified: boolean;
+  marketingEmails: boolean;
+  totpEnabled: boolean;
+  orgId: string;
+  role: OrgRole;
+  createdAt: Date;
+}
+
+/** The tokens of one sign-in, as the API returns them. */
+export interface TokenSetView {
+  accessToken: string;
+  tokenType: 'Bearer';
+  expiresIn: number;
+  refreshToken: string;
+}
