@@ -8,8 +8,10 @@ export interface CapturedMessage {
   to: string;
   /** Every envelope recipient, lower-cased. */
   recipients: string[];
-  /** The `From` header as text, e.g. `Custos <no-reply@custos.local>`. */
+  /** The address of the `From` header, lower-cased, e.g. `no-reply@custos.local`. */
   from: string;
+  /** The `From` header as text, e.g. `"Custos" <no-reply@custos.local>`. */
+  fromHeader: string;
   /** The `To` header as text. */
   toHeader: string;
   subject: string;
@@ -81,7 +83,8 @@ export async function startSmtpCapture(): Promise<SmtpCapture> {
             const message: CapturedMessage = {
               to: recipients[0] ?? '',
               recipients,
-              from: addressText(parsed.from),
+              from: (parsed.from?.value[0]?.address ?? '').toLowerCase(),
+              fromHeader: addressText(parsed.from),
               toHeader: addressText(parsed.to),
               subject: parsed.subject ?? '',
               text: parsed.text ?? '',
