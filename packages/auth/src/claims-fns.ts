@@ -91,13 +91,13 @@ interface BaseClaims {
   issuedAt: number;
   expiresAt: number;
   issuer: string;
+  sessionId?: string;
 }
 
 function userPrincipal(userId: string, c: Claims, base: BaseClaims): UserPrincipal {
   // SPEC.md §5.3: user tokens carry no agent-only grants; one that does was not minted by identity.
   if (c.proxy_config !== undefined || c.router_key !== undefined || c.scopes !== undefined) invalid();
   if (typeof c.role !== 'string' || !ROLES.includes(c.role)) invalid();
-  const sessionId = c.sid === undefined ? undefined : id(c.sid);
   return Object.freeze({
     kind: 'user',
     userId,
@@ -105,7 +105,6 @@ function userPrincipal(userId: string, c: Claims, base: BaseClaims): UserPrincip
     role: c.role as UserRole,
     platformAdmin: optionalBoolean(c.platform_admin),
     amr: c.amr === undefined ? Object.freeze([]) : stringArray(c.amr),
-    ...(sessionId !== undefined ? { sessionId } : {}),
   });
 }
 
@@ -143,7 +142,15 @@ export function principalFromClaims(c: Claims, nowSeconds: number, toleranceSeco
   if (expiresAt <= issuedAt) invalid();
   if (issuedAt > nowSeconds + toleranceSeconds) throw new InvalidTokenError('issued_in_future');
   if (typeof c.iss !== 'string') invalid();
-  const base: BaseClaims = { orgId: uuid(c.org), tokenId: id(c.jti), issuedAt, expiresAt, issuer: c.iss };
+  const sessionId = c.sid === undefined ? undefined : id(c.sid);
+  const base: BaseClaims = {
+    orgId: uuid(c.org),
+    tokenId: id(c.jti),
+    issuedAt,
+    expiresAt,
+    issuer: c.iss,
+    ...(sessionId !== undefined ? { sessionId } : {}),
+  };
   const subject = typeof c.sub === 'string' ? SUBJECT.exec(c.sub) : null;
   if (!subject) invalid();
   const subjectId = uuid(subject[2]);

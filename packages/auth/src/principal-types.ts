@@ -19,6 +19,11 @@ interface PrincipalBase {
   readonly expiresAt: number;
   /** `iss`: the canonical or a legacy issuer. */
   readonly issuer: string;
+  /**
+   * `sid`: what the token was minted from, so it can be revoked with it — a user's session
+   * (refresh-token family) or the agent API key that was exchanged.
+   */
+  readonly sessionId?: string;
 }
 
 /** A human signed in to an org. */
@@ -29,8 +34,6 @@ export interface UserPrincipal extends PrincipalBase {
   readonly platformAdmin: boolean;
   /** Authentication methods of the sign-in (`pwd`, `otp`, …); empty when the token names none. */
   readonly amr: readonly string[];
-  /** The session (refresh-token family) the token belongs to. */
-  readonly sessionId?: string;
 }
 
 /** A software agent of an org. */

@@ -29,7 +29,7 @@ export function subjectOf(p: Principal): string {
 export function redisRevocationCheck(redis: RedisLike): (p: Principal) => Promise<boolean> {
   return async (p) => {
     const keys = [revocationKey('jti', p.tokenId), revocationKey('sub', subjectOf(p))];
-    if (p.kind === 'user' && p.sessionId) keys.push(revocationKey('sid', p.sessionId));
+    if (p.sessionId) keys.push(revocationKey('sid', p.sessionId));
     let values: Array<string | null>;
     try {
       values = await redis.mget(...keys);

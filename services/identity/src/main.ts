@@ -4,6 +4,8 @@ import { TokenVerifier, redisRevocationCheck } from '@custos/auth';
 import { runDataService } from '@custos/events';
 import { IdentityServiceService } from '@custos/proto/custos/identity/v1/service';
 import { describeError } from '@custos/service-kit';
+import { AgentService } from './agents/agent-service.js';
+import { AgentStore } from './agents/agent-store.js';
 import { configShape } from './config.js';
 import { SCHEMA } from './db/schema.js';
 import { identityGrpc } from './grpc/identity-grpc.js';
@@ -74,9 +76,11 @@ runDataService({
       audience: settings.audience,
       isRevoked: redisRevocationCheck(redis),
     });
+    const issuer = new TokenIssuer(ring, settings);
+    const agents = new AgentService(new AgentStore(db), issuer, revocations);
     const users = new UserService(
       new UserStore(db),
-      new TokenIssuer(ring, settings),
+      issuer,
       revocations,
       mailer,
       {
@@ -87,6 +91,6 @@ runDataService({
       },
       rt.logger,
     );
-    rt.grpc.add(IdentityServiceService, identityGrpc({ users, ring, settings, verifier }));
+    rt.grpc.add(IdentityServiceService, identityGrpc({ users, agents, ring, settings, verifier }));
   },
 });

@@ -6,42 +6,10 @@ import {
   sign,
 } from 'node:crypto';
 import { startSmtpCapture, type SmtpCapture } from '@custos/testing';
+import { api, decodePayload } from '../src/api';
 import { startMesh, SERVICES, type Mesh } from '../src/mesh';
 
 const PASSWORD = 'Correct-Horse-9-battery';
-
-/** JSON request helper: returns status, parsed body and headers. */
-async function api(
-  mesh: Mesh,
-  method: string,
-  path: string,
-  opts: { body?: unknown; token?: string; raw?: string } = {},
-) {
-  const res = await fetch(`${mesh.baseUrl}${path}`, {
-    method,
-    headers: {
-      ...(opts.body !== undefined || opts.raw !== undefined ? { 'content-type': 'application/json' } : {}),
-      ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
-    },
-    ...(opts.raw !== undefined
-      ? { body: opts.raw }
-      : opts.body !== undefined
-        ? { body: JSON.stringify(opts.body) }
-        : {}),
-  });
-  const text = await res.text();
-  let body: Record<string, unknown> = {};
-  try {
-    body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
-  } catch {
-    body = { text };
-  }
-  return { status: res.status, body, headers: res.headers };
-}
-
-function decodePayload(jwt: string): Record<string, unknown> {
-  return JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString('utf8')) as Record<string, unknown>;
-}
 
 describe('identity through the gateway: signup, e-mail verification, tokens, profile', () => {
   let mesh: Mesh;

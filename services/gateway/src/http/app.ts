@@ -6,6 +6,7 @@ import type { Logger } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import type { IdentityKeys } from '../identity-keys.js';
 import { accessLog } from './access-log.js';
+import { agentRoutes } from './agent-routes.js';
 import { authRoutes } from './auth-routes.js';
 import { authenticate, humanOnly } from './authenticate.js';
 import { healthRoutes } from './health-routes.js';
@@ -47,6 +48,7 @@ export function createApp(deps: AppDeps): Express {
   const guards = { authenticated: [auth], human: [auth, humanOnly] };
   app.use(healthRoutes(deps.peers, deps.healthTimeoutMs, guards));
   app.use(authRoutes(deps.peers.identity, deps.identityKeys, guards));
+  app.use(agentRoutes(deps.peers.identity, guards));
 
   app.use(notFound);
   app.use(errorHandler(deps.logger));

@@ -7,7 +7,7 @@ import type { IdentityKeys } from '../identity-keys.js';
 import { declareRoute } from './routes.js';
 import type { RequestHandler } from 'express';
 
-function tokenBody(t: TokenSet | undefined) {
+export function tokenBody(t: TokenSet | undefined) {
   return {
     access_token: t?.accessToken ?? '',
     token_type: t?.tokenType ?? 'Bearer',
@@ -33,7 +33,7 @@ function profileBody(p: UserProfile | undefined) {
 }
 
 /** The JSON body as an object, or a 400 naming `body`. */
-function body(req: Request): Record<string, unknown> {
+export function body(req: Request): Record<string, unknown> {
   const b: unknown = req.body;
   if (b === undefined) return {};
   if (b === null || typeof b !== 'object' || Array.isArray(b))
@@ -42,7 +42,7 @@ function body(req: Request): Record<string, unknown> {
 }
 
 /** A string field, '' when absent; a 400 naming the field when it has another type. */
-function str(b: Record<string, unknown>, field: string): string {
+export function str(b: Record<string, unknown>, field: string): string {
   const v = b[field];
   if (v === undefined || v === null) return '';
   if (typeof v !== 'string') throw new InvalidArgumentError(field, `${field} must be a string`);

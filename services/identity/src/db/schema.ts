@@ -130,3 +130,38 @@ export const revocations = identitySchema.table(
   },
   (t) => [primaryKey({ columns: [t.kind, t.value] }), index('revocations_expires_idx').on(t.expiresAt)],
 );
+
+/** Agents. Policy settings of spec §2.4 live in `settings`, validated by agents/agent-fns.ts. */
+export const agents = identitySchema.table(
+  'agents',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    orgId: uuid('org_id')
+      .notNull()
+      .references(() => orgs.id),
+    name: text('name').notNull(),
+    description: text('description').notNull().default(''),
+    isActive: boolean('is_active').notNull().default(true),
+    settings: jsonb('settings').$type<Record<string, unknown>>().notNull(),
+    createdBy: uuid('created_by').notNull(),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+    updatedAt: tstz('updated_at').notNull().defaultNow(),
+    lastActiveAt: tstz('last_active_at'),
+  },
+  (t) => [index('agents_org_idx').on(t.orgId)],
+);
+
+/** Agent API keys (`ocv_`), stored as hashes; a rotation revokes the previous ones. */
+export const agentKeys = identitySchema.table(
+  'agent_keys',
+  {
+    id: text('id').primaryKey(),
+    agentId: uuid('agent_id')
+      .notNull()
+      .references(() => agents.id, { onDelete: 'cascade' }),
+    secretHash: text('secret_hash').notNull(),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+    revokedAt: tstz('revoked_at'),
+  },
+  (t) => [index('agent_keys_agent_idx').on(t.agentId)],
+);

@@ -3,6 +3,7 @@ import { type Principal, type TokenVerifier, bearerToken } from '@custos/auth';
 import type { IdentityServiceServer } from '@custos/proto/custos/identity/v1/service';
 import type { TokenSet, UserProfile } from '@custos/proto/custos/identity/v1/messages';
 import { type AsyncService, UnauthenticatedError } from '@custos/service-kit';
+import type { AgentService } from '../agents/agent-service.js';
 import type { SigningKeyRing } from '../tokens/signing-key-store.js';
 import type { TokenSettings } from '../tokens/token-issuer.js';
 import type { UserService } from '../users/user-service.js';
@@ -35,6 +36,7 @@ function profile(u: User): UserProfile {
 /** gRPC adapter of IdentityService: decode, call the rules, encode. */
 export function identityGrpc(deps: {
   users: UserService;
+  agents: AgentService;
   ring: SigningKeyRing;
   settings: TokenSettings;
   verifier: TokenVerifier;
@@ -92,6 +94,35 @@ export function identityGrpc(deps: {
         marketingEmails: req.marketingEmails,
       });
       return { profile: profile(u) };
+    },
+    async createAgent(req, call) {
+      const r = await deps.agents.create(await caller(call), req.fields ?? {});
+      return { agent: r.agent, apiKey: r.apiKey };
+    },
+    async listAgents(_req, call) {
+      return { agents: await deps.agents.list(await caller(call)) };
+    },
+    async getAgent(req, call) {
+      return { agent: await deps.agents.get(await caller(call), req.agentId) };
+    },
+    async updateAgent(req, call) {
+      return { agent: await deps.agents.update(await caller(call), req.agentId, req.fields ?? {}) };
+    },
+    async deactivateAgent(req, call) {
+      await deps.agents.deactivate(await caller(call), req.agentId);
+      return {};
+    },
+    async getSelfAgent(_req, call) {
+      return { agent: await deps.agents.self(await caller(call)) };
+    },
+    async rotateAgentKey(req, call) {
+      return { apiKey: await deps.agents.rotateKey(await caller(call), req.agentId) };
+    },
+    async exchangeAgentKey(req) {
+      const t = await deps.agents.exchange(req.agentId, req.apiKey);
+      return {
+        tokens: { accessToken: t.token, tokenType: 'Bearer', expiresIn: t.expiresIn, refreshToken: '' },
+      };
     },
   };
 }

@@ -16,6 +16,22 @@ export interface MintedAccessToken {
   expiresIn: number;
 }
 
+/** What an agent token says about its agent (spec §5.3). */
+export interface AgentTokenSubject {
+  id: string;
+  /** The API key exchanged for this token; carried as `sid` so revoking the key ends the token. */
+  keyId: string;
+  orgId: string;
+  createdBy: string;
+  scopes: string[];
+  vaultIds: string[];
+  intentsApiEnabled: boolean;
+  proxyEnabled: boolean;
+  proxyConfig: Record<string, unknown> | null;
+  environment: string;
+  ttlSeconds: number;
+}
+
 /** Mints access JWTs with the ring's active key (claims per DECISIONS.md "Identity and tokens"). */
 export class TokenIssuer {
   constructor(
@@ -50,5 +66,34 @@ export class TokenIssuer {
       kid,
     );
     return { token, jti, expiresIn: ttl };
+  }
+
+  /** An access token for an agent; optional claims appear only when they are true or set. */
+  agentAccessToken(agent: AgentTokenSubject): MintedAccessToken {
+    const now = Math.floor(Date.now() / 1000);
+    const jti = newTokenId();
+    const { kid, privateKey } = this.ring.active();
+    const token = signJwt(
+      {
+        iss: this.settings.issuers[0],
+        aud: this.settings.audience,
+        sub: `agent:${agent.id}`,
+        org: agent.orgId,
+        scopes: agent.scopes,
+        vault_ids: agent.vaultIds,
+        token_use: 'access',
+        environment: agent.environment,
+        created_by: agent.createdBy,
+        sid: agent.keyId,
+        ...(agent.intentsApiEnabled ? { intents_api_enabled: true } : {}),
+        ...(agent.proxyEnabled ? { proxy_enabled: true, proxy_config: agent.proxyConfig ?? {} } : {}),
+        jti,
+        iat: now,
+        exp: now + agent.ttlSeconds,
+      },
+      privateKey,
+      kid,
+    );
+    return { token, jti, expiresIn: agent.ttlSeconds };
   }
 }

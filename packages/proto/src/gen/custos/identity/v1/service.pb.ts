@@ -18,18 +18,34 @@ import {
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import {
+  CreateAgentRequest,
+  CreateAgentResponse,
+  DeactivateAgentRequest,
+  DeactivateAgentResponse,
+  ExchangeAgentKeyRequest,
+  ExchangeAgentKeyResponse,
+  GetAgentRequest,
+  GetAgentResponse,
   GetJwksRequest,
   GetJwksResponse,
   GetProfileRequest,
   GetProfileResponse,
+  GetSelfAgentRequest,
+  GetSelfAgentResponse,
+  ListAgentsRequest,
+  ListAgentsResponse,
   LoginRequest,
   LoginResponse,
   RefreshSessionRequest,
   RefreshSessionResponse,
   RevokeSessionRequest,
   RevokeSessionResponse,
+  RotateAgentKeyRequest,
+  RotateAgentKeyResponse,
   SignupRequest,
   SignupResponse,
+  UpdateAgentRequest,
+  UpdateAgentResponse,
   UpdateProfileRequest,
   UpdateProfileResponse,
   VerifyEmailRequest,
@@ -127,6 +143,93 @@ export const IdentityServiceService = {
       Buffer.from(UpdateProfileResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): UpdateProfileResponse => UpdateProfileResponse.decode(value),
   },
+  /** CreateAgent registers an agent in the caller's org and returns its one-time API key. */
+  createAgent: {
+    path: "/custos.identity.v1.IdentityService/CreateAgent",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: CreateAgentRequest): Buffer => Buffer.from(CreateAgentRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateAgentRequest => CreateAgentRequest.decode(value),
+    responseSerialize: (value: CreateAgentResponse): Buffer => Buffer.from(CreateAgentResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateAgentResponse => CreateAgentResponse.decode(value),
+  },
+  /** ListAgents lists the agents of the caller's org. */
+  listAgents: {
+    path: "/custos.identity.v1.IdentityService/ListAgents",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ListAgentsRequest): Buffer => Buffer.from(ListAgentsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListAgentsRequest => ListAgentsRequest.decode(value),
+    responseSerialize: (value: ListAgentsResponse): Buffer => Buffer.from(ListAgentsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListAgentsResponse => ListAgentsResponse.decode(value),
+  },
+  /** GetAgent returns one agent of the caller's org. */
+  getAgent: {
+    path: "/custos.identity.v1.IdentityService/GetAgent",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: GetAgentRequest): Buffer => Buffer.from(GetAgentRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetAgentRequest => GetAgentRequest.decode(value),
+    responseSerialize: (value: GetAgentResponse): Buffer => Buffer.from(GetAgentResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetAgentResponse => GetAgentResponse.decode(value),
+  },
+  /** UpdateAgent changes the fields that are present; an explicit null clears a nullable field. */
+  updateAgent: {
+    path: "/custos.identity.v1.IdentityService/UpdateAgent",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: UpdateAgentRequest): Buffer => Buffer.from(UpdateAgentRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateAgentRequest => UpdateAgentRequest.decode(value),
+    responseSerialize: (value: UpdateAgentResponse): Buffer => Buffer.from(UpdateAgentResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdateAgentResponse => UpdateAgentResponse.decode(value),
+  },
+  /** DeactivateAgent deactivates an agent: its keys and tokens stop working at once. */
+  deactivateAgent: {
+    path: "/custos.identity.v1.IdentityService/DeactivateAgent",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: DeactivateAgentRequest): Buffer =>
+      Buffer.from(DeactivateAgentRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeactivateAgentRequest => DeactivateAgentRequest.decode(value),
+    responseSerialize: (value: DeactivateAgentResponse): Buffer =>
+      Buffer.from(DeactivateAgentResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeactivateAgentResponse => DeactivateAgentResponse.decode(value),
+  },
+  /** GetSelfAgent returns the calling agent's own profile. */
+  getSelfAgent: {
+    path: "/custos.identity.v1.IdentityService/GetSelfAgent",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: GetSelfAgentRequest): Buffer => Buffer.from(GetSelfAgentRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetSelfAgentRequest => GetSelfAgentRequest.decode(value),
+    responseSerialize: (value: GetSelfAgentResponse): Buffer =>
+      Buffer.from(GetSelfAgentResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetSelfAgentResponse => GetSelfAgentResponse.decode(value),
+  },
+  /** RotateAgentKey issues a new API key; the old key and tokens minted from it stop working. */
+  rotateAgentKey: {
+    path: "/custos.identity.v1.IdentityService/RotateAgentKey",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: RotateAgentKeyRequest): Buffer =>
+      Buffer.from(RotateAgentKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RotateAgentKeyRequest => RotateAgentKeyRequest.decode(value),
+    responseSerialize: (value: RotateAgentKeyResponse): Buffer =>
+      Buffer.from(RotateAgentKeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RotateAgentKeyResponse => RotateAgentKeyResponse.decode(value),
+  },
+  /** ExchangeAgentKey exchanges an agent API key (with or without the agent id) for an agent JWT. */
+  exchangeAgentKey: {
+    path: "/custos.identity.v1.IdentityService/ExchangeAgentKey",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ExchangeAgentKeyRequest): Buffer =>
+      Buffer.from(ExchangeAgentKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ExchangeAgentKeyRequest => ExchangeAgentKeyRequest.decode(value),
+    responseSerialize: (value: ExchangeAgentKeyResponse): Buffer =>
+      Buffer.from(ExchangeAgentKeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ExchangeAgentKeyResponse => ExchangeAgentKeyResponse.decode(value),
+  },
 } as const;
 
 export interface IdentityServiceServer extends UntypedServiceImplementation {
@@ -146,6 +249,22 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
   getProfile: handleUnaryCall<GetProfileRequest, GetProfileResponse>;
   /** UpdateProfile changes the signed-in user's profile fields. */
   updateProfile: handleUnaryCall<UpdateProfileRequest, UpdateProfileResponse>;
+  /** CreateAgent registers an agent in the caller's org and returns its one-time API key. */
+  createAgent: handleUnaryCall<CreateAgentRequest, CreateAgentResponse>;
+  /** ListAgents lists the agents of the caller's org. */
+  listAgents: handleUnaryCall<ListAgentsRequest, ListAgentsResponse>;
+  /** GetAgent returns one agent of the caller's org. */
+  getAgent: handleUnaryCall<GetAgentRequest, GetAgentResponse>;
+  /** UpdateAgent changes the fields that are present; an explicit null clears a nullable field. */
+  updateAgent: handleUnaryCall<UpdateAgentRequest, UpdateAgentResponse>;
+  /** DeactivateAgent deactivates an agent: its keys and tokens stop working at once. */
+  deactivateAgent: handleUnaryCall<DeactivateAgentRequest, DeactivateAgentResponse>;
+  /** GetSelfAgent returns the calling agent's own profile. */
+  getSelfAgent: handleUnaryCall<GetSelfAgentRequest, GetSelfAgentResponse>;
+  /** RotateAgentKey issues a new API key; the old key and tokens minted from it stop working. */
+  rotateAgentKey: handleUnaryCall<RotateAgentKeyRequest, RotateAgentKeyResponse>;
+  /** ExchangeAgentKey exchanges an agent API key (with or without the agent id) for an agent JWT. */
+  exchangeAgentKey: handleUnaryCall<ExchangeAgentKeyRequest, ExchangeAgentKeyResponse>;
 }
 
 export interface IdentityServiceClient extends Client {
@@ -276,6 +395,134 @@ export interface IdentityServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: UpdateProfileResponse) => void,
+  ): ClientUnaryCall;
+  /** CreateAgent registers an agent in the caller's org and returns its one-time API key. */
+  createAgent(
+    request: CreateAgentRequest,
+    callback: (error: ServiceError | null, response: CreateAgentResponse) => void,
+  ): ClientUnaryCall;
+  createAgent(
+    request: CreateAgentRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateAgentResponse) => void,
+  ): ClientUnaryCall;
+  createAgent(
+    request: CreateAgentRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateAgentResponse) => void,
+  ): ClientUnaryCall;
+  /** ListAgents lists the agents of the caller's org. */
+  listAgents(
+    request: ListAgentsRequest,
+    callback: (error: ServiceError | null, response: ListAgentsResponse) => void,
+  ): ClientUnaryCall;
+  listAgents(
+    request: ListAgentsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListAgentsResponse) => void,
+  ): ClientUnaryCall;
+  listAgents(
+    request: ListAgentsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListAgentsResponse) => void,
+  ): ClientUnaryCall;
+  /** GetAgent returns one agent of the caller's org. */
+  getAgent(
+    request: GetAgentRequest,
+    callback: (error: ServiceError | null, response: GetAgentResponse) => void,
+  ): ClientUnaryCall;
+  getAgent(
+    request: GetAgentRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetAgentResponse) => void,
+  ): ClientUnaryCall;
+  getAgent(
+    request: GetAgentRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetAgentResponse) => void,
+  ): ClientUnaryCall;
+  /** UpdateAgent changes the fields that are present; an explicit null clears a nullable field. */
+  updateAgent(
+    request: UpdateAgentRequest,
+    callback: (error: ServiceError | null, response: UpdateAgentResponse) => void,
+  ): ClientUnaryCall;
+  updateAgent(
+    request: UpdateAgentRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdateAgentResponse) => void,
+  ): ClientUnaryCall;
+  updateAgent(
+    request: UpdateAgentRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdateAgentResponse) => void,
+  ): ClientUnaryCall;
+  /** DeactivateAgent deactivates an agent: its keys and tokens stop working at once. */
+  deactivateAgent(
+    request: DeactivateAgentRequest,
+    callback: (error: ServiceError | null, response: DeactivateAgentResponse) => void,
+  ): ClientUnaryCall;
+  deactivateAgent(
+    request: DeactivateAgentRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeactivateAgentResponse) => void,
+  ): ClientUnaryCall;
+  deactivateAgent(
+    request: DeactivateAgentRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeactivateAgentResponse) => void,
+  ): ClientUnaryCall;
+  /** GetSelfAgent returns the calling agent's own profile. */
+  getSelfAgent(
+    request: GetSelfAgentRequest,
+    callback: (error: ServiceError | null, response: GetSelfAgentResponse) => void,
+  ): ClientUnaryCall;
+  getSelfAgent(
+    request: GetSelfAgentRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetSelfAgentResponse) => void,
+  ): ClientUnaryCall;
+  getSelfAgent(
+    request: GetSelfAgentRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetSelfAgentResponse) => void,
+  ): ClientUnaryCall;
+  /** RotateAgentKey issues a new API key; the old key and tokens minted from it stop working. */
+  rotateAgentKey(
+    request: RotateAgentKeyRequest,
+    callback: (error: ServiceError | null, response: RotateAgentKeyResponse) => void,
+  ): ClientUnaryCall;
+  rotateAgentKey(
+    request: RotateAgentKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RotateAgentKeyResponse) => void,
+  ): ClientUnaryCall;
+  rotateAgentKey(
+    request: RotateAgentKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RotateAgentKeyResponse) => void,
+  ): ClientUnaryCall;
+  /** ExchangeAgentKey exchanges an agent API key (with or without the agent id) for an agent JWT. */
+  exchangeAgentKey(
+    request: ExchangeAgentKeyRequest,
+    callback: (error: ServiceError | null, response: ExchangeAgentKeyResponse) => void,
+  ): ClientUnaryCall;
+  exchangeAgentKey(
+    request: ExchangeAgentKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ExchangeAgentKeyResponse) => void,
+  ): ClientUnaryCall;
+  exchangeAgentKey(
+    request: ExchangeAgentKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ExchangeAgentKeyResponse) => void,
   ): ClientUnaryCall;
 }
 

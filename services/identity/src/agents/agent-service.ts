@@ -1,0 +1,220 @@
+import type { Principal, UserPrincipal } from '@custos/auth';
+import {
+  InvalidArgumentError,
+  NotFoundError,
+  PermissionDeniedError,
+  UnauthenticatedError,
+} from '@custos/service-kit';
+import {
+  SECRET_TOKEN_PREFIXES,
+  generateSecretToken,
+  parseSecretToken,
+  secretMatches,
+} from '../credentials/secret-token-fns.js';
+import type { RevocationStore } from '../tokens/revocation-store.js';
+import type { MintedAccessToken, TokenIssuer } from '../tokens/token-issuer.js';
+import {
+  type AgentSettings,
+  DEFAULT_AGENT_SETTINGS,
+  effectiveSettings,
+  parseAgentInput,
+} from './agent-fns.js';
+import type { AgentRow, AgentStore } from './agent-store.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const KEY_PREFIX = SECRET_TOKEN_PREFIXES.agentApiKey;
+/** Every refused key exchange answers this, whatever the reason. */
+const EXCHANGE_FAILED = 'invalid agent credentials';
+/** Agent tokens live at most a day, so a subject revocation needs to outlive them by that much. */
+const MAX_AGENT_TOKEN_MS = 86_400_000;
+
+/** The HTTP view of an agent (spec §2.4 and the reference's AgentResponse). */
+export function agentView(row: AgentRow): Record<string, unknown> {
+  return {
+    id: row.id,
+    org_id: row.orgId,
+    name: row.name,
+    description: row.description,
+    auth_method: 'api_key',
+    is_active: row.isActive,
+    created_by: row.createdBy,
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+    last_active_at: row.lastActiveAt?.toISOString() ?? null,
+    ...effectiveSettings(row.settings),
+  };
+}
+
+/** What an agent sees of itself (`GET /v1/agents/me`). */
+export function agentSelfView(row: AgentRow): Record<string, unknown> {
+  const s = effectiveSettings(row.settings);
+  return {
+    id: row.id,
+    org_id: row.orgId,
+    name: row.name,
+    description: row.description,
+    scopes: s.scopes ?? [],
+    is_active: row.isActive,
+    intents_api_enabled: s.intents_api_enabled,
+    environment: s.environment,
+    created_by: row.createdBy,
+    created_at: row.createdAt.toISOString(),
+    expires_at: s.api_key_expires_at,
+    last_active_at: row.lastActiveAt?.toISOString() ?? null,
+  };
+}
+
+/** Registration, settings, deactivation and key rotation of agents, and the key-for-token exchange. */
+export class AgentService {
+  constructor(
+    private readonly store: AgentStore,
+    private readonly issuer: TokenIssuer,
+    private readonly revocations: RevocationStore,
+  ) {}
+
+  private manager(p: Principal): UserPrincipal {
+    if (p.kind !== 'user') throw new PermissionDeniedError('agents cannot manage agents');
+    if (p.role !== 'owner' && p.role !== 'admin') {
+      throw new PermissionDeniedError('only an org owner or admin can manage agents');
+    }
+    return p;
+  }
+
+  private async inOrg(p: Principal, agentId: string): Promise<AgentRow> {
+    if (!UUID.test(agentId)) throw new InvalidArgumentError('agent_id', 'agent_id must be a UUID');
+    const row = await this.store.findInOrg(agentId.toLowerCase(), p.orgId);
+    if (!row) throw new NotFoundError('agent', agentId);
+    return row;
+  }
+
+  /** Registers an agent in the caller's org; the API key is returned once. */
+  async create(
+    p: Principal,
+    fields: Record<string, unknown>,
+  ): Promise<{ agent: Record<string, unknown>; apiKey: string }> {
+    const user = this.manager(p);
+    const input = parseAgentInput(fields, 'create');
+    const key = generateSecretToken(KEY_PREFIX);
+    const row = await this.store.transaction(async (tx) => {
+      const created = await this.store.insert(
+        {
+          orgId: user.orgId,
+          name: input.name!,
+          description: input.description ?? '',
+          settings: { ...DEFAULT_AGENT_SETTINGS, ...input.settings },
+          createdBy: user.userId,
+        },
+        tx,
+      );
+      await this.store.insertKey({ id: key.id, agentId: created.id, secretHash: key.secretHash }, tx);
+      return created;
+    });
+    return { agent: agentView(row), apiKey: key.token };
+  }
+
+  /** The agents of the caller's org. */
+  async list(p: Principal): Promise<Record<string, unknown>[]> {
+    if (p.kind !== 'user') throw new PermissionDeniedError('agents cannot list agents');
+    return (await this.store.listInOrg(p.orgId)).map(agentView);
+  }
+
+  /** One agent of the caller's org; an agent may read only itself. */
+  async get(p: Principal, agentId: string): Promise<Record<string, unknown>> {
+    if (p.kind === 'agent' && p.agentId !== agentId.toLowerCase()) throw new NotFoundError('agent', agentId);
+    return agentView(await this.inOrg(p, agentId));
+  }
+
+  /** Changes the fields present; a change of scopes, vaults or flags applies to tokens minted next. */
+  async update(
+    p: Principal,
+    agentId: string,
+    fields: Record<string, unknown>,
+  ): Promise<Record<string, unknown>> {
+    this.manager(p);
+    const row = await this.inOrg(p, agentId);
+    const input = parseAgentInput(fields, 'update');
+    const settings: AgentSettings = { ...effectiveSettings(row.settings), ...input.settings };
+    const updated = await this.store.update(row.id, {
+      ...(input.name !== undefined ? { name: input.name } : {}),
+      ...(input.description !== undefined ? { description: input.description } : {}),
+      ...(input.isActive !== undefined ? { isActive: input.isActive } : {}),
+      settings,
+    });
+    if (input.isActive === false && row.isActive) {
+      // Deactivating through PATCH is the same as DELETE: keys and tokens stop at once.
+      await this.revokeKeysAndTokens(row.id);
+    }
+    return agentView(updated);
+  }
+
+  /** Deactivates an agent: its keys and every token it holds stop working at once. */
+  async deactivate(p: Principal, agentId: string): Promise<void> {
+    this.manager(p);
+    const row = await this.inOrg(p, agentId);
+    await this.store.update(row.id, { isActive: false });
+    await this.revokeKeysAndTokens(row.id);
+  }
+
+  /** The calling agent's own profile. */
+  async self(p: Principal): Promise<Record<string, unknown>> {
+    if (p.kind !== 'agent') throw new PermissionDeniedError('this endpoint is for agents');
+    const row = await this.store.findById(p.agentId);
+    if (!row || !row.isActive) throw new UnauthenticatedError();
+    return agentSelfView(row);
+  }
+
+  /** Issues a new key; the previous key and the tokens minted from it stop working. */
+  async rotateKey(p: Principal, agentId: string): Promise<string> {
+    this.manager(p);
+    const row = await this.inOrg(p, agentId);
+    const key = generateSecretToken(KEY_PREFIX);
+    const revoked = await this.store.transaction(async (tx) => {
+      const ids = await this.store.revokeKeys(row.id, tx);
+      await this.store.insertKey({ id: key.id, agentId: row.id, secretHash: key.secretHash }, tx);
+      return ids;
+    });
+    await this.revokeTokensOf(revoked);
+    return key.token;
+  }
+
+  /** Exchanges an `ocv_` key (with the agent id, or the key alone) for an agent JWT. */
+  async exchange(agentId: string, apiKey: string): Promise<MintedAccessToken> {
+    const parsed = parseSecretToken(apiKey, KEY_PREFIX);
+    if (!parsed) throw new UnauthenticatedError(EXCHANGE_FAILED);
+    const key = await this.store.findLiveKey(parsed.id);
+    if (!key || !secretMatches(parsed.secret, key.secretHash))
+      throw new UnauthenticatedError(EXCHANGE_FAILED);
+    if (agentId && agentId.toLowerCase() !== key.agentId) throw new UnauthenticatedError(EXCHANGE_FAILED);
+    const row = await this.store.findById(key.agentId);
+    if (!row?.isActive) throw new UnauthenticatedError(EXCHANGE_FAILED);
+    const s = effectiveSettings(row.settings);
+    if (s.api_key_expires_at && Date.parse(s.api_key_expires_at) <= Date.now())
+      throw new UnauthenticatedError(EXCHANGE_FAILED);
+    await this.store.update(row.id, { lastActiveAt: new Date() });
+    return this.issuer.agentAccessToken({
+      id: row.id,
+      keyId: key.id,
+      orgId: row.orgId,
+      createdBy: row.createdBy,
+      // Explicit scopes, else the path patterns of the agent's policies (the policy service, when
+      // it exists), else none: no access.
+      scopes: s.scopes ?? [],
+      vaultIds: s.vault_ids,
+      intentsApiEnabled: s.intents_api_enabled,
+      proxyEnabled: s.proxy_enabled,
+      proxyConfig: s.proxy_config,
+      environment: s.environment,
+      ttlSeconds: s.token_ttl_seconds,
+    });
+  }
+
+  private async revokeKeysAndTokens(agentId: string): Promise<void> {
+    await this.revokeTokensOf(await this.store.revokeKeys(agentId));
+  }
+
+  /** Agent tokens carry the id of the key they were exchanged for (`sid`): revoking it ends them. */
+  private async revokeTokensOf(keyIds: string[]): Promise<void> {
+    const until = new Date(Date.now() + MAX_AGENT_TOKEN_MS);
+    for (const id of keyIds) await this.revocations.revokeSession(id, until);
+  }
+}

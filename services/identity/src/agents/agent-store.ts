@@ -1,0 +1,91 @@
+import { and, asc, eq, isNull } from 'drizzle-orm';
+import type { Database } from '@custos/service-kit';
+import { agentKeys, agents } from '../db/schema.js';
+
+type Tx = Parameters<Parameters<Database['transaction']>[0]>[0] | Database;
+
+/** An agent row. */
+export type AgentRow = typeof agents.$inferSelect;
+
+/** SQL of agents and their API keys. Every method takes an optional transaction. */
+export class AgentStore {
+  constructor(private readonly db: Database) {}
+
+  /** Runs `fn` in one transaction. */
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    return this.db.transaction(fn);
+  }
+
+  /** Inserts an agent. */
+  async insert(
+    row: {
+      orgId: string;
+      name: string;
+      description: string;
+      settings: Record<string, unknown>;
+      createdBy: string;
+    },
+    tx: Tx = this.db,
+  ): Promise<AgentRow> {
+    const [created] = await tx.insert(agents).values(row).returning();
+    return created!;
+  }
+
+  /** An agent of an org (undefined when it belongs to another org). */
+  async findInOrg(id: string, orgId: string, tx: Tx = this.db): Promise<AgentRow | undefined> {
+    const rows = await tx
+      .select()
+      .from(agents)
+      .where(and(eq(agents.id, id), eq(agents.orgId, orgId)));
+    return rows[0];
+  }
+
+  /** An agent by id. */
+  async findById(id: string, tx: Tx = this.db): Promise<AgentRow | undefined> {
+    const rows = await tx.select().from(agents).where(eq(agents.id, id));
+    return rows[0];
+  }
+
+  /** The agents of an org, oldest first. */
+  listInOrg(orgId: string): Promise<AgentRow[]> {
+    return this.db.select().from(agents).where(eq(agents.orgId, orgId)).orderBy(asc(agents.createdAt));
+  }
+
+  /** Writes changed columns. */
+  async update(
+    id: string,
+    change: Partial<Pick<AgentRow, 'name' | 'description' | 'isActive' | 'settings' | 'lastActiveAt'>>,
+    tx: Tx = this.db,
+  ): Promise<AgentRow> {
+    const [row] = await tx
+      .update(agents)
+      .set({ ...change, updatedAt: new Date() })
+      .where(eq(agents.id, id))
+      .returning();
+    return row!;
+  }
+
+  /** Stores a key (only its hash). */
+  async insertKey(row: { id: string; agentId: string; secretHash: string }, tx: Tx = this.db): Promise<void> {
+    await tx.insert(agentKeys).values(row);
+  }
+
+  /** Revokes every live key of an agent; returns the revoked key ids. */
+  async revokeKeys(agentId: string, tx: Tx = this.db): Promise<string[]> {
+    const rows = await tx
+      .update(agentKeys)
+      .set({ revokedAt: new Date() })
+      .where(and(eq(agentKeys.agentId, agentId), isNull(agentKeys.revokedAt)))
+      .returning({ id: agentKeys.id });
+    return rows.map((r) => r.id);
+  }
+
+  /** A live (unrevoked) key by its id part. */
+  async findLiveKey(id: string): Promise<{ id: string; agentId: string; secretHash: string } | undefined> {
+    const rows = await this.db
+      .select({ id: agentKeys.id, agentId: agentKeys.agentId, secretHash: agentKeys.secretHash })
+      .from(agentKeys)
+      .where(and(eq(agentKeys.id, id), isNull(agentKeys.revokedAt)));
+    return rows[0];
+  }
+}

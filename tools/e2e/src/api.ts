@@ -1,0 +1,55 @@
+import type { Mesh } from './mesh';
+
+/** JSON request to the mesh's gateway: returns status, parsed body and headers. */
+export async function api(
+  mesh: Mesh,
+  method: string,
+  path: string,
+  opts: { body?: unknown; token?: string; raw?: string } = {},
+) {
+  const res = await fetch(`${mesh.baseUrl}${path}`, {
+    method,
+    headers: {
+      ...(opts.body !== undefined || opts.raw !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
+    },
+    ...(opts.raw !== undefined
+      ? { body: opts.raw }
+      : opts.body !== undefined
+        ? { body: JSON.stringify(opts.body) }
+        : {}),
+  });
+  const text = await res.text();
+  let body: Record<string, unknown> = {};
+  try {
+    body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+  } catch {
+    body = { text };
+  }
+  return { status: res.status, body, headers: res.headers };
+}
+
+/** The claims of a JWT, unverified (for assertions only). */
+export function decodePayload(jwt: string): Record<string, unknown> {
+  return JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString('utf8')) as Record<string, unknown>;
+}
+
+/** A password that satisfies the policy. */
+export const TEST_PASSWORD = 'Correct-Horse-9-battery';
+
+/**
+ * Signs up a new user on a mesh started with EMAIL_VERIFICATION_REQUIRED=false and returns the
+ * tokens, the user id and the org id.
+ */
+export async function quickUser(
+  mesh: Mesh,
+): Promise<{ email: string; token: string; userId: string; orgId: string }> {
+  const email = `u-${Math.random().toString(36).slice(2, 10)}@example.com`;
+  const r = await api(mesh, 'POST', '/v1/auth/signup', { body: { email, password: TEST_PASSWORD } });
+  if (r.status !== 201 || typeof r.body['access_token'] !== 'string') {
+    throw new Error(`signup failed: ${r.status} ${JSON.stringify(r.body)}`);
+  }
+  const token = r.body['access_token'];
+  const claims = decodePayload(token);
+  return { email, token, userId: String(claims['sub']).slice('user:'.length), orgId: String(claims['org']) };
+}
