@@ -117,7 +117,7 @@ reference there), else <repository>:<tag> with repository defaulting to
 
 {{/*
 Data of the chart-managed Secret as YAML (key: base64 value); empty when every dependency uses an
-existingSecret. Also fails early when a required connection is configured neither way.
+existingSecret. Also fails early when a required connection or key is configured neither way.
 */}}
 {{- define "custos.managedSecretData" -}}
 {{- if not .Values.postgres.existingSecret -}}
@@ -135,18 +135,59 @@ redis-url: {{ .Values.redis.url | b64enc | quote }}
 {{- if and (not .Values.kms.existingSecret) .Values.kms.localMasterKey }}
 local-kms-master-key: {{ .Values.kms.localMasterKey | b64enc | quote }}
 {{- end -}}
+{{- /* identity cannot start without these two, so unlike the local KMS key they are required. */ -}}
+{{- $identitySecretEnv := (include "custos.serviceConfig" (dict "root" . "name" "identity") | fromYaml).secretEnv | default dict -}}
+{{- if not .Values.tokens.existingSecret -}}
+{{- if .Values.tokens.signingKek }}
+token-signing-kek: {{ .Values.tokens.signingKek | b64enc | quote }}
+{{- else if not (hasKey $identitySecretEnv "TOKEN_SIGNING_KEK") -}}
+{{- fail "tokens: identity needs TOKEN_SIGNING_KEK: set tokens.existingSecret (recommended) or tokens.signingKek to base64 of 32 random bytes (openssl rand -base64 32)" -}}
+{{- end -}}
+{{- end -}}
+{{- if not .Values.mail.existingSecret -}}
+{{- if .Values.mail.smtpUrl }}
+smtp-url: {{ .Values.mail.smtpUrl | b64enc | quote }}
+{{- else if not (hasKey $identitySecretEnv "SMTP_URL") -}}
+{{- fail "mail: identity needs SMTP_URL to send e-mail: set mail.existingSecret (recommended) or mail.smtpUrl (smtp:// or smtps://)" -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
-{{/* secretKeyRef (name, key) of DATABASE_URL, REDIS_URL or LOCAL_KMS_MASTER_KEY as YAML; empty if unset. (dict root dep) */}}
+{{/*
+secretKeyRef (name, key) of a dependency's Secret as YAML; empty if unset. (dict root dep)
+  postgres → DATABASE_URL, redis → REDIS_URL, kms → LOCAL_KMS_MASTER_KEY,
+  tokens → TOKEN_SIGNING_KEK, mail → SMTP_URL.
+existingSecret wins; else the value given inline, kept in the chart-managed Secret.
+*/}}
 {{- define "custos.dependencySecretRef" -}}
 {{- $dep := index .root.Values .dep -}}
-{{- $managedKey := dict "postgres" "database-url" "redis" "redis-url" "kms" "local-kms-master-key" -}}
+{{- $inlineValue := index (dict "postgres" "url" "redis" "url" "kms" "localMasterKey" "tokens" "signingKek" "mail" "smtpUrl") .dep -}}
+{{- $managedKey := index (dict "postgres" "database-url" "redis" "redis-url" "kms" "local-kms-master-key" "tokens" "token-signing-kek" "mail" "smtp-url") .dep -}}
 {{- if $dep.existingSecret -}}
 name: {{ $dep.existingSecret }}
 key: {{ $dep.existingSecretKey }}
-{{- else if or (and (eq .dep "kms") $dep.localMasterKey) (and (ne .dep "kms") $dep.url) -}}
+{{- else if index $dep $inlineValue -}}
 name: {{ include "custos.managedSecretName" .root }}
-key: {{ index $managedKey .dep }}
+key: {{ $managedKey }}
+{{- end -}}
+{{- end -}}
+
+{{/* An optional integer value as a decimal string; "" when blank (the service's default applies). */}}
+{{- define "custos.optionalInt" -}}
+{{- if not (or (kindIs "invalid" .) (kindIs "string" .)) -}}
+{{- . | int | toString -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+TOKEN_ISSUER: tokens.issuer, else the Ingress's URL (https://<host> with TLS, http://<host>
+without), else empty (the service's default, only right for a local setup).
+*/}}
+{{- define "custos.tokenIssuer" -}}
+{{- if .Values.tokens.issuer -}}
+{{- .Values.tokens.issuer -}}
+{{- else if and .Values.ingress.enabled .Values.ingress.host -}}
+{{- printf "%s://%s" (ternary "https" "http" .Values.ingress.tls.enabled) .Values.ingress.host -}}
 {{- end -}}
 {{- end -}}
 
@@ -189,6 +230,28 @@ Blank derived values are left out: the services treat a blank variable as unset 
 {{- $_ := set $plain "RATE_LIMIT_BURST" ($root.Values.http.rateLimit.burst | int | toString) -}}
 {{- $_ := set $plain "TRUSTED_PROXIES" (join "," ($root.Values.http.trustedProxies | default list)) -}}
 {{- $_ := set $secret "REDIS_URL" (include "custos.dependencySecretRef" (dict "root" $root "dep" "redis") | fromYaml) -}}
+{{- end -}}
+{{- if eq .name "identity" -}}
+{{- $_ := set $secret "REDIS_URL" (include "custos.dependencySecretRef" (dict "root" $root "dep" "redis") | fromYaml) -}}
+{{- $issuer := include "custos.tokenIssuer" $root -}}
+{{- $_ := set $plain "TOKEN_ISSUER" $issuer -}}
+{{- $_ := set $plain "TOKEN_LEGACY_ISSUERS" (join "," ($root.Values.tokens.legacyIssuers | default list)) -}}
+{{- $_ := set $plain "TOKEN_AUDIENCE" $root.Values.tokens.audience -}}
+{{- $_ := set $plain "ACCESS_TOKEN_TTL_SECONDS" (include "custos.optionalInt" $root.Values.tokens.accessTokenTtlSeconds) -}}
+{{- $_ := set $plain "REFRESH_TOKEN_TTL_SECONDS" (include "custos.optionalInt" $root.Values.tokens.refreshTokenTtlSeconds) -}}
+{{- $_ := set $plain "SIGNING_KEY_ROTATION_DAYS" (include "custos.optionalInt" $root.Values.tokens.signingKeyRotationDays) -}}
+{{- $_ := set $plain "EMAIL_VERIFICATION_REQUIRED" (toString $root.Values.auth.emailVerificationRequired) -}}
+{{- $_ := set $plain "EMAIL_VERIFICATION_TTL_SECONDS" (include "custos.optionalInt" $root.Values.auth.emailVerificationTtlSeconds) -}}
+{{- $_ := set $plain "MAIL_FROM" $root.Values.mail.from -}}
+{{- $_ := set $plain "PUBLIC_BASE_URL" ($root.Values.mail.publicBaseUrl | default $issuer) -}}
+{{- $kekRef := include "custos.dependencySecretRef" (dict "root" $root "dep" "tokens") | fromYaml -}}
+{{- if $kekRef -}}
+{{- $_ := set $secret "TOKEN_SIGNING_KEK" $kekRef -}}
+{{- end -}}
+{{- $smtpRef := include "custos.dependencySecretRef" (dict "root" $root "dep" "mail") | fromYaml -}}
+{{- if $smtpRef -}}
+{{- $_ := set $secret "SMTP_URL" $smtpRef -}}
+{{- end -}}
 {{- end -}}
 {{- if eq .name "vault-crypto" -}}
 {{- $_ := set $plain "KMS_PROVIDER" $root.Values.kms.provider -}}

@@ -7,6 +7,7 @@ import { describeError } from '@custos/service-kit';
 import { AgentService } from './agents/agent-service.js';
 import { AgentStore } from './agents/agent-store.js';
 import { configShape } from './config.js';
+import { PersonalKeyService } from './keys/personal-key-service.js';
 import { SCHEMA } from './db/schema.js';
 import { identityGrpc } from './grpc/identity-grpc.js';
 import { createMailer } from './mail/mailer.js';
@@ -78,8 +79,10 @@ runDataService({
     });
     const issuer = new TokenIssuer(ring, settings);
     const agents = new AgentService(new AgentStore(db), issuer, revocations);
+    const userStore = new UserStore(db);
+    const keys = new PersonalKeyService(db, userStore, issuer, revocations);
     const users = new UserService(
-      new UserStore(db),
+      userStore,
       issuer,
       revocations,
       mailer,
@@ -91,6 +94,6 @@ runDataService({
       },
       rt.logger,
     );
-    rt.grpc.add(IdentityServiceService, identityGrpc({ users, agents, ring, settings, verifier }));
+    rt.grpc.add(IdentityServiceService, identityGrpc({ users, agents, keys, ring, settings, verifier }));
   },
 });

@@ -22,9 +22,27 @@ export type K8sObject = {
   [k: string]: Json;
 };
 
+/** The token-signing KEK of the test renders: base64 of the 32 bytes "chart-tests:not-a-real-token-kek". */
+export const TEST_SIGNING_KEK = Buffer.from('chart-tests:not-a-real-token-kek').toString('base64');
+/** The SMTP URL of the test renders. */
+export const TEST_SMTP_URL = 'smtp://custos:test@smtp.test:587';
+
+/**
+ * The least the default values need: identity cannot start without TOKEN_SIGNING_KEK and SMTP_URL,
+ * so the chart refuses to render until they are given (inline here, existingSecret in production).
+ */
+export const REQUIRED_SETS = [
+  // --set, not --set-string: helm applies every --set-string after every --set, so a later
+  // `--set tokens.signingKek=` could not take the value away again.
+  '--set',
+  `tokens.signingKek=${TEST_SIGNING_KEK}`,
+  '--set',
+  `mail.smtpUrl=${TEST_SMTP_URL}`,
+];
+
 /** The two value sets every spec checks. */
 export const scenarios: Array<{ label: string; args: string[] }> = [
-  { label: 'default values', args: [] },
+  { label: 'default values (+ the required KEK and SMTP URL)', args: REQUIRED_SETS },
   { label: 'values-production.yaml', args: ['-f', path.join(chartDir, 'values-production.yaml')] },
 ];
 

@@ -1,7 +1,7 @@
 // The schema migrations run as one Helm hook Job before install and upgrade: one init container
 // per service with a database, each `node dist/migrate.js` in that service's image.
 import { DATABASE_SERVICES } from './facts';
-import { type K8sObject, objectName, ofKind, renderChart, scenarios, type Json } from './helm';
+import { type K8sObject, REQUIRED_SETS, objectName, ofKind, renderChart, scenarios, type Json } from './helm';
 
 describe.each(scenarios)('migration Job rendered with $label', ({ args }) => {
   let objects: K8sObject[];
@@ -62,7 +62,7 @@ describe.each(scenarios)('migration Job rendered with $label', ({ args }) => {
 
 describe('migrations.enabled=false', () => {
   it('renders no Job and no hook Secret', () => {
-    const objects = renderChart(['--set', 'migrations.enabled=false']);
+    const objects = renderChart([...REQUIRED_SETS, '--set', 'migrations.enabled=false']);
     expect(ofKind(objects, 'Job')).toEqual([]);
     expect(ofKind(objects, 'Secret').filter((s) => s.metadata.annotations?.['helm.sh/hook'])).toEqual([]);
   });
@@ -71,6 +71,7 @@ describe('migrations.enabled=false', () => {
 describe('extra volumes of a service', () => {
   it('are mounted in its Deployment and in its migration container (e.g. a Postgres CA bundle)', () => {
     const objects = renderChart([
+      ...REQUIRED_SETS,
       '--set',
       'services.audit.extraVolumes[0].name=pg-ca',
       '--set',

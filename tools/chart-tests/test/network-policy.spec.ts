@@ -11,6 +11,7 @@ import {
 } from './facts';
 import {
   type K8sObject,
+  REQUIRED_SETS,
   named,
   objectName,
   ofKind,
@@ -147,6 +148,7 @@ describe.each(scenarios)('NetworkPolicies rendered with $label', ({ args }) => {
 describe('networkPolicy values', () => {
   it('a different monitoring namespace and ingress controller are honoured', () => {
     const objects = renderChart([
+      ...REQUIRED_SETS,
       '--set',
       'networkPolicy.monitoring.namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=observability',
       '--set',
@@ -166,6 +168,7 @@ describe('networkPolicy values', () => {
       'template',
       'custos',
       chartDir,
+      ...REQUIRED_SETS,
       '--set',
       'networkPolicy.enabled=false',
     ]);

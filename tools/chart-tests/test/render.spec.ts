@@ -6,7 +6,16 @@ import * as networkingV1 from 'kubernetes-models/networking.k8s.io/v1';
 import * as policyV1 from 'kubernetes-models/policy/v1';
 import * as coreV1 from 'kubernetes-models/v1';
 import { SERVICES } from './facts';
-import { type K8sObject, chartDir, objectName, ofKind, renderChart, runHelm, scenarios } from './helm';
+import {
+  type K8sObject,
+  REQUIRED_SETS,
+  chartDir,
+  objectName,
+  ofKind,
+  renderChart,
+  runHelm,
+  scenarios,
+} from './helm';
 
 type Model = new (data: unknown) => { validate(): void };
 
@@ -102,7 +111,14 @@ describe('production values', () => {
 
 describe('Kubernetes version', () => {
   it('is refused below 1.24, where grpc probes are not available by default', () => {
-    const { status, stderr } = runHelm(['template', 'custos', chartDir, '--kube-version', '1.23.0']);
+    const { status, stderr } = runHelm([
+      'template',
+      'custos',
+      chartDir,
+      ...REQUIRED_SETS,
+      '--kube-version',
+      '1.23.0',
+    ]);
     expect(status).not.toBe(0);
     expect(stderr).toMatch(/kubeVersion|incompatible/i);
   });

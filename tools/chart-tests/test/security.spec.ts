@@ -9,7 +9,16 @@ import {
   SERVICES,
   serviceOfAddr,
 } from './facts';
-import { type K8sObject, named, objectName, ofKind, renderChart, scenarios, type Json } from './helm';
+import {
+  type K8sObject,
+  TEST_SIGNING_KEK,
+  named,
+  objectName,
+  ofKind,
+  renderChart,
+  scenarios,
+  type Json,
+} from './helm';
 
 function expectHardenedPod(podSpec: Json, where: string): void {
   expect({ where, automount: podSpec.automountServiceAccountToken }).toEqual({ where, automount: false });
@@ -115,8 +124,11 @@ describe.each(scenarios)('pods rendered with $label', ({ args }) => {
       expect(env.get('NATS_URL')?.value).toMatch(/^(nats|tls):\/\//);
     }
     // No connection string or key appears as a plain value.
-    const plainUrls = [...env.values()].filter((e) => /^(postgres(ql)?|rediss?):\/\//.test(e.value ?? ''));
+    const plainUrls = [...env.values()].filter((e) =>
+      /^(postgres(ql)?|rediss?|smtps?):\/\//.test(e.value ?? ''),
+    );
     expect(plainUrls).toEqual([]);
+    expect([...env.values()].filter((e) => e.value === TEST_SIGNING_KEK)).toEqual([]);
   });
 
   it('migration Job pod is hardened the same way', () => {

@@ -1,9 +1,11 @@
 // values.schema.json turns a typo or a wrong type into a failed install instead of a silently
-// ignored value; the chart's own checks refuse an install with no database configured.
-import { chartDir, renderChart, runHelm } from './helm';
+// ignored value; the chart's own checks refuse an install with no database, Redis, token-signing
+// KEK or SMTP server configured.
+import { REQUIRED_SETS, chartDir, renderChart, runHelm } from './helm';
 
+/** `helm template` with the required values, then `sets` (later --set wins). */
 function template(...sets: string[]) {
-  return runHelm(['template', 'custos', chartDir, ...sets.flatMap((s) => ['--set', s])]);
+  return runHelm(['template', 'custos', chartDir, ...REQUIRED_SETS, ...sets.flatMap((s) => ['--set', s])]);
 }
 
 describe('values.schema.json', () => {
@@ -23,6 +25,26 @@ describe('values.schema.json', () => {
     ['a non-Postgres database URL', 'postgres.url=mysql://db/custos', /postgres/],
     ['a master key that is not base64 of 32 bytes', 'kms.localMasterKey=c2hvcnQ=', /localMasterKey/],
     ['a non-string env value', 'services.audit.env.FOO=1', /FOO|env/],
+    ['a token-signing KEK that is too short', 'tokens.signingKek=c2hvcnQ=', /signingKek/],
+    [
+      'a token-signing KEK of 33 bytes',
+      `tokens.signingKek=${Buffer.alloc(33, 1).toString('base64')}`,
+      /signingKek/,
+    ],
+    [
+      'a token-signing KEK that is not canonical base64',
+      // 44 characters, but the last one before "=" carries bits beyond the 32 bytes.
+      `tokens.signingKek=${'A'.repeat(42)}B=`,
+      /signingKek/,
+    ],
+    ['a token-signing KEK that is not base64 at all', `tokens.signingKek=${'-'.repeat(43)}=`, /signingKek/],
+    ['a misspelt tokens key', 'tokens.signingKEK=x', /signingKEK/],
+    ['a misspelt mail key', 'mail.smtpURL=smtp://mail:25', /smtpURL/],
+    ['a non-SMTP mail URL', 'mail.smtpUrl=http://mail:25', /smtpUrl/],
+    ['an issuer that is not an http(s) URL', 'tokens.issuer=custos.example.com', /issuer/],
+    ['an access token TTL below a minute', 'tokens.accessTokenTtlSeconds=30', /accessTokenTtlSeconds/],
+    ['a legacy issuer with a comma', 'tokens.legacyIssuers[0]=https://a\\,b', /legacyIssuers/],
+    ['email verification as a word', 'auth.emailVerificationRequired=maybe', /emailVerificationRequired/],
   ])('rejects %s (%s)', (_label, set, mentions) => {
     const { status, stderr } = template(set);
     expect(status).not.toBe(0);
@@ -32,6 +54,7 @@ describe('values.schema.json', () => {
 
   it('accepts valid overrides and applies them', () => {
     const objects = renderChart([
+      ...REQUIRED_SETS,
       '--set',
       'services.signer.replicas=4',
       '--set-string',
@@ -66,5 +89,56 @@ describe('dependency checks', () => {
     const { status, stderr } = template('redis.url=', 'redis.existingSecret=');
     expect(status).not.toBe(0);
     expect(stderr).toMatch(/redis\.existingSecret/);
+  });
+
+  it('refuses to render without a token-signing KEK, saying how to give one', () => {
+    const { status, stderr } = template('tokens.signingKek=', 'tokens.existingSecret=');
+    expect(status).not.toBe(0);
+    expect(stderr).toContain(
+      'tokens: identity needs TOKEN_SIGNING_KEK: set tokens.existingSecret (recommended) or tokens.signingKek',
+    );
+    expect(stderr).toContain('openssl rand -base64 32');
+  });
+
+  it('refuses to render without an SMTP server, saying how to give one', () => {
+    const { status, stderr } = template('mail.smtpUrl=', 'mail.existingSecret=');
+    expect(status).not.toBe(0);
+    expect(stderr).toContain(
+      'mail: identity needs SMTP_URL to send e-mail: set mail.existingSecret (recommended) or mail.smtpUrl',
+    );
+  });
+
+  it('the default values alone do not render: the KEK and SMTP URL have no default', () => {
+    const { status, stderr } = runHelm(['template', 'custos', chartDir]);
+    expect(status).not.toBe(0);
+    expect(stderr).toMatch(/TOKEN_SIGNING_KEK|SMTP_URL/);
+  });
+
+  it('accepts both from services.identity.secretEnv instead', () => {
+    const objects = renderChart([
+      ...REQUIRED_SETS,
+      '--set',
+      'tokens.signingKek=',
+      '--set',
+      'mail.smtpUrl=',
+      '--set',
+      'services.identity.secretEnv.TOKEN_SIGNING_KEK.name=own-kek',
+      '--set',
+      'services.identity.secretEnv.TOKEN_SIGNING_KEK.key=kek',
+      '--set',
+      'services.identity.secretEnv.SMTP_URL.name=own-smtp',
+      '--set',
+      'services.identity.secretEnv.SMTP_URL.key=url',
+    ]);
+    const identity = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'custos-identity')!;
+    const env = identity.spec.template.spec.containers[0].env;
+    expect(env).toContainEqual({
+      name: 'TOKEN_SIGNING_KEK',
+      valueFrom: { secretKeyRef: { name: 'own-kek', key: 'kek' } },
+    });
+    expect(env).toContainEqual({
+      name: 'SMTP_URL',
+      valueFrom: { secretKeyRef: { name: 'own-smtp', key: 'url' } },
+    });
   });
 });

@@ -9,6 +9,7 @@ import { accessLog } from './access-log.js';
 import { agentRoutes } from './agent-routes.js';
 import { authRoutes } from './auth-routes.js';
 import { authenticate, humanOnly } from './authenticate.js';
+import { keyRoutes } from './key-routes.js';
 import { healthRoutes } from './health-routes.js';
 import { errorHandler, notFound } from './problem.js';
 import { rateLimit } from './rate-limit.js';
@@ -49,6 +50,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(healthRoutes(deps.peers, deps.healthTimeoutMs, guards));
   app.use(authRoutes(deps.peers.identity, deps.identityKeys, guards));
   app.use(agentRoutes(deps.peers.identity, guards));
+  app.use(keyRoutes(deps.peers.identity, guards));
 
   app.use(notFound);
   app.use(errorHandler(deps.logger));

@@ -165,3 +165,22 @@ export const agentKeys = identitySchema.table(
   },
   (t) => [index('agent_keys_agent_idx').on(t.agentId)],
 );
+
+/** Personal API keys (`csk_`) of users, stored as hashes. `token_id` is the key's lookup part. */
+export const personalApiKeys = identitySchema.table(
+  'personal_api_keys',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    tokenId: text('token_id').notNull().unique(),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    secretHash: text('secret_hash').notNull(),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+    expiresAt: tstz('expires_at'),
+    lastUsedAt: tstz('last_used_at'),
+    revokedAt: tstz('revoked_at'),
+  },
+  (t) => [index('personal_api_keys_user_idx').on(t.userId)],
+);

@@ -1,9 +1,10 @@
 import type { ServerUnaryCall } from '@grpc/grpc-js';
 import { type Principal, type TokenVerifier, bearerToken } from '@custos/auth';
 import type { IdentityServiceServer } from '@custos/proto/custos/identity/v1/service';
-import type { TokenSet, UserProfile } from '@custos/proto/custos/identity/v1/messages';
+import type { ApiKey, TokenSet, UserProfile } from '@custos/proto/custos/identity/v1/messages';
 import { type AsyncService, UnauthenticatedError } from '@custos/service-kit';
 import type { AgentService } from '../agents/agent-service.js';
+import type { ApiKeyView, PersonalKeyService } from '../keys/personal-key-service.js';
 import type { SigningKeyRing } from '../tokens/signing-key-store.js';
 import type { TokenSettings } from '../tokens/token-issuer.js';
 import type { UserService } from '../users/user-service.js';
@@ -15,6 +16,18 @@ function tokenSet(t: TokenSetView): TokenSet {
     tokenType: t.tokenType,
     expiresIn: t.expiresIn,
     refreshToken: t.refreshToken,
+  };
+}
+
+function apiKey(k: ApiKeyView): ApiKey {
+  return {
+    id: k.id,
+    name: k.name,
+    keyPrefix: k.keyPrefix,
+    isActive: k.isActive,
+    createdAt: k.createdAt.toISOString(),
+    expiresAt: k.expiresAt?.toISOString() ?? '',
+    lastUsedAt: k.lastUsedAt?.toISOString() ?? '',
   };
 }
 
@@ -37,6 +50,7 @@ function profile(u: User): UserProfile {
 export function identityGrpc(deps: {
   users: UserService;
   agents: AgentService;
+  keys: PersonalKeyService;
   ring: SigningKeyRing;
   settings: TokenSettings;
   verifier: TokenVerifier;
@@ -120,6 +134,23 @@ export function identityGrpc(deps: {
     },
     async exchangeAgentKey(req) {
       const t = await deps.agents.exchange(req.agentId, req.apiKey);
+      return {
+        tokens: { accessToken: t.token, tokenType: 'Bearer', expiresIn: t.expiresIn, refreshToken: '' },
+      };
+    },
+    async createApiKey(req, call) {
+      const r = await deps.keys.create(await caller(call), req.name, req.expiresAt);
+      return { key: apiKey(r.key), apiKey: r.apiKey };
+    },
+    async listApiKeys(_req, call) {
+      return { keys: (await deps.keys.list(await caller(call))).map(apiKey) };
+    },
+    async revokeApiKey(req, call) {
+      await deps.keys.revoke(await caller(call), req.keyId);
+      return {};
+    },
+    async exchangeApiKey(req) {
+      const t = await deps.keys.exchange(req.apiKey);
       return {
         tokens: { accessToken: t.token, tokenType: 'Bearer', expiresIn: t.expiresIn, refreshToken: '' },
       };

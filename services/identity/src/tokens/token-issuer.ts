@@ -43,10 +43,11 @@ export class TokenIssuer {
   userAccessToken(
     user: { id: string; orgId: string; role: string },
     session: { id: string; amr: string[] },
+    ttlSeconds = this.settings.userAccessTtlSeconds,
   ): MintedAccessToken {
     const now = Math.floor(Date.now() / 1000);
     const jti = newTokenId();
-    const ttl = this.settings.userAccessTtlSeconds;
+    const ttl = Math.min(ttlSeconds, this.settings.userAccessTtlSeconds);
     const { kid, privateKey } = this.ring.active();
     const token = signJwt(
       {

@@ -20,10 +20,14 @@ import {
 import {
   CreateAgentRequest,
   CreateAgentResponse,
+  CreateApiKeyRequest,
+  CreateApiKeyResponse,
   DeactivateAgentRequest,
   DeactivateAgentResponse,
   ExchangeAgentKeyRequest,
   ExchangeAgentKeyResponse,
+  ExchangeApiKeyRequest,
+  ExchangeApiKeyResponse,
   GetAgentRequest,
   GetAgentResponse,
   GetJwksRequest,
@@ -34,10 +38,14 @@ import {
   GetSelfAgentResponse,
   ListAgentsRequest,
   ListAgentsResponse,
+  ListApiKeysRequest,
+  ListApiKeysResponse,
   LoginRequest,
   LoginResponse,
   RefreshSessionRequest,
   RefreshSessionResponse,
+  RevokeApiKeyRequest,
+  RevokeApiKeyResponse,
   RevokeSessionRequest,
   RevokeSessionResponse,
   RotateAgentKeyRequest,
@@ -230,6 +238,50 @@ export const IdentityServiceService = {
       Buffer.from(ExchangeAgentKeyResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ExchangeAgentKeyResponse => ExchangeAgentKeyResponse.decode(value),
   },
+  /** CreateApiKey issues a personal API key (`csk_`) for the signed-in user; shown once. */
+  createApiKey: {
+    path: "/custos.identity.v1.IdentityService/CreateApiKey",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: CreateApiKeyRequest): Buffer => Buffer.from(CreateApiKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateApiKeyRequest => CreateApiKeyRequest.decode(value),
+    responseSerialize: (value: CreateApiKeyResponse): Buffer =>
+      Buffer.from(CreateApiKeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateApiKeyResponse => CreateApiKeyResponse.decode(value),
+  },
+  /** ListApiKeys lists the signed-in user's personal keys (never the secret). */
+  listApiKeys: {
+    path: "/custos.identity.v1.IdentityService/ListApiKeys",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ListApiKeysRequest): Buffer => Buffer.from(ListApiKeysRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListApiKeysRequest => ListApiKeysRequest.decode(value),
+    responseSerialize: (value: ListApiKeysResponse): Buffer => Buffer.from(ListApiKeysResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListApiKeysResponse => ListApiKeysResponse.decode(value),
+  },
+  /** RevokeApiKey revokes one of the user's keys and the tokens minted from it. */
+  revokeApiKey: {
+    path: "/custos.identity.v1.IdentityService/RevokeApiKey",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: RevokeApiKeyRequest): Buffer => Buffer.from(RevokeApiKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RevokeApiKeyRequest => RevokeApiKeyRequest.decode(value),
+    responseSerialize: (value: RevokeApiKeyResponse): Buffer =>
+      Buffer.from(RevokeApiKeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RevokeApiKeyResponse => RevokeApiKeyResponse.decode(value),
+  },
+  /** ExchangeApiKey exchanges a personal API key for a user access token. */
+  exchangeApiKey: {
+    path: "/custos.identity.v1.IdentityService/ExchangeApiKey",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ExchangeApiKeyRequest): Buffer =>
+      Buffer.from(ExchangeApiKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ExchangeApiKeyRequest => ExchangeApiKeyRequest.decode(value),
+    responseSerialize: (value: ExchangeApiKeyResponse): Buffer =>
+      Buffer.from(ExchangeApiKeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ExchangeApiKeyResponse => ExchangeApiKeyResponse.decode(value),
+  },
 } as const;
 
 export interface IdentityServiceServer extends UntypedServiceImplementation {
@@ -265,6 +317,14 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
   rotateAgentKey: handleUnaryCall<RotateAgentKeyRequest, RotateAgentKeyResponse>;
   /** ExchangeAgentKey exchanges an agent API key (with or without the agent id) for an agent JWT. */
   exchangeAgentKey: handleUnaryCall<ExchangeAgentKeyRequest, ExchangeAgentKeyResponse>;
+  /** CreateApiKey issues a personal API key (`csk_`) for the signed-in user; shown once. */
+  createApiKey: handleUnaryCall<CreateApiKeyRequest, CreateApiKeyResponse>;
+  /** ListApiKeys lists the signed-in user's personal keys (never the secret). */
+  listApiKeys: handleUnaryCall<ListApiKeysRequest, ListApiKeysResponse>;
+  /** RevokeApiKey revokes one of the user's keys and the tokens minted from it. */
+  revokeApiKey: handleUnaryCall<RevokeApiKeyRequest, RevokeApiKeyResponse>;
+  /** ExchangeApiKey exchanges a personal API key for a user access token. */
+  exchangeApiKey: handleUnaryCall<ExchangeApiKeyRequest, ExchangeApiKeyResponse>;
 }
 
 export interface IdentityServiceClient extends Client {
@@ -523,6 +583,70 @@ export interface IdentityServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ExchangeAgentKeyResponse) => void,
+  ): ClientUnaryCall;
+  /** CreateApiKey issues a personal API key (`csk_`) for the signed-in user; shown once. */
+  createApiKey(
+    request: CreateApiKeyRequest,
+    callback: (error: ServiceError | null, response: CreateApiKeyResponse) => void,
+  ): ClientUnaryCall;
+  createApiKey(
+    request: CreateApiKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateApiKeyResponse) => void,
+  ): ClientUnaryCall;
+  createApiKey(
+    request: CreateApiKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateApiKeyResponse) => void,
+  ): ClientUnaryCall;
+  /** ListApiKeys lists the signed-in user's personal keys (never the secret). */
+  listApiKeys(
+    request: ListApiKeysRequest,
+    callback: (error: ServiceError | null, response: ListApiKeysResponse) => void,
+  ): ClientUnaryCall;
+  listApiKeys(
+    request: ListApiKeysRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListApiKeysResponse) => void,
+  ): ClientUnaryCall;
+  listApiKeys(
+    request: ListApiKeysRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListApiKeysResponse) => void,
+  ): ClientUnaryCall;
+  /** RevokeApiKey revokes one of the user's keys and the tokens minted from it. */
+  revokeApiKey(
+    request: RevokeApiKeyRequest,
+    callback: (error: ServiceError | null, response: RevokeApiKeyResponse) => void,
+  ): ClientUnaryCall;
+  revokeApiKey(
+    request: RevokeApiKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RevokeApiKeyResponse) => void,
+  ): ClientUnaryCall;
+  revokeApiKey(
+    request: RevokeApiKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RevokeApiKeyResponse) => void,
+  ): ClientUnaryCall;
+  /** ExchangeApiKey exchanges a personal API key for a user access token. */
+  exchangeApiKey(
+    request: ExchangeApiKeyRequest,
+    callback: (error: ServiceError | null, response: ExchangeApiKeyResponse) => void,
+  ): ClientUnaryCall;
+  exchangeApiKey(
+    request: ExchangeApiKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ExchangeApiKeyResponse) => void,
+  ): ClientUnaryCall;
+  exchangeApiKey(
+    request: ExchangeApiKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ExchangeApiKeyResponse) => void,
   ): ClientUnaryCall;
 }
 

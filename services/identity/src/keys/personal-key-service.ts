@@ -1,0 +1,166 @@
+import { and, asc, eq, isNull } from 'drizzle-orm';
+import type { Principal } from '@custos/auth';
+import {
+  type Database,
+  InvalidArgumentError,
+  NotFoundError,
+  PermissionDeniedError,
+  UnauthenticatedError,
+} from '@custos/service-kit';
+import {
+  SECRET_TOKEN_PREFIXES,
+  generateSecretToken,
+  parseSecretToken,
+  secretMatches,
+} from '../credentials/secret-token-fns.js';
+import { personalApiKeys } from '../db/schema.js';
+import type { RevocationStore } from '../tokens/revocation-store.js';
+import type { MintedAccessToken, TokenIssuer } from '../tokens/token-issuer.js';
+import type { UserStore } from '../users/user-store.js';
+
+type KeyRow = typeof personalApiKeys.$inferSelect;
+const PREFIX = SECRET_TOKEN_PREFIXES.personalApiKey;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const EXCHANGE_FAILED = 'invalid API key';
+/** Users hold at most this many live keys. */
+const MAX_KEYS = 50;
+
+/** The public view of a key (never its secret). */
+export interface ApiKeyView {
+  id: string;
+  name: string;
+  keyPrefix: string;
+  isActive: boolean;
+  createdAt: Date;
+  expiresAt: Date | null;
+  lastUsedAt: Date | null;
+}
+
+function view(row: KeyRow): ApiKeyView {
+  const expired = row.expiresAt !== null && row.expiresAt.getTime() <= Date.now();
+  return {
+    id: row.id,
+    name: row.name,
+    keyPrefix: `${PREFIX}${row.tokenId}`,
+    isActive: row.revokedAt === null && !expired,
+    createdAt: row.createdAt,
+    expiresAt: row.expiresAt,
+    lastUsedAt: row.lastUsedAt,
+  };
+}
+
+/**
+ * Personal API keys (`csk_`): a user creates, lists and revokes them, and exchanges one for a user
+ * access token whose `sid` is the key, so revoking the key ends those tokens at once.
+ */
+export class PersonalKeyService {
+  constructor(
+    private readonly db: Database,
+    private readonly users: UserStore,
+    private readonly issuer: TokenIssuer,
+    private readonly revocations: RevocationStore,
+  ) {}
+
+  private user(p: Principal) {
+    if (p.kind !== 'user')
+      throw new PermissionDeniedError('personal API keys belong to users; agents are refused');
+    return p;
+  }
+
+  /** Creates a key; the secret is returned only here. */
+  async create(
+    p: Principal,
+    name: unknown,
+    expiresAt: unknown,
+  ): Promise<{ key: ApiKeyView; apiKey: string }> {
+    const user = this.user(p);
+    if (typeof name !== 'string' || name.trim() === '' || name.length > 100) {
+      throw new InvalidArgumentError('name', 'name is required (at most 100 characters)');
+    }
+    let expires: Date | null = null;
+    if (typeof expiresAt === 'string' && expiresAt !== '') {
+      const t = Date.parse(expiresAt);
+      if (Number.isNaN(t) || !/^\d{4}-\d{2}-\d{2}T/.test(expiresAt)) {
+        throw new InvalidArgumentError('expires_at', 'expires_at must be an ISO 8601 date-time');
+      }
+      if (t <= Date.now()) throw new InvalidArgumentError('expires_at', 'expires_at must be in the future');
+      expires = new Date(t);
+    }
+    const live = await this.db
+      .select({ id: personalApiKeys.id })
+      .from(personalApiKeys)
+      .where(and(eq(personalApiKeys.userId, user.userId), isNull(personalApiKeys.revokedAt)));
+    if (live.length >= MAX_KEYS) {
+      throw new PermissionDeniedError(`at most ${MAX_KEYS} live API keys per user`, {
+        type: 'resource_limit_exceeded',
+      });
+    }
+    const t = generateSecretToken(PREFIX);
+    const [row] = await this.db
+      .insert(personalApiKeys)
+      .values({
+        tokenId: t.id,
+        userId: user.userId,
+        name: name.trim(),
+        secretHash: t.secretHash,
+        expiresAt: expires,
+      })
+      .returning();
+    return { key: view(row!), apiKey: t.token };
+  }
+
+  /** The caller's keys, oldest first. */
+  async list(p: Principal): Promise<ApiKeyView[]> {
+    const user = this.user(p);
+    const rows = await this.db
+      .select()
+      .from(personalApiKeys)
+      .where(eq(personalApiKeys.userId, user.userId))
+      .orderBy(asc(personalApiKeys.createdAt));
+    return rows.map(view);
+  }
+
+  /** Revokes one of the caller's keys, and every token minted from it. */
+  async revoke(p: Principal, keyId: string): Promise<void> {
+    const user = this.user(p);
+    if (!UUID.test(keyId)) throw new InvalidArgumentError('key_id', 'key_id must be a UUID');
+    const rows = await this.db
+      .update(personalApiKeys)
+      .set({ revokedAt: new Date() })
+      .where(
+        and(
+          eq(personalApiKeys.id, keyId.toLowerCase()),
+          eq(personalApiKeys.userId, user.userId),
+          isNull(personalApiKeys.revokedAt),
+        ),
+      )
+      .returning();
+    if (rows.length === 0) throw new NotFoundError('API key', keyId);
+    await this.revocations.revokeSession(
+      rows[0]!.tokenId,
+      new Date(Date.now() + this.issuer.settings.userAccessTtlSeconds * 1000),
+    );
+  }
+
+  /** Exchanges a key for a user access token; every refusal answers the same 401. */
+  async exchange(apiKey: string): Promise<MintedAccessToken> {
+    const parsed = parseSecretToken(apiKey, PREFIX);
+    if (!parsed) throw new UnauthenticatedError(EXCHANGE_FAILED);
+    const [row] = await this.db.select().from(personalApiKeys).where(eq(personalApiKeys.tokenId, parsed.id));
+    if (!row || !secretMatches(parsed.secret, row.secretHash))
+      throw new UnauthenticatedError(EXCHANGE_FAILED);
+    if (row.revokedAt || (row.expiresAt && row.expiresAt.getTime() <= Date.now()))
+      throw new UnauthenticatedError(EXCHANGE_FAILED);
+    const user = await this.users.findById(row.userId);
+    if (!user) throw new UnauthenticatedError(EXCHANGE_FAILED);
+    await this.db
+      .update(personalApiKeys)
+      .set({ lastUsedAt: new Date() })
+      .where(eq(personalApiKeys.id, row.id));
+    // A token never outlives its key.
+    const ttl = row.expiresAt
+      ? Math.max(1, Math.floor((row.expiresAt.getTime() - Date.now()) / 1000))
+      : undefined;
+    return this.issuer.userAccessToken(user, { id: row.tokenId, amr: ['api_key'] }, ttl);
+  }
+}
