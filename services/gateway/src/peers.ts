@@ -1,4 +1,4 @@
-import { Metadata } from '@grpc/grpc-js';
+import { type ChannelCredentials, type Client, type ClientOptions, Metadata } from '@grpc/grpc-js';
 import {
   HealthCheckResponse_ServingStatus as ServingStatus,
   HealthClient,
@@ -13,6 +13,8 @@ export interface Peers {
   health: Array<{ name: string; client: HealthClient }>;
   identity: IdentityServiceClient;
   vaultCrypto: VaultCryptoServiceClient;
+  /** Opens a client for another gRPC service of a peer (closed with the others). */
+  client<C extends Client>(ctor: new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>) => C, peer: 'identity'): C;
   close(): void;
 }
 
@@ -27,12 +29,20 @@ export function connectPeers(
   }));
   const identity = createGrpcClient(IdentityServiceClient, config.IDENTITY_ADDR, opts);
   const vaultCrypto = createGrpcClient(VaultCryptoServiceClient, config.VAULT_CRYPTO_ADDR, opts);
+  const extra: Client[] = [];
+  const addresses = { identity: config.IDENTITY_ADDR };
   return {
     health,
     identity,
     vaultCrypto,
+    client(ctor, peer) {
+      const c = createGrpcClient(ctor, addresses[peer], opts);
+      extra.push(c);
+      return c;
+    },
     close() {
       for (const h of health) h.client.close();
+      for (const c of extra) c.close();
       identity.close();
       vaultCrypto.close();
     },

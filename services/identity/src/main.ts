@@ -95,5 +95,7 @@ runDataService({
       rt.logger,
     );
     rt.grpc.add(IdentityServiceService, identityGrpc({ users, agents, keys, ring, settings, verifier }));
+    // Further identity RPC services (MFA, account security, orgs) register below, one line each,
+    // with the dependencies above.
   },
 });

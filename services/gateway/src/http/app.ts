@@ -51,6 +51,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(authRoutes(deps.peers.identity, deps.identityKeys, guards));
   app.use(agentRoutes(deps.peers.identity, guards));
   app.use(keyRoutes(deps.peers.identity, guards));
+  // Further route groups (MFA, account security, orgs) mount below, one line each.
 
   app.use(notFound);
   app.use(errorHandler(deps.logger));

@@ -1,7 +1,9 @@
 import { inboxTable, outboxTable } from '@custos/events';
 import { sql } from 'drizzle-orm';
 import {
+  bigint,
   boolean,
+  integer,
   customType,
   index,
   jsonb,
@@ -45,6 +47,16 @@ export const users = identitySchema.table(
     emailVerified: boolean('email_verified').notNull().default(false),
     marketingEmails: boolean('marketing_emails').notNull().default(false),
     totpEnabled: boolean('totp_enabled').notNull().default(false),
+    /** TOTP secret, AES-256-GCM under TOKEN_SIGNING_KEK bound to the user id; set once confirmed. */
+    totpSecretEnc: bytea('totp_secret_enc'),
+    /** A secret being enrolled, until verify-setup confirms a code from it. */
+    totpPendingSecretEnc: bytea('totp_pending_secret_enc'),
+    /** The last TOTP time step accepted, so a code cannot be used twice. */
+    totpLastStep: bigint('totp_last_step', { mode: 'number' }),
+    requirePasskeyForVaults: boolean('require_passkey_for_vaults').notNull().default(false),
+    requirePasskeyForMfa: boolean('require_passkey_for_mfa').notNull().default(false),
+    platformAdmin: boolean('platform_admin').notNull().default(false),
+    deletedAt: tstz('deleted_at'),
     orgId: uuid('org_id')
       .notNull()
       .references(() => orgs.id),
@@ -184,3 +196,109 @@ export const personalApiKeys = identitySchema.table(
   },
   (t) => [index('personal_api_keys_user_idx').on(t.userId)],
 );
+
+/** One-time MFA recovery codes (SHA-256 of the code); `used_at` marks a spent one. */
+export const recoveryCodes = identitySchema.table(
+  'recovery_codes',
+  {
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    codeHash: text('code_hash').notNull(),
+    usedAt: tstz('used_at'),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.codeHash] })],
+);
+
+/** Second-step challenges of a password login for a user with MFA (`mfa_token`, 300 s). */
+export const mfaChallenges = identitySchema.table('mfa_challenges', {
+  id: text('id').primaryKey(),
+  userId: uuid('user_id')
+    .notNull()
+    .references(() => users.id, { onDelete: 'cascade' }),
+  secretHash: text('secret_hash').notNull(),
+  attempts: integer('attempts').notNull().default(0),
+  expiresAt: tstz('expires_at').notNull(),
+  usedAt: tstz('used_at'),
+  createdAt: tstz('created_at').notNull().defaultNow(),
+});
+
+/** Re-auth (`rat_`) tokens: single use, bound to a purpose and a user, 300 s. */
+export const reauthTokens = identitySchema.table('reauth_tokens', {
+  id: text('id').primaryKey(),
+  userId: uuid('user_id')
+    .notNull()
+    .references(() => users.id, { onDelete: 'cascade' }),
+  purpose: text('purpose').notNull(),
+  secretHash: text('secret_hash').notNull(),
+  expiresAt: tstz('expires_at').notNull(),
+  usedAt: tstz('used_at'),
+  createdAt: tstz('created_at').notNull().defaultNow(),
+});
+
+/** Failed password re-auths per user, for the lockout of DECISIONS.md (10 an hour → 15 minutes). */
+export const reauthFailures = identitySchema.table(
+  'reauth_failures',
+  {
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    failedAt: tstz('failed_at').notNull().defaultNow(),
+  },
+  (t) => [index('reauth_failures_user_idx').on(t.userId, t.failedAt)],
+);
+
+/** The one pending e-mail change of a user: the new address and the hash of its 6-digit code. */
+export const emailChanges = identitySchema.table('email_changes', {
+  userId: uuid('user_id')
+    .primaryKey()
+    .references(() => users.id, { onDelete: 'cascade' }),
+  newEmail: text('new_email').notNull(),
+  codeHash: text('code_hash').notNull(),
+  attempts: integer('attempts').notNull().default(0),
+  expiresAt: tstz('expires_at').notNull(),
+  createdAt: tstz('created_at').notNull().defaultNow(),
+});
+
+/** Feature-quota use per fixed window (spec §8: voice_brief, 30 per hour). */
+export const featureQuotaUsage = identitySchema.table(
+  'feature_quota_usage',
+  {
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    feature: text('feature').notNull(),
+    windowStart: tstz('window_start').notNull(),
+    used: integer('used').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.feature, t.windowStart] })],
+);
+
+/** Invitations to join an org with a role; accepted through the e-mailed single-use token. */
+export const orgInvites = identitySchema.table(
+  'org_invites',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    orgId: uuid('org_id')
+      .notNull()
+      .references(() => orgs.id, { onDelete: 'cascade' }),
+    email: text('email').notNull(),
+    role: text('role').notNull(),
+    tokenId: text('token_id').notNull().unique(),
+    secretHash: text('secret_hash').notNull(),
+    invitedBy: uuid('invited_by').notNull(),
+    expiresAt: tstz('expires_at').notNull(),
+    acceptedAt: tstz('accepted_at'),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+  },
+  (t) => [index('org_invites_org_idx').on(t.orgId)],
+);
+
+/** Platform-wide settings (`/v1/admin/settings`): string values by name. */
+export const adminSettings = identitySchema.table('admin_settings', {
+  name: text('name').primaryKey(),
+  value: text('value').notNull(),
+  updatedBy: uuid('updated_by'),
+  updatedAt: tstz('updated_at').notNull().defaultNow(),
+});

@@ -1,11 +1,11 @@
-import type { ServerUnaryCall } from '@grpc/grpc-js';
-import { type Principal, type TokenVerifier, bearerToken } from '@custos/auth';
+import type { TokenVerifier } from '@custos/auth';
 import type { IdentityServiceServer } from '@custos/proto/custos/identity/v1/service';
 import type { ApiKey, TokenSet, UserProfile } from '@custos/proto/custos/identity/v1/messages';
-import { type AsyncService, UnauthenticatedError } from '@custos/service-kit';
+import type { AsyncService } from '@custos/service-kit';
 import type { AgentService } from '../agents/agent-service.js';
 import type { ApiKeyView, PersonalKeyService } from '../keys/personal-key-service.js';
 import type { SigningKeyRing } from '../tokens/signing-key-store.js';
+import { callerResolver } from './caller.js';
 import type { TokenSettings } from '../tokens/token-issuer.js';
 import type { UserService } from '../users/user-service.js';
 import type { TokenSetView, User } from '../users/user-types.js';
@@ -55,13 +55,7 @@ export function identityGrpc(deps: {
   settings: TokenSettings;
   verifier: TokenVerifier;
 }): AsyncService<IdentityServiceServer> {
-  // The caller's JWT arrives in metadata; identity verifies it like every other service does.
-  const caller = async (call: ServerUnaryCall<unknown, unknown>): Promise<Principal> => {
-    const raw = call.metadata.get('authorization')[0];
-    const token = bearerToken(typeof raw === 'string' ? raw : undefined);
-    if (!token) throw new UnauthenticatedError();
-    return deps.verifier.verify(token);
-  };
+  const caller = callerResolver(deps.verifier);
 
   return {
     async getJwks() {

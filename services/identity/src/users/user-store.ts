@@ -62,7 +62,7 @@ export class UserStore {
       .select(userColumns)
       .from(users)
       .innerJoin(orgMembers, and(eq(orgMembers.userId, users.id), eq(orgMembers.orgId, users.orgId)))
-      .where(eq(users.id, id));
+      .where(and(eq(users.id, id), isNull(users.deletedAt)));
     return rows[0] as User | undefined;
   }
 
@@ -72,7 +72,7 @@ export class UserStore {
       .select(userColumns)
       .from(users)
       .innerJoin(orgMembers, and(eq(orgMembers.userId, users.id), eq(orgMembers.orgId, users.orgId)))
-      .where(sql`lower(${users.email}) = ${email.toLowerCase()}`);
+      .where(and(sql`lower(${users.email}) = ${email.toLowerCase()}`, isNull(users.deletedAt)));
     return rows[0] as User | undefined;
   }
 
