@@ -51,11 +51,28 @@ export class NatsLink {
           await nc.close();
           return;
         }
-        this.nc = nc;
+        let jsm: JetStreamManager;
+        try {
+          // Fails while JetStream is not ready (e.g. a cluster electing a leader): start over.
+          jsm = await jetstreamManager(nc, { timeout: 5000 });
+        } catch (err) {
+          await nc.close().catch(() => undefined);
+          throw err;
+        }
+        this.jsm = jsm;
         this.jsClient = jetstream(nc, { timeout: 5000 });
-        this.jsm = await jetstreamManager(nc, { timeout: 5000 });
+        this.nc = nc;
         this.logger.info('connected to NATS');
         void this.watchStatus(nc);
+        // A connection that closes for good (not a reconnect) starts the loop again.
+        void nc.closed().then(() => {
+          if (this.nc !== nc || this.closed) return;
+          this.nc = undefined;
+          this.jsClient = undefined;
+          this.jsm = undefined;
+          this.streamReady = false;
+          this.connecting = this.connectLoop();
+        });
       } catch (err) {
         this.logger.warn({ err: describeError(err) }, 'NATS unreachable; retrying');
         await new Promise((r) => setTimeout(r, delay));

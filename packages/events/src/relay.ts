@@ -28,7 +28,7 @@ interface OutboxRow {
 }
 
 /**
- * Publishes outbox rows to JetStream in commit order, using the row id as the message id so that
+ * Publishes outbox rows to JetStream in insertion order (`seq`), using the row id as the message id so that
  * JetStream drops a republished row; marks them published afterwards. Only one relay per schema is
  * active at a time (a session advisory lock), so replicas do not race. NATS or Postgres outages only
  * delay publication: rows stay until they are acknowledged.
@@ -105,6 +105,8 @@ export class OutboxRelay {
         `custos.outbox.${this.opts.schema}`,
       ]);
       if (r.rows[0]?.ok) {
+        // A half-open connection must not hang the relay while it holds the lock.
+        await client.query("SET statement_timeout = '30s'");
         this.leader = client;
         return client;
       }

@@ -133,6 +133,11 @@ describe('outbox → JetStream → idempotent consumer', () => {
     await waitFor(async () => handled.some((e) => e.id === id), 20000);
     child.kill('SIGKILL');
     await new Promise((r) => child.once('exit', r));
+    // The dead process's server session would still finish its queued UPDATE once the lock is
+    // free; end it, as the crash of a whole pod (or a connection check) would.
+    await pool.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'relay-child'`,
+    );
     await locker.query('ROLLBACK');
     locker.release();
     expect(await unpublished(id)).toBe(true);

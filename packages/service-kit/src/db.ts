@@ -8,7 +8,12 @@ export type Database = NodePgDatabase<Record<string, never>>;
 
 /** Opens a pool to `url`; idle-client errors are logged, never thrown. */
 export function createPool(url: string, max: number, logger: Logger, applicationName: string): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, application_name: applicationName });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    application_name: applicationName,
+    keepAlive: true,
+  });
   pool.on('error', (err) => logger.warn({ err: describeError(err) }, 'idle Postgres client failed'));
   return pool;
 }

@@ -12,7 +12,9 @@ export const ERROR_KINDS = {
   unprocessable: { grpc: GrpcStatus.FAILED_PRECONDITION, http: 422, title: 'Unprocessable Content' },
   rate_limited: { grpc: GrpcStatus.RESOURCE_EXHAUSTED, http: 429, title: 'Too Many Requests' },
   internal: { grpc: GrpcStatus.INTERNAL, http: 500, title: 'Internal Server Error' },
-  unavailable: { grpc: GrpcStatus.UNAVAILABLE, http: 503, title: 'Service Unavailable' },
+  // Not UNAVAILABLE: clients retry that code, and a handler that reports a dependency outage may
+  // already have changed state (a retried key rotation would rotate twice).
+  unavailable: { grpc: GrpcStatus.ABORTED, http: 503, title: 'Service Unavailable' },
 } as const;
 
 /** One of the ERROR_KINDS names. */

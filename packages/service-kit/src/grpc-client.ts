@@ -112,7 +112,7 @@ export function callUnary<Req, Res>(
 ): Promise<Res> {
   return new Promise((resolve, reject) => {
     method.call(client, request, metadata, options, (err, res) => {
-      if (err) reject(fromGrpcError(err, client.getChannel().getTarget()));
+      if (err) reject(fromGrpcError(err));
       else resolve(res);
     });
   });

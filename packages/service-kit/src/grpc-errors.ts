@@ -29,7 +29,7 @@ export function toGrpcStatus(err: unknown, logger?: Logger): Partial<StatusObjec
 }
 
 /** Rebuilds the CustosError a peer service raised, or describes a transport failure. */
-export function fromGrpcError(err: unknown, peer: string): CustosError {
+export function fromGrpcError(err: unknown): CustosError {
   const e = err as Partial<ServiceError>;
   const raw = e.metadata?.get(DETAIL_KEY)[0];
   if (raw instanceof Buffer) {
@@ -47,7 +47,8 @@ export function fromGrpcError(err: unknown, peer: string): CustosError {
     case GrpcStatus.UNAVAILABLE:
     case GrpcStatus.DEADLINE_EXCEEDED:
     case GrpcStatus.CANCELLED:
-      return new UnavailableError(`${peer} is unavailable`);
+      // The peer's address stays internal: callers see which kind of failure, not where.
+      return new UnavailableError('an internal service is unavailable; retry shortly');
     case GrpcStatus.UNAUTHENTICATED:
       return new CustosError('unauthenticated', { detail: 'missing or invalid credentials' });
     case GrpcStatus.PERMISSION_DENIED:
@@ -55,6 +56,6 @@ export function fromGrpcError(err: unknown, peer: string): CustosError {
     case GrpcStatus.NOT_FOUND:
       return new CustosError('not_found', { detail: 'not found' });
     default:
-      return new CustosError('internal', { detail: `${peer} failed` });
+      return new CustosError('internal', { detail: 'internal error' });
   }
 }

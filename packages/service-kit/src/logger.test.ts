@@ -51,5 +51,29 @@ describe('createLogger', () => {
     const { lines, logger } = capture();
     logger.error({ err }, 'failed');
     expect(JSON.stringify(lines)).not.toContain('at ');
+    // Call sites pass an already described error: it must survive the serializer intact.
+    logger.error({ err: describeError(new Error('peer refused')) }, 'failed again');
+    expect(lines[1]).toMatchObject({ err: { name: 'Error', message: 'peer refused' } });
+  });
+
+  it('never logs the SQL or parameters of a failed query', () => {
+    class DrizzleQueryError extends Error {}
+    class DatabaseError extends Error {
+      code = '23505';
+    }
+    const wrapped = new DrizzleQueryError(
+      'Failed query: insert into users (email) values ($1)\nparams: alice@example.com',
+      {
+        cause: new DatabaseError('duplicate key value violates unique constraint "users_email_key"'),
+      },
+    );
+    const { lines, logger } = capture();
+    logger.error({ err: describeError(wrapped) }, 'insert failed');
+    const text = JSON.stringify(lines);
+    expect(text).not.toContain('alice@example.com');
+    expect(text).not.toContain('insert into');
+    expect(lines[0]).toMatchObject({
+      err: { name: 'QueryError', cause: { name: 'DatabaseError', pg_code: '23505' } },
+    });
   });
 });

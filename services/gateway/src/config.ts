@@ -20,6 +20,14 @@ export const configShape = {
   REDIS_URL: env.url('Redis URL for rate-limit counters.', ['redis', 'rediss']),
   RATE_LIMIT_RPS: env.int('Sustained requests per second allowed per client IP.', 1, 1_000_000).default(100),
   RATE_LIMIT_BURST: env.int('Burst size per client IP (token bucket capacity).', 1, 1_000_000).default(200),
+  AUTH_RATE_LIMIT_PER_MINUTE: env
+    .int(
+      'Credential exchanges (sign-in, token refresh, key exchange, signup) per minute per client IP.',
+      1,
+      1_000_000,
+    )
+    .default(30),
+  AUTH_RATE_LIMIT_BURST: env.int('Burst of credential exchanges per client IP.', 1, 1_000_000).default(10),
   TRUSTED_PROXIES: env.list(
     'Comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed; empty trusts none.',
   ),

@@ -54,10 +54,31 @@ export class IdentityKeys {
     return this.latest;
   }
 
-  /** Issuers, audience and keys, at most five minutes old. */
+  private inflight: Promise<KeySet> | undefined;
+  private lastAttempt = 0;
+
+  /**
+   * Issuers, audience and keys, refreshed after five minutes. One fetch at a time is shared by all
+   * callers, attempts are at least 5 s apart, and while identity cannot be reached the last good
+   * answer keeps serving (for up to an hour) so that authentication does not fail with it.
+   */
   async settings(): Promise<KeySet> {
-    if (this.latest && Date.now() - this.latest.fetchedAt < TTL_MS) return this.latest;
-    return this.fetch();
+    const now = Date.now();
+    const latest = this.latest;
+    if (latest && now - latest.fetchedAt < TTL_MS) return latest;
+    if (latest && now - this.lastAttempt < 5000) return latest;
+    if (!this.inflight) {
+      this.lastAttempt = now;
+      this.inflight = this.fetch().finally(() => {
+        this.inflight = undefined;
+      });
+    }
+    try {
+      return await this.inflight;
+    } catch (err) {
+      if (latest && now - latest.fetchedAt < 12 * TTL_MS) return latest;
+      throw err;
+    }
   }
 
   /** The public JWK Set. */

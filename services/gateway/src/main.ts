@@ -36,6 +36,7 @@ runService({
       peers,
       trustedProxies,
       rateLimit: { ratePerSecond: c.RATE_LIMIT_RPS, burst: c.RATE_LIMIT_BURST },
+      authRateLimit: { ratePerSecond: c.AUTH_RATE_LIMIT_PER_MINUTE / 60, burst: c.AUTH_RATE_LIMIT_BURST },
       healthTimeoutMs: c.HEALTH_TIMEOUT_MS,
       identityKeys: new IdentityKeys(peers.identity, redis, rt.logger),
     });

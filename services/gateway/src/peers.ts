@@ -14,7 +14,10 @@ export interface Peers {
   identity: IdentityServiceClient;
   vaultCrypto: VaultCryptoServiceClient;
   /** Opens a client for another gRPC service of a peer (closed with the others). */
-  client<C extends Client>(ctor: new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>) => C, peer: 'identity'): C;
+  client<C extends Client>(
+    ctor: new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>) => C,
+    peer: 'identity',
+  ): C;
   close(): void;
 }
 

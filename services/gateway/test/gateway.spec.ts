@@ -57,7 +57,9 @@ describe('gateway HTTP pipeline', () => {
     for (const s of Object.values(peers.servers)) await s.shutdown(100);
   });
 
-  async function serve(opts: { rps?: number; burst?: number; redisUrl?: string; trusted?: string[] } = {}) {
+  async function serve(
+    opts: { rps?: number; burst?: number; redisUrl?: string; trusted?: string[]; authBurst?: number } = {},
+  ) {
     const redis = new Redis(opts.redisUrl ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
       keyPrefix: `test-${randomBytes(4).toString('hex')}:`,
       maxRetriesPerRequest: 0,
@@ -78,6 +80,7 @@ describe('gateway HTTP pipeline', () => {
       peers: p,
       trustedProxies: parseTrustedProxies(opts.trusted ?? []),
       rateLimit: { ratePerSecond: opts.rps ?? 1000, burst: opts.burst ?? 1000 },
+      authRateLimit: { ratePerSecond: 1 / 60, burst: opts.authBurst ?? 1000 },
       healthTimeoutMs: 1000,
       identityKeys: new IdentityKeys(p.identity, redis, logger),
     });
@@ -130,6 +133,21 @@ describe('gateway HTTP pipeline', () => {
     expect(statuses.filter((s) => s === 429)).toHaveLength(30);
   });
 
+  it('holds credential exchanges to the stricter auth limit, leaving other routes alone', async () => {
+    const base = await serve({ authBurst: 3 });
+    const login = () =>
+      fetch(`${base}/v1/auth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'a@example.com', password: 'x' }),
+      }).then((r) => r.status);
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) statuses.push(await login());
+    expect(statuses.slice(0, 3).every((s) => s !== 429)).toBe(true);
+    expect(statuses.slice(3)).toEqual([429, 429]);
+    expect((await fetch(`${base}/v1/health`)).status).toBe(200);
+  });
+
   it('does not let a spoofed X-Forwarded-For from an untrusted peer escape the limit', async () => {
     const base = await serve({ rps: 1, burst: 2 });
     const statuses: number[] = [];
@@ -167,11 +185,15 @@ describe('gateway HTTP pipeline', () => {
     }
     const hsm = await fetch(`${base}/v1/health/hsm`);
     expect(hsm.status).toBe(503);
-    expect(await hsm.json()).toMatchObject({
+    const problem = (await hsm.json()) as Record<string, unknown>;
+    expect(problem).toMatchObject({
       status: 503,
       provider: 'local',
-      detail: expect.stringContaining('master key unavailable'),
+      detail: 'key-management provider local failed its self-test',
     });
+    // The provider's own message stays in the log.
+    expect(JSON.stringify(problem)).not.toContain('master key unavailable');
+    expect(logLines.some((l) => l.includes('master key unavailable'))).toBe(true);
   });
 
   it('never logs the query string, the Authorization header or the body', async () => {

@@ -33,4 +33,13 @@ export const configShape = {
   EMAIL_VERIFICATION_TTL_SECONDS: env
     .int('Lifetime of an e-mail verification link, in seconds.', 300, 604800)
     .default(86400),
+  PLATFORM_ADMIN_EMAILS: env
+    .list(
+      'Comma-separated e-mail addresses of the platform admins: they may call `/v1/admin/*`, and ' +
+        'their access tokens carry `platform_admin: true`. Empty: nobody is a platform admin.',
+    )
+    .transform((emails) => emails.map((e) => e.toLowerCase())),
+  ORG_MAX_PENDING_INVITES: env
+    .int('Most invitations an org may have pending (sent, not accepted, not expired) at once.', 1, 10000)
+    .default(100),
 };

@@ -3,7 +3,10 @@ import { Redis } from 'ioredis';
 import { TokenVerifier, redisRevocationCheck } from '@custos/auth';
 import { runDataService } from '@custos/events';
 import { IdentityServiceService } from '@custos/proto/custos/identity/v1/service';
+import { MfaServiceService } from '@custos/proto/custos/identity/v1/mfa';
+import { OrgServiceService } from '@custos/proto/custos/identity/v1/orgs';
 import { describeError } from '@custos/service-kit';
+import { AccountServiceService, accountService } from './account/account-module.js';
 import { AgentService } from './agents/agent-service.js';
 import { AgentStore } from './agents/agent-store.js';
 import { configShape } from './config.js';
@@ -11,6 +14,11 @@ import { PersonalKeyService } from './keys/personal-key-service.js';
 import { SCHEMA } from './db/schema.js';
 import { identityGrpc } from './grpc/identity-grpc.js';
 import { createMailer } from './mail/mailer.js';
+import { MfaChallengeIssuer } from './mfa/mfa-challenges.js';
+import { mfaGrpc } from './mfa/mfa-grpc.js';
+import { MfaService } from './mfa/mfa-service.js';
+import { MfaStore } from './mfa/mfa-store.js';
+import { orgsGrpc } from './orgs/orgs-grpc.js';
 import { localKeySource } from './tokens/local-keys.js';
 import { RevocationStore } from './tokens/revocation-store.js';
 import { SigningKeyRing } from './tokens/signing-key-store.js';
@@ -70,6 +78,7 @@ runDataService({
       issuers: [c.TOKEN_ISSUER, ...c.TOKEN_LEGACY_ISSUERS],
       audience: c.TOKEN_AUDIENCE,
       userAccessTtlSeconds: c.ACCESS_TOKEN_TTL_SECONDS,
+      platformAdminEmails: c.PLATFORM_ADMIN_EMAILS,
     };
     const verifier = new TokenVerifier({
       keys: localKeySource(ring),
@@ -93,9 +102,39 @@ runDataService({
         publicBaseUrl: c.PUBLIC_BASE_URL,
       },
       rt.logger,
+      new MfaChallengeIssuer(new MfaStore(db)),
     );
     rt.grpc.add(IdentityServiceService, identityGrpc({ users, agents, keys, ring, settings, verifier }));
     // Further identity RPC services (MFA, account security, orgs) register below, one line each,
     // with the dependencies above.
+    rt.grpc.add(
+      AccountServiceService,
+      accountService({
+        db,
+        users: userStore,
+        revocations,
+        mailer,
+        verifier,
+        publicBaseUrl: c.PUBLIC_BASE_URL,
+        logger: rt.logger,
+      }),
+    );
+    rt.grpc.add(
+      OrgServiceService,
+      orgsGrpc({
+        db,
+        issuer,
+        revocations,
+        mailer,
+        verifier,
+        logger: rt.logger,
+        publicBaseUrl: c.PUBLIC_BASE_URL,
+        maxPendingInvites: c.ORG_MAX_PENDING_INVITES,
+      }),
+    );
+    rt.grpc.add(
+      MfaServiceService,
+      mfaGrpc({ mfa: new MfaService(new MfaStore(db), users, { kek: c.TOKEN_SIGNING_KEK }), verifier }),
+    );
   },
 });

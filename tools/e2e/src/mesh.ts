@@ -60,6 +60,9 @@ export async function startMesh(opts: { extraEnv?: Record<string, string> } = {}
     PORT: String(httpPort),
     LOG_LEVEL: 'info',
     SHUTDOWN_GRACE_MS: '2000',
+    // Tests sign in far more often than a person; the auth limit has its own gateway test.
+    AUTH_RATE_LIMIT_PER_MINUTE: '1000000',
+    AUTH_RATE_LIMIT_BURST: '1000000',
     IDENTITY_ADDR: addr('identity'),
     VAULT_CRYPTO_ADDR: addr('vault-crypto'),
     POLICY_ADDR: addr('policy'),

@@ -179,6 +179,28 @@ describe('agents: registration, settings, key exchange, rotation, deactivation',
     expect((await api(mesh, 'GET', '/v1/agents/me', { token: owner.token })).status).toBe(403);
   });
 
+  it('lets an agent sign its own token out', async () => {
+    const { apiKey } = await createAgent();
+    const token = (await exchange({ api_key: apiKey })).body['access_token'] as string;
+    expect((await api(mesh, 'DELETE', '/v1/auth/token', { token })).status).toBe(204);
+    expect((await api(mesh, 'GET', '/v1/agents/me', { token })).status).toBe(401);
+    expect((await exchange({ api_key: apiKey })).status).toBe(200);
+  });
+
+  it('caps the token lifetime at the key expiry and refuses unknown inherited field names', async () => {
+    const expires = new Date(Date.now() + 90_000).toISOString();
+    const { apiKey } = await createAgent({ api_key_expires_at: expires });
+    const t = await exchange({ api_key: apiKey });
+    expect(t.body['expires_in']).toBeLessThanOrEqual(90);
+    for (const field of ['constructor', 'toString', '__proto__']) {
+      const r = await api(mesh, 'POST', '/v1/agents', {
+        token: owner.token,
+        raw: `{"name":"x","${field}":1}`,
+      });
+      expect(r.status).toBe(400);
+    }
+  });
+
   it('rotates the key: the old key and the tokens minted from it stop working at once', async () => {
     const { agent, apiKey } = await createAgent();
     const id = String(agent['id']);

@@ -34,6 +34,24 @@ describe('personal API keys', () => {
     ).toBe(200);
   });
 
+  it('signs out a token minted from a key without touching the key', async () => {
+    const created = await api(mesh, 'POST', '/v1/auth/api-keys', {
+      token: user.token,
+      body: { name: 'signout' },
+    });
+    const key = created.body['api_key'] as string;
+    const token = (await api(mesh, 'POST', '/v1/auth/api-key-token', { body: { api_key: key } })).body[
+      'access_token'
+    ] as string;
+    expect((await api(mesh, 'DELETE', '/v1/auth/token', { token })).status).toBe(204);
+    expect((await api(mesh, 'GET', '/v1/auth/me', { token })).status).toBe(401);
+    const again = await api(mesh, 'POST', '/v1/auth/api-key-token', { body: { api_key: key } });
+    expect(again.status).toBe(200);
+    expect(
+      (await api(mesh, 'GET', '/v1/auth/me', { token: again.body['access_token'] as string })).status,
+    ).toBe(200);
+  });
+
   it('revokes a key: the key and the tokens minted from it stop at once', async () => {
     const created = await api(mesh, 'POST', '/v1/auth/api-keys', {
       token: user.token,

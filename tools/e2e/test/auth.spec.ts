@@ -183,15 +183,23 @@ describe('identity through the gateway: signup, e-mail verification, tokens, pro
     expect((await api(mesh, 'GET', '/v1/auth/me', { token: tokens.access_token })).status).toBe(401);
   });
 
-  it('lets exactly one of many parallel refreshes of one token succeed', async () => {
+  it('lets exactly one of many parallel refreshes of one token succeed, then ends the session', async () => {
     const { tokens } = await verifiedUser();
     const results = await Promise.all(
       Array.from({ length: 12 }, () =>
         api(mesh, 'POST', '/v1/auth/refresh', { body: { refresh_token: tokens.refresh_token } }),
       ),
     );
-    expect(results.filter((r) => r.status === 200)).toHaveLength(1);
+    const winners = results.filter((r) => r.status === 200);
+    expect(winners).toHaveLength(1);
     expect(results.filter((r) => r.status === 401)).toHaveLength(11);
+    // The other presentations were reuse: the whole session, the winner's tokens included, is over.
+    const won = winners[0]!.body as { access_token: string; refresh_token: string };
+    used.push(won.access_token, won.refresh_token);
+    expect(
+      (await api(mesh, 'POST', '/v1/auth/refresh', { body: { refresh_token: won.refresh_token } })).status,
+    ).toBe(401);
+    expect((await api(mesh, 'GET', '/v1/auth/me', { token: won.access_token })).status).toBe(401);
   });
 
   it('stops a token everywhere at once on DELETE /v1/auth/token', async () => {

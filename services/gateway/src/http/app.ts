@@ -5,15 +5,33 @@ import type { Registry } from 'prom-client';
 import type { Logger } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import type { IdentityKeys } from '../identity-keys.js';
+import { accountRoutes } from './account-routes.js';
 import { accessLog } from './access-log.js';
 import { agentRoutes } from './agent-routes.js';
 import { authRoutes } from './auth-routes.js';
 import { authenticate, humanOnly } from './authenticate.js';
 import { keyRoutes } from './key-routes.js';
+import { mfaRoutes } from './mfa-routes.js';
+import { orgRoutes } from './org-routes.js';
 import { healthRoutes } from './health-routes.js';
 import { errorHandler, notFound } from './problem.js';
 import { rateLimit } from './rate-limit.js';
 import { requestContext } from './request-context.js';
+
+/** Public routes that check a credential: each attempt is also held to the stricter auth limit. */
+export const CREDENTIAL_ROUTES = [
+  '/v1/auth/token',
+  '/v1/auth/refresh',
+  '/v1/auth/agent-token',
+  '/v1/auth/api-key-token',
+  '/v1/auth/signup',
+  '/v1/auth/verify-email',
+  '/v1/auth/forgot-password',
+  '/v1/auth/reset-password',
+  '/v1/auth/mfa/verify',
+  '/v1/auth/federated-token',
+  '/v1/org/invites/accept',
+];
 
 /** What the HTTP app needs. */
 export interface AppDeps {
@@ -23,6 +41,8 @@ export interface AppDeps {
   peers: Peers;
   trustedProxies: net.BlockList;
   rateLimit: { ratePerSecond: number; burst: number };
+  /** A stricter limit on credential exchanges, against password guessing (per client IP). */
+  authRateLimit?: { ratePerSecond: number; burst: number };
   healthTimeoutMs: number;
   identityKeys: IdentityKeys;
 }
@@ -41,17 +61,26 @@ export function createApp(deps: AppDeps): Express {
   app.use(requestContext(deps.trustedProxies));
   app.use(accessLog(deps.logger, deps.registry));
   app.use(rateLimit({ redis: deps.redis, ...deps.rateLimit, logger: deps.logger }));
+  if (deps.authRateLimit) {
+    app.post(
+      CREDENTIAL_ROUTES,
+      rateLimit({ redis: deps.redis, ...deps.authRateLimit, logger: deps.logger, scope: 'auth' }),
+    );
+  }
   app.use(express.json({ limit: '1mb', strict: true }));
 
   // Routes declare their access; `authenticate` (spec §7's auth stage) sits in front of the
   // handler of every non-public route, so unknown paths still answer 404.
   const auth = authenticate(deps.identityKeys);
   const guards = { authenticated: [auth], human: [auth, humanOnly] };
-  app.use(healthRoutes(deps.peers, deps.healthTimeoutMs, guards));
+  app.use(healthRoutes(deps.peers, deps.healthTimeoutMs, deps.logger, guards));
   app.use(authRoutes(deps.peers.identity, deps.identityKeys, guards));
   app.use(agentRoutes(deps.peers.identity, guards));
   app.use(keyRoutes(deps.peers.identity, guards));
   // Further route groups (MFA, account security, orgs) mount below, one line each.
+  app.use(accountRoutes(deps.peers, guards));
+  app.use(mfaRoutes(deps.peers, guards));
+  app.use(orgRoutes(deps.peers, guards));
 
   app.use(notFound);
   app.use(errorHandler(deps.logger));

@@ -38,6 +38,9 @@ export function body(req: Request): Record<string, unknown> {
   if (b === undefined) return {};
   if (b === null || typeof b !== 'object' || Array.isArray(b))
     throw new InvalidArgumentError('body', 'body must be a JSON object');
+  // JSON.parse keeps "__proto__" as an own key; it would vanish (or worse) on the way to a service.
+  if (Object.hasOwn(b, '__proto__'))
+    throw new InvalidArgumentError('__proto__', '__proto__ is not a valid field');
   return b as Record<string, unknown>;
 }
 

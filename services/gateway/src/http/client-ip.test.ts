@@ -1,6 +1,6 @@
 import type { Request } from 'express';
 import { ConfigError } from '@custos/service-kit';
-import { clientIp, normalizeIp, parseTrustedProxies } from './client-ip';
+import { clientIp, normalizeIp, parseTrustedProxies, rateLimitBucket } from './client-ip';
 
 function req(remoteAddress: string, xff?: string): Request {
   return {
@@ -27,6 +27,18 @@ describe('clientIp', () => {
   it('falls back to the peer when the header is missing or holds no address', () => {
     expect(clientIp(req('10.1.1.1'), trusted)).toBe('10.1.1.1');
     expect(clientIp(req('10.1.1.1', 'garbage, also-garbage'), trusted)).toBe('10.1.1.1');
+  });
+
+  it('stops at an entry that is not an address instead of skipping to what the client wrote', () => {
+    // A proxy that appends ip:port makes the real entry unparsable; the spoofed left entry must not win.
+    expect(clientIp(req('10.1.1.1', '6.6.6.6, 198.51.100.7:4711'), trusted)).toBe('10.1.1.1');
+    expect(clientIp(req('10.1.1.1', '6.6.6.6, junk, 10.2.2.2'), trusted)).toBe('10.2.2.2');
+  });
+
+  it('buckets IPv6 clients by /64 and IPv4 by address', () => {
+    expect(rateLimitBucket('2001:db8:1:2:aaaa::1')).toBe(rateLimitBucket('2001:db8:1:2:ffff:1:2:3'));
+    expect(rateLimitBucket('2001:db8:1:2::1')).not.toBe(rateLimitBucket('2001:db8:1:3::1'));
+    expect(rateLimitBucket('192.0.2.1')).toBe('192.0.2.1');
   });
 
   it('normalises IPv4-mapped IPv6', () => {

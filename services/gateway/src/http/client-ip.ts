@@ -2,6 +2,22 @@ import net from 'node:net';
 import type { Request } from 'express';
 import { ConfigError } from '@custos/service-kit';
 
+/** The rate-limit bucket of an address: itself for IPv4, its /64 for IPv6 (one host's usual share). */
+export function rateLimitBucket(ip: string): string {
+  if (!net.isIPv6(ip)) return ip;
+  const sock = new net.SocketAddress({ address: ip, family: 'ipv6' });
+  const full = expandIpv6(sock.address);
+  return `${full.slice(0, 4).join(':')}::/64`;
+}
+
+function expandIpv6(address: string): string[] {
+  const [head = '', tail = ''] = address.split('::');
+  const h = head ? head.split(':') : [];
+  const t = tail ? tail.split(':') : [];
+  const zeros = address.includes('::') ? Array(8 - h.length - t.length).fill('0') : [];
+  return [...h, ...zeros, ...t].map((g) => g.toLowerCase().replace(/^0+(?=.)/, ''));
+}
+
 /** Strips the IPv4-mapped IPv6 prefix so one client has one spelling. */
 export function normalizeIp(ip: string): string {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
@@ -48,10 +64,16 @@ export function clientIp(req: Request, trusted: net.BlockList): string {
   const header = req.headers['x-forwarded-for'];
   const hops = (Array.isArray(header) ? header.join(',') : (header ?? ''))
     .split(',')
-    .map((h) => normalizeIp(h.trim()))
-    .filter((h) => net.isIP(h) !== 0);
+    .map((h) => normalizeIp(h.trim()));
+  // Walk from the right: trusted proxies appended what they saw. Stop at the first entry that is
+  // not an address — everything left of it may have been written by the client — and use the last
+  // trusted hop seen.
+  let last = peer;
   for (let i = hops.length - 1; i >= 0; i--) {
-    if (!isTrusted(trusted, hops[i]!)) return hops[i]!;
+    const hop = hops[i]!;
+    if (net.isIP(hop) === 0) return last;
+    if (!isTrusted(trusted, hop)) return hop;
+    last = hop;
   }
-  return hops[0] ?? peer;
+  return last;
 }

@@ -1,6 +1,6 @@
 import { Metadata } from '@grpc/grpc-js';
 import { type RequestHandler, Router } from 'express';
-import { callUnary } from '@custos/service-kit';
+import { callUnary, type Logger } from '@custos/service-kit';
 import { checkPeer, type PeerState, type Peers } from '../peers.js';
 import { sendProblem } from './problem.js';
 import { declareRoute } from './routes.js';
@@ -12,6 +12,7 @@ import { declareRoute } from './routes.js';
 export function healthRoutes(
   peers: Peers,
   timeoutMs: number,
+  logger: Logger,
   guards: { authenticated: RequestHandler[]; human: RequestHandler[] },
 ): Router {
   const router = Router();
@@ -45,11 +46,13 @@ export function healthRoutes(
       res.json({ status: 'ok', provider: h.provider, latency_ms });
       return;
     }
+    // The provider's own message (ARNs, slot numbers) goes to the log, not to the public.
+    logger.warn({ provider: h.provider, detail: h.detail }, 'key-management provider unhealthy');
     sendProblem(res, {
       type: 'about:blank',
       title: 'Service Unavailable',
       status: 503,
-      detail: `key-management provider ${h.provider} is unhealthy: ${h.detail}`,
+      detail: `key-management provider ${h.provider} failed its self-test`,
       provider: h.provider,
       latency_ms,
     });

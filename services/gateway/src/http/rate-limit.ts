@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
 import { RateLimitedError, describeError, type Logger } from '@custos/service-kit';
+import { rateLimitBucket } from './client-ip.js';
 
 // Token bucket per key, atomic in Redis. KEYS[1] bucket; ARGV: rate/s, burst, now(ms), cost.
 // Returns {allowed (0/1), milliseconds until one token is available}.
@@ -45,7 +46,7 @@ export interface RateLimitOptions {
 export function rateLimit(opts: RateLimitOptions): RequestHandler {
   const scope = opts.scope ?? 'global';
   return (req, _res, next) => {
-    const key = `custos:rl:${scope}:${req.clientIp}`;
+    const key = `custos:rl:${scope}:${rateLimitBucket(req.clientIp)}`;
     (
       opts.redis.eval(TOKEN_BUCKET, 1, key, opts.ratePerSecond, opts.burst, Date.now(), 1) as Promise<
         [number, number]

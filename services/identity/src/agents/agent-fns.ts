@@ -133,7 +133,7 @@ export function parseAgentInput(fields: Record<string, unknown>, mode: 'create' 
     } else if (field === 'is_active' && mode === 'update') {
       if (typeof value !== 'boolean') throw new InvalidArgumentError(field, `${field} must be a boolean`);
       input.isActive = value;
-    } else if (field in settingsShape) {
+    } else if (Object.hasOwn(settingsShape, field)) {
       const rule = settingsShape[field as keyof typeof settingsShape];
       const r = rule.safeParse(value);
       if (!r.success) fail(field, r.error.issues[0]!);

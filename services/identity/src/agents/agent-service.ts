@@ -190,6 +190,10 @@ export class AgentService {
     const s = effectiveSettings(row.settings);
     if (s.api_key_expires_at && Date.parse(s.api_key_expires_at) <= Date.now())
       throw new UnauthenticatedError(EXCHANGE_FAILED);
+    // A token never outlives the key it came from (spec §5.5).
+    const untilKeyExpiry = s.api_key_expires_at
+      ? Math.max(1, Math.floor((Date.parse(s.api_key_expires_at) - Date.now()) / 1000))
+      : Infinity;
     await this.store.update(row.id, { lastActiveAt: new Date() });
     return this.issuer.agentAccessToken({
       id: row.id,
@@ -204,7 +208,7 @@ export class AgentService {
       proxyEnabled: s.proxy_enabled,
       proxyConfig: s.proxy_config,
       environment: s.environment,
-      ttlSeconds: s.token_ttl_seconds,
+      ttlSeconds: Math.min(s.token_ttl_seconds, untilKeyExpiry),
     });
   }
 

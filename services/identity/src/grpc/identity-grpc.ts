@@ -83,8 +83,9 @@ export function identityGrpc(deps: {
       return { tokens: tokenSet(await deps.users.verifyEmail(req.token)) };
     },
     async login(req) {
-      const t = await deps.users.login({ email: req.email, password: req.password });
-      return { result: { $case: 'tokens', value: tokenSet(t) } };
+      const r = await deps.users.login({ email: req.email, password: req.password });
+      if (r.kind === 'mfa') return { result: { $case: 'mfa', value: r.challenge } };
+      return { result: { $case: 'tokens', value: tokenSet(r.tokens) } };
     },
     async refreshSession(req) {
       return { tokens: tokenSet(await deps.users.refresh(req.refreshToken)) };

@@ -161,6 +161,10 @@ export class PersonalKeyService {
     const ttl = row.expiresAt
       ? Math.max(1, Math.floor((row.expiresAt.getTime() - Date.now()) / 1000))
       : undefined;
-    return this.issuer.userAccessToken(user, { id: row.tokenId, amr: ['api_key'] }, ttl);
+    return this.issuer.userAccessToken(
+      { ...user, platformAdmin: this.issuer.isPlatformAdmin(user.email) },
+      { id: row.tokenId, amr: ['api_key'] },
+      ttl,
+    );
   }
 }

@@ -1,4 +1,4 @@
-import { gt, sql } from 'drizzle-orm';
+import { and, eq, gt, sql } from 'drizzle-orm';
 import type { Redis } from 'ioredis';
 import { type Database, UnavailableError, describeError, type Logger } from '@custos/service-kit';
 import { type RevocationKind, revocationKey } from '@custos/auth';
@@ -61,10 +61,22 @@ export class RevocationStore {
     expiresAt: Date,
     notBefore?: Date,
   ): Promise<void> {
-    const ttlMs = expiresAt.getTime() - Date.now();
+    // Verifiers accept a token a few seconds past `exp` (clock tolerance): outlive that too.
+    const ttlMs = expiresAt.getTime() - Date.now() + 60_000;
     if (ttlMs <= 0) return;
     const payload = kind === 'sub' ? String(Math.ceil((notBefore ?? new Date()).getTime() / 1000)) : '1';
     await this.redis.set(revocationKey(kind, value), payload, 'PX', ttlMs);
+  }
+
+  /** True when a session (refresh-token family) has been revoked; reads Postgres, the source of truth. */
+  async isSessionRevoked(sid: string, tx: Pick<Database, 'select'> = this.db): Promise<boolean> {
+    const rows = await tx
+      .select({ value: revocations.value })
+      .from(revocations)
+      .where(
+        and(eq(revocations.kind, 'sid'), eq(revocations.value, sid), gt(revocations.expiresAt, new Date())),
+      );
+    return rows.length > 0;
   }
 
   /** Copies every unexpired revocation into Redis; returns how many. */

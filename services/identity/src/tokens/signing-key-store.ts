@@ -41,7 +41,15 @@ export class SigningKeyRing {
       await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext('custos.identity.signing-keys'))`);
       const active = await tx.select().from(signingKeys).where(isNull(signingKeys.retiredAt));
       const current = active.sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime())[0];
-      if (!current || now.getTime() - current.createdAt.getTime() >= this.opts.rotationMs) {
+      // A key the configured KEK cannot open (the KEK was replaced or lost) is retired and a new one
+      // takes over; its public half keeps verifying the tokens it signed until they expire.
+      const unreadable = current !== undefined && !this.canOpen(current.privateKeyEnc, current.kid);
+      if (unreadable)
+        this.logger.error(
+          { kid: current.kid },
+          'active signing key cannot be decrypted with TOKEN_SIGNING_KEK; replacing it',
+        );
+      if (!current || unreadable || now.getTime() - current.createdAt.getTime() >= this.opts.rotationMs) {
         const k = generateSigningKey();
         await tx.insert(signingKeys).values({
           kid: k.kid,
@@ -74,6 +82,15 @@ export class SigningKeyRing {
           }
         : {}),
     }));
+  }
+
+  private canOpen(sealed: Buffer, kid: string): boolean {
+    try {
+      openPrivateKey(sealed, this.opts.kek, kid);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** The key that signs new tokens. */

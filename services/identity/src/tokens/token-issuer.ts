@@ -7,6 +7,8 @@ export interface TokenSettings {
   issuers: string[];
   audience: string;
   userAccessTtlSeconds: number;
+  /** Lower-cased e-mail addresses of the platform admins (PLATFORM_ADMIN_EMAILS). */
+  platformAdminEmails?: readonly string[];
 }
 
 /** A signed access token and what the caller reports about it. */
@@ -39,9 +41,17 @@ export class TokenIssuer {
     readonly settings: TokenSettings,
   ) {}
 
-  /** An access token for a user of an org, bound to a session (refresh-token family). */
+  /** Whether an e-mail address is one of the platform admins of the configuration. */
+  isPlatformAdmin(email: string): boolean {
+    return this.settings.platformAdminEmails?.includes(email.toLowerCase()) ?? false;
+  }
+
+  /**
+   * An access token for a user of an org, bound to a session (refresh-token family); the caller
+   * says whether the user is a platform admin (`platform_admin: true` then).
+   */
   userAccessToken(
-    user: { id: string; orgId: string; role: string },
+    user: { id: string; orgId: string; role: string; platformAdmin?: boolean },
     session: { id: string; amr: string[] },
     ttlSeconds = this.settings.userAccessTtlSeconds,
   ): MintedAccessToken {
@@ -56,6 +66,7 @@ export class TokenIssuer {
         sub: `user:${user.id}`,
         org: user.orgId,
         role: user.role,
+        ...(user.platformAdmin ? { platform_admin: true } : {}),
         token_use: 'access',
         sid: session.id,
         amr: session.amr,

@@ -21,6 +21,7 @@ import {
   secretMatches,
 } from '../credentials/secret-token-fns.js';
 import type { Mailer } from '../mail/mailer.js';
+import type { LoginResult, MfaChallengeStarter } from '../mfa/mfa-types.js';
 import { verificationEmail } from '../mail/templates.js';
 import type { RevocationStore } from '../tokens/revocation-store.js';
 import type { TokenIssuer } from '../tokens/token-issuer.js';
@@ -39,6 +40,7 @@ export interface UserServiceOptions {
   publicBaseUrl: string;
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const LOGIN_FAILED = 'invalid email or password';
 
 /** Signup, e-mail verification, password login, refresh rotation, sign-out and the profile. */
@@ -50,6 +52,7 @@ export class UserService {
     private readonly mailer: Mailer,
     private readonly opts: UserServiceOptions,
     private readonly logger: Logger,
+    private readonly mfaChallenges: MfaChallengeStarter,
   ) {}
 
   /** Creates a user who owns a new org; either sends a verification e-mail or signs the user in. */
@@ -119,8 +122,11 @@ export class UserService {
     return this.startSession(user, ['email']);
   }
 
-  /** Password sign-in; every failure answers the same, whether or not the e-mail exists. */
-  async login(input: { email: unknown; password: unknown }): Promise<TokenSetView> {
+  /**
+   * Password sign-in; every failure answers the same, whether or not the e-mail exists. A user
+   * with TOTP gets an MFA challenge instead of tokens (completed by completeMfaLogin).
+   */
+  async login(input: { email: unknown; password: unknown }): Promise<LoginResult> {
     if (
       typeof input.email !== 'string' ||
       typeof input.password !== 'string' ||
@@ -143,41 +149,63 @@ export class UserService {
         type: 'email_not_verified',
       });
     }
-    return this.startSession(user, ['pwd']);
+    if (user.totpEnabled) return { kind: 'mfa', challenge: await this.mfaChallenges.start(user.id) };
+    return { kind: 'tokens', tokens: await this.startSession(user, ['pwd']) };
+  }
+
+  /** Starts the session of a password sign-in whose second factor was just verified. */
+  async completeMfaLogin(userId: string, amr: string[]): Promise<TokenSetView> {
+    const user = await this.store.findById(userId);
+    if (!user) throw new UnauthenticatedError(LOGIN_FAILED);
+    return this.startSession(user, amr);
   }
 
   /**
    * Rotates a refresh token. A token that was already used (a replay, or a stolen copy used after
-   * the owner) revokes its whole family, and the access tokens of that session with it.
+   * the owner) revokes its whole family, and the access tokens of that session with it. The row is
+   * locked for the decision, so of parallel presentations one rotates and the others count as reuse.
    */
   async refresh(refreshToken: unknown): Promise<TokenSetView> {
     const parsed =
       typeof refreshToken === 'string' ? parseSecretToken(refreshToken, REFRESH_PREFIX) : undefined;
     if (!parsed) throw new UnauthenticatedError('invalid refresh token');
-    const row = await this.store.findRefreshToken(parsed.id);
-    if (!row || !secretMatches(parsed.secret, row.secretHash))
-      throw new UnauthenticatedError('invalid refresh token');
-    if (!(await this.store.useRefreshToken(row.id))) {
-      if (row.usedAt || row.revokedAt) {
-        await this.revokeFamily(row.familyId);
-        this.logger.warn(
-          { family_id: row.familyId, user_id: row.userId },
-          'refresh token reuse: session revoked',
-        );
-      }
-      throw new UnauthenticatedError('invalid refresh token');
+    const outcome = await this.store.transaction(async (tx) => {
+      const row = await this.store.lockRefreshToken(parsed.id, tx);
+      if (!row || !secretMatches(parsed.secret, row.secretHash)) return { kind: 'invalid' as const };
+      // Already revoked (sign-out, password change): simply invalid. Used but not revoked: reuse.
+      if (row.revokedAt) return { kind: 'invalid' as const };
+      if (row.usedAt) return { kind: 'reuse' as const, familyId: row.familyId, userId: row.userId };
+      if (row.expiresAt.getTime() <= Date.now()) return { kind: 'invalid' as const };
+      // A session signed out (or caught reusing) while this refresh waited stays ended.
+      if (await this.revocations.isSessionRevoked(row.familyId, tx)) return { kind: 'invalid' as const };
+      await this.store.markRefreshTokenUsed(row.id, tx);
+      const user = await this.store.findById(row.userId, tx);
+      if (!user) return { kind: 'invalid' as const };
+      const next = await this.storeRefreshToken(user.id, { id: row.familyId, amr: row.amr }, tx);
+      return { kind: 'ok' as const, user, session: { id: row.familyId, amr: row.amr }, next };
+    });
+    if (outcome.kind === 'reuse') {
+      await this.revokeFamily(outcome.familyId);
+      this.logger.warn(
+        { family_id: outcome.familyId, user_id: outcome.userId },
+        'refresh token reuse: session revoked',
+      );
     }
-    const user = await this.store.findById(row.userId);
-    if (!user) throw new UnauthenticatedError('invalid refresh token');
-    return this.issue(user, { id: row.familyId, amr: row.amr });
+    if (outcome.kind !== 'ok') throw new UnauthenticatedError('invalid refresh token');
+    return this.accessFor(outcome.user, outcome.session, outcome.next);
   }
 
-  /** Signs the caller out: this access token and its session stop working at once. */
+  /**
+   * Signs the caller out: this access token stops working at once, and for a password session the
+   * whole session (its refresh tokens and the access tokens minted from them) with it.
+   */
   async signOut(principal: Principal): Promise<void> {
-    if (principal.kind !== 'user')
-      throw new PermissionDeniedError('only a user session can be signed out here');
     await this.revocations.revokeToken(principal.tokenId, new Date(principal.expiresAt * 1000));
-    if (principal.sessionId) await this.revokeFamily(principal.sessionId);
+    const sid = principal.sessionId;
+    // Only sessions are refresh-token families (UUIDs); a key's tokens are revoked with the key.
+    if (principal.kind === 'user' && sid && UUID.test(sid) && !principal.amr.includes('api_key')) {
+      await this.revokeFamily(sid);
+    }
   }
 
   /** The caller's profile. */
@@ -211,30 +239,43 @@ export class UserService {
   }
 
   private async issue(user: User, session: { id: string; amr: string[] }): Promise<TokenSetView> {
+    const refresh = await this.storeRefreshToken(user.id, session);
+    return this.accessFor(user, session, refresh);
+  }
+
+  private async storeRefreshToken(
+    userId: string,
+    session: { id: string; amr: string[] },
+    tx?: Parameters<UserStore['insertRefreshToken']>[1],
+  ): Promise<string> {
     const refresh = generateSecretToken(REFRESH_PREFIX);
-    await this.store.insertRefreshToken({
-      id: refresh.id,
-      familyId: session.id,
-      userId: user.id,
-      secretHash: refresh.secretHash,
-      amr: session.amr,
-      expiresAt: new Date(Date.now() + this.opts.refreshTtlSeconds * 1000),
-    });
-    const access = this.issuer.userAccessToken(user, session);
-    return {
-      accessToken: access.token,
-      tokenType: 'Bearer',
-      expiresIn: access.expiresIn,
-      refreshToken: refresh.token,
-    };
+    await this.store.insertRefreshToken(
+      {
+        id: refresh.id,
+        familyId: session.id,
+        userId,
+        secretHash: refresh.secretHash,
+        amr: session.amr,
+        expiresAt: new Date(Date.now() + this.opts.refreshTtlSeconds * 1000),
+      },
+      tx,
+    );
+    return refresh.token;
+  }
+
+  private accessFor(user: User, session: { id: string; amr: string[] }, refreshToken: string): TokenSetView {
+    const access = this.issuer.userAccessToken(
+      { ...user, platformAdmin: this.issuer.isPlatformAdmin(user.email) },
+      session,
+    );
+    return { accessToken: access.token, tokenType: 'Bearer', expiresIn: access.expiresIn, refreshToken };
   }
 
   private async revokeFamily(familyId: string): Promise<void> {
     await this.store.revokeFamily(familyId);
-    await this.revocations.revokeSession(
-      familyId,
-      new Date(Date.now() + this.issuer.settings.userAccessTtlSeconds * 1000),
-    );
+    // Kept as long as the family's refresh tokens could live, so a refresh racing the revocation
+    // (and every access token it minted) is refused too.
+    await this.revocations.revokeSession(familyId, new Date(Date.now() + this.opts.refreshTtlSeconds * 1000));
   }
 
   private async sendSafely(

@@ -133,27 +133,15 @@ export class UserStore {
     await tx.insert(refreshTokens).values(row);
   }
 
-  /** A refresh token row by its id part. */
-  async findRefreshToken(id: string, tx: Tx = this.db) {
-    const rows = await tx.select().from(refreshTokens).where(eq(refreshTokens.id, id));
+  /** A refresh token row, locked until the transaction ends (the rotate-or-reuse decision). */
+  async lockRefreshToken(id: string, tx: Tx) {
+    const rows = await tx.select().from(refreshTokens).where(eq(refreshTokens.id, id)).for('update');
     return rows[0];
   }
 
-  /** Marks a refresh token used if it is still usable; false when it was used or revoked already. */
-  async useRefreshToken(id: string, tx: Tx = this.db): Promise<boolean> {
-    const rows = await tx
-      .update(refreshTokens)
-      .set({ usedAt: new Date() })
-      .where(
-        and(
-          eq(refreshTokens.id, id),
-          isNull(refreshTokens.usedAt),
-          isNull(refreshTokens.revokedAt),
-          gt(refreshTokens.expiresAt, new Date()),
-        ),
-      )
-      .returning({ id: refreshTokens.id });
-    return rows.length === 1;
+  /** Marks a (locked) refresh token used. */
+  async markRefreshTokenUsed(id: string, tx: Tx): Promise<void> {
+    await tx.update(refreshTokens).set({ usedAt: new Date() }).where(eq(refreshTokens.id, id));
   }
 
   /** Revokes every refresh token of a family (a session). */

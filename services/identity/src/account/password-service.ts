@@ -1,0 +1,174 @@
+import type { Principal } from '@custos/auth';
+import { InvalidArgumentError, UnauthenticatedError, type Logger, describeError } from '@custos/service-kit';
+import { checkPasswordPolicy, hashPassword } from '../credentials/password-fns.js';
+import {
+  SECRET_TOKEN_PREFIXES,
+  generateSecretToken,
+  parseSecretToken,
+  secretMatches,
+} from '../credentials/secret-token-fns.js';
+import type { Mailer } from '../mail/mailer.js';
+import { passwordResetEmail } from '../mail/templates.js';
+import type { RevocationStore } from '../tokens/revocation-store.js';
+import { normalizeEmail } from '../users/user-fns.js';
+import type { UserStore } from '../users/user-store.js';
+import { RESET_EMAILS_PER_HOUR, RESET_TOKEN_TTL_SECONDS, requireUser } from './account-fns.js';
+import { revokeUserEverywhere, waitPastRevocation } from './account-sessions.js';
+import type { AccountStore } from './account-store.js';
+import type { ReauthService } from './reauth-service.js';
+
+const EMAIL_TOKEN_PREFIX = SECRET_TOKEN_PREFIXES.email;
+const RESET_PURPOSE = 'reset_password';
+const BAD_RESET_TOKEN = 'invalid or expired reset token';
+
+/** Settings of the password rules. */
+export interface PasswordServiceOptions {
+  /** Base of the links in e-mails (PUBLIC_BASE_URL). */
+  publicBaseUrl: string;
+}
+
+/** A non-empty string field, or a 400 naming it. */
+function required(value: unknown, field: string): string {
+  if (typeof value !== 'string' || value === '')
+    throw new InvalidArgumentError(field, `${field} is required`);
+  return value;
+}
+
+/** The password policy, with the refusal naming `field`. */
+function checkPolicy(password: string, field: string): void {
+  const reason = checkPasswordPolicy(password);
+  if (reason) throw new InvalidArgumentError(field, reason.replace(/^password\b/, field));
+}
+
+/**
+ * Passwords of an account: forgotten (an e-mailed reset link), reset, changed, and set for the
+ * first time. Resetting or changing ends every session and access token of the user.
+ */
+export class PasswordService {
+  constructor(
+    private readonly store: AccountStore,
+    private readonly users: UserStore,
+    private readonly reauth: ReauthService,
+    private readonly revocations: RevocationStore,
+    private readonly mailer: Mailer,
+    private readonly opts: PasswordServiceOptions,
+    private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Starts a reset when a password account has the address. The lookup, the token and the e-mail
+   * happen after the answer, so the answer and its timing are the same for every address.
+   */
+  forgotPassword(rawEmail: unknown): void {
+    const email = normalizeEmail(rawEmail);
+    void this.startReset(email).catch((err: unknown) =>
+      this.logger.error({ err: describeError(err) }, 'password reset could not be started'),
+    );
+  }
+
+  private async startReset(email: string): Promise<void> {
+    const user = await this.users.findByEmail(email);
+    // Accounts without a password (social sign-in) have nothing to reset.
+    if (!user?.passwordHash) return;
+    const since = new Date(Date.now() - 3_600_000);
+    if ((await this.store.countEmailTokensSince(user.id, RESET_PURPOSE, since)) >= RESET_EMAILS_PER_HOUR) {
+      this.logger.warn({ user_id: user.id }, 'password reset e-mails per hour reached; request ignored');
+      return;
+    }
+    const t = generateSecretToken(EMAIL_TOKEN_PREFIX);
+    await this.store.transaction(async (tx) => {
+      // Only the newest link works.
+      await this.store.voidEmailTokens(user.id, RESET_PURPOSE, tx);
+      await this.users.insertEmailToken(
+        {
+          id: t.id,
+          userId: user.id,
+          purpose: RESET_PURPOSE,
+          secretHash: t.secretHash,
+          expiresAt: new Date(Date.now() + RESET_TOKEN_TTL_SECONDS * 1000),
+        },
+        tx,
+      );
+    });
+    const content = passwordResetEmail({
+      link: `${this.opts.publicBaseUrl}/reset-password?token=${encodeURIComponent(t.token)}`,
+      token: t.token,
+      expiresInSeconds: RESET_TOKEN_TTL_SECONDS,
+    });
+    await this.mailer.send({ to: user.email, ...content });
+  }
+
+  /** Consumes a reset token once, sets the new password, and ends every session of the user. */
+  async resetPassword(token: unknown, newPassword: unknown): Promise<void> {
+    const parsed = typeof token === 'string' ? parseSecretToken(token, EMAIL_TOKEN_PREFIX) : undefined;
+    if (!parsed) throw new InvalidArgumentError('token', BAD_RESET_TOKEN);
+    const password = required(newPassword, 'new_password');
+    // The policy is checked first, so that a weak password does not spend the token.
+    checkPolicy(password, 'new_password');
+    const hash = await hashPassword(password);
+    const userId = await this.store.transaction(async (tx) => {
+      const row = await this.users.consumeEmailToken(parsed.id, RESET_PURPOSE, tx);
+      if (!row || !secretMatches(parsed.secret, row.secretHash)) return undefined;
+      const user = await this.users.findById(row.userId, tx);
+      if (!user) return undefined;
+      // The link arrived at the address, which proves it as a verification link would.
+      await this.store.setPasswordHash(user.id, hash, true, tx);
+      await this.store.voidEmailTokens(user.id, RESET_PURPOSE, tx);
+      await this.store.revokeRefreshTokens(user.id, tx);
+      return user.id;
+    });
+    if (!userId) throw new InvalidArgumentError('token', BAD_RESET_TOKEN);
+    await waitPastRevocation(await revokeUserEverywhere(this.store, this.revocations, userId));
+  }
+
+  /**
+   * Changes the caller's password after checking the current one (under the re-auth lockout).
+   * Every session and access token of the user ends, the caller's too: the client signs in again
+   * with the new password (a sign-in right after the answer works).
+   */
+  async changePassword(p: Principal, currentPassword: unknown, newPassword: unknown): Promise<void> {
+    const caller = requireUser(p);
+    const current = required(currentPassword, 'current_password');
+    const next = required(newPassword, 'new_password');
+    checkPolicy(next, 'new_password');
+    const user = await this.users.findById(caller.userId);
+    if (!user) throw new UnauthenticatedError();
+    if (!user.passwordHash) {
+      throw new InvalidArgumentError(
+        'current_password',
+        'this account has no password; set one with POST /v1/auth/set-password',
+      );
+    }
+    if (!(await this.reauth.checkPassword(user.id, user.passwordHash, current))) {
+      throw new InvalidArgumentError('current_password', 'current_password is not correct');
+    }
+    if (current.normalize('NFKC') === next.normalize('NFKC')) {
+      throw new InvalidArgumentError('new_password', 'new_password must differ from the current password');
+    }
+    const hash = await hashPassword(next);
+    await this.store.transaction(async (tx) => {
+      await this.store.setPasswordHash(user.id, hash, false, tx);
+      await this.store.revokeRefreshTokens(user.id, tx);
+    });
+    await waitPastRevocation(await revokeUserEverywhere(this.store, this.revocations, user.id));
+  }
+
+  /** Sets the first password of an account that has none (e.g. one created by a social sign-in). */
+  async setPassword(p: Principal, rawPassword: unknown, rawConfirm: unknown): Promise<void> {
+    const caller = requireUser(p);
+    const password = required(rawPassword, 'password');
+    if (rawConfirm !== password) {
+      throw new InvalidArgumentError('password_confirm', 'password_confirm does not match password');
+    }
+    const user = await this.users.findById(caller.userId);
+    if (!user) throw new UnauthenticatedError();
+    const alreadySet = () =>
+      new InvalidArgumentError(
+        'password',
+        'this account already has a password; change it with POST /v1/auth/change-password',
+      );
+    if (user.passwordHash) throw alreadySet();
+    checkPolicy(password, 'password');
+    if (!(await this.store.setFirstPasswordHash(user.id, await hashPassword(password)))) throw alreadySet();
+  }
+}

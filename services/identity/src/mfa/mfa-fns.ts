@@ -1,0 +1,57 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+
+/** Lifetime of the challenge a password sign-in answers with (DECISIONS.md: 300 s). */
+export const MFA_CHALLENGE_TTL_SECONDS = 300;
+/** Codes one challenge accepts before it is dead and the user signs in again. */
+export const MFA_MAX_ATTEMPTS = 5;
+/**
+ * Failed codes one user may send, over all challenges, within MFA_FAILURE_WINDOW_SECONDS. Five per
+ * challenge alone would let someone who has the password guess on through fresh sign-ins.
+ */
+export const MFA_FAILURE_LIMIT = 20;
+/** The window of MFA_FAILURE_LIMIT, in seconds. */
+export const MFA_FAILURE_WINDOW_SECONDS = 900;
+/** Recovery codes handed out when TOTP is enabled. */
+export const RECOVERY_CODE_COUNT = 10;
+/** Issuer an authenticator app shows beside the account. */
+export const TOTP_ISSUER = 'Custos';
+
+// Format byte first, so a later change of cipher or key can be told apart from this one.
+const SEALED_FORMAT = 1;
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+const HEADER_BYTES = 1 + IV_BYTES + TAG_BYTES;
+
+// Binding the user id means a sealed secret copied onto another user's row does not open.
+function aad(userId: string): Buffer {
+  return Buffer.from(`custos-totp-secret:${userId}`, 'utf8');
+}
+
+/**
+ * Encrypts a TOTP secret with AES-256-GCM under the key-encryption key, bound to the user:
+ * `format(1) | iv(12) | tag(16) | ciphertext`.
+ */
+export function sealTotpSecret(secret: Buffer, kek: Buffer, userId: string): Buffer {
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', kek, iv);
+  cipher.setAAD(aad(userId));
+  const ct = Buffer.concat([cipher.update(secret), cipher.final()]);
+  return Buffer.concat([Buffer.from([SEALED_FORMAT]), iv, cipher.getAuthTag(), ct]);
+}
+
+/** Decrypts a sealed TOTP secret; throws when the key or user is wrong or the bytes were altered. */
+export function openTotpSecret(sealed: Buffer, kek: Buffer, userId: string): Buffer {
+  if (sealed.length <= HEADER_BYTES || sealed[0] !== SEALED_FORMAT) throw new Error('unknown sealed format');
+  const decipher = createDecipheriv('aes-256-gcm', kek, sealed.subarray(1, 1 + IV_BYTES));
+  decipher.setAAD(aad(userId));
+  decipher.setAuthTag(sealed.subarray(1 + IV_BYTES, HEADER_BYTES));
+  return Buffer.concat([decipher.update(sealed.subarray(HEADER_BYTES)), decipher.final()]);
+}
+
+/** What a typed second-factor code looks like: a TOTP code (6 digits, spaces ignored) or anything else. */
+export function classifyCode(
+  code: string,
+): { kind: 'otp'; code: string } | { kind: 'recovery'; code: string } {
+  const compact = code.replace(/\s/g, '');
+  return /^[0-9]{6}$/.test(compact) ? { kind: 'otp', code: compact } : { kind: 'recovery', code };
+}

@@ -1,0 +1,155 @@
+import type { Principal, UserPrincipal } from '@custos/auth';
+import { NotFoundError, PermissionDeniedError, UnauthenticatedError } from '@custos/service-kit';
+import type { RevocationStore } from '../tokens/revocation-store.js';
+import type { TokenIssuer } from '../tokens/token-issuer.js';
+import {
+  isManager,
+  msUntilPastRevocation,
+  normalizeOrgName,
+  parseRole,
+  parseUuid,
+  removalRefusal,
+  roleChangeRefusal,
+} from './org-fns.js';
+import type { OrgStore } from './org-store.js';
+import type { OrgMemberView, SubOrgView } from './org-types.js';
+
+type Tx = Parameters<Parameters<OrgStore['transaction']>[0]>[0];
+
+/** A human caller, or 403 for an agent. */
+export function humanCaller(p: Principal): UserPrincipal {
+  if (p.kind !== 'user')
+    throw new PermissionDeniedError('this operation is for humans only; agents are refused');
+  return p;
+}
+
+/**
+ * Makes every access token of a user issued until now stop working (their claims — role, org —
+ * are stale, or the user is gone). User tokens live at most the access-token lifetime, so the
+ * revocation needs to last no longer than that. Returns the instant of the revocation.
+ */
+export async function revokeUserTokens(
+  revocations: RevocationStore,
+  issuer: TokenIssuer,
+  userId: string,
+): Promise<number> {
+  const now = Date.now();
+  await revocations.revokeSubjectBefore(
+    `user:${userId}`,
+    new Date(now),
+    new Date(now + issuer.settings.userAccessTtlSeconds * 1000),
+  );
+  return now;
+}
+
+/**
+ * Members of the caller's org (roles owner, admin, member) and its sub-orgs. Decisions use the
+ * caller's role as stored now, not the one in the token, and rules that count owners run under a
+ * lock of the org's row, so concurrent changes cannot leave an org without an owner.
+ */
+export class OrgService {
+  constructor(
+    private readonly store: OrgStore,
+    private readonly issuer: TokenIssuer,
+    private readonly revocations: RevocationStore,
+  ) {}
+
+  /** The caller's current membership of the home org; 401 when it no longer exists. */
+  private async me(p: UserPrincipal, tx?: Tx): Promise<OrgMemberView> {
+    const me = await this.store.findHomeMember(p.orgId, p.userId, tx);
+    if (!me) throw new UnauthenticatedError('your account is no longer a member of this org');
+    return me;
+  }
+
+  /** The members of the caller's org; any human of the org may list them. */
+  async listMembers(p: Principal): Promise<OrgMemberView[]> {
+    const caller = humanCaller(p);
+    return this.store.listMembers(caller.orgId);
+  }
+
+  /**
+   * Changes a member's role (see roleChangeRefusal). A real change revokes the member's current
+   * tokens, whose `role` claim it makes stale; the member signs in or refreshes to get the new one.
+   */
+  async updateRole(p: Principal, userId: unknown, role: unknown): Promise<OrgMemberView> {
+    const caller = humanCaller(p);
+    const result = await this.store.transaction(async (tx) => {
+      await this.store.lockOrg(caller.orgId, tx);
+      const me = await this.me(caller, tx);
+      if (!isManager(me.role)) throw new PermissionDeniedError('only an org owner or admin can change roles');
+      const targetId = parseUuid(userId, 'user_id');
+      const newRole = parseRole(role);
+      const target = await this.store.findHomeMember(caller.orgId, targetId, tx);
+      if (!target) throw new NotFoundError('member', targetId);
+      const refusal = roleChangeRefusal(
+        {
+          callerRole: me.role,
+          self: me.id === target.id,
+          targetRole: target.role,
+          ownerCount: await this.store.countOwners(caller.orgId, tx),
+        },
+        newRole,
+      );
+      if (refusal) throw refusal;
+      if (target.role === newRole) return { member: target, changed: false };
+      await this.store.setRole(caller.orgId, target.id, newRole, tx);
+      return { member: { ...target, role: newRole }, changed: true };
+    });
+    if (result.changed) {
+      const revokedAt = await revokeUserTokens(this.revocations, this.issuer, result.member.id);
+      // Answer once a fresh sign-in (carrying the new role) is no longer covered by the revocation.
+      const wait = msUntilPastRevocation(revokedAt, Date.now());
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+    return result.member;
+  }
+
+  /**
+   * Removes a member (see removalRefusal). The org is the member's home org and a user without one
+   * cannot sign in, so removal deletes the account (softly, as account deletion does) and revokes
+   * every token of it.
+   */
+  async removeMember(p: Principal, userId: unknown): Promise<void> {
+    const caller = humanCaller(p);
+    const removedId = await this.store.transaction(async (tx) => {
+      await this.store.lockOrg(caller.orgId, tx);
+      const me = await this.me(caller, tx);
+      if (!isManager(me.role))
+        throw new PermissionDeniedError('only an org owner or admin can remove members');
+      const targetId = parseUuid(userId, 'user_id');
+      const target = await this.store.findHomeMember(caller.orgId, targetId, tx);
+      if (!target) throw new NotFoundError('member', targetId);
+      const refusal = removalRefusal({
+        callerRole: me.role,
+        self: me.id === target.id,
+        targetRole: target.role,
+        ownerCount: await this.store.countOwners(caller.orgId, tx),
+      });
+      if (refusal) throw refusal;
+      await this.store.softDeleteUser(target.id, tx);
+      return target.id;
+    });
+    await revokeUserTokens(this.revocations, this.issuer, removedId);
+  }
+
+  /**
+   * Creates a sub-org of the caller's org. Users have one home org, so the caller is recorded as
+   * the sub-org's owner in its membership rows only; tokens for a sub-org are not issued yet.
+   */
+  async createSubOrg(p: Principal, name: unknown): Promise<SubOrgView> {
+    const caller = humanCaller(p);
+    const me = await this.me(caller);
+    if (!isManager(me.role))
+      throw new PermissionDeniedError('only an org owner or admin can create sub-orgs');
+    const clean = normalizeOrgName(name);
+    return this.store.transaction((tx) =>
+      this.store.insertSubOrg({ name: clean, parentOrgId: caller.orgId, ownerId: caller.userId }, tx),
+    );
+  }
+
+  /** The sub-orgs of the caller's org; any human of the org may list them. */
+  async listSubOrgs(p: Principal): Promise<SubOrgView[]> {
+    const caller = humanCaller(p);
+    return this.store.listSubOrgs(caller.orgId);
+  }
+}

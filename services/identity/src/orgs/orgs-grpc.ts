@@ -1,0 +1,135 @@
+import type { TokenVerifier } from '@custos/auth';
+import type {
+  AdminSetting,
+  AdminUser,
+  OrgMember,
+  OrgServiceServer,
+  SubOrg,
+} from '@custos/proto/custos/identity/v1/orgs';
+import type { AsyncService, Database, Logger } from '@custos/service-kit';
+import { callerResolver } from '../grpc/caller.js';
+import type { Mailer } from '../mail/mailer.js';
+import type { RevocationStore } from '../tokens/revocation-store.js';
+import type { TokenIssuer } from '../tokens/token-issuer.js';
+import { AdminService } from './admin-service.js';
+import { AdminStore } from './admin-store.js';
+import { InviteService } from './invite-service.js';
+import { OrgService } from './org-service.js';
+import { OrgStore } from './org-store.js';
+import type { AdminSettingView, AdminUserView, OrgMemberView, SubOrgView } from './org-types.js';
+
+function member(m: OrgMemberView): OrgMember {
+  return {
+    id: m.id,
+    email: m.email,
+    displayName: m.displayName,
+    role: m.role,
+    authMethod: m.authMethod,
+    createdAt: m.createdAt.toISOString(),
+  };
+}
+
+function subOrg(o: SubOrgView): SubOrg {
+  return { id: o.id, name: o.name, parentOrgId: o.parentOrgId, createdAt: o.createdAt.toISOString() };
+}
+
+function adminUser(u: AdminUserView): AdminUser {
+  return {
+    id: u.id,
+    email: u.email,
+    displayName: u.displayName,
+    role: u.role,
+    authMethod: u.authMethod,
+    orgId: u.orgId,
+    orgName: u.orgName,
+    createdAt: u.createdAt.toISOString(),
+    platformAdmin: u.platformAdmin,
+  };
+}
+
+function setting(s: AdminSettingView): AdminSetting {
+  return { name: s.name, value: s.value, updatedBy: s.updatedBy ?? '', updatedAt: s.updatedAt.toISOString() };
+}
+
+/** What the org slice needs from the composition root. */
+export interface OrgsGrpcDeps {
+  db: Database;
+  issuer: TokenIssuer;
+  revocations: RevocationStore;
+  mailer: Mailer;
+  verifier: TokenVerifier;
+  logger: Logger;
+  publicBaseUrl: string;
+  maxPendingInvites: number;
+}
+
+/**
+ * gRPC adapter of OrgService: decode, call the rules, encode. It also wires the slice's stores and
+ * services from the shared dependencies, so the composition root registers it in one line.
+ */
+export function orgsGrpc(deps: OrgsGrpcDeps): AsyncService<OrgServiceServer> {
+  const store = new OrgStore(deps.db);
+  const orgs = new OrgService(store, deps.issuer, deps.revocations);
+  const invites = new InviteService(
+    store,
+    deps.mailer,
+    { publicBaseUrl: deps.publicBaseUrl, maxPendingInvites: deps.maxPendingInvites },
+    deps.logger,
+  );
+  const admin = new AdminService(new AdminStore(deps.db), store, deps.issuer, deps.revocations);
+  const caller = callerResolver(deps.verifier);
+
+  return {
+    async listOrgMembers(_req, call) {
+      return { members: (await orgs.listMembers(await caller(call))).map(member) };
+    },
+    async inviteOrgMember(req, call) {
+      const r = await invites.invite(await caller(call), req.email, req.role);
+      return { message: `Invitation sent to ${r.email}.`, email: r.email };
+    },
+    async acceptOrgInvite(req) {
+      const r = await invites.accept({
+        token: req.token,
+        password: req.password,
+        displayName: req.displayName,
+      });
+      return {
+        message: 'Invitation accepted. Sign in with your e-mail address and password.',
+        email: r.email,
+        orgId: r.orgId,
+        role: r.role,
+        userId: r.userId,
+      };
+    },
+    async updateOrgMemberRole(req, call) {
+      return { member: member(await orgs.updateRole(await caller(call), req.userId, req.role)) };
+    },
+    async removeOrgMember(req, call) {
+      await orgs.removeMember(await caller(call), req.userId);
+      return {};
+    },
+    async createSubOrg(req, call) {
+      return { subOrg: subOrg(await orgs.createSubOrg(await caller(call), req.name)) };
+    },
+    async listSubOrgs(_req, call) {
+      return { subOrgs: (await orgs.listSubOrgs(await caller(call))).map(subOrg) };
+    },
+    async adminListUsers(req, call) {
+      const r = await admin.listUsers(await caller(call), req.limit, req.offset);
+      return { users: r.users.map(adminUser), total: r.total };
+    },
+    async adminDeleteUser(req, call) {
+      await admin.deleteUser(await caller(call), req.userId);
+      return {};
+    },
+    async adminListSettings(_req, call) {
+      return { settings: (await admin.listSettings(await caller(call))).map(setting) };
+    },
+    async adminGetSetting(req, call) {
+      return { setting: setting(await admin.getSetting(await caller(call), req.name)) };
+    },
+    async adminPutSetting(req, call) {
+      return { setting: setting(await admin.putSetting(await caller(call), req.name, req.value)) };
+    },
+  };
+}
