@@ -42,4 +42,27 @@ export const configShape = {
   ORG_MAX_PENDING_INVITES: env
     .int('Most invitations an org may have pending (sent, not accepted, not expired) at once.', 1, 10000)
     .default(100),
+  FEDERATION_RS256_PRIVATE_KEY_FILE: env
+    .string(
+      'Path of a PEM file holding the RSA private key (2048 bits or more) that signs federated tokens ' +
+        '(`POST /v1/auth/federated-token`, RS256); its public key is published in the JWKS. Unset, ' +
+        'with FEDERATION_RS256_PRIVATE_KEY unset too: the endpoint answers 503.',
+    )
+    .optional(),
+  FEDERATION_RS256_PRIVATE_KEY: env
+    .string('The same RSA private key as PEM text, instead of a file. Keep it in a secret.')
+    .optional(),
+  GOOGLE_CLIENT_IDS: env.list(
+    'Comma-separated OAuth client ids whose Google ID tokens sign in (`POST /v1/auth/google`, the ' +
+      '`aud` of the token). Empty: Google sign-in answers 503.',
+  ),
+  GOOGLE_JWKS_URL: env
+    .url('Where Google publishes the keys that sign its ID tokens.', ['http', 'https'])
+    .default('https://www.googleapis.com/oauth2/v3/certs'),
+  GOOGLE_ISSUERS: env
+    .list(
+      'Comma-separated issuers (`iss`) accepted in Google ID tokens; empty means ' +
+        '`accounts.google.com,https://accounts.google.com`.',
+    )
+    .transform((l) => (l.length > 0 ? l : ['accounts.google.com', 'https://accounts.google.com'])),
 };

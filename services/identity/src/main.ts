@@ -9,8 +9,11 @@ import { describeError } from '@custos/service-kit';
 import { AccountServiceService, accountService } from './account/account-module.js';
 import { AgentService } from './agents/agent-service.js';
 import { AgentStore } from './agents/agent-store.js';
+import { RouterKeyServiceService, routerKeyGrpc } from './agents/router-key-grpc.js';
 import { configShape } from './config.js';
 import { PersonalKeyService } from './keys/personal-key-service.js';
+import { loadFederationKey } from './federation/federation-fns.js';
+import { FederationServiceService, federationService } from './federation/federation-grpc.js';
 import { SCHEMA } from './db/schema.js';
 import { identityGrpc } from './grpc/identity-grpc.js';
 import { createMailer } from './mail/mailer.js';
@@ -104,7 +107,19 @@ runDataService({
       rt.logger,
       new MfaChallengeIssuer(new MfaStore(db)),
     );
-    rt.grpc.add(IdentityServiceService, identityGrpc({ users, agents, keys, ring, settings, verifier }));
+    const federationKey = loadFederationKey(c);
+    rt.grpc.add(
+      IdentityServiceService,
+      identityGrpc({
+        users,
+        agents,
+        keys,
+        ring,
+        settings,
+        verifier,
+        extraJwks: federationKey && [federationKey.publicJwk],
+      }),
+    );
     // Further identity RPC services (MFA, account security, orgs) register below, one line each,
     // with the dependencies above.
     rt.grpc.add(
@@ -135,6 +150,18 @@ runDataService({
     rt.grpc.add(
       MfaServiceService,
       mfaGrpc({ mfa: new MfaService(new MfaStore(db), users, { kek: c.TOKEN_SIGNING_KEK }), verifier }),
+    );
+    rt.grpc.add(RouterKeyServiceService, routerKeyGrpc({ db, issuer, revocations, verifier }));
+    rt.grpc.add(
+      FederationServiceService,
+      federationService({
+        db,
+        verifier,
+        users,
+        key: federationKey,
+        issuer: settings.issuers[0]!,
+        google: { clientIds: c.GOOGLE_CLIENT_IDS, issuers: c.GOOGLE_ISSUERS, jwksUrl: c.GOOGLE_JWKS_URL },
+      }),
     );
   },
 });

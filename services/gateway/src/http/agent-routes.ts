@@ -14,6 +14,11 @@ export function agentRoutes(
   const call = <Req, Res>(method: Parameters<typeof callUnary<Req, Res>>[1], request: Req) =>
     callUnary(identity, method, request, new Metadata());
 
+  // A router key (`sk-proxy-v1-`, spec §5.4) leaves this group for the router-key routes' exchange.
+  router.post('/v1/auth/agent-token', (req, _res, next) => {
+    const key: unknown = (req.body as Record<string, unknown> | undefined)?.['api_key'];
+    next(typeof key === 'string' && key.startsWith('sk-proxy-v1-') ? 'router' : undefined);
+  });
   declareRoute(router, guards, 'post', '/v1/auth/agent-token', 'public', async (req, res) => {
     const b = body(req);
     const r = await call(identity.exchangeAgentKey, {

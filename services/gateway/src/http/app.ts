@@ -11,8 +11,10 @@ import { agentRoutes } from './agent-routes.js';
 import { authRoutes } from './auth-routes.js';
 import { authenticate, humanOnly } from './authenticate.js';
 import { keyRoutes } from './key-routes.js';
+import { federationRoutes } from './federation-routes.js';
 import { mfaRoutes } from './mfa-routes.js';
 import { orgRoutes } from './org-routes.js';
+import { routerKeyRoutes } from './router-key-routes.js';
 import { healthRoutes } from './health-routes.js';
 import { errorHandler, notFound } from './problem.js';
 import { rateLimit } from './rate-limit.js';
@@ -31,6 +33,7 @@ export const CREDENTIAL_ROUTES = [
   '/v1/auth/mfa/verify',
   '/v1/auth/federated-token',
   '/v1/org/invites/accept',
+  '/v1/auth/google',
 ];
 
 /** What the HTTP app needs. */
@@ -81,6 +84,8 @@ export function createApp(deps: AppDeps): Express {
   app.use(accountRoutes(deps.peers, guards));
   app.use(mfaRoutes(deps.peers, guards));
   app.use(orgRoutes(deps.peers, guards));
+  app.use(routerKeyRoutes(deps.peers, guards));
+  app.use(federationRoutes(deps.peers, guards));
 
   app.use(notFound);
   app.use(errorHandler(deps.logger));

@@ -302,3 +302,25 @@ export const adminSettings = identitySchema.table('admin_settings', {
   updatedBy: uuid('updated_by'),
   updatedAt: tstz('updated_at').notNull().defaultNow(),
 });
+
+/**
+ * Router keys (`sk-proxy-v1-`) of proxy-enabled agents, stored as hashes; `token_id` is the key's
+ * lookup part and the `sid` of the 60-second tokens minted from it. Null limits mean no limit.
+ */
+export const routerKeys = identitySchema.table(
+  'router_keys',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    tokenId: text('token_id').notNull().unique(),
+    agentId: uuid('agent_id')
+      .notNull()
+      .references(() => agents.id, { onDelete: 'cascade' }),
+    secretHash: text('secret_hash').notNull(),
+    maxConcurrentStreams: integer('max_concurrent_streams'),
+    spendCapMicroUsd: bigint('spend_cap_micro_usd', { mode: 'number' }),
+    createdBy: uuid('created_by').notNull(),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+    revokedAt: tstz('revoked_at'),
+  },
+  (t) => [index('router_keys_agent_idx').on(t.agentId)],
+);

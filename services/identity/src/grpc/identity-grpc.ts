@@ -54,13 +54,15 @@ export function identityGrpc(deps: {
   ring: SigningKeyRing;
   settings: TokenSettings;
   verifier: TokenVerifier;
+  /** Public keys of other signers to publish beside the ring's (the federation RS256 key). */
+  extraJwks?: ReadonlyArray<Record<string, unknown>> | undefined;
 }): AsyncService<IdentityServiceServer> {
   const caller = callerResolver(deps.verifier);
 
   return {
     async getJwks() {
       return {
-        jwksJson: JSON.stringify(deps.ring.jwks()),
+        jwksJson: JSON.stringify({ keys: [...deps.ring.jwks().keys, ...(deps.extraJwks ?? [])] }),
         issuers: deps.settings.issuers,
         audience: deps.settings.audience,
         activeKid: deps.ring.active().kid,

@@ -32,6 +32,8 @@ export interface AgentTokenSubject {
   proxyConfig: Record<string, unknown> | null;
   environment: string;
   ttlSeconds: number;
+  /** Set for a token minted from a router key (spec §5.4): its `router_key` claim. */
+  routerKey?: { id: string; maxConcurrentStreams: number | null; spendCapMicroUsd: number | null };
 }
 
 /** Mints access JWTs with the ring's active key (claims per DECISIONS.md "Identity and tokens"). */
@@ -99,6 +101,19 @@ export class TokenIssuer {
         sid: agent.keyId,
         ...(agent.intentsApiEnabled ? { intents_api_enabled: true } : {}),
         ...(agent.proxyEnabled ? { proxy_enabled: true, proxy_config: agent.proxyConfig ?? {} } : {}),
+        ...(agent.routerKey
+          ? {
+              router_key: {
+                id: agent.routerKey.id,
+                ...(agent.routerKey.maxConcurrentStreams !== null
+                  ? { max_concurrent_streams: agent.routerKey.maxConcurrentStreams }
+                  : {}),
+                ...(agent.routerKey.spendCapMicroUsd !== null
+                  ? { spend_cap_micro_usd: agent.routerKey.spendCapMicroUsd }
+                  : {}),
+              },
+            }
+          : {}),
         jti,
         iat: now,
         exp: now + agent.ttlSeconds,

@@ -161,6 +161,17 @@ export class UserService {
   }
 
   /**
+   * Signs in a user whose identity another party just proved (Google sign-in): a user with TOTP
+   * gets the MFA challenge exactly as a password sign-in does, anyone else a new session.
+   */
+  async signInVerifiedUser(userId: string, amr: string[]): Promise<LoginResult> {
+    const user = await this.store.findById(userId);
+    if (!user) throw new UnauthenticatedError(LOGIN_FAILED);
+    if (user.totpEnabled) return { kind: 'mfa', challenge: await this.mfaChallenges.start(user.id) };
+    return { kind: 'tokens', tokens: await this.startSession(user, amr) };
+  }
+
+  /**
    * Rotates a refresh token. A token that was already used (a replay, or a stolen copy used after
    * the owner) revokes its whole family, and the access tokens of that session with it. The row is
    * locked for the decision, so of parallel presentations one rotates and the others count as reuse.

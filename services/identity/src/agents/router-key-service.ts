@@ -1,0 +1,166 @@
+import type { Principal, UserPrincipal } from '@custos/auth';
+import {
+  ConflictError,
+  InvalidArgumentError,
+  NotFoundError,
+  PermissionDeniedError,
+  UnauthenticatedError,
+} from '@custos/service-kit';
+import {
+  SECRET_TOKEN_PREFIXES,
+  generateSecretToken,
+  parseSecretToken,
+  secretMatches,
+} from '../credentials/secret-token-fns.js';
+import type { RevocationStore } from '../tokens/revocation-store.js';
+import type { MintedAccessToken, TokenIssuer } from '../tokens/token-issuer.js';
+import { effectiveSettings } from './agent-fns.js';
+import type { AgentRow, AgentStore } from './agent-store.js';
+import { ROUTER_KEY_TOKEN_TTL_SECONDS, parseRouterKeyLimits } from './router-key-fns.js';
+import type { RouterKeyRow, RouterKeyStore } from './router-key-store.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const PREFIX = SECRET_TOKEN_PREFIXES.routerKey;
+/** Every refused exchange answers what a refused agent key answers, whatever the reason. */
+const EXCHANGE_FAILED = 'invalid agent credentials';
+/** An agent holds at most this many live router keys. */
+export const MAX_LIVE_ROUTER_KEYS = 50;
+
+/** The public view of a router key (never its secret). */
+export interface RouterKeyView {
+  id: string;
+  agentId: string;
+  keyPrefix: string;
+  maxConcurrentStreams: number | null;
+  spendCapMicroUsd: number | null;
+  createdBy: string;
+  createdAt: Date;
+  revokedAt: Date | null;
+}
+
+function view(row: RouterKeyRow): RouterKeyView {
+  return {
+    id: row.id,
+    agentId: row.agentId,
+    keyPrefix: `${PREFIX}${row.tokenId}`,
+    maxConcurrentStreams: row.maxConcurrentStreams,
+    spendCapMicroUsd: row.spendCapMicroUsd,
+    createdBy: row.createdBy,
+    createdAt: row.createdAt,
+    revokedAt: row.revokedAt,
+  };
+}
+
+/**
+ * Router keys (`sk-proxy-v1-`, SPEC.md §2.6, §4.4, §5.4): an org owner or admin issues them for a
+ * proxy-enabled agent, and the key alone exchanges for a 60-second agent token with a `router_key`
+ * claim. Such tokens carry the key's lookup id as `sid`, so revoking the key ends them at once.
+ */
+export class RouterKeyService {
+  constructor(
+    private readonly keys: RouterKeyStore,
+    private readonly agents: AgentStore,
+    private readonly issuer: TokenIssuer,
+    private readonly revocations: RevocationStore,
+  ) {}
+
+  private manager(p: Principal): UserPrincipal {
+    if (p.kind !== 'user') throw new PermissionDeniedError('agents cannot manage router keys');
+    if (p.role !== 'owner' && p.role !== 'admin') {
+      throw new PermissionDeniedError('only an org owner or admin can manage router keys');
+    }
+    return p;
+  }
+
+  /** The agent, when it is in the caller's org (404 otherwise, so other orgs learn nothing). */
+  private async agentInOrg(p: UserPrincipal, agentId: string): Promise<AgentRow> {
+    if (!UUID.test(agentId)) throw new InvalidArgumentError('agent_id', 'agent_id must be a UUID');
+    const row = await this.agents.findInOrg(agentId.toLowerCase(), p.orgId);
+    if (!row) throw new NotFoundError('agent', agentId);
+    return row;
+  }
+
+  /** Issues a key for a proxy-enabled, active agent; the key is returned only here. */
+  async create(
+    p: Principal,
+    agentId: string,
+    fields: Record<string, unknown>,
+  ): Promise<{ key: RouterKeyView; routerKey: string }> {
+    const user = this.manager(p);
+    const agent = await this.agentInOrg(user, agentId);
+    const limits = parseRouterKeyLimits(fields);
+    if (!agent.isActive) throw new ConflictError('the agent is deactivated');
+    if (!effectiveSettings(agent.settings).proxy_enabled) {
+      throw new ConflictError('router keys are only for agents with proxy_enabled: true', 'proxy_enabled');
+    }
+    if ((await this.keys.countLive(agent.id)) >= MAX_LIVE_ROUTER_KEYS) {
+      throw new PermissionDeniedError(`at most ${MAX_LIVE_ROUTER_KEYS} live router keys per agent`, {
+        type: 'resource_limit_exceeded',
+      });
+    }
+    const t = generateSecretToken(PREFIX);
+    const row = await this.keys.insert({
+      tokenId: t.id,
+      agentId: agent.id,
+      secretHash: t.secretHash,
+      ...limits,
+      createdBy: user.userId,
+    });
+    return { key: view(row), routerKey: t.token };
+  }
+
+  /** An agent's keys, revoked ones included, oldest first. */
+  async list(p: Principal, agentId: string): Promise<RouterKeyView[]> {
+    const agent = await this.agentInOrg(this.manager(p), agentId);
+    return (await this.keys.listForAgent(agent.id)).map(view);
+  }
+
+  /** Revokes a key, and every token minted from it, at once. */
+  async revoke(p: Principal, agentId: string, keyId: string): Promise<void> {
+    const agent = await this.agentInOrg(this.manager(p), agentId);
+    if (!UUID.test(keyId)) throw new InvalidArgumentError('key_id', 'key_id must be a UUID');
+    const row = await this.keys.revoke(agent.id, keyId.toLowerCase());
+    if (!row) throw new NotFoundError('router key', keyId);
+    // Tokens minted from the key live 60 s; the revocation outlives the youngest of them.
+    await this.revocations.revokeSession(
+      row.tokenId,
+      new Date(Date.now() + 2 * ROUTER_KEY_TOKEN_TTL_SECONDS * 1000),
+    );
+  }
+
+  /**
+   * Exchanges a router key (and, when the caller sent one, the matching agent id) for a 60-second
+   * agent token; only while the key is live and the agent active and proxy-enabled.
+   */
+  async exchange(routerKey: string, agentId: string): Promise<MintedAccessToken> {
+    const parsed = parseSecretToken(routerKey, PREFIX);
+    if (!parsed) throw new UnauthenticatedError(EXCHANGE_FAILED);
+    const key = await this.keys.findLive(parsed.id);
+    if (!key || !secretMatches(parsed.secret, key.secretHash))
+      throw new UnauthenticatedError(EXCHANGE_FAILED);
+    if (agentId && agentId.toLowerCase() !== key.agentId) throw new UnauthenticatedError(EXCHANGE_FAILED);
+    const agent = await this.agents.findById(key.agentId);
+    if (!agent?.isActive) throw new UnauthenticatedError(EXCHANGE_FAILED);
+    const s = effectiveSettings(agent.settings);
+    if (!s.proxy_enabled) throw new UnauthenticatedError(EXCHANGE_FAILED);
+    await this.agents.update(agent.id, { lastActiveAt: new Date() });
+    return this.issuer.agentAccessToken({
+      id: agent.id,
+      keyId: key.tokenId,
+      orgId: agent.orgId,
+      createdBy: agent.createdBy,
+      scopes: s.scopes ?? [],
+      vaultIds: s.vault_ids,
+      intentsApiEnabled: s.intents_api_enabled,
+      proxyEnabled: s.proxy_enabled,
+      proxyConfig: s.proxy_config,
+      environment: s.environment,
+      ttlSeconds: ROUTER_KEY_TOKEN_TTL_SECONDS,
+      routerKey: {
+        id: key.id,
+        maxConcurrentStreams: key.maxConcurrentStreams,
+        spendCapMicroUsd: key.spendCapMicroUsd,
+      },
+    });
+  }
+}

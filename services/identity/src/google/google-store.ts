@@ -1,0 +1,56 @@
+import { and, eq } from 'drizzle-orm';
+import type { Database } from '@custos/service-kit';
+import { orgMembers, orgs, users } from '../db/schema.js';
+
+/** SQL of accounts that Google sign-in creates or claims. */
+export class GoogleStore {
+  constructor(private readonly db: Database) {}
+
+  /**
+   * Creates an org and its owner signed up with Google (no password, e-mail verified). Returns the
+   * user id, or undefined when the e-mail was taken meanwhile (nothing is created then).
+   */
+  async createGoogleUser(input: {
+    email: string;
+    displayName: string;
+    orgName: string;
+  }): Promise<string | undefined> {
+    try {
+      return await this.db.transaction(async (tx) => {
+        const [org] = await tx.insert(orgs).values({ name: input.orgName }).returning({ id: orgs.id });
+        const inserted = await tx
+          .insert(users)
+          .values({
+            email: input.email,
+            displayName: input.displayName,
+            passwordHash: null,
+            authMethod: 'google',
+            emailVerified: true,
+            orgId: org!.id,
+          })
+          .onConflictDoNothing()
+          .returning({ id: users.id });
+        // Roll the org back with it.
+        if (inserted.length === 0) throw new EmailTaken();
+        await tx.insert(orgMembers).values({ orgId: org!.id, userId: inserted[0]!.id, role: 'owner' });
+        return inserted[0]!.id;
+      });
+    } catch (err) {
+      if (err instanceof EmailTaken) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * Google proved the address of an account whose e-mail was never verified: mark it verified and
+   * drop the password, which whoever registered the address without owning it may know.
+   */
+  async claimUnverified(userId: string): Promise<void> {
+    await this.db
+      .update(users)
+      .set({ emailVerified: true, passwordHash: null, updatedAt: new Date() })
+      .where(and(eq(users.id, userId), eq(users.emailVerified, false)));
+  }
+}
+
+class EmailTaken extends Error {}
