@@ -7,6 +7,7 @@ import { freePort } from '@custos/service-kit/testing';
 import { VaultCryptoServiceService } from '@custos/proto/custos/vault_crypto/v1/service';
 import { PEERS } from '../src/config';
 import { createApp } from '../src/http/app';
+import { ROUTE_TABLE } from '../src/http/routes';
 import { parseTrustedProxies } from '../src/http/client-ip';
 import { IdentityKeys } from '../src/identity-keys';
 import { connectPeers } from '../src/peers';
@@ -208,5 +209,35 @@ describe('gateway HTTP pipeline', () => {
     const all = logLines.join('');
     expect(all).toContain('/v1/no-route');
     expect(all).not.toContain(secret);
+  });
+
+  it('serves without a token only the public routes of spec §5.11 (plus the documented MFA and invitation steps)', async () => {
+    await serve();
+    const spec = new Set([
+      'POST /v1/auth/token',
+      'POST /v1/auth/agent-token',
+      'POST /v1/auth/api-key-token',
+      'POST /v1/auth/refresh',
+      'GET /v1/auth/jwt-public-key',
+      'POST /v1/auth/federated-token',
+      'GET /.well-known/jwks.json',
+      'GET /.well-known/openid-configuration',
+      'POST /v1/auth/signup',
+      'POST /v1/auth/verify-email',
+      'POST /v1/auth/forgot-password',
+      'POST /v1/auth/reset-password',
+      'POST /v1/auth/google',
+      'GET /v1/health',
+      'GET /v1/health/hsm',
+      // Second step of a password sign-in, and accepting an invitation by someone without an account.
+      'POST /v1/auth/mfa/verify',
+      'POST /v1/org/invites/accept',
+    ]);
+    const publicRoutes = ROUTE_TABLE.filter((r) => r.access === 'public').map((r) => `${r.method} ${r.path}`);
+    expect(publicRoutes.filter((r) => !spec.has(r))).toEqual([]);
+    for (const r of ['GET /v1/auth/me', 'DELETE /v1/auth/token', 'POST /v1/agents', 'GET /v1/org/members']) {
+      expect(ROUTE_TABLE.find((x) => `${x.method} ${x.path}` === r)?.access).not.toBe('public');
+    }
+    expect(ROUTE_TABLE.find((x) => x.path === '/v1/auth/me' && x.method === 'GET')?.access).toBe('human');
   });
 });
