@@ -3,7 +3,8 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createTestDatabase, freePort, waitFor } from '@custos/service-kit/testing';
+import net from 'node:net';
+import { createTestDatabase, waitFor } from '@custos/service-kit/testing';
 
 /** The nine services, in start order (the gateway last). */
 export const SERVICES = [
@@ -20,6 +21,28 @@ export const SERVICES = [
 export type ServiceName = (typeof SERVICES)[number];
 
 const REPO = path.resolve(__dirname, '..', '..', '..');
+
+const handedOut = new Set<number>();
+
+/**
+ * A free port below Linux's ephemeral range (32768+), so that no outgoing connection or `listen(0)`
+ * elsewhere on the machine can take it between this check and the service binding it.
+ */
+async function meshPort(): Promise<number> {
+  for (;;) {
+    const port = 20000 + Math.floor(Math.random() * 12000);
+    if (handedOut.has(port)) continue;
+    const free = await new Promise<boolean>((resolve) => {
+      const srv = net.createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+    });
+    if (free) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+}
 
 /** A running mesh: nine processes on free loopback ports, a fresh database and its own NATS stream. */
 export interface Mesh {
@@ -38,10 +61,10 @@ export async function startMesh(opts: { extraEnv?: Record<string, string> } = {}
   const stream = `E2E_${randomBytes(4).toString('hex').toUpperCase()}`;
   const ports: Record<string, number> = {};
   for (const s of SERVICES) {
-    ports[`${s}:grpc`] = await freePort();
-    ports[`${s}:metrics`] = await freePort();
+    ports[`${s}:grpc`] = await meshPort();
+    ports[`${s}:metrics`] = await meshPort();
   }
-  const httpPort = await freePort();
+  const httpPort = await meshPort();
   const addr = (s: ServiceName) => `127.0.0.1:${ports[`${s}:grpc`]}`;
   const env: Record<string, string> = {
     DATABASE_URL: database.url,
