@@ -7,6 +7,7 @@ import {
   InterceptingCall,
   type Interceptor,
   type Metadata,
+  Metadata as MetadataCtor,
   type ServiceError,
   credentials as grpcCredentials,
 } from '@grpc/grpc-js';
@@ -116,4 +117,16 @@ export function callUnary<Req, Res>(
       else resolve(res);
     });
   });
+}
+
+/**
+ * `call(method, request)` for one client: the request context (caller JWT, request id, trace)
+ * travels through the interceptor, so route handlers need nothing else.
+ */
+export function unaryCaller(client: Client) {
+  return <Req, Res>(
+    method: UnaryMethod<Req, Res>,
+    request: Req,
+    options: Partial<CallOptions> = {},
+  ): Promise<Res> => callUnary(client, method, request, new MetadataCtor(), options);
 }

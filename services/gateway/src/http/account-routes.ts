@@ -1,7 +1,6 @@
-import { Metadata } from '@grpc/grpc-js';
 import { type Request, type RequestHandler, type Response, Router } from 'express';
 import { type AccountSettings, AccountServiceClient } from '@custos/proto/custos/identity/v1/account';
-import { InvalidArgumentError, callUnary } from '@custos/service-kit';
+import { InvalidArgumentError, type callUnary, unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { body, str } from './auth-routes.js';
 import { declareRoute } from './routes.js';
@@ -36,8 +35,7 @@ export function accountRoutes(
 ): Router {
   const router = Router();
   const account = peers.client(AccountServiceClient, 'identity');
-  const call = <Req, Res>(method: Parameters<typeof callUnary<Req, Res>>[1], request: Req) =>
-    callUnary(account, method, request, new Metadata());
+  const call = unaryCaller(account);
   /** A call that may meet the re-auth lockout, whose 429 carries Retry-After. */
   const guarded = async <Req, Res>(
     res: Response,

@@ -1,7 +1,6 @@
-import { Metadata } from '@grpc/grpc-js';
 import { type RequestHandler, Router } from 'express';
 import type { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service';
-import { callUnary } from '@custos/service-kit';
+import { unaryCaller } from '@custos/service-kit';
 import { body, str, tokenBody } from './auth-routes.js';
 import { declareRoute } from './routes.js';
 
@@ -11,8 +10,7 @@ export function agentRoutes(
   guards: { authenticated: RequestHandler[]; human: RequestHandler[] },
 ): Router {
   const router = Router();
-  const call = <Req, Res>(method: Parameters<typeof callUnary<Req, Res>>[1], request: Req) =>
-    callUnary(identity, method, request, new Metadata());
+  const call = unaryCaller(identity);
 
   // A router key (`sk-proxy-v1-`, spec §5.4) leaves this group for the router-key routes' exchange.
   router.post('/v1/auth/agent-token', (req, _res, next) => {

@@ -1,8 +1,7 @@
-import { Metadata } from '@grpc/grpc-js';
 import { type Request, type Response, Router } from 'express';
 import type { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service';
 import type { TokenSet, UserProfile } from '@custos/proto/custos/identity/v1/messages';
-import { InvalidArgumentError, callUnary } from '@custos/service-kit';
+import { InvalidArgumentError, unaryCaller } from '@custos/service-kit';
 import type { IdentityKeys } from '../identity-keys.js';
 import { declareRoute } from './routes.js';
 import type { RequestHandler } from 'express';
@@ -61,8 +60,7 @@ export function authRoutes(
   guards: { authenticated: RequestHandler[]; human: RequestHandler[] },
 ): Router {
   const router = Router();
-  const call = <Req, Res>(method: Parameters<typeof callUnary<Req, Res>>[1], request: Req) =>
-    callUnary(identity, method, request, new Metadata());
+  const call = unaryCaller(identity);
 
   declareRoute(router, guards, 'post', '/v1/auth/signup', 'public', async (req, res) => {
     const b = body(req);

@@ -1,7 +1,6 @@
-import { Metadata } from '@grpc/grpc-js';
 import express, { type RequestHandler, type Response, Router } from 'express';
 import { FederationServiceClient } from '@custos/proto/custos/identity/v1/federation';
-import { callUnary } from '@custos/service-kit';
+import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { body, str, tokenBody } from './auth-routes.js';
 import { declareRoute } from './routes.js';
@@ -18,8 +17,7 @@ export function federationRoutes(
 ): Router {
   const router = Router();
   const federation = peers.client(FederationServiceClient, 'identity');
-  const call = <Req, Res>(method: Parameters<typeof callUnary<Req, Res>>[1], request: Req) =>
-    callUnary(federation, method, request, new Metadata());
+  const call = unaryCaller(federation);
 
   // RFC 8693 clients send a form (RFC 6749 §4.1.3 style); the app parses only JSON elsewhere.
   router.post('/v1/auth/federated-token', express.urlencoded({ extended: false, limit: '64kb' }));

@@ -1,8 +1,7 @@
-import { Metadata } from '@grpc/grpc-js';
 import { type RequestHandler, Router } from 'express';
 import type { ApiKey } from '@custos/proto/custos/identity/v1/messages';
 import type { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service';
-import { InvalidArgumentError, callUnary } from '@custos/service-kit';
+import { InvalidArgumentError, unaryCaller } from '@custos/service-kit';
 import { body, str, tokenBody } from './auth-routes.js';
 import { declareRoute } from './routes.js';
 
@@ -24,8 +23,7 @@ export function keyRoutes(
   guards: { authenticated: RequestHandler[]; human: RequestHandler[] },
 ): Router {
   const router = Router();
-  const call = <Req, Res>(method: Parameters<typeof callUnary<Req, Res>>[1], request: Req) =>
-    callUnary(identity, method, request, new Metadata());
+  const call = unaryCaller(identity);
 
   declareRoute(router, guards, 'post', '/v1/auth/api-keys', 'human', async (req, res) => {
     const b = body(req);

@@ -1,7 +1,6 @@
-import { Metadata } from '@grpc/grpc-js';
 import { type RequestHandler, type Response, Router } from 'express';
 import { MfaServiceClient } from '@custos/proto/custos/identity/v1/mfa';
-import { CustosError, callUnary } from '@custos/service-kit';
+import { CustosError, unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { body, str, tokenBody } from './auth-routes.js';
 import { declareRoute } from './routes.js';
@@ -18,8 +17,7 @@ export function mfaRoutes(
 ): Router {
   const router = Router();
   const mfa = peers.client(MfaServiceClient, 'identity');
-  const call = <Req, Res>(method: Parameters<typeof callUnary<Req, Res>>[1], request: Req) =>
-    callUnary(mfa, method, request, new Metadata());
+  const call = unaryCaller(mfa);
 
   declareRoute(router, guards, 'post', '/v1/auth/mfa/setup', 'human', async (_req, res) => {
     const r = await call(mfa.setupMfa, {});

@@ -1,4 +1,3 @@
-import { Metadata } from '@grpc/grpc-js';
 import { type Request, type RequestHandler, Router } from 'express';
 import {
   type AdminSetting,
@@ -7,7 +6,7 @@ import {
   OrgServiceClient,
   type SubOrg,
 } from '@custos/proto/custos/identity/v1/orgs';
-import { InvalidArgumentError, callUnary } from '@custos/service-kit';
+import { InvalidArgumentError, unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { body, str } from './auth-routes.js';
 import { declareRoute } from './routes.js';
@@ -66,8 +65,7 @@ export function orgRoutes(
 ): Router {
   const router = Router();
   const orgs = peers.client(OrgServiceClient, 'identity');
-  const call = <Req, Res>(method: Parameters<typeof callUnary<Req, Res>>[1], request: Req) =>
-    callUnary(orgs, method, request, new Metadata());
+  const call = unaryCaller(orgs);
 
   declareRoute(router, guards, 'get', '/v1/org/members', 'human', async (_req, res) => {
     const r = await call(orgs.listOrgMembers, {});

@@ -1,7 +1,6 @@
-import { Metadata } from '@grpc/grpc-js';
 import { type RequestHandler, type Response, Router } from 'express';
 import { type RouterKey, RouterKeyServiceClient } from '@custos/proto/custos/identity/v1/router_keys';
-import { callUnary } from '@custos/service-kit';
+import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { body, str, tokenBody } from './auth-routes.js';
 import { declareRoute } from './routes.js';
@@ -34,8 +33,7 @@ export function routerKeyRoutes(
 ): Router {
   const router = Router();
   const keys = peers.client(RouterKeyServiceClient, 'identity');
-  const call = <Req, Res>(method: Parameters<typeof callUnary<Req, Res>>[1], request: Req) =>
-    callUnary(keys, method, request, new Metadata());
+  const call = unaryCaller(keys);
 
   declareRoute(router, guards, 'post', '/v1/auth/agent-token', 'public', async (req, res) => {
     const b = body(req);

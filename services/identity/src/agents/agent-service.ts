@@ -1,10 +1,5 @@
 import type { Principal, UserPrincipal } from '@custos/auth';
-import {
-  InvalidArgumentError,
-  NotFoundError,
-  PermissionDeniedError,
-  UnauthenticatedError,
-} from '@custos/service-kit';
+import { NotFoundError, PermissionDeniedError, UnauthenticatedError } from '@custos/service-kit';
 import {
   SECRET_TOKEN_PREFIXES,
   generateSecretToken,
@@ -19,9 +14,9 @@ import {
   effectiveSettings,
   parseAgentInput,
 } from './agent-fns.js';
+import { agentInOrg, agentManager } from './agent-access.js';
 import type { AgentRow, AgentStore } from './agent-store.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const KEY_PREFIX = SECRET_TOKEN_PREFIXES.agentApiKey;
 /** Every refused key exchange answers this, whatever the reason. */
 const EXCHANGE_FAILED = 'invalid agent credentials';
@@ -73,18 +68,11 @@ export class AgentService {
   ) {}
 
   private manager(p: Principal): UserPrincipal {
-    if (p.kind !== 'user') throw new PermissionDeniedError('agents cannot manage agents');
-    if (p.role !== 'owner' && p.role !== 'admin') {
-      throw new PermissionDeniedError('only an org owner or admin can manage agents');
-    }
-    return p;
+    return agentManager(p);
   }
 
-  private async inOrg(p: Principal, agentId: string): Promise<AgentRow> {
-    if (!UUID.test(agentId)) throw new InvalidArgumentError('agent_id', 'agent_id must be a UUID');
-    const row = await this.store.findInOrg(agentId.toLowerCase(), p.orgId);
-    if (!row) throw new NotFoundError('agent', agentId);
-    return row;
+  private inOrg(p: Principal, agentId: string): Promise<AgentRow> {
+    return agentInOrg(this.store, p, agentId);
   }
 
   /** Registers an agent in the caller's org; the API key is returned once. */

@@ -15,6 +15,7 @@ import {
 import type { RevocationStore } from '../tokens/revocation-store.js';
 import type { MintedAccessToken, TokenIssuer } from '../tokens/token-issuer.js';
 import { effectiveSettings } from './agent-fns.js';
+import { agentInOrg, agentManager } from './agent-access.js';
 import type { AgentRow, AgentStore } from './agent-store.js';
 import { ROUTER_KEY_TOKEN_TTL_SECONDS, parseRouterKeyLimits } from './router-key-fns.js';
 import type { RouterKeyRow, RouterKeyStore } from './router-key-store.js';
@@ -65,19 +66,11 @@ export class RouterKeyService {
   ) {}
 
   private manager(p: Principal): UserPrincipal {
-    if (p.kind !== 'user') throw new PermissionDeniedError('agents cannot manage router keys');
-    if (p.role !== 'owner' && p.role !== 'admin') {
-      throw new PermissionDeniedError('only an org owner or admin can manage router keys');
-    }
-    return p;
+    return agentManager(p, 'router keys');
   }
 
-  /** The agent, when it is in the caller's org (404 otherwise, so other orgs learn nothing). */
-  private async agentInOrg(p: UserPrincipal, agentId: string): Promise<AgentRow> {
-    if (!UUID.test(agentId)) throw new InvalidArgumentError('agent_id', 'agent_id must be a UUID');
-    const row = await this.agents.findInOrg(agentId.toLowerCase(), p.orgId);
-    if (!row) throw new NotFoundError('agent', agentId);
-    return row;
+  private agentInOrg(p: UserPrincipal, agentId: string): Promise<AgentRow> {
+    return agentInOrg(this.agents, p, agentId);
   }
 
   /** Issues a key for a proxy-enabled, active agent; the key is returned only here. */
