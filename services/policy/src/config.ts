@@ -1,9 +1,19 @@
 import { natsConfigShape } from '@custos/events';
-import { baseConfigShape, databaseConfigShape } from '@custos/service-kit';
+import { baseConfigShape, databaseConfigShape, env } from '@custos/service-kit';
 
 /** Every environment variable the policy service reads (see docs/configuration.md). */
 export const configShape = {
   ...baseConfigShape({ grpcPort: 50053, metricsPort: 9463 }),
   ...databaseConfigShape,
   ...natsConfigShape,
+  REDIS_URL: env.url('Redis URL; token revocations are read there.', ['redis', 'rediss']),
+  IDENTITY_ADDR: env
+    .address('host:port of the identity service (token signing keys, agents and org members).')
+    .default('127.0.0.1:50051'),
+  VAULT_CRYPTO_ADDR: env
+    .address('host:port of the vault-crypto service (who owns a vault).')
+    .default('127.0.0.1:50052'),
+  GRPC_DEADLINE_MS: env
+    .int('Deadline of a call to a peer service, in milliseconds.', 100, 60000)
+    .default(5000),
 };

@@ -6,24 +6,250 @@
 
 /* eslint-disable */
 import {
+  type CallOptions,
   type ChannelCredentials,
   Client,
   type ClientOptions,
+  type ClientUnaryCall,
+  type handleUnaryCall,
   makeGenericClientConstructor,
+  type Metadata,
+  type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import {
+  CreatePolicyRequest,
+  CreatePolicyResponse,
+  DecideRequest,
+  DecideResponse,
+  DeletePolicyRequest,
+  DeletePolicyResponse,
+  GetAgentScopesRequest,
+  GetAgentScopesResponse,
+  ListPoliciesRequest,
+  ListPoliciesResponse,
+  UpdatePolicyRequest,
+  UpdatePolicyResponse,
+} from "./messages.pb.js";
 
 /**
- * PolicyService: grants, IP rules and access decisions. RPCs arrive with the Vaults and secrets issue.
- * Every service also serves grpc.health.v1.Health.
+ * PolicyService owns grants (secret-path policies) and answers access decisions (SPEC.md §2.3,
+ * §4.3). Calls carry the caller's bearer JWT in the `authorization` metadata and the client's
+ * address in `x-custos-client-ip`; the service verifies the JWT itself and never takes a principal
+ * from a request body. Every service also serves grpc.health.v1.Health.
  */
 export type PolicyServiceService = typeof PolicyServiceService;
-export const PolicyServiceService = {} as const;
+export const PolicyServiceService = {
+  /**
+   * CreatePolicy adds a grant on a vault. Only an owner or admin of the vault's org, or the user
+   * who created the vault, may manage its grants; agents never may.
+   */
+  createPolicy: {
+    path: "/custos.policy.v1.PolicyService/CreatePolicy",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: CreatePolicyRequest): Buffer => Buffer.from(CreatePolicyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreatePolicyRequest => CreatePolicyRequest.decode(value),
+    responseSerialize: (value: CreatePolicyResponse): Buffer =>
+      Buffer.from(CreatePolicyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreatePolicyResponse => CreatePolicyResponse.decode(value),
+  },
+  /** ListPolicies lists a vault's grants, expired ones included. */
+  listPolicies: {
+    path: "/custos.policy.v1.PolicyService/ListPolicies",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ListPoliciesRequest): Buffer => Buffer.from(ListPoliciesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListPoliciesRequest => ListPoliciesRequest.decode(value),
+    responseSerialize: (value: ListPoliciesResponse): Buffer =>
+      Buffer.from(ListPoliciesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListPoliciesResponse => ListPoliciesResponse.decode(value),
+  },
+  /** UpdatePolicy changes the fields present in the request (a partial update). */
+  updatePolicy: {
+    path: "/custos.policy.v1.PolicyService/UpdatePolicy",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: UpdatePolicyRequest): Buffer => Buffer.from(UpdatePolicyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdatePolicyRequest => UpdatePolicyRequest.decode(value),
+    responseSerialize: (value: UpdatePolicyResponse): Buffer =>
+      Buffer.from(UpdatePolicyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdatePolicyResponse => UpdatePolicyResponse.decode(value),
+  },
+  /** DeletePolicy removes a grant. */
+  deletePolicy: {
+    path: "/custos.policy.v1.PolicyService/DeletePolicy",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: DeletePolicyRequest): Buffer => Buffer.from(DeletePolicyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeletePolicyRequest => DeletePolicyRequest.decode(value),
+    responseSerialize: (value: DeletePolicyResponse): Buffer =>
+      Buffer.from(DeletePolicyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeletePolicyResponse => DeletePolicyResponse.decode(value),
+  },
+  /**
+   * Decide answers whether the calling principal may perform `permission` on a secret path of a
+   * vault, evaluating every live grant of that principal on the vault (deny wins at equal
+   * priority; no match denies).
+   */
+  decide: {
+    path: "/custos.policy.v1.PolicyService/Decide",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: DecideRequest): Buffer => Buffer.from(DecideRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DecideRequest => DecideRequest.decode(value),
+    responseSerialize: (value: DecideResponse): Buffer => Buffer.from(DecideResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DecideResponse => DecideResponse.decode(value),
+  },
+  /**
+   * GetAgentScopes lists the path patterns and vaults of an agent's live allow grants, for the
+   * `scopes` and `vault_ids` claims identity puts in agent tokens.
+   */
+  getAgentScopes: {
+    path: "/custos.policy.v1.PolicyService/GetAgentScopes",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: GetAgentScopesRequest): Buffer =>
+      Buffer.from(GetAgentScopesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetAgentScopesRequest => GetAgentScopesRequest.decode(value),
+    responseSerialize: (value: GetAgentScopesResponse): Buffer =>
+      Buffer.from(GetAgentScopesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetAgentScopesResponse => GetAgentScopesResponse.decode(value),
+  },
+} as const;
 
 export interface PolicyServiceServer extends UntypedServiceImplementation {
+  /**
+   * CreatePolicy adds a grant on a vault. Only an owner or admin of the vault's org, or the user
+   * who created the vault, may manage its grants; agents never may.
+   */
+  createPolicy: handleUnaryCall<CreatePolicyRequest, CreatePolicyResponse>;
+  /** ListPolicies lists a vault's grants, expired ones included. */
+  listPolicies: handleUnaryCall<ListPoliciesRequest, ListPoliciesResponse>;
+  /** UpdatePolicy changes the fields present in the request (a partial update). */
+  updatePolicy: handleUnaryCall<UpdatePolicyRequest, UpdatePolicyResponse>;
+  /** DeletePolicy removes a grant. */
+  deletePolicy: handleUnaryCall<DeletePolicyRequest, DeletePolicyResponse>;
+  /**
+   * Decide answers whether the calling principal may perform `permission` on a secret path of a
+   * vault, evaluating every live grant of that principal on the vault (deny wins at equal
+   * priority; no match denies).
+   */
+  decide: handleUnaryCall<DecideRequest, DecideResponse>;
+  /**
+   * GetAgentScopes lists the path patterns and vaults of an agent's live allow grants, for the
+   * `scopes` and `vault_ids` claims identity puts in agent tokens.
+   */
+  getAgentScopes: handleUnaryCall<GetAgentScopesRequest, GetAgentScopesResponse>;
 }
 
 export interface PolicyServiceClient extends Client {
+  /**
+   * CreatePolicy adds a grant on a vault. Only an owner or admin of the vault's org, or the user
+   * who created the vault, may manage its grants; agents never may.
+   */
+  createPolicy(
+    request: CreatePolicyRequest,
+    callback: (error: ServiceError | null, response: CreatePolicyResponse) => void,
+  ): ClientUnaryCall;
+  createPolicy(
+    request: CreatePolicyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreatePolicyResponse) => void,
+  ): ClientUnaryCall;
+  createPolicy(
+    request: CreatePolicyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreatePolicyResponse) => void,
+  ): ClientUnaryCall;
+  /** ListPolicies lists a vault's grants, expired ones included. */
+  listPolicies(
+    request: ListPoliciesRequest,
+    callback: (error: ServiceError | null, response: ListPoliciesResponse) => void,
+  ): ClientUnaryCall;
+  listPolicies(
+    request: ListPoliciesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListPoliciesResponse) => void,
+  ): ClientUnaryCall;
+  listPolicies(
+    request: ListPoliciesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListPoliciesResponse) => void,
+  ): ClientUnaryCall;
+  /** UpdatePolicy changes the fields present in the request (a partial update). */
+  updatePolicy(
+    request: UpdatePolicyRequest,
+    callback: (error: ServiceError | null, response: UpdatePolicyResponse) => void,
+  ): ClientUnaryCall;
+  updatePolicy(
+    request: UpdatePolicyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdatePolicyResponse) => void,
+  ): ClientUnaryCall;
+  updatePolicy(
+    request: UpdatePolicyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdatePolicyResponse) => void,
+  ): ClientUnaryCall;
+  /** DeletePolicy removes a grant. */
+  deletePolicy(
+    request: DeletePolicyRequest,
+    callback: (error: ServiceError | null, response: DeletePolicyResponse) => void,
+  ): ClientUnaryCall;
+  deletePolicy(
+    request: DeletePolicyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeletePolicyResponse) => void,
+  ): ClientUnaryCall;
+  deletePolicy(
+    request: DeletePolicyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeletePolicyResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Decide answers whether the calling principal may perform `permission` on a secret path of a
+   * vault, evaluating every live grant of that principal on the vault (deny wins at equal
+   * priority; no match denies).
+   */
+  decide(
+    request: DecideRequest,
+    callback: (error: ServiceError | null, response: DecideResponse) => void,
+  ): ClientUnaryCall;
+  decide(
+    request: DecideRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DecideResponse) => void,
+  ): ClientUnaryCall;
+  decide(
+    request: DecideRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DecideResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * GetAgentScopes lists the path patterns and vaults of an agent's live allow grants, for the
+   * `scopes` and `vault_ids` claims identity puts in agent tokens.
+   */
+  getAgentScopes(
+    request: GetAgentScopesRequest,
+    callback: (error: ServiceError | null, response: GetAgentScopesResponse) => void,
+  ): ClientUnaryCall;
+  getAgentScopes(
+    request: GetAgentScopesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetAgentScopesResponse) => void,
+  ): ClientUnaryCall;
+  getAgentScopes(
+    request: GetAgentScopesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetAgentScopesResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const PolicyServiceClient = makeGenericClientConstructor(

@@ -1,0 +1,130 @@
+import { and, asc, eq, gt, isNull, or } from 'drizzle-orm';
+import type { Database, Transaction } from '@custos/service-kit';
+import { grants } from '../db/schema.js';
+import type { GrantChange, GrantInput, GrantRecord } from './grant-fns.js';
+import type { Conditions, Effect, Permission, PrincipalType } from './grant-types.js';
+
+type Row = typeof grants.$inferSelect;
+type Db = Database | Transaction;
+
+function toRecord(r: Row): GrantRecord {
+  return {
+    id: r.id,
+    orgId: r.orgId,
+    vaultId: r.vaultId,
+    secretPathPattern: r.secretPathPattern,
+    principalType: r.principalType as PrincipalType,
+    principalId: r.principalId,
+    permissions: r.permissions as Permission[],
+    conditions: (r.conditions ?? {}) as Conditions,
+    effect: r.effect as Effect,
+    priority: r.priority,
+    expiresAt: r.expiresAt,
+    createdBy: r.createdBy,
+    createdAt: r.createdAt,
+    updatedAt: r.updatedAt,
+  };
+}
+
+const live = (now: Date) => or(isNull(grants.expiresAt), gt(grants.expiresAt, now));
+
+/** SQL of grants. */
+export class GrantStore {
+  constructor(private readonly db: Database) {}
+
+  /** Runs `fn` in one transaction. */
+  transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+    return this.db.transaction(fn);
+  }
+
+  /** Inserts a grant. */
+  async insert(
+    row: GrantInput & { orgId: string; vaultId: string; createdBy: string },
+    tx: Db = this.db,
+  ): Promise<GrantRecord> {
+    const [r] = await tx.insert(grants).values(row).returning();
+    return toRecord(r!);
+  }
+
+  /** A grant of a vault by id. */
+  async get(vaultId: string, id: string, tx: Db = this.db): Promise<GrantRecord | undefined> {
+    const [r] = await tx
+      .select()
+      .from(grants)
+      .where(and(eq(grants.id, id), eq(grants.vaultId, vaultId)));
+    return r ? toRecord(r) : undefined;
+  }
+
+  /** Every grant of a vault, expired ones included, oldest first. */
+  async listByVault(vaultId: string): Promise<GrantRecord[]> {
+    const rows = await this.db
+      .select()
+      .from(grants)
+      .where(eq(grants.vaultId, vaultId))
+      .orderBy(asc(grants.createdAt), asc(grants.id));
+    return rows.map(toRecord);
+  }
+
+  /** Changes the given fields of a grant of a vault; undefined when there is no such grant. */
+  async update(
+    vaultId: string,
+    id: string,
+    change: GrantChange,
+    tx: Db = this.db,
+  ): Promise<GrantRecord | undefined> {
+    const [r] = await tx
+      .update(grants)
+      .set({ ...change, updatedAt: new Date() })
+      .where(and(eq(grants.id, id), eq(grants.vaultId, vaultId)))
+      .returning();
+    return r ? toRecord(r) : undefined;
+  }
+
+  /** Deletes a grant of a vault and returns it; undefined when there was none. */
+  async delete(vaultId: string, id: string, tx: Db = this.db): Promise<GrantRecord | undefined> {
+    const [r] = await tx
+      .delete(grants)
+      .where(and(eq(grants.id, id), eq(grants.vaultId, vaultId)))
+      .returning();
+    return r ? toRecord(r) : undefined;
+  }
+
+  /** The live grants of one principal on one vault: the one indexed read behind a decision. */
+  async forDecision(
+    vaultId: string,
+    type: PrincipalType,
+    principalId: string,
+    now: Date,
+  ): Promise<GrantRecord[]> {
+    const rows = await this.db
+      .select()
+      .from(grants)
+      .where(
+        and(
+          eq(grants.vaultId, vaultId),
+          eq(grants.principalType, type),
+          eq(grants.principalId, principalId),
+          live(now),
+        ),
+      );
+    return rows.map(toRecord);
+  }
+
+  /** The live allow grants of an agent of an org, oldest first. */
+  async liveAllowsOfAgent(orgId: string, agentId: string, now: Date): Promise<GrantRecord[]> {
+    const rows = await this.db
+      .select()
+      .from(grants)
+      .where(
+        and(
+          eq(grants.principalType, 'agent'),
+          eq(grants.principalId, agentId),
+          eq(grants.orgId, orgId),
+          eq(grants.effect, 'allow'),
+          live(now),
+        ),
+      )
+      .orderBy(asc(grants.createdAt), asc(grants.id));
+    return rows.map(toRecord);
+  }
+}
