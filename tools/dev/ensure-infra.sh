@@ -4,7 +4,8 @@
 #   - Redis on 127.0.0.1:6379,
 #   - nats-server with JetStream on 127.0.0.1:4222 (and the nats-server binary on disk, because
 #     tests start private nats-servers on other ports),
-#   - softhsm2 (the PKCS#11 token that the KMS tests use).
+#   - softhsm2 (the PKCS#11 token that the KMS tests use),
+#   - moto_server (the AWS KMS the KMS tests use), from pip when it is missing.
 # Whatever is missing is installed from Debian's packages (root only) and started. Anything that is
 # already up is left exactly as it is. Idempotent; prints one line per dependency.
 # Exits non-zero with a message when something cannot be made reachable within 30 s.
@@ -296,7 +297,41 @@ ensure_softhsm() {
   say "softhsm2: installed"
 }
 
+moto_bin() {
+  if command -v moto_server >/dev/null 2>&1; then
+    command -v moto_server
+  elif [[ -x /root/.pyenv/shims/moto_server ]]; then
+    printf '%s\n' /root/.pyenv/shims/moto_server
+  else
+    return 1
+  fi
+}
+
+ensure_moto() {
+  if moto_bin >/dev/null; then
+    say "moto_server: present"
+    return
+  fi
+  if ! command -v python3 >/dev/null 2>&1 || ! python3 -m pip --version >/dev/null 2>&1; then
+    apt_install moto_server python3 python3-pip python3-venv
+  fi
+  # Debian's python refuses system-wide pip installs (PEP 668); a venv of our own is the clean way.
+  is_root || die "moto_server: missing; install it with \`pip install 'moto[server]'\` and run again"
+  local venv=/opt/custos-moto
+  if [[ ! -x "$venv/bin/moto_server" ]]; then
+    say "moto_server: installing moto[server] (pip) into $venv"
+    if ! { python3 -m venv "$venv" && "$venv/bin/pip" install -q 'moto[server]'; } >>"$APT_LOG" 2>&1; then
+      tail -n 20 "$APT_LOG" >&2
+      die "moto_server: pip install 'moto[server]' failed"
+    fi
+  fi
+  ln -sf "$venv/bin/moto_server" /usr/local/bin/moto_server 2>/dev/null ||
+    die "moto_server: installed in $venv but cannot link it into /usr/local/bin; set MOTO_SERVER=$venv/bin/moto_server"
+  say "moto_server: installed"
+}
+
 ensure_postgres
 ensure_redis
 ensure_nats
 ensure_softhsm
+ensure_moto

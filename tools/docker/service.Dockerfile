@@ -17,6 +17,10 @@ ARG SERVICE
 RUN test -n "${SERVICE}" || { echo 'set --build-arg SERVICE=<service name>' >&2; exit 1; }
 ENV CI=true \
     TURBO_TELEMETRY_DISABLED=1
+# pkcs11js (vault-crypto's PKCS#11 provider) compiles a native addon at install time.
+RUN apt-get update -q \
+ && apt-get install -y -q --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
 RUN npm install --global --no-fund --no-audit pnpm@10.34.9
 WORKDIR /src
 COPY . .

@@ -16,4 +16,11 @@ export interface KmsProvider {
   wrapKey(dataKey: Buffer, context: string): Promise<Buffer>;
   /** Decrypts a wrapped data key; `context` must equal the one used to wrap it. */
   unwrapKey(wrapped: Buffer, context: string): Promise<Buffer>;
+  /**
+   * A provider-specific self-test used instead of the default wrap/unwrap round trip: resolves when
+   * the provider can serve, rejects with a reason (never key material) when it cannot.
+   */
+  health?(signal: AbortSignal): Promise<void>;
+  /** Releases sessions and connections at shutdown; the provider is unusable afterwards. */
+  close?(): Promise<void>;
 }

@@ -1,19 +1,14 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '@custos/service-kit';
+import { KeyUnwrapError } from './kms-errors.js';
 import type { KmsProvider } from './kms-types.js';
+
+export { KeyUnwrapError };
 
 const FORMAT_V1 = 1;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
-
-/** Thrown when a wrapped key cannot be unwrapped (wrong key, wrong context, or corrupt bytes). */
-export class KeyUnwrapError extends Error {
-  constructor() {
-    super('data key could not be unwrapped');
-    this.name = 'KeyUnwrapError';
-  }
-}
 
 /**
  * Development-only provider: AES-256-GCM with a master key from configuration. The wrapped form is
