@@ -229,10 +229,15 @@ Blank derived values are left out: the services treat a blank variable as unset 
 {{- $_ := set $plain "RATE_LIMIT_RPS" ($root.Values.http.rateLimit.rps | int | toString) -}}
 {{- $_ := set $plain "RATE_LIMIT_BURST" ($root.Values.http.rateLimit.burst | int | toString) -}}
 {{- $_ := set $plain "TRUSTED_PROXIES" (join "," ($root.Values.http.trustedProxies | default list)) -}}
+{{- end -}}
+{{- /* Redis: the gateway's rate limits; identity mirrors revocations there; the services that verify tokens read them. */ -}}
+{{- if has .name (list "gateway" "identity" "vault-crypto" "policy" "billing") -}}
 {{- $_ := set $secret "REDIS_URL" (include "custos.dependencySecretRef" (dict "root" $root "dep" "redis") | fromYaml) -}}
 {{- end -}}
+{{- if eq .name "billing" -}}
+{{- $_ := set $plain "BILLING_DEFAULT_PLAN" $root.Values.billing.defaultPlan -}}
+{{- end -}}
 {{- if eq .name "identity" -}}
-{{- $_ := set $secret "REDIS_URL" (include "custos.dependencySecretRef" (dict "root" $root "dep" "redis") | fromYaml) -}}
 {{- $issuer := include "custos.tokenIssuer" $root -}}
 {{- $_ := set $plain "TOKEN_ISSUER" $issuer -}}
 {{- $_ := set $plain "TOKEN_LEGACY_ISSUERS" (join "," ($root.Values.tokens.legacyIssuers | default list)) -}}
@@ -256,8 +261,24 @@ Blank derived values are left out: the services treat a blank variable as unset 
 {{- if eq .name "vault-crypto" -}}
 {{- $_ := set $plain "KMS_PROVIDER" $root.Values.kms.provider -}}
 {{- $kmsRef := include "custos.dependencySecretRef" (dict "root" $root "dep" "kms") | fromYaml -}}
-{{- if $kmsRef -}}
+{{- if and $kmsRef (eq $root.Values.kms.provider "local") -}}
 {{- $_ := set $secret "LOCAL_KMS_MASTER_KEY" $kmsRef -}}
+{{- end -}}
+{{- if eq $root.Values.kms.provider "aws-kms" -}}
+{{- $aws := $root.Values.kms.aws -}}
+{{- $_ := set $plain "AWS_KMS_KEY_ID" $aws.keyId -}}
+{{- $_ := set $plain "AWS_REGION" $aws.region -}}
+{{- $_ := set $plain "AWS_KMS_ENDPOINT" $aws.endpoint -}}
+{{- $_ := set $plain "AWS_KMS_TIMEOUT_MS" (include "custos.optionalInt" $aws.timeoutMs) -}}
+{{- end -}}
+{{- if eq $root.Values.kms.provider "pkcs11" -}}
+{{- $p := $root.Values.kms.pkcs11 -}}
+{{- $_ := set $plain "PKCS11_LIBRARY" $p.library -}}
+{{- $_ := set $plain "PKCS11_TOKEN_LABEL" $p.tokenLabel -}}
+{{- $_ := set $plain "PKCS11_SLOT" (include "custos.optionalInt" $p.slot) -}}
+{{- $_ := set $plain "PKCS11_KEY_LABEL" $p.keyLabel -}}
+{{- $_ := set $plain "PKCS11_GENERATE_KEY" (toString $p.generateKey) -}}
+{{- $_ := set $secret "PKCS11_PIN" (dict "name" $p.pinSecret "key" $p.pinSecretKey) -}}
 {{- end -}}
 {{- end -}}
 {{- /* Values from services.<name>.env, then secretEnv, replace derived variables of the same name. */ -}}

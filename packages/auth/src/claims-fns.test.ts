@@ -37,11 +37,18 @@ describe('principalFromClaims', () => {
       orgId: ORG,
       role: 'member',
       platformAdmin: false,
+      requirePasskeyForVaults: false,
       amr: [],
       tokenId: 'j1',
       issuedAt: NOW,
       expiresAt: NOW + 900,
       issuer: 'https://custos.example',
+    });
+  });
+
+  it('maps pkv to requirePasskeyForVaults', () => {
+    expect(principalFromClaims({ ...user, pkv: true }, NOW, 5)).toMatchObject({
+      requirePasskeyForVaults: true,
     });
   });
 
@@ -87,6 +94,8 @@ describe('principalFromClaims', () => {
     ['sub with an upper-case kind', { ...user, sub: `User:${USER}` }, 'invalid_claims'],
     ['org missing', { ...user, org: undefined }, 'invalid_claims'],
     ['user platform_admin not boolean', { ...user, platform_admin: 'yes' }, 'invalid_claims'],
+    ['user pkv not boolean', { ...user, pkv: 1 }, 'invalid_claims'],
+    ['agent carrying pkv', { ...agent, pkv: true }, 'invalid_claims'],
     ['user amr not an array', { ...user, amr: 'pwd' }, 'invalid_claims'],
     ['user sid empty', { ...user, sid: '' }, 'invalid_claims'],
     ['user carrying proxy_config', { ...user, proxy_config: {} }, 'invalid_claims'],

@@ -104,13 +104,14 @@ function userPrincipal(userId: string, c: Claims, base: BaseClaims): UserPrincip
     ...base,
     role: c.role as UserRole,
     platformAdmin: optionalBoolean(c.platform_admin),
+    requirePasskeyForVaults: optionalBoolean(c.pkv),
     amr: c.amr === undefined ? Object.freeze([]) : stringArray(c.amr),
   });
 }
 
 function agentPrincipal(agentId: string, c: Claims, base: BaseClaims): AgentPrincipal {
   // An agent is never a platform admin and has no org role; refuse rather than silently drop.
-  if (c.platform_admin !== undefined || c.role !== undefined) invalid();
+  if (c.platform_admin !== undefined || c.role !== undefined || c.pkv !== undefined) invalid();
   const vaultIds = Array.isArray(c.vault_ids) ? Object.freeze(c.vault_ids.map(uuid)) : invalid();
   if (c.proxy_config !== undefined && !isPlainObject(c.proxy_config)) invalid();
   const environment = optionalString(c.environment);

@@ -4,3 +4,6 @@ export * from './principal-types.js';
 export * from './token-errors.js';
 export * from './token-verifier.js';
 export * from './revocation.js';
+export * from './identity-keys.js';
+export * from './path-pattern-fns.js';
+export * from './identity-keys-connect.js';

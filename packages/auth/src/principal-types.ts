@@ -34,6 +34,8 @@ export interface UserPrincipal extends PrincipalBase {
   readonly platformAdmin: boolean;
   /** Authentication methods of the sign-in (`pwd`, `otp`, …); empty when the token names none. */
   readonly amr: readonly string[];
+  /** `pkv`: the user's setting `require_passkey_for_vaults` (secret reads need X-Passkey-Token). */
+  readonly requirePasskeyForVaults: boolean;
 }
 
 /** A software agent of an org. */

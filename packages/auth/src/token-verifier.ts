@@ -2,7 +2,7 @@ import { createHash, type KeyObject, type webcrypto } from 'node:crypto';
 import { decodeProtectedHeader, errors as joseErrors, jwtVerify } from 'jose';
 import type { JwksSource } from './cached-jwks.js';
 import { principalFromClaims } from './claims-fns.js';
-import { ExpiringLru } from './expiring-lru.js';
+import { ExpiringLru } from '@custos/service-kit';
 import type { Principal } from './principal-types.js';
 import { InvalidTokenError, type TokenRejectionReason } from './token-errors.js';
 

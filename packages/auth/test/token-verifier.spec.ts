@@ -92,6 +92,7 @@ describe('TokenVerifier: valid tokens', () => {
       orgId: ORG_ID,
       role: 'admin',
       platformAdmin: true,
+      requirePasskeyForVaults: false,
       amr: ['pwd', 'otp'],
       sessionId: 'a7c4e1d2-0000-4000-8000-000000000001',
       tokenId: claims.jti,

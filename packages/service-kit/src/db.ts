@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
@@ -46,4 +47,17 @@ export async function migrateSchema(
   } finally {
     client.release();
   }
+}
+
+/** A transaction of a Database (what `db.transaction` hands its callback). */
+export type Transaction = Parameters<Parameters<Database['transaction']>[0]>[0];
+
+/**
+ * Serialises, until the end of `tx`, every transaction that takes the same lock for this org and
+ * resource: count-then-insert under it cannot overshoot a cap however many requests race.
+ */
+export async function lockOrgResource(tx: Transaction, orgId: string, resource: string): Promise<void> {
+  await tx.execute(
+    sql`SELECT pg_advisory_xact_lock(hashtext(${`custos.cap.${resource}`}), hashtext(${orgId}))`,
+  );
 }

@@ -110,3 +110,21 @@ export class RateLimitedError extends CustosError {
     });
   }
 }
+
+/** The resource existed but can no longer be used (an expired or exhausted secret): HTTP 410. */
+export class GoneError extends CustosError {
+  constructor(detail: string) {
+    super('gone', { detail });
+  }
+}
+
+/** Creating one more of `resource` would pass the org's tier cap (403 `resource_limit_exceeded`). */
+export class ResourceLimitExceededError extends CustosError {
+  constructor(resource: 'vaults' | 'secrets' | 'agents', limit: number, plan: string) {
+    super('permission_denied', {
+      type: 'resource_limit_exceeded',
+      detail: `the ${plan} plan allows at most ${limit} ${resource}`,
+      extensions: { resource, limit: String(limit), plan },
+    });
+  }
+}

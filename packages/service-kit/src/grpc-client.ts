@@ -31,7 +31,7 @@ type ClientCtor<C> = new (
   options?: Partial<ClientOptions>,
 ) => C;
 
-/** Interceptor that sets a default deadline, opens a client span and forwards trace, request id and caller JWT. */
+/** Interceptor that sets a default deadline, opens a client span and forwards trace, request id, caller JWT and client IP. */
 export function propagationInterceptor(deadlineMs: number): Interceptor {
   return (options, nextCall) => {
     const opts = options.deadline ? options : { ...options, deadline: Date.now() + deadlineMs };
@@ -52,6 +52,7 @@ export function propagationInterceptor(deadlineMs: number): Interceptor {
           if (request.authorization && metadata.get('authorization').length === 0) {
             metadata.set('authorization', request.authorization);
           }
+          if (request.clientIp) metadata.set('x-custos-client-ip', request.clientIp);
         }
         // A partial listener: grpc-js fills in the other callbacks and passes `nextStatus`.
         next(metadata, {

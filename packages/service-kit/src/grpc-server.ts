@@ -96,9 +96,11 @@ export class GrpcServer {
         parent,
       );
       const authorization = firstString(md['authorization']);
+      const clientIp = firstString(md['x-custos-client-ip']);
       const requestContext = {
         requestId: firstString(md['x-request-id']) ?? randomUUID(),
         ...(authorization ? { authorization } : {}),
+        ...(clientIp ? { clientIp } : {}),
       };
       const stopTimer = this.metrics.grpcDuration.startTimer({ method: path });
       const done: sendUnaryData<unknown> = (err, value, trailer, flags) => {

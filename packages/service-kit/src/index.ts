@@ -11,3 +11,4 @@ export * from './redact.js';
 export * from './request-context.js';
 export * from './runtime.js';
 export * from './tracing.js';
+export * from './expiring-lru.js';

@@ -5,6 +5,8 @@ export interface RequestContext {
   requestId: string;
   /** The caller's bearer JWT, exactly as received, forwarded to downstream services. */
   authorization?: string;
+  /** The client's address as the gateway resolved it (for IP conditions and audit records). */
+  clientIp?: string;
 }
 
 const storage = new AsyncLocalStorage<RequestContext>();

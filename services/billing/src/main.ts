@@ -1,12 +1,27 @@
 import path from 'node:path';
+import { connectIdentityKeys } from '@custos/auth';
 import { runDataService } from '@custos/events';
+import { BillingServiceService } from '@custos/proto/custos/billing/v1/service';
 import { configShape } from './config.js';
 import { SCHEMA } from './db/schema.js';
+import { billingGrpc } from './grpc/billing-grpc.js';
+import { PlanService } from './plans/plan-service.js';
+import { PlanStore } from './plans/plan-store.js';
 
-// Plans, tier caps, usage and payments. Its RPCs are added by the issues that build them.
+// Composition root of billing: plans and tier caps (usage and payments come with their issues).
 runDataService({
   name: 'billing',
   schema: SCHEMA,
   migrationsFolder: path.join(__dirname, '..', 'migrations'),
   configShape,
+  async start(rt, { db }) {
+    const c = rt.config;
+    const keys = await connectIdentityKeys(
+      { redisUrl: c.REDIS_URL, identityAddr: c.IDENTITY_ADDR, deadlineMs: c.GRPC_DEADLINE_MS },
+      rt.logger,
+      rt.onShutdown,
+    );
+    const plans = new PlanService(new PlanStore(db), c.BILLING_DEFAULT_PLAN);
+    rt.grpc.add(BillingServiceService, billingGrpc({ keys, plans }));
+  },
 });

@@ -1,9 +1,9 @@
 import http from 'node:http';
 import { Redis } from 'ioredis';
+import { IdentityKeys } from '@custos/auth';
 import { describeError, runService } from '@custos/service-kit';
 import { configShape } from './config.js';
 import { createApp } from './http/app.js';
-import { IdentityKeys } from './identity-keys.js';
 import { parseTrustedProxies } from './http/client-ip.js';
 import { connectPeers } from './peers.js';
 
@@ -38,7 +38,7 @@ runService({
       rateLimit: { ratePerSecond: c.RATE_LIMIT_RPS, burst: c.RATE_LIMIT_BURST },
       authRateLimit: { ratePerSecond: c.AUTH_RATE_LIMIT_PER_MINUTE / 60, burst: c.AUTH_RATE_LIMIT_BURST },
       healthTimeoutMs: c.HEALTH_TIMEOUT_MS,
-      identityKeys: new IdentityKeys(peers.identity, redis, rt.logger),
+      identityKeys: IdentityKeys.overGrpc(peers.identity, redis, rt.logger),
     });
     const server = http.createServer(app);
     server.keepAliveTimeout = 65_000;

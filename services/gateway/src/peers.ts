@@ -16,7 +16,7 @@ export interface Peers {
   /** Opens a client for another gRPC service of a peer (closed with the others). */
   client<C extends Client>(
     ctor: new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>) => C,
-    peer: 'identity',
+    peer: 'identity' | 'vault-crypto' | 'policy' | 'billing',
   ): C;
   close(): void;
 }
@@ -33,7 +33,12 @@ export function connectPeers(
   const identity = createGrpcClient(IdentityServiceClient, config.IDENTITY_ADDR, opts);
   const vaultCrypto = createGrpcClient(VaultCryptoServiceClient, config.VAULT_CRYPTO_ADDR, opts);
   const extra: Client[] = [];
-  const addresses = { identity: config.IDENTITY_ADDR };
+  const addresses = {
+    identity: config.IDENTITY_ADDR,
+    'vault-crypto': config.VAULT_CRYPTO_ADDR,
+    policy: config.POLICY_ADDR,
+    billing: config.BILLING_ADDR,
+  };
   return {
     health,
     identity,

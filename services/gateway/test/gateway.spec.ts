@@ -2,14 +2,23 @@ import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
-import { GrpcServer, ServingStatus, createLogger, createMetrics } from '@custos/service-kit';
+import { IdentityKeys } from '@custos/auth';
+import {
+  type AsyncService,
+  GrpcServer,
+  ServingStatus,
+  createLogger,
+  createMetrics,
+} from '@custos/service-kit';
 import { freePort } from '@custos/service-kit/testing';
-import { VaultCryptoServiceService } from '@custos/proto/custos/vault_crypto/v1/service';
+import {
+  type VaultCryptoServiceServer,
+  VaultCryptoServiceService,
+} from '@custos/proto/custos/vault_crypto/v1/service';
 import { PEERS } from '../src/config';
 import { createApp } from '../src/http/app';
 import { ROUTE_TABLE } from '../src/http/routes';
 import { parseTrustedProxies } from '../src/http/client-ip';
-import { IdentityKeys } from '../src/identity-keys';
 import { connectPeers } from '../src/peers';
 
 /** Real gRPC servers on loopback standing in the place of the eight peer services. */
@@ -20,7 +29,17 @@ async function startPeerServers() {
   for (const p of PEERS) {
     const s = new GrpcServer(logger, createMetrics(p.name));
     if (p.name === 'vault-crypto') {
+      // Only the health RPC is exercised here; the rest answer as a server that lacks them would.
+      const others = Object.fromEntries(
+        Object.keys(VaultCryptoServiceService).map((k) => [
+          k,
+          async () => {
+            throw new Error(`${k} is not served in this test`);
+          },
+        ]),
+      ) as unknown as AsyncService<VaultCryptoServiceServer>;
       s.add(VaultCryptoServiceService, {
+        ...others,
         getKmsHealth: async () => ({
           provider: 'local',
           healthy: false,
@@ -83,7 +102,7 @@ describe('gateway HTTP pipeline', () => {
       rateLimit: { ratePerSecond: opts.rps ?? 1000, burst: opts.burst ?? 1000 },
       authRateLimit: { ratePerSecond: 1 / 60, burst: opts.authBurst ?? 1000 },
       healthTimeoutMs: 1000,
-      identityKeys: new IdentityKeys(p.identity, redis, logger),
+      identityKeys: IdentityKeys.overGrpc(p.identity, redis, logger),
     });
     const port = await freePort();
     const server = http.createServer(app);

@@ -12,6 +12,13 @@ export const configShape = {
     'redis',
     'rediss',
   ]),
+  POLICY_ADDR: env
+    .address('host:port of the policy service (the grants behind agent token scopes).')
+    .default('127.0.0.1:50053'),
+  BILLING_ADDR: env.address('host:port of the billing service (tier caps).').default('127.0.0.1:50058'),
+  GRPC_DEADLINE_MS: env
+    .int('Deadline of a call to a peer service, in milliseconds.', 100, 60000)
+    .default(5000),
   TOKEN_ISSUER: env
     .url('Canonical issuer (`iss`) of access tokens: the public base URL.', ['http', 'https'])
     .default('http://127.0.0.1:8080'),

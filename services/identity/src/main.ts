@@ -2,11 +2,14 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { TokenVerifier, redisRevocationCheck } from '@custos/auth';
 import { runDataService } from '@custos/events';
+import { BillingServiceClient } from '@custos/proto/custos/billing/v1/service';
 import { IdentityServiceService } from '@custos/proto/custos/identity/v1/service';
 import { MfaServiceService } from '@custos/proto/custos/identity/v1/mfa';
 import { OrgServiceService } from '@custos/proto/custos/identity/v1/orgs';
-import { describeError } from '@custos/service-kit';
+import { PolicyServiceClient } from '@custos/proto/custos/policy/v1/service';
+import { createGrpcClient, describeError } from '@custos/service-kit';
 import { AccountServiceService, accountService } from './account/account-module.js';
+import { AgentPeers } from './agents/agent-limits.js';
 import { AgentService } from './agents/agent-service.js';
 import { AgentStore } from './agents/agent-store.js';
 import { RouterKeyServiceService, routerKeyGrpc } from './agents/router-key-grpc.js';
@@ -90,7 +93,15 @@ runDataService({
       isRevoked: redisRevocationCheck(redis),
     });
     const issuer = new TokenIssuer(ring, settings);
-    const agents = new AgentService(new AgentStore(db), issuer, revocations);
+    const peerOpts = { deadlineMs: c.GRPC_DEADLINE_MS };
+    const billing = createGrpcClient(BillingServiceClient, c.BILLING_ADDR, peerOpts);
+    const policy = createGrpcClient(PolicyServiceClient, c.POLICY_ADDR, peerOpts);
+    rt.onShutdown('peers', async () => {
+      billing.close();
+      policy.close();
+    });
+    const agentPeers = new AgentPeers(billing, policy);
+    const agents = new AgentService(new AgentStore(db), issuer, revocations, agentPeers);
     const userStore = new UserStore(db);
     const keys = new PersonalKeyService(db, userStore, issuer, revocations);
     const users = new UserService(
@@ -151,7 +162,10 @@ runDataService({
       MfaServiceService,
       mfaGrpc({ mfa: new MfaService(new MfaStore(db), users, { kek: c.TOKEN_SIGNING_KEK }), verifier }),
     );
-    rt.grpc.add(RouterKeyServiceService, routerKeyGrpc({ db, issuer, revocations, verifier }));
+    rt.grpc.add(
+      RouterKeyServiceService,
+      routerKeyGrpc({ db, issuer, revocations, verifier, peers: agentPeers }),
+    );
     rt.grpc.add(
       FederationServiceService,
       federationService({
@@ -160,6 +174,7 @@ runDataService({
         users,
         key: federationKey,
         issuer: settings.issuers[0]!,
+        peers: agentPeers,
         google: { clientIds: c.GOOGLE_CLIENT_IDS, issuers: c.GOOGLE_ISSUERS, jwksUrl: c.GOOGLE_JWKS_URL },
       }),
     );

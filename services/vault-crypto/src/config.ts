@@ -1,18 +1,27 @@
 import { natsConfigShape } from '@custos/events';
 import { baseConfigShape, databaseConfigShape, env } from '@custos/service-kit';
+import { kmsConfigShape } from './kms/kms-config.js';
 
 /** Every environment variable the vault-crypto service reads (see docs/configuration.md). */
 export const configShape = {
   ...baseConfigShape({ grpcPort: 50052, metricsPort: 9462 }),
   ...databaseConfigShape,
   ...natsConfigShape,
-  KMS_PROVIDER: env.oneOf('Key-management provider that wraps data keys: `local` (development only).', [
-    'local',
-  ]),
-  LOCAL_KMS_MASTER_KEY: env
-    .string('With KMS_PROVIDER=local: base64 of the 32-byte master key. Prefer LOCAL_KMS_MASTER_KEY_FILE.')
-    .optional(),
-  LOCAL_KMS_MASTER_KEY_FILE: env
-    .string('With KMS_PROVIDER=local: path of a file holding the base64 master key.')
-    .optional(),
+  ...kmsConfigShape,
+  REDIS_URL: env.url('Redis URL; token revocations are read there.', ['redis', 'rediss']),
+  IDENTITY_ADDR: env
+    .address('host:port of the identity service (token signing keys).')
+    .default('127.0.0.1:50051'),
+  POLICY_ADDR: env.address('host:port of the policy service (access decisions).').default('127.0.0.1:50053'),
+  BILLING_ADDR: env.address('host:port of the billing service (tier caps).').default('127.0.0.1:50058'),
+  GRPC_DEADLINE_MS: env
+    .int('Deadline of a call to a peer service, in milliseconds.', 100, 60000)
+    .default(5000),
+  ORG_KEY_ROTATION_DAYS: env
+    .int('Days an org key-encryption key wraps new data keys before a new version replaces it.', 1, 3650)
+    .default(365),
+  DATA_KEY_CACHE_SIZE: env.int('Most unwrapped keys kept in memory (LRU).', 0, 1_000_000).default(5000),
+  DATA_KEY_CACHE_TTL_SECONDS: env
+    .int('Seconds an unwrapped key stays in the memory cache.', 0, 86400)
+    .default(300),
 };

@@ -1,22 +1,70 @@
 import path from 'node:path';
+import { connectIdentityKeys } from '@custos/auth';
 import { runDataService } from '@custos/events';
+import { BillingServiceClient } from '@custos/proto/custos/billing/v1/service';
+import { PolicyServiceClient } from '@custos/proto/custos/policy/v1/service';
 import { VaultCryptoServiceService } from '@custos/proto/custos/vault_crypto/v1/service';
+import { createGrpcClient } from '@custos/service-kit';
+import { AccessControl } from './access/access-control.js';
+import { OrgLimits } from './access/org-limits.js';
 import { configShape } from './config.js';
 import { SCHEMA } from './db/schema.js';
 import { vaultCryptoGrpc } from './grpc/vault-crypto-grpc.js';
-import { LocalKms, loadLocalMasterKey } from './kms/local-kms.js';
+import { OrgKeyRing } from './keys/org-key-ring.js';
+import { createKmsProvider } from './kms/kms-factory.js';
+import { EnvService } from './secrets/env-service.js';
+import { SecretService } from './secrets/secret-service.js';
+import { SecretStore } from './secrets/secret-store.js';
+import { VaultService } from './vaults/vault-service.js';
+import { VaultStore } from './vaults/vault-store.js';
 
-// Composition root of vault-crypto: the KMS provider, then the gRPC adapters.
+const DAY_MS = 86_400_000;
+
+// Composition root of vault-crypto: the KMS provider, peers, the rules, then the gRPC adapter.
 runDataService({
   name: 'vault-crypto',
   schema: SCHEMA,
   migrationsFolder: path.join(__dirname, '..', 'migrations'),
   configShape,
-  async start(rt) {
-    const kms = new LocalKms(loadLocalMasterKey(rt.config));
-    rt.logger.warn(
-      'KMS_PROVIDER=local: data keys are wrapped with a master key from configuration. Development only; use aws-kms or pkcs11 in production.',
+  async start(rt, { db }) {
+    const c = rt.config;
+    const kms = await createKmsProvider(c, rt.logger);
+    rt.onShutdown('kms', async () => {
+      await kms.close?.();
+    });
+
+    const opts = { deadlineMs: c.GRPC_DEADLINE_MS };
+    const policy = createGrpcClient(PolicyServiceClient, c.POLICY_ADDR, opts);
+    const billing = createGrpcClient(BillingServiceClient, c.BILLING_ADDR, opts);
+    rt.onShutdown('peers', async () => {
+      policy.close();
+      billing.close();
+    });
+
+    const keys = await connectIdentityKeys(
+      { redisUrl: c.REDIS_URL, identityAddr: c.IDENTITY_ADDR, deadlineMs: c.GRPC_DEADLINE_MS },
+      rt.logger,
+      rt.onShutdown,
     );
-    rt.grpc.add(VaultCryptoServiceService, vaultCryptoGrpc({ kms }));
+    const ring = new OrgKeyRing(
+      db,
+      kms,
+      {
+        rotationMs: c.ORG_KEY_ROTATION_DAYS * DAY_MS,
+        cacheTtlMs: c.DATA_KEY_CACHE_TTL_SECONDS * 1000,
+        cacheSize: c.DATA_KEY_CACHE_SIZE,
+      },
+      rt.logger,
+    );
+    const access = new AccessControl(policy);
+    const limits = new OrgLimits(billing);
+    const vaultStore = new VaultStore(db);
+    const vaults = new VaultService(vaultStore, access, limits, ring);
+    const secrets = new SecretService(
+      { vaults: vaultStore, secrets: new SecretStore(db), access, limits, ring, logger: rt.logger },
+      { ttlMs: c.DATA_KEY_CACHE_TTL_SECONDS * 1000, size: c.DATA_KEY_CACHE_SIZE },
+    );
+    const env = new EnvService(vaultStore, access, secrets);
+    rt.grpc.add(VaultCryptoServiceService, vaultCryptoGrpc({ kms, keys, vaults, secrets, env }));
   },
 });

@@ -135,9 +135,11 @@ describe.each([
     },
   );
 
-  it('the gateway still gets REDIS_URL, and only the gateway and identity do', () => {
+  it('REDIS_URL goes to the gateway, identity and the services that check revocations, all alike', () => {
     const withRedis = SERVICES.filter((s) => envOf(objects, s).has('REDIS_URL'));
-    expect(withRedis.sort()).toEqual(['gateway', 'identity']);
+    expect(withRedis.sort()).toEqual(['billing', 'gateway', 'identity', 'policy', 'vault-crypto']);
+    for (const s of withRedis)
+      expect(envOf(objects, s).get('REDIS_URL').valueFrom).toEqual(identity.get('REDIS_URL').valueFrom);
   });
 });
 

@@ -53,3 +53,16 @@ export async function quickUser(
   const claims = decodePayload(token);
   return { email, token, userId: String(claims['sub']).slice('user:'.length), orgId: String(claims['org']) };
 }
+
+/** A problem-details refusal with this status (and these members). */
+export function expectProblem(
+  r: Awaited<ReturnType<typeof api>>,
+  status: number,
+  members: Record<string, unknown> = {},
+): void {
+  expect({ status: r.status, body: r.body }).toMatchObject({
+    status,
+    body: { status, title: expect.any(String), detail: expect.any(String), ...members },
+  });
+  expect(r.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+}

@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import type { Logger } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
-import type { IdentityKeys } from '../identity-keys.js';
+import type { IdentityKeys } from '@custos/auth';
 import { accountRoutes } from './account-routes.js';
 import { accessLog } from './access-log.js';
 import { agentRoutes } from './agent-routes.js';
@@ -16,6 +16,9 @@ import { mfaRoutes } from './mfa-routes.js';
 import { orgRoutes } from './org-routes.js';
 import { routerKeyRoutes } from './router-key-routes.js';
 import { healthRoutes } from './health-routes.js';
+import { billingRoutes } from './billing-routes.js';
+import { policyRoutes } from './policy-routes.js';
+import { vaultRoutes } from './vault-routes.js';
 import { errorHandler, notFound } from './problem.js';
 import { rateLimit } from './rate-limit.js';
 import { requestContext } from './request-context.js';
@@ -86,6 +89,9 @@ export function createApp(deps: AppDeps): Express {
   app.use(orgRoutes(deps.peers, guards));
   app.use(routerKeyRoutes(deps.peers, guards));
   app.use(federationRoutes(deps.peers, guards));
+  app.use(vaultRoutes(deps.peers, guards));
+  app.use(policyRoutes(deps.peers, guards));
+  app.use(billingRoutes(deps.peers, guards));
 
   app.use(notFound);
   app.use(errorHandler(deps.logger));

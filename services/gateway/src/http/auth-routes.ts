@@ -2,7 +2,7 @@ import { type Request, type Response, Router } from 'express';
 import type { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service';
 import type { TokenSet, UserProfile } from '@custos/proto/custos/identity/v1/messages';
 import { InvalidArgumentError, unaryCaller } from '@custos/service-kit';
-import type { IdentityKeys } from '../identity-keys.js';
+import type { IdentityKeys } from '@custos/auth';
 import { declareRoute } from './routes.js';
 import type { RequestHandler } from 'express';
 

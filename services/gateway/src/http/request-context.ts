@@ -48,8 +48,13 @@ export function requestContext(trustedProxies: net.BlockList): RequestHandler {
     });
     const bearer = req.header('authorization');
     context.with(trace.setSpan(parent, span), () =>
-      runWithRequestContext({ requestId: req.requestId, ...(bearer ? { authorization: bearer } : {}) }, () =>
-        next(),
+      runWithRequestContext(
+        {
+          requestId: req.requestId,
+          clientIp: req.clientIp,
+          ...(bearer ? { authorization: bearer } : {}),
+        },
+        () => next(),
       ),
     );
   };

@@ -21,6 +21,7 @@ describe('requireUser', () => {
       userId: 'u',
       role: 'owner',
       platformAdmin: false,
+      requirePasskeyForVaults: false,
       amr: [],
     };
     expect(requireUser(user)).toBe(user);

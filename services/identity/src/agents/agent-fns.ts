@@ -154,3 +154,20 @@ export function parseAgentInput(fields: Record<string, unknown>, mode: 'create' 
 export function effectiveSettings(stored: Record<string, unknown>): AgentSettings {
   return { ...DEFAULT_AGENT_SETTINGS, ...stored } as AgentSettings;
 }
+
+/** The access claims of an agent token. */
+export interface AgentAccess {
+  scopes: string[];
+  vaultIds: string[];
+}
+
+/**
+ * An agent's token access (spec §4.1): its explicit scopes, else the path patterns of its live
+ * allow grants, else none; its vaults are those its settings name plus those its grants are on.
+ */
+export function agentAccess(s: AgentSettings, grants: { scopes: string[]; vaultIds: string[] }): AgentAccess {
+  return {
+    scopes: s.scopes ?? [...new Set(grants.scopes)],
+    vaultIds: [...new Set([...s.vault_ids, ...grants.vaultIds])],
+  };
+}

@@ -15,6 +15,7 @@ import {
   parseAgentInput,
 } from './agent-fns.js';
 import { agentInOrg, agentManager } from './agent-access.js';
+import type { AgentPeers } from './agent-limits.js';
 import type { AgentRow, AgentStore } from './agent-store.js';
 
 const KEY_PREFIX = SECRET_TOKEN_PREFIXES.agentApiKey;
@@ -65,6 +66,7 @@ export class AgentService {
     private readonly store: AgentStore,
     private readonly issuer: TokenIssuer,
     private readonly revocations: RevocationStore,
+    private readonly peers: AgentPeers,
   ) {}
 
   private manager(p: Principal): UserPrincipal {
@@ -83,7 +85,9 @@ export class AgentService {
     const user = this.manager(p);
     const input = parseAgentInput(fields, 'create');
     const key = generateSecretToken(KEY_PREFIX);
+    const cap = await this.peers.agentCap(user.orgId);
     const row = await this.store.transaction(async (tx) => {
+      await this.peers.reserveActiveAgent(this.store, tx, user.orgId, cap.maxAgents, cap.plan);
       const created = await this.store.insert(
         {
           orgId: user.orgId,
@@ -122,12 +126,23 @@ export class AgentService {
     const row = await this.inOrg(p, agentId);
     const input = parseAgentInput(fields, 'update');
     const settings: AgentSettings = { ...effectiveSettings(row.settings), ...input.settings };
-    const updated = await this.store.update(row.id, {
+    const change = {
       ...(input.name !== undefined ? { name: input.name } : {}),
       ...(input.description !== undefined ? { description: input.description } : {}),
       ...(input.isActive !== undefined ? { isActive: input.isActive } : {}),
       settings,
-    });
+    };
+    let updated: AgentRow;
+    if (input.isActive === true && !row.isActive) {
+      // Reactivating takes a place under the org's cap on active agents, like creating does.
+      const cap = await this.peers.agentCap(row.orgId);
+      updated = await this.store.transaction(async (tx) => {
+        await this.peers.reserveActiveAgent(this.store, tx, row.orgId, cap.maxAgents, cap.plan);
+        return this.store.update(row.id, change, tx);
+      });
+    } else {
+      updated = await this.store.update(row.id, change);
+    }
     if (input.isActive === false && row.isActive) {
       // Deactivating through PATCH is the same as DELETE: keys and tokens stop at once.
       await this.revokeKeysAndTokens(row.id);
@@ -188,10 +203,7 @@ export class AgentService {
       keyId: key.id,
       orgId: row.orgId,
       createdBy: row.createdBy,
-      // Explicit scopes, else the path patterns of the agent's policies (the policy service, when
-      // it exists), else none: no access.
-      scopes: s.scopes ?? [],
-      vaultIds: s.vault_ids,
+      ...(await this.peers.tokenAccess(row, s)),
       intentsApiEnabled: s.intents_api_enabled,
       proxyEnabled: s.proxy_enabled,
       proxyConfig: s.proxy_config,

@@ -1,8 +1,8 @@
-import { and, asc, eq, isNull } from 'drizzle-orm';
-import type { Database } from '@custos/service-kit';
+import { and, asc, count, eq, isNull } from 'drizzle-orm';
+import type { Database, Transaction } from '@custos/service-kit';
 import { agentKeys, agents } from '../db/schema.js';
 
-type Tx = Parameters<Parameters<Database['transaction']>[0]>[0] | Database;
+type Tx = Transaction | Database;
 
 /** An agent row. */
 export type AgentRow = typeof agents.$inferSelect;
@@ -12,7 +12,7 @@ export class AgentStore {
   constructor(private readonly db: Database) {}
 
   /** Runs `fn` in one transaction. */
-  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+  transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
     return this.db.transaction(fn);
   }
 
@@ -49,6 +49,15 @@ export class AgentStore {
   /** The agents of an org, oldest first. */
   listInOrg(orgId: string): Promise<AgentRow[]> {
     return this.db.select().from(agents).where(eq(agents.orgId, orgId)).orderBy(asc(agents.createdAt));
+  }
+
+  /** How many active agents the org has (under the caller's cap lock, in its transaction). */
+  async countActive(orgId: string, tx: Tx = this.db): Promise<number> {
+    const [row] = await tx
+      .select({ n: count() })
+      .from(agents)
+      .where(and(eq(agents.orgId, orgId), eq(agents.isActive, true)));
+    return row?.n ?? 0;
   }
 
   /** Writes changed columns. */

@@ -8,6 +8,7 @@ import type { AsyncService, Database } from '@custos/service-kit';
 import { callerResolver } from '../grpc/caller.js';
 import type { RevocationStore } from '../tokens/revocation-store.js';
 import type { TokenIssuer } from '../tokens/token-issuer.js';
+import type { AgentPeers } from './agent-limits.js';
 import { AgentStore } from './agent-store.js';
 import { RouterKeyService, type RouterKeyView } from './router-key-service.js';
 import { RouterKeyStore } from './router-key-store.js';
@@ -33,6 +34,7 @@ export function routerKeyGrpc(deps: {
   issuer: TokenIssuer;
   revocations: RevocationStore;
   verifier: TokenVerifier;
+  peers: AgentPeers;
 }): AsyncService<RouterKeyServiceServer> {
   const caller = callerResolver(deps.verifier);
   const service = new RouterKeyService(
@@ -40,6 +42,7 @@ export function routerKeyGrpc(deps: {
     new AgentStore(deps.db),
     deps.issuer,
     deps.revocations,
+    deps.peers,
   );
 
   return {

@@ -16,6 +16,7 @@ import type { RevocationStore } from '../tokens/revocation-store.js';
 import type { MintedAccessToken, TokenIssuer } from '../tokens/token-issuer.js';
 import { effectiveSettings } from './agent-fns.js';
 import { agentInOrg, agentManager } from './agent-access.js';
+import type { AgentPeers } from './agent-limits.js';
 import type { AgentRow, AgentStore } from './agent-store.js';
 import { ROUTER_KEY_TOKEN_TTL_SECONDS, parseRouterKeyLimits } from './router-key-fns.js';
 import type { RouterKeyRow, RouterKeyStore } from './router-key-store.js';
@@ -63,6 +64,7 @@ export class RouterKeyService {
     private readonly agents: AgentStore,
     private readonly issuer: TokenIssuer,
     private readonly revocations: RevocationStore,
+    private readonly peers: AgentPeers,
   ) {}
 
   private manager(p: Principal): UserPrincipal {
@@ -142,8 +144,7 @@ export class RouterKeyService {
       keyId: key.tokenId,
       orgId: agent.orgId,
       createdBy: agent.createdBy,
-      scopes: s.scopes ?? [],
-      vaultIds: s.vault_ids,
+      ...(await this.peers.tokenAccess(agent, s)),
       intentsApiEnabled: s.intents_api_enabled,
       proxyEnabled: s.proxy_enabled,
       proxyConfig: s.proxy_config,

@@ -1,6 +1,7 @@
 import type { TokenVerifier } from '@custos/auth';
 import type { FederationServiceServer } from '@custos/proto/custos/identity/v1/federation';
 import type { AsyncService, Database } from '@custos/service-kit';
+import type { AgentPeers } from '../agents/agent-limits.js';
 import { AgentStore } from '../agents/agent-store.js';
 import { GoogleIdTokenVerifier } from '../google/google-id-token.js';
 import { GoogleSignInService, type SignInStarter } from '../google/google-signin-service.js';
@@ -49,12 +50,19 @@ export function federationService(deps: {
   users: SignInStarter;
   key: FederationKey | undefined;
   issuer: string;
+  peers: AgentPeers;
   google: { clientIds: string[]; issuers: string[]; jwksUrl: string };
 }): AsyncService<FederationServiceServer> {
   const googleVerifier =
     deps.google.clientIds.length > 0 ? new GoogleIdTokenVerifier(deps.google) : undefined;
   return federationGrpc({
-    federation: new FederationService(new AgentStore(deps.db), deps.verifier, deps.key, deps.issuer),
+    federation: new FederationService(
+      new AgentStore(deps.db),
+      deps.verifier,
+      deps.key,
+      deps.issuer,
+      deps.peers,
+    ),
     google: new GoogleSignInService(
       googleVerifier,
       new UserStore(deps.db),

@@ -6,6 +6,7 @@ import {
   UnavailableError,
 } from '@custos/service-kit';
 import { effectiveSettings } from '../agents/agent-fns.js';
+import type { AgentPeers } from '../agents/agent-limits.js';
 import type { AgentRow, AgentStore } from '../agents/agent-store.js';
 import { SECRET_TOKEN_PREFIXES, parseSecretToken, secretMatches } from '../credentials/secret-token-fns.js';
 import { newTokenId } from '../tokens/signing-key-fns.js';
@@ -61,6 +62,7 @@ export class FederationService {
     private readonly verifier: TokenVerifier,
     private readonly key: FederationKey | undefined,
     private readonly issuer: string,
+    private readonly peers: AgentPeers,
   ) {}
 
   /** Checks the request and the agent's federation settings, then mints the token. */
@@ -134,7 +136,7 @@ export class FederationService {
     if (p.kind !== 'agent') throw new PermissionDeniedError('only agent tokens can be exchanged');
     const agent = await this.liveAgent(p.agentId, p.orgId);
     // The token passes on no more than it carries, nor more than the agent holds now.
-    const current = effectiveSettings(agent.settings).scopes ?? [];
+    const { scopes: current } = await this.peers.tokenAccess(agent, effectiveSettings(agent.settings));
     return { agent, scopes: p.scopes.filter((x) => current.includes(x)), validUntil: p.expiresAt };
   }
 
@@ -149,7 +151,7 @@ export class FederationService {
     const s = effectiveSettings(agent.settings);
     const expiresAt = s.api_key_expires_at ? Math.floor(Date.parse(s.api_key_expires_at) / 1000) : Infinity;
     if (expiresAt <= Date.now() / 1000) throw new UnauthenticatedError(SUBJECT_REFUSED);
-    return { agent, scopes: s.scopes ?? [], validUntil: expiresAt };
+    return { agent, scopes: (await this.peers.tokenAccess(agent, s)).scopes, validUntil: expiresAt };
   }
 
   private async liveAgent(agentId: string, orgId?: string): Promise<AgentRow> {

@@ -53,7 +53,13 @@ export class TokenIssuer {
    * says whether the user is a platform admin (`platform_admin: true` then).
    */
   userAccessToken(
-    user: { id: string; orgId: string; role: string; platformAdmin?: boolean },
+    user: {
+      id: string;
+      orgId: string;
+      role: string;
+      platformAdmin?: boolean;
+      requirePasskeyForVaults?: boolean;
+    },
     session: { id: string; amr: string[] },
     ttlSeconds = this.settings.userAccessTtlSeconds,
   ): MintedAccessToken {
@@ -69,6 +75,7 @@ export class TokenIssuer {
         org: user.orgId,
         role: user.role,
         ...(user.platformAdmin ? { platform_admin: true } : {}),
+        ...(user.requirePasskeyForVaults ? { pkv: true } : {}),
         token_use: 'access',
         sid: session.id,
         amr: session.amr,

@@ -14,6 +14,7 @@ const userColumns = {
   emailVerified: users.emailVerified,
   marketingEmails: users.marketingEmails,
   totpEnabled: users.totpEnabled,
+  requirePasskeyForVaults: users.requirePasskeyForVaults,
   orgId: users.orgId,
   role: orgMembers.role,
   createdAt: users.createdAt,

@@ -13,6 +13,8 @@ export interface User {
   emailVerified: boolean;
   marketingEmails: boolean;
   totpEnabled: boolean;
+  /** Secret reads need a passkey unlock token (`X-Passkey-Token`); carried as the `pkv` claim. */
+  requirePasskeyForVaults: boolean;
   orgId: string;
   role: OrgRole;
   createdAt: Date;

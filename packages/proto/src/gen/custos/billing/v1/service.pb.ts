@@ -6,24 +6,89 @@
 
 /* eslint-disable */
 import {
+  type CallOptions,
   type ChannelCredentials,
   Client,
   type ClientOptions,
+  type ClientUnaryCall,
+  type handleUnaryCall,
   makeGenericClientConstructor,
+  type Metadata,
+  type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { GetOrgLimitsRequest, GetOrgLimitsResponse, SetOrgPlanRequest, SetOrgPlanResponse } from "./messages.pb.js";
 
 /**
- * BillingService: plans, tier caps, usage and payments. RPCs arrive with the billing issues.
- * Every service also serves grpc.health.v1.Health.
+ * BillingService: plans, tier caps, usage and payments. This first part answers an org's plan and
+ * tier caps, which the services that own vaults, secrets and agents enforce in their own database
+ * (DECISIONS.md "Tier caps"). Every service also serves grpc.health.v1.Health.
  */
 export type BillingServiceService = typeof BillingServiceService;
-export const BillingServiceService = {} as const;
+export const BillingServiceService = {
+  /** GetOrgLimits returns an org's plan and caps; an org never assigned a plan has the default plan. */
+  getOrgLimits: {
+    path: "/custos.billing.v1.BillingService/GetOrgLimits",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: GetOrgLimitsRequest): Buffer => Buffer.from(GetOrgLimitsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetOrgLimitsRequest => GetOrgLimitsRequest.decode(value),
+    responseSerialize: (value: GetOrgLimitsResponse): Buffer =>
+      Buffer.from(GetOrgLimitsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetOrgLimitsResponse => GetOrgLimitsResponse.decode(value),
+  },
+  /** SetOrgPlan assigns a plan to an org. Only a platform admin (bearer JWT in metadata) may. */
+  setOrgPlan: {
+    path: "/custos.billing.v1.BillingService/SetOrgPlan",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: SetOrgPlanRequest): Buffer => Buffer.from(SetOrgPlanRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetOrgPlanRequest => SetOrgPlanRequest.decode(value),
+    responseSerialize: (value: SetOrgPlanResponse): Buffer => Buffer.from(SetOrgPlanResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetOrgPlanResponse => SetOrgPlanResponse.decode(value),
+  },
+} as const;
 
 export interface BillingServiceServer extends UntypedServiceImplementation {
+  /** GetOrgLimits returns an org's plan and caps; an org never assigned a plan has the default plan. */
+  getOrgLimits: handleUnaryCall<GetOrgLimitsRequest, GetOrgLimitsResponse>;
+  /** SetOrgPlan assigns a plan to an org. Only a platform admin (bearer JWT in metadata) may. */
+  setOrgPlan: handleUnaryCall<SetOrgPlanRequest, SetOrgPlanResponse>;
 }
 
 export interface BillingServiceClient extends Client {
+  /** GetOrgLimits returns an org's plan and caps; an org never assigned a plan has the default plan. */
+  getOrgLimits(
+    request: GetOrgLimitsRequest,
+    callback: (error: ServiceError | null, response: GetOrgLimitsResponse) => void,
+  ): ClientUnaryCall;
+  getOrgLimits(
+    request: GetOrgLimitsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetOrgLimitsResponse) => void,
+  ): ClientUnaryCall;
+  getOrgLimits(
+    request: GetOrgLimitsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetOrgLimitsResponse) => void,
+  ): ClientUnaryCall;
+  /** SetOrgPlan assigns a plan to an org. Only a platform admin (bearer JWT in metadata) may. */
+  setOrgPlan(
+    request: SetOrgPlanRequest,
+    callback: (error: ServiceError | null, response: SetOrgPlanResponse) => void,
+  ): ClientUnaryCall;
+  setOrgPlan(
+    request: SetOrgPlanRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetOrgPlanResponse) => void,
+  ): ClientUnaryCall;
+  setOrgPlan(
+    request: SetOrgPlanRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetOrgPlanResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const BillingServiceClient = makeGenericClientConstructor(

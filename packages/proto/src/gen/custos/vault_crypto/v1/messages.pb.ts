@@ -23,6 +23,98 @@ export interface GetKmsHealthResponse {
   latencyMs: number;
 }
 
+/** Vault is the HTTP view of a vault. */
+export interface Vault {
+  /** The vault's id (UUID). */
+  id: string;
+  /** Its name, trimmed. */
+  name: string;
+  /** Its description; empty when none. */
+  description: string;
+  /** Who created it (user or agent UUID). */
+  createdBy: string;
+  /** `user` or `agent`. */
+  createdByType: string;
+  /** When it was created (ISO 8601). */
+  createdAt: string;
+}
+
+/** CreateVaultRequest carries the HTTP body fields. */
+export interface CreateVaultRequest {
+  /** The name (1..255 characters after trimming). */
+  name: string;
+  /** An optional description. */
+  description: string;
+}
+
+/** CreateVaultResponse carries the new vault. */
+export interface CreateVaultResponse {
+  /** The vault. */
+  vault?: Vault | undefined;
+}
+
+/** ListVaultsRequest has no fields: the caller's org is listed. */
+export interface ListVaultsRequest {
+}
+
+/** ListVaultsResponse lists vaults, oldest first. */
+export interface ListVaultsResponse {
+  /** The vaults. */
+  vaults: Vault[];
+}
+
+/** GetVaultRequest names the vault. */
+export interface GetVaultRequest {
+  /** The vault (UUID). */
+  vaultId: string;
+}
+
+/** GetVaultResponse carries the vault. */
+export interface GetVaultResponse {
+  /** The vault. */
+  vault?: Vault | undefined;
+}
+
+/** DeleteVaultRequest names the vault. */
+export interface DeleteVaultRequest {
+  /** The vault (UUID). */
+  vaultId: string;
+}
+
+/** DeleteVaultResponse has no fields. */
+export interface DeleteVaultResponse {
+}
+
+/** DescribeVaultRequest names the vault. */
+export interface DescribeVaultRequest {
+  /** The vault (UUID). */
+  vaultId: string;
+}
+
+/** DescribeVaultResponse tells who owns the vault. */
+export interface DescribeVaultResponse {
+  /** The vault (UUID). */
+  vaultId: string;
+  /** The org that owns it (UUID). */
+  orgId: string;
+  /** Who created it (UUID). */
+  createdBy: string;
+  /** `user` or `agent`. */
+  createdByType: string;
+  /** True for `__agent-keys` and `__treasury-keys`. */
+  isSystem: boolean;
+}
+
+/** RotateOrgKeyRequest has no fields: the caller's org key rotates. */
+export interface RotateOrgKeyRequest {
+}
+
+/** RotateOrgKeyResponse tells the new key version. */
+export interface RotateOrgKeyResponse {
+  /** The version now used to wrap new data keys. */
+  version: number;
+}
+
 function createBaseGetKmsHealthRequest(): GetKmsHealthRequest {
   return {};
 }
@@ -170,6 +262,881 @@ export const GetKmsHealthResponse: MessageFns<GetKmsHealthResponse> = {
     message.healthy = object.healthy ?? false;
     message.detail = object.detail ?? "";
     message.latencyMs = object.latencyMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseVault(): Vault {
+  return { id: "", name: "", description: "", createdBy: "", createdByType: "", createdAt: "" };
+}
+
+export const Vault: MessageFns<Vault> = {
+  encode(message: Vault, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.description !== "") {
+      writer.uint32(26).string(message.description);
+    }
+    if (message.createdBy !== "") {
+      writer.uint32(34).string(message.createdBy);
+    }
+    if (message.createdByType !== "") {
+      writer.uint32(42).string(message.createdByType);
+    }
+    if (message.createdAt !== "") {
+      writer.uint32(50).string(message.createdAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Vault {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseVault();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.id = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.name = reader.string();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.description = reader.string();
+          continue;
+        }
+        case 4: {
+          if (tag !== 34) {
+            break;
+          }
+
+          message.createdBy = reader.string();
+          continue;
+        }
+        case 5: {
+          if (tag !== 42) {
+            break;
+          }
+
+          message.createdByType = reader.string();
+          continue;
+        }
+        case 6: {
+          if (tag !== 50) {
+            break;
+          }
+
+          message.createdAt = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): Vault {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      description: isSet(object.description) ? globalThis.String(object.description) : "",
+      createdBy: isSet(object.createdBy) ? globalThis.String(object.createdBy) : "",
+      createdByType: isSet(object.createdByType) ? globalThis.String(object.createdByType) : "",
+      createdAt: isSet(object.createdAt) ? globalThis.String(object.createdAt) : "",
+    };
+  },
+
+  toJSON(message: Vault): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.description !== "") {
+      obj.description = message.description;
+    }
+    if (message.createdBy !== "") {
+      obj.createdBy = message.createdBy;
+    }
+    if (message.createdByType !== "") {
+      obj.createdByType = message.createdByType;
+    }
+    if (message.createdAt !== "") {
+      obj.createdAt = message.createdAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Vault>, I>>(base?: I): Vault {
+    return Vault.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Vault>, I>>(object: I): Vault {
+    const message = createBaseVault();
+    message.id = object.id ?? "";
+    message.name = object.name ?? "";
+    message.description = object.description ?? "";
+    message.createdBy = object.createdBy ?? "";
+    message.createdByType = object.createdByType ?? "";
+    message.createdAt = object.createdAt ?? "";
+    return message;
+  },
+};
+
+function createBaseCreateVaultRequest(): CreateVaultRequest {
+  return { name: "", description: "" };
+}
+
+export const CreateVaultRequest: MessageFns<CreateVaultRequest> = {
+  encode(message: CreateVaultRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.description !== "") {
+      writer.uint32(18).string(message.description);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateVaultRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseCreateVaultRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.name = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.description = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): CreateVaultRequest {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      description: isSet(object.description) ? globalThis.String(object.description) : "",
+    };
+  },
+
+  toJSON(message: CreateVaultRequest): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.description !== "") {
+      obj.description = message.description;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateVaultRequest>, I>>(base?: I): CreateVaultRequest {
+    return CreateVaultRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateVaultRequest>, I>>(object: I): CreateVaultRequest {
+    const message = createBaseCreateVaultRequest();
+    message.name = object.name ?? "";
+    message.description = object.description ?? "";
+    return message;
+  },
+};
+
+function createBaseCreateVaultResponse(): CreateVaultResponse {
+  return { vault: undefined };
+}
+
+export const CreateVaultResponse: MessageFns<CreateVaultResponse> = {
+  encode(message: CreateVaultResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.vault !== undefined) {
+      Vault.encode(message.vault, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateVaultResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseCreateVaultResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.vault = Vault.decode(reader, reader.uint32());
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): CreateVaultResponse {
+    return { vault: isSet(object.vault) ? Vault.fromJSON(object.vault) : undefined };
+  },
+
+  toJSON(message: CreateVaultResponse): unknown {
+    const obj: any = {};
+    if (message.vault !== undefined) {
+      obj.vault = Vault.toJSON(message.vault);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateVaultResponse>, I>>(base?: I): CreateVaultResponse {
+    return CreateVaultResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateVaultResponse>, I>>(object: I): CreateVaultResponse {
+    const message = createBaseCreateVaultResponse();
+    message.vault = (object.vault !== undefined && object.vault !== null) ? Vault.fromPartial(object.vault) : undefined;
+    return message;
+  },
+};
+
+function createBaseListVaultsRequest(): ListVaultsRequest {
+  return {};
+}
+
+export const ListVaultsRequest: MessageFns<ListVaultsRequest> = {
+  encode(_: ListVaultsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListVaultsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseListVaultsRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(_: any): ListVaultsRequest {
+    return {};
+  },
+
+  toJSON(_: ListVaultsRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListVaultsRequest>, I>>(base?: I): ListVaultsRequest {
+    return ListVaultsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListVaultsRequest>, I>>(_: I): ListVaultsRequest {
+    const message = createBaseListVaultsRequest();
+    return message;
+  },
+};
+
+function createBaseListVaultsResponse(): ListVaultsResponse {
+  return { vaults: [] };
+}
+
+export const ListVaultsResponse: MessageFns<ListVaultsResponse> = {
+  encode(message: ListVaultsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.vaults) {
+      Vault.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListVaultsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseListVaultsResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.vaults.push(Vault.decode(reader, reader.uint32()));
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): ListVaultsResponse {
+    return { vaults: globalThis.Array.isArray(object?.vaults) ? object.vaults.map((e: any) => Vault.fromJSON(e)) : [] };
+  },
+
+  toJSON(message: ListVaultsResponse): unknown {
+    const obj: any = {};
+    if (message.vaults?.length) {
+      obj.vaults = message.vaults.map((e) => Vault.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListVaultsResponse>, I>>(base?: I): ListVaultsResponse {
+    return ListVaultsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListVaultsResponse>, I>>(object: I): ListVaultsResponse {
+    const message = createBaseListVaultsResponse();
+    message.vaults = object.vaults?.map((e) => Vault.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseGetVaultRequest(): GetVaultRequest {
+  return { vaultId: "" };
+}
+
+export const GetVaultRequest: MessageFns<GetVaultRequest> = {
+  encode(message: GetVaultRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.vaultId !== "") {
+      writer.uint32(10).string(message.vaultId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetVaultRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseGetVaultRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.vaultId = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): GetVaultRequest {
+    return { vaultId: isSet(object.vaultId) ? globalThis.String(object.vaultId) : "" };
+  },
+
+  toJSON(message: GetVaultRequest): unknown {
+    const obj: any = {};
+    if (message.vaultId !== "") {
+      obj.vaultId = message.vaultId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetVaultRequest>, I>>(base?: I): GetVaultRequest {
+    return GetVaultRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetVaultRequest>, I>>(object: I): GetVaultRequest {
+    const message = createBaseGetVaultRequest();
+    message.vaultId = object.vaultId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetVaultResponse(): GetVaultResponse {
+  return { vault: undefined };
+}
+
+export const GetVaultResponse: MessageFns<GetVaultResponse> = {
+  encode(message: GetVaultResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.vault !== undefined) {
+      Vault.encode(message.vault, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetVaultResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseGetVaultResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.vault = Vault.decode(reader, reader.uint32());
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): GetVaultResponse {
+    return { vault: isSet(object.vault) ? Vault.fromJSON(object.vault) : undefined };
+  },
+
+  toJSON(message: GetVaultResponse): unknown {
+    const obj: any = {};
+    if (message.vault !== undefined) {
+      obj.vault = Vault.toJSON(message.vault);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetVaultResponse>, I>>(base?: I): GetVaultResponse {
+    return GetVaultResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetVaultResponse>, I>>(object: I): GetVaultResponse {
+    const message = createBaseGetVaultResponse();
+    message.vault = (object.vault !== undefined && object.vault !== null) ? Vault.fromPartial(object.vault) : undefined;
+    return message;
+  },
+};
+
+function createBaseDeleteVaultRequest(): DeleteVaultRequest {
+  return { vaultId: "" };
+}
+
+export const DeleteVaultRequest: MessageFns<DeleteVaultRequest> = {
+  encode(message: DeleteVaultRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.vaultId !== "") {
+      writer.uint32(10).string(message.vaultId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteVaultRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseDeleteVaultRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.vaultId = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): DeleteVaultRequest {
+    return { vaultId: isSet(object.vaultId) ? globalThis.String(object.vaultId) : "" };
+  },
+
+  toJSON(message: DeleteVaultRequest): unknown {
+    const obj: any = {};
+    if (message.vaultId !== "") {
+      obj.vaultId = message.vaultId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteVaultRequest>, I>>(base?: I): DeleteVaultRequest {
+    return DeleteVaultRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteVaultRequest>, I>>(object: I): DeleteVaultRequest {
+    const message = createBaseDeleteVaultRequest();
+    message.vaultId = object.vaultId ?? "";
+    return message;
+  },
+};
+
+function createBaseDeleteVaultResponse(): DeleteVaultResponse {
+  return {};
+}
+
+export const DeleteVaultResponse: MessageFns<DeleteVaultResponse> = {
+  encode(_: DeleteVaultResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteVaultResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseDeleteVaultResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(_: any): DeleteVaultResponse {
+    return {};
+  },
+
+  toJSON(_: DeleteVaultResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteVaultResponse>, I>>(base?: I): DeleteVaultResponse {
+    return DeleteVaultResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteVaultResponse>, I>>(_: I): DeleteVaultResponse {
+    const message = createBaseDeleteVaultResponse();
+    return message;
+  },
+};
+
+function createBaseDescribeVaultRequest(): DescribeVaultRequest {
+  return { vaultId: "" };
+}
+
+export const DescribeVaultRequest: MessageFns<DescribeVaultRequest> = {
+  encode(message: DescribeVaultRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.vaultId !== "") {
+      writer.uint32(10).string(message.vaultId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DescribeVaultRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseDescribeVaultRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.vaultId = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): DescribeVaultRequest {
+    return { vaultId: isSet(object.vaultId) ? globalThis.String(object.vaultId) : "" };
+  },
+
+  toJSON(message: DescribeVaultRequest): unknown {
+    const obj: any = {};
+    if (message.vaultId !== "") {
+      obj.vaultId = message.vaultId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DescribeVaultRequest>, I>>(base?: I): DescribeVaultRequest {
+    return DescribeVaultRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DescribeVaultRequest>, I>>(object: I): DescribeVaultRequest {
+    const message = createBaseDescribeVaultRequest();
+    message.vaultId = object.vaultId ?? "";
+    return message;
+  },
+};
+
+function createBaseDescribeVaultResponse(): DescribeVaultResponse {
+  return { vaultId: "", orgId: "", createdBy: "", createdByType: "", isSystem: false };
+}
+
+export const DescribeVaultResponse: MessageFns<DescribeVaultResponse> = {
+  encode(message: DescribeVaultResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.vaultId !== "") {
+      writer.uint32(10).string(message.vaultId);
+    }
+    if (message.orgId !== "") {
+      writer.uint32(18).string(message.orgId);
+    }
+    if (message.createdBy !== "") {
+      writer.uint32(26).string(message.createdBy);
+    }
+    if (message.createdByType !== "") {
+      writer.uint32(34).string(message.createdByType);
+    }
+    if (message.isSystem !== false) {
+      writer.uint32(40).bool(message.isSystem);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DescribeVaultResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseDescribeVaultResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.vaultId = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.orgId = reader.string();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.createdBy = reader.string();
+          continue;
+        }
+        case 4: {
+          if (tag !== 34) {
+            break;
+          }
+
+          message.createdByType = reader.string();
+          continue;
+        }
+        case 5: {
+          if (tag !== 40) {
+            break;
+          }
+
+          message.isSystem = reader.bool();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): DescribeVaultResponse {
+    return {
+      vaultId: isSet(object.vaultId) ? globalThis.String(object.vaultId) : "",
+      orgId: isSet(object.orgId) ? globalThis.String(object.orgId) : "",
+      createdBy: isSet(object.createdBy) ? globalThis.String(object.createdBy) : "",
+      createdByType: isSet(object.createdByType) ? globalThis.String(object.createdByType) : "",
+      isSystem: isSet(object.isSystem) ? globalThis.Boolean(object.isSystem) : false,
+    };
+  },
+
+  toJSON(message: DescribeVaultResponse): unknown {
+    const obj: any = {};
+    if (message.vaultId !== "") {
+      obj.vaultId = message.vaultId;
+    }
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.createdBy !== "") {
+      obj.createdBy = message.createdBy;
+    }
+    if (message.createdByType !== "") {
+      obj.createdByType = message.createdByType;
+    }
+    if (message.isSystem !== false) {
+      obj.isSystem = message.isSystem;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DescribeVaultResponse>, I>>(base?: I): DescribeVaultResponse {
+    return DescribeVaultResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DescribeVaultResponse>, I>>(object: I): DescribeVaultResponse {
+    const message = createBaseDescribeVaultResponse();
+    message.vaultId = object.vaultId ?? "";
+    message.orgId = object.orgId ?? "";
+    message.createdBy = object.createdBy ?? "";
+    message.createdByType = object.createdByType ?? "";
+    message.isSystem = object.isSystem ?? false;
+    return message;
+  },
+};
+
+function createBaseRotateOrgKeyRequest(): RotateOrgKeyRequest {
+  return {};
+}
+
+export const RotateOrgKeyRequest: MessageFns<RotateOrgKeyRequest> = {
+  encode(_: RotateOrgKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RotateOrgKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseRotateOrgKeyRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(_: any): RotateOrgKeyRequest {
+    return {};
+  },
+
+  toJSON(_: RotateOrgKeyRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RotateOrgKeyRequest>, I>>(base?: I): RotateOrgKeyRequest {
+    return RotateOrgKeyRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RotateOrgKeyRequest>, I>>(_: I): RotateOrgKeyRequest {
+    const message = createBaseRotateOrgKeyRequest();
+    return message;
+  },
+};
+
+function createBaseRotateOrgKeyResponse(): RotateOrgKeyResponse {
+  return { version: 0 };
+}
+
+export const RotateOrgKeyResponse: MessageFns<RotateOrgKeyResponse> = {
+  encode(message: RotateOrgKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.version !== 0) {
+      writer.uint32(8).int32(message.version);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RotateOrgKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseRotateOrgKeyResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 8) {
+            break;
+          }
+
+          message.version = reader.int32();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): RotateOrgKeyResponse {
+    return { version: isSet(object.version) ? globalThis.Number(object.version) : 0 };
+  },
+
+  toJSON(message: RotateOrgKeyResponse): unknown {
+    const obj: any = {};
+    if (message.version !== 0) {
+      obj.version = Math.round(message.version);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RotateOrgKeyResponse>, I>>(base?: I): RotateOrgKeyResponse {
+    return RotateOrgKeyResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RotateOrgKeyResponse>, I>>(object: I): RotateOrgKeyResponse {
+    const message = createBaseRotateOrgKeyResponse();
+    message.version = object.version ?? 0;
     return message;
   },
 };

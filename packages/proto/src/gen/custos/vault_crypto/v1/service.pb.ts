@@ -17,11 +17,47 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
-import { GetKmsHealthRequest, GetKmsHealthResponse } from "./messages.pb.js";
+import {
+  CreateVaultRequest,
+  CreateVaultResponse,
+  DeleteVaultRequest,
+  DeleteVaultResponse,
+  DescribeVaultRequest,
+  DescribeVaultResponse,
+  GetKmsHealthRequest,
+  GetKmsHealthResponse,
+  GetVaultRequest,
+  GetVaultResponse,
+  ListVaultsRequest,
+  ListVaultsResponse,
+  RotateOrgKeyRequest,
+  RotateOrgKeyResponse,
+} from "./messages.pb.js";
+import {
+  DeleteSecretRequest,
+  DeleteSecretResponse,
+  DisableSecretVersionRequest,
+  DisableSecretVersionResponse,
+  GetSecretRequest,
+  GetSecretResponse,
+  ListSecretsRequest,
+  ListSecretsResponse,
+  ListSecretVersionsRequest,
+  ListSecretVersionsResponse,
+  PutSecretRequest,
+  PutSecretResponse,
+  ResolveEnvVarsRequest,
+  ResolveEnvVarsResponse,
+  RotateSecretRequest,
+  RotateSecretResponse,
+} from "./secrets.pb.js";
 
 /**
- * VaultCryptoService owns vaults, secret versions and the organisation key-encryption keys.
- * Secret RPCs arrive with the Vaults and secrets issue.
+ * VaultCryptoService owns vaults, secret versions and the organisation key-encryption keys
+ * (SPEC.md §2.1, §2.2, §4.3). Calls carry the caller's bearer JWT in the `authorization` metadata
+ * and the client's address in `x-custos-client-ip`; the service verifies the JWT itself. A
+ * principal who is neither the vault's creator nor an owner or admin of its org is asked about
+ * on every secret operation to the policy service.
  */
 export type VaultCryptoServiceService = typeof VaultCryptoServiceService;
 export const VaultCryptoServiceService = {
@@ -39,6 +75,159 @@ export const VaultCryptoServiceService = {
       Buffer.from(GetKmsHealthResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetKmsHealthResponse => GetKmsHealthResponse.decode(value),
   },
+  /** CreateVault creates a vault in the caller's org (names unique per org after trimming). */
+  createVault: {
+    path: "/custos.vault_crypto.v1.VaultCryptoService/CreateVault",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: CreateVaultRequest): Buffer => Buffer.from(CreateVaultRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateVaultRequest => CreateVaultRequest.decode(value),
+    responseSerialize: (value: CreateVaultResponse): Buffer => Buffer.from(CreateVaultResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateVaultResponse => CreateVaultResponse.decode(value),
+  },
+  /** ListVaults lists the vaults of the caller's org the caller may see; system vaults never. */
+  listVaults: {
+    path: "/custos.vault_crypto.v1.VaultCryptoService/ListVaults",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ListVaultsRequest): Buffer => Buffer.from(ListVaultsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListVaultsRequest => ListVaultsRequest.decode(value),
+    responseSerialize: (value: ListVaultsResponse): Buffer => Buffer.from(ListVaultsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListVaultsResponse => ListVaultsResponse.decode(value),
+  },
+  /** GetVault returns one vault. */
+  getVault: {
+    path: "/custos.vault_crypto.v1.VaultCryptoService/GetVault",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: GetVaultRequest): Buffer => Buffer.from(GetVaultRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetVaultRequest => GetVaultRequest.decode(value),
+    responseSerialize: (value: GetVaultResponse): Buffer => Buffer.from(GetVaultResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetVaultResponse => GetVaultResponse.decode(value),
+  },
+  /** DeleteVault deletes a vault and soft-deletes every secret in it (its creator or an org admin). */
+  deleteVault: {
+    path: "/custos.vault_crypto.v1.VaultCryptoService/DeleteVault",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: DeleteVaultRequest): Buffer => Buffer.from(DeleteVaultRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteVaultRequest => DeleteVaultRequest.decode(value),
+    responseSerialize: (value: DeleteVaultResponse): Buffer => Buffer.from(DeleteVaultResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteVaultResponse => DeleteVaultResponse.decode(value),
+  },
+  /**
+   * DescribeVault tells a peer service (policy) who owns a vault of the caller's org, system
+   * vaults included; NOT_FOUND for a vault of another org.
+   */
+  describeVault: {
+    path: "/custos.vault_crypto.v1.VaultCryptoService/DescribeVault",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: DescribeVaultRequest): Buffer => Buffer.from(DescribeVaultRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DescribeVaultRequest => DescribeVaultRequest.decode(value),
+    responseSerialize: (value: DescribeVaultResponse): Buffer =>
+      Buffer.from(DescribeVaultResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DescribeVaultResponse => DescribeVaultResponse.decode(value),
+  },
+  /** PutSecret stores a new version of the secret at a path. */
+  putSecret: {
+    path: "/custos.vault_crypto.v1.VaultCryptoService/PutSecret",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: PutSecretRequest): Buffer => Buffer.from(PutSecretRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PutSecretRequest => PutSecretRequest.decode(value),
+    responseSerialize: (value: PutSecretResponse): Buffer => Buffer.from(PutSecretResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PutSecretResponse => PutSecretResponse.decode(value),
+  },
+  /** GetSecret decrypts the latest (or a named) version of a secret, counting the read. */
+  getSecret: {
+    path: "/custos.vault_crypto.v1.VaultCryptoService/GetSecret",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: GetSecretRequest): Buffer => Buffer.from(GetSecretRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetSecretRequest => GetSecretRequest.decode(value),
+    responseSerialize: (value: GetSecretResponse): Buffer => Buffer.from(GetSecretResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetSecretResponse => GetSecretResponse.decode(value),
+  },
+  /** ListSecrets lists the latest version's metadata of every live path, never a value. */
+  listSecrets: {
+    path: "/custos.vault_crypto.v1.VaultCryptoService/ListSecrets",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ListSecretsRequest): Buffer => Buffer.from(ListSecretsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListSecretsRequest => ListSecretsRequest.decode(value),
+    responseSerialize: (value: ListSecretsResponse): Buffer => Buffer.from(ListSecretsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListSecretsResponse => ListSecretsResponse.decode(value),
+  },
+  /** DeleteSecret soft-deletes every version of a path. */
+  deleteSecret: {
+    path: "/custos.vault_crypto.v1.VaultCryptoService/DeleteSecret",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: DeleteSecretRequest): Buffer => Buffer.from(DeleteSecretRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteSecretRequest => DeleteSecretRequest.decode(value),
+    responseSerialize: (value: DeleteSecretResponse): Buffer =>
+      Buffer.from(DeleteSecretResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteSecretResponse => DeleteSecretResponse.decode(value),
+  },
+  /** ListSecretVersions lists the metadata of every version of a path, newest first. */
+  listSecretVersions: {
+    path: "/custos.vault_crypto.v1.VaultCryptoService/ListSecretVersions",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ListSecretVersionsRequest): Buffer =>
+      Buffer.from(ListSecretVersionsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListSecretVersionsRequest => ListSecretVersionsRequest.decode(value),
+    responseSerialize: (value: ListSecretVersionsResponse): Buffer =>
+      Buffer.from(ListSecretVersionsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListSecretVersionsResponse => ListSecretVersionsResponse.decode(value),
+  },
+  /** DisableSecretVersion makes one version unreadable (it reads as 410 from then on). */
+  disableSecretVersion: {
+    path: "/custos.vault_crypto.v1.VaultCryptoService/DisableSecretVersion",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: DisableSecretVersionRequest): Buffer =>
+      Buffer.from(DisableSecretVersionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DisableSecretVersionRequest => DisableSecretVersionRequest.decode(value),
+    responseSerialize: (value: DisableSecretVersionResponse): Buffer =>
+      Buffer.from(DisableSecretVersionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DisableSecretVersionResponse => DisableSecretVersionResponse.decode(value),
+  },
+  /** RotateSecret stores a new version with a value generated by the server. */
+  rotateSecret: {
+    path: "/custos.vault_crypto.v1.VaultCryptoService/RotateSecret",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: RotateSecretRequest): Buffer => Buffer.from(RotateSecretRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RotateSecretRequest => RotateSecretRequest.decode(value),
+    responseSerialize: (value: RotateSecretResponse): Buffer =>
+      Buffer.from(RotateSecretResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RotateSecretResponse => RotateSecretResponse.decode(value),
+  },
+  /** ResolveEnvVars merges the env bundles that apply to a vault, environment and branch. */
+  resolveEnvVars: {
+    path: "/custos.vault_crypto.v1.VaultCryptoService/ResolveEnvVars",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ResolveEnvVarsRequest): Buffer =>
+      Buffer.from(ResolveEnvVarsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ResolveEnvVarsRequest => ResolveEnvVarsRequest.decode(value),
+    responseSerialize: (value: ResolveEnvVarsResponse): Buffer =>
+      Buffer.from(ResolveEnvVarsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ResolveEnvVarsResponse => ResolveEnvVarsResponse.decode(value),
+  },
+  /** RotateOrgKey starts a new version of the caller's org key-encryption key (owner or admin). */
+  rotateOrgKey: {
+    path: "/custos.vault_crypto.v1.VaultCryptoService/RotateOrgKey",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: RotateOrgKeyRequest): Buffer => Buffer.from(RotateOrgKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RotateOrgKeyRequest => RotateOrgKeyRequest.decode(value),
+    responseSerialize: (value: RotateOrgKeyResponse): Buffer =>
+      Buffer.from(RotateOrgKeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RotateOrgKeyResponse => RotateOrgKeyResponse.decode(value),
+  },
 } as const;
 
 export interface VaultCryptoServiceServer extends UntypedServiceImplementation {
@@ -47,6 +236,37 @@ export interface VaultCryptoServiceServer extends UntypedServiceImplementation {
    * data key right now. The gateway serves it as GET /v1/health/hsm.
    */
   getKmsHealth: handleUnaryCall<GetKmsHealthRequest, GetKmsHealthResponse>;
+  /** CreateVault creates a vault in the caller's org (names unique per org after trimming). */
+  createVault: handleUnaryCall<CreateVaultRequest, CreateVaultResponse>;
+  /** ListVaults lists the vaults of the caller's org the caller may see; system vaults never. */
+  listVaults: handleUnaryCall<ListVaultsRequest, ListVaultsResponse>;
+  /** GetVault returns one vault. */
+  getVault: handleUnaryCall<GetVaultRequest, GetVaultResponse>;
+  /** DeleteVault deletes a vault and soft-deletes every secret in it (its creator or an org admin). */
+  deleteVault: handleUnaryCall<DeleteVaultRequest, DeleteVaultResponse>;
+  /**
+   * DescribeVault tells a peer service (policy) who owns a vault of the caller's org, system
+   * vaults included; NOT_FOUND for a vault of another org.
+   */
+  describeVault: handleUnaryCall<DescribeVaultRequest, DescribeVaultResponse>;
+  /** PutSecret stores a new version of the secret at a path. */
+  putSecret: handleUnaryCall<PutSecretRequest, PutSecretResponse>;
+  /** GetSecret decrypts the latest (or a named) version of a secret, counting the read. */
+  getSecret: handleUnaryCall<GetSecretRequest, GetSecretResponse>;
+  /** ListSecrets lists the latest version's metadata of every live path, never a value. */
+  listSecrets: handleUnaryCall<ListSecretsRequest, ListSecretsResponse>;
+  /** DeleteSecret soft-deletes every version of a path. */
+  deleteSecret: handleUnaryCall<DeleteSecretRequest, DeleteSecretResponse>;
+  /** ListSecretVersions lists the metadata of every version of a path, newest first. */
+  listSecretVersions: handleUnaryCall<ListSecretVersionsRequest, ListSecretVersionsResponse>;
+  /** DisableSecretVersion makes one version unreadable (it reads as 410 from then on). */
+  disableSecretVersion: handleUnaryCall<DisableSecretVersionRequest, DisableSecretVersionResponse>;
+  /** RotateSecret stores a new version with a value generated by the server. */
+  rotateSecret: handleUnaryCall<RotateSecretRequest, RotateSecretResponse>;
+  /** ResolveEnvVars merges the env bundles that apply to a vault, environment and branch. */
+  resolveEnvVars: handleUnaryCall<ResolveEnvVarsRequest, ResolveEnvVarsResponse>;
+  /** RotateOrgKey starts a new version of the caller's org key-encryption key (owner or admin). */
+  rotateOrgKey: handleUnaryCall<RotateOrgKeyRequest, RotateOrgKeyResponse>;
 }
 
 export interface VaultCryptoServiceClient extends Client {
@@ -68,6 +288,233 @@ export interface VaultCryptoServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetKmsHealthResponse) => void,
+  ): ClientUnaryCall;
+  /** CreateVault creates a vault in the caller's org (names unique per org after trimming). */
+  createVault(
+    request: CreateVaultRequest,
+    callback: (error: ServiceError | null, response: CreateVaultResponse) => void,
+  ): ClientUnaryCall;
+  createVault(
+    request: CreateVaultRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateVaultResponse) => void,
+  ): ClientUnaryCall;
+  createVault(
+    request: CreateVaultRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateVaultResponse) => void,
+  ): ClientUnaryCall;
+  /** ListVaults lists the vaults of the caller's org the caller may see; system vaults never. */
+  listVaults(
+    request: ListVaultsRequest,
+    callback: (error: ServiceError | null, response: ListVaultsResponse) => void,
+  ): ClientUnaryCall;
+  listVaults(
+    request: ListVaultsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListVaultsResponse) => void,
+  ): ClientUnaryCall;
+  listVaults(
+    request: ListVaultsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListVaultsResponse) => void,
+  ): ClientUnaryCall;
+  /** GetVault returns one vault. */
+  getVault(
+    request: GetVaultRequest,
+    callback: (error: ServiceError | null, response: GetVaultResponse) => void,
+  ): ClientUnaryCall;
+  getVault(
+    request: GetVaultRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetVaultResponse) => void,
+  ): ClientUnaryCall;
+  getVault(
+    request: GetVaultRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetVaultResponse) => void,
+  ): ClientUnaryCall;
+  /** DeleteVault deletes a vault and soft-deletes every secret in it (its creator or an org admin). */
+  deleteVault(
+    request: DeleteVaultRequest,
+    callback: (error: ServiceError | null, response: DeleteVaultResponse) => void,
+  ): ClientUnaryCall;
+  deleteVault(
+    request: DeleteVaultRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteVaultResponse) => void,
+  ): ClientUnaryCall;
+  deleteVault(
+    request: DeleteVaultRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteVaultResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * DescribeVault tells a peer service (policy) who owns a vault of the caller's org, system
+   * vaults included; NOT_FOUND for a vault of another org.
+   */
+  describeVault(
+    request: DescribeVaultRequest,
+    callback: (error: ServiceError | null, response: DescribeVaultResponse) => void,
+  ): ClientUnaryCall;
+  describeVault(
+    request: DescribeVaultRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DescribeVaultResponse) => void,
+  ): ClientUnaryCall;
+  describeVault(
+    request: DescribeVaultRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DescribeVaultResponse) => void,
+  ): ClientUnaryCall;
+  /** PutSecret stores a new version of the secret at a path. */
+  putSecret(
+    request: PutSecretRequest,
+    callback: (error: ServiceError | null, response: PutSecretResponse) => void,
+  ): ClientUnaryCall;
+  putSecret(
+    request: PutSecretRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PutSecretResponse) => void,
+  ): ClientUnaryCall;
+  putSecret(
+    request: PutSecretRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PutSecretResponse) => void,
+  ): ClientUnaryCall;
+  /** GetSecret decrypts the latest (or a named) version of a secret, counting the read. */
+  getSecret(
+    request: GetSecretRequest,
+    callback: (error: ServiceError | null, response: GetSecretResponse) => void,
+  ): ClientUnaryCall;
+  getSecret(
+    request: GetSecretRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetSecretResponse) => void,
+  ): ClientUnaryCall;
+  getSecret(
+    request: GetSecretRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetSecretResponse) => void,
+  ): ClientUnaryCall;
+  /** ListSecrets lists the latest version's metadata of every live path, never a value. */
+  listSecrets(
+    request: ListSecretsRequest,
+    callback: (error: ServiceError | null, response: ListSecretsResponse) => void,
+  ): ClientUnaryCall;
+  listSecrets(
+    request: ListSecretsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListSecretsResponse) => void,
+  ): ClientUnaryCall;
+  listSecrets(
+    request: ListSecretsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListSecretsResponse) => void,
+  ): ClientUnaryCall;
+  /** DeleteSecret soft-deletes every version of a path. */
+  deleteSecret(
+    request: DeleteSecretRequest,
+    callback: (error: ServiceError | null, response: DeleteSecretResponse) => void,
+  ): ClientUnaryCall;
+  deleteSecret(
+    request: DeleteSecretRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteSecretResponse) => void,
+  ): ClientUnaryCall;
+  deleteSecret(
+    request: DeleteSecretRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteSecretResponse) => void,
+  ): ClientUnaryCall;
+  /** ListSecretVersions lists the metadata of every version of a path, newest first. */
+  listSecretVersions(
+    request: ListSecretVersionsRequest,
+    callback: (error: ServiceError | null, response: ListSecretVersionsResponse) => void,
+  ): ClientUnaryCall;
+  listSecretVersions(
+    request: ListSecretVersionsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListSecretVersionsResponse) => void,
+  ): ClientUnaryCall;
+  listSecretVersions(
+    request: ListSecretVersionsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListSecretVersionsResponse) => void,
+  ): ClientUnaryCall;
+  /** DisableSecretVersion makes one version unreadable (it reads as 410 from then on). */
+  disableSecretVersion(
+    request: DisableSecretVersionRequest,
+    callback: (error: ServiceError | null, response: DisableSecretVersionResponse) => void,
+  ): ClientUnaryCall;
+  disableSecretVersion(
+    request: DisableSecretVersionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DisableSecretVersionResponse) => void,
+  ): ClientUnaryCall;
+  disableSecretVersion(
+    request: DisableSecretVersionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DisableSecretVersionResponse) => void,
+  ): ClientUnaryCall;
+  /** RotateSecret stores a new version with a value generated by the server. */
+  rotateSecret(
+    request: RotateSecretRequest,
+    callback: (error: ServiceError | null, response: RotateSecretResponse) => void,
+  ): ClientUnaryCall;
+  rotateSecret(
+    request: RotateSecretRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RotateSecretResponse) => void,
+  ): ClientUnaryCall;
+  rotateSecret(
+    request: RotateSecretRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RotateSecretResponse) => void,
+  ): ClientUnaryCall;
+  /** ResolveEnvVars merges the env bundles that apply to a vault, environment and branch. */
+  resolveEnvVars(
+    request: ResolveEnvVarsRequest,
+    callback: (error: ServiceError | null, response: ResolveEnvVarsResponse) => void,
+  ): ClientUnaryCall;
+  resolveEnvVars(
+    request: ResolveEnvVarsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ResolveEnvVarsResponse) => void,
+  ): ClientUnaryCall;
+  resolveEnvVars(
+    request: ResolveEnvVarsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ResolveEnvVarsResponse) => void,
+  ): ClientUnaryCall;
+  /** RotateOrgKey starts a new version of the caller's org key-encryption key (owner or admin). */
+  rotateOrgKey(
+    request: RotateOrgKeyRequest,
+    callback: (error: ServiceError | null, response: RotateOrgKeyResponse) => void,
+  ): ClientUnaryCall;
+  rotateOrgKey(
+    request: RotateOrgKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RotateOrgKeyResponse) => void,
+  ): ClientUnaryCall;
+  rotateOrgKey(
+    request: RotateOrgKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RotateOrgKeyResponse) => void,
   ): ClientUnaryCall;
 }
 

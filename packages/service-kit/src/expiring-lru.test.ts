@@ -51,3 +51,18 @@ describe('ExpiringLru', () => {
     expect(lru.get('a', 0)).toBeUndefined();
   });
 });
+
+describe('ExpiringLru onEvict', () => {
+  it('hands every value that leaves the map to onEvict exactly once', () => {
+    const gone: string[] = [];
+    const lru = new ExpiringLru<string>(2, (v) => gone.push(v));
+    lru.set('a', 'A', 100);
+    lru.set('b', 'B', 100);
+    lru.set('c', 'C', 100); // evicts a
+    lru.set('b', 'B2', 100); // replaces B
+    expect(lru.get('c', 200)).toBeUndefined(); // expired
+    lru.delete('b');
+    lru.delete('b');
+    expect(gone).toEqual(['A', 'B', 'C', 'B2']);
+  });
+});

@@ -1,13 +1,25 @@
 import { Metadata } from '@grpc/grpc-js';
-import {
-  CachedJwks,
-  type Principal,
-  TokenVerifier,
-  redisRevocationCheck,
-  type RedisLike,
-} from '@custos/auth';
 import type { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service';
-import { callUnary, describeError, type Logger } from '@custos/service-kit';
+import {
+  UnauthenticatedError,
+  callUnary,
+  currentRequestContext,
+  describeError,
+  type Logger,
+} from '@custos/service-kit';
+import { bearerToken } from './bearer-fns.js';
+import { CachedJwks } from './cached-jwks.js';
+import type { Principal } from './principal-types.js';
+import { type RedisLike, redisRevocationCheck } from './revocation.js';
+import { TokenVerifier } from './token-verifier.js';
+
+/** What the identity service's GetJwks RPC answers (its HTTP-free shape). */
+export interface IdentityJwksAnswer {
+  jwksJson: string;
+  issuers: string[];
+  audience: string;
+  activeKid: string;
+}
 
 interface KeySet {
   jwks: { keys: Array<{ kid: string; x: string; kty: string; [member: string]: unknown }> };
@@ -20,9 +32,10 @@ interface KeySet {
 const TTL_MS = 5 * 60 * 1000;
 
 /**
- * The identity service's public keys and token settings as the gateway sees them: fetched over
- * gRPC, cached five minutes (spec §8), refreshed early when a token names an unknown key. Serves the
- * JWKS documents and verifies bearer tokens (signature, claims, then revocation in Redis).
+ * The identity service's public keys and token settings as every other service sees them: fetched
+ * over gRPC (`fetchJwks` calls IdentityService.GetJwks), cached five minutes (spec §8), refreshed
+ * early when a token names an unknown key. Serves the JWKS documents and verifies bearer tokens
+ * (signature, claims, then revocation in Redis).
  */
 export class IdentityKeys {
   private latest: KeySet | undefined;
@@ -31,7 +44,7 @@ export class IdentityKeys {
   private readonly cache: CachedJwks;
 
   constructor(
-    private readonly identity: IdentityServiceClient,
+    private readonly fetchJwks: () => Promise<IdentityJwksAnswer>,
     private readonly redis: RedisLike,
     private readonly logger: Logger,
   ) {
@@ -42,8 +55,13 @@ export class IdentityKeys {
     });
   }
 
+  /** Keys fetched from the identity service over gRPC. */
+  static overGrpc(identity: IdentityServiceClient, redis: RedisLike, logger: Logger): IdentityKeys {
+    return new IdentityKeys(() => callUnary(identity, identity.getJwks, {}, new Metadata()), redis, logger);
+  }
+
   private async fetch(): Promise<KeySet> {
-    const r = await callUnary(this.identity, this.identity.getJwks, {}, new Metadata());
+    const r = await this.fetchJwks();
     this.latest = {
       jwks: JSON.parse(r.jwksJson) as KeySet['jwks'],
       issuers: r.issuers,
@@ -109,4 +127,14 @@ export class IdentityKeys {
     }
     return this.verifier.verify(token);
   }
+}
+
+/**
+ * The verified caller of the current request: the bearer JWT the gateway forwarded in gRPC
+ * metadata, verified again here (SPEC: every service re-verifies). No token is a 401.
+ */
+export async function currentCaller(keys: Pick<IdentityKeys, 'verify'>): Promise<Principal> {
+  const token = bearerToken(currentRequestContext()?.authorization);
+  if (!token) throw new UnauthenticatedError();
+  return keys.verify(token);
 }

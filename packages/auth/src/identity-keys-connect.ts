@@ -1,0 +1,38 @@
+import { Redis } from 'ioredis';
+import { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service';
+import { type Logger, createGrpcClient, describeError } from '@custos/service-kit';
+import { IdentityKeys } from './identity-keys.js';
+
+/** What a service behind the gateway needs to verify the caller's token itself. */
+export interface IdentityKeysSettings {
+  /** Redis of the revocations identity mirrors. */
+  redisUrl: string;
+  /** host:port of the identity service (its JWKS). */
+  identityAddr: string;
+  /** Deadline of a call to identity, in milliseconds. */
+  deadlineMs: number;
+}
+
+/**
+ * Connects a service to identity's keys and Redis's revocations, and registers their shutdown.
+ * Redis not answering at start only logs: verification fails closed (503) until it answers.
+ */
+export async function connectIdentityKeys(
+  s: IdentityKeysSettings,
+  logger: Logger,
+  onShutdown: (name: string, fn: () => Promise<void>) => void,
+): Promise<IdentityKeys> {
+  const redis = new Redis(s.redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true });
+  redis.on('error', (err) => logger.warn({ err: describeError(err) }, 'redis error'));
+  onShutdown('redis', async () => {
+    redis.disconnect();
+  });
+  await redis
+    .connect()
+    .catch((err: unknown) => logger.warn({ err: describeError(err) }, 'redis unreachable at start'));
+  const identity = createGrpcClient(IdentityServiceClient, s.identityAddr, { deadlineMs: s.deadlineMs });
+  onShutdown('identity-client', async () => {
+    identity.close();
+  });
+  return IdentityKeys.overGrpc(identity, redis, logger);
+}

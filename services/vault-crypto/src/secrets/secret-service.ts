@@ -1,0 +1,314 @@
+import type { Principal } from '@custos/auth';
+import {
+  ExpiringLru,
+  GoneError,
+  InvalidArgumentError,
+  type Logger,
+  NotFoundError,
+  PermissionDeniedError,
+  ResourceLimitExceededError,
+} from '@custos/service-kit';
+import { type AccessControl, actorOf } from '../access/access-control.js';
+import type { OrgLimits } from '../access/org-limits.js';
+import {
+  type VersionAddress,
+  dataKeyAad,
+  newKey,
+  open,
+  seal,
+  unwrapDataKey,
+  valueAad,
+  wrapDataKey,
+} from '../crypto/envelope-fns.js';
+import type { OrgKeyRing } from '../keys/org-key-ring.js';
+import { isUuid } from '../vaults/vault-fns.js';
+import type { VaultRow, VaultStore } from '../vaults/vault-store.js';
+import {
+  KEY_MATERIAL_TYPES,
+  type SecretInput,
+  generateValue,
+  parseRotateInput,
+  parseSecretInput,
+  secretPath,
+  secretType,
+} from './secret-fns.js';
+import type { SecretRow, SecretStore } from './secret-store.js';
+
+/** Settings of the data-key cache (SPEC §8: 300 s, 5,000 entries). */
+export interface DataKeyCacheOptions {
+  ttlMs: number;
+  size: number;
+}
+
+/** A decrypted secret version. */
+export interface SecretValue {
+  row: SecretRow;
+  value: Buffer;
+}
+
+/**
+ * SPEC §5.10: a user whose setting `require_passkey_for_vaults` is on (the `pkv` claim) reads
+ * secrets only with an `X-Passkey-Token`. Passkeys arrive with their own issue; until a token can
+ * be verified, such a read is refused whether or not a token is sent.
+ */
+export function requirePasskeyUnlock(p: Principal, passkeyToken: string): void {
+  if (p.kind !== 'user' || !p.requirePasskeyForVaults) return;
+  throw new PermissionDeniedError(
+    passkeyToken
+      ? 'the X-Passkey-Token is not valid'
+      : 'this account requires a passkey unlock: send X-Passkey-Token with secret reads',
+    { type: 'passkey_required' },
+  );
+}
+
+function addressOf(row: SecretRow): VersionAddress {
+  return { orgId: row.orgId, vaultId: row.vaultId, path: row.path, version: row.version };
+}
+
+/**
+ * Secret rules: validation, access (owner/admin or policy), tier cap, envelope encryption with a
+ * per-version data key wrapped by the org KEK, expiry and read limits (410), lazy re-wrapping
+ * after an org key rotation.
+ */
+export class SecretService {
+  private readonly dataKeys: ExpiringLru<Buffer>;
+
+  constructor(
+    private readonly deps: {
+      vaults: VaultStore;
+      secrets: SecretStore;
+      access: AccessControl;
+      limits: OrgLimits;
+      ring: OrgKeyRing;
+      logger: Logger;
+    },
+    private readonly cache: DataKeyCacheOptions,
+  ) {
+    this.dataKeys = new ExpiringLru(cache.size, (key) => key.fill(0));
+  }
+
+  /** The vault a secret operation addresses, as the caller may see it. */
+  private async vault(p: Principal, vaultId: string): Promise<VaultRow> {
+    const v = isUuid(vaultId) ? await this.deps.vaults.get(vaultId) : undefined;
+    return this.deps.access.visible(p, v, vaultId);
+  }
+
+  /** Stores a new version at a path (PUT). */
+  async put(
+    p: Principal,
+    vaultId: string,
+    rawPath: string,
+    fields: Record<string, unknown>,
+  ): Promise<SecretRow> {
+    const path = secretPath(rawPath);
+    const v = await this.vault(p, vaultId);
+    const input = parseSecretInput(fields, new Date());
+    await this.deps.access.authorize(p, v, path, 'write');
+    return this.store(p, v, path, input);
+  }
+
+  /** Stores a new version with a server-generated value (secret-rotate). */
+  async rotate(
+    p: Principal,
+    vaultId: string,
+    rawPath: string,
+    fields: Record<string, unknown>,
+  ): Promise<SecretRow> {
+    const path = secretPath(rawPath);
+    const v = await this.vault(p, vaultId);
+    const input = parseRotateInput(fields);
+    await this.deps.access.authorize(p, v, path, 'write');
+    const previous = await this.deps.secrets.find(v.id, path);
+    const value = generateValue(input);
+    try {
+      return await this.store(p, v, path, {
+        type:
+          input.type ?? (previous && previous.type !== 'env_bundle' ? secretType(previous.type) : 'password'),
+        value,
+        metadata: (previous?.metadata as Record<string, unknown> | null) ?? null,
+        expiresAt: null,
+        maxAccessCount: null,
+        rotationPolicy: (previous?.rotationPolicy as Record<string, unknown> | null) ?? null,
+      });
+    } finally {
+      value.fill(0);
+    }
+  }
+
+  private async store(p: Principal, v: VaultRow, path: string, input: SecretInput): Promise<SecretRow> {
+    const limits = await this.deps.limits.of(v.orgId);
+    const kek = await this.deps.ring.active(v.orgId);
+    const actor = actorOf(p);
+    // Everything below is synchronous CPU work inside the insert transaction: the KEK is not held
+    // across an await, and the data key is zeroed as soon as it is wrapped.
+    const row = await this.deps.secrets.insertNextVersion(
+      { orgId: v.orgId, vaultId: v.id, path },
+      limits.maxSecrets,
+      (version) => {
+        const at = { orgId: v.orgId, vaultId: v.id, path, version };
+        const dataKey = newKey();
+        try {
+          const sealed = seal(dataKey, input.value, valueAad(at));
+          return {
+            type: input.type,
+            ciphertext: sealed.ciphertext,
+            iv: sealed.iv,
+            tag: sealed.tag,
+            wrappedDataKey: wrapDataKey(kek.key, dataKey, dataKeyAad(at, kek.version)),
+            kekVersion: kek.version,
+            metadata: input.metadata,
+            expiresAt: input.expiresAt,
+            maxAccessCount: input.maxAccessCount,
+            rotationPolicy: input.rotationPolicy,
+            createdBy: actor.id,
+            createdByType: actor.type,
+          };
+        } finally {
+          dataKey.fill(0);
+        }
+      },
+    );
+    if (row === 'cap') throw new ResourceLimitExceededError('secrets', limits.maxSecrets, limits.plan);
+    return row;
+  }
+
+  /**
+   * Reads and decrypts the latest (or a named) version, counting the read. 404 when nothing lives
+   * at the path; 410 when the version is disabled, expired or out of reads; 403 for key material
+   * to an agent with the Intents API.
+   */
+  async read(
+    p: Principal,
+    vaultId: string,
+    rawPath: string,
+    version: number,
+    passkeyToken = '',
+  ): Promise<SecretValue> {
+    const path = secretPath(rawPath);
+    const v = await this.vault(p, vaultId);
+    requirePasskeyUnlock(p, passkeyToken);
+    await this.deps.access.authorize(p, v, path, 'read');
+    return this.readAuthorized(p, v, path, version);
+  }
+
+  private async readAuthorized(
+    p: Principal,
+    v: VaultRow,
+    path: string,
+    version: number,
+  ): Promise<SecretValue> {
+    const found = await this.deps.secrets.find(v.id, path, version);
+    if (!found) throw new NotFoundError('secret', path);
+    if (p.kind === 'agent' && p.intentsApiEnabled && KEY_MATERIAL_TYPES.has(found.type)) {
+      throw new PermissionDeniedError(
+        `an agent with the Intents API enabled cannot read ${found.type} secrets; sign through the Intents API`,
+      );
+    }
+    if (found.isDisabled) throw new GoneError('this secret version is disabled');
+    if (found.expiresAt && found.expiresAt.getTime() <= Date.now())
+      throw new GoneError('this secret has expired');
+    // A read limit is checked and counted in one statement; unlimited secrets cost no write.
+    let row = found;
+    if (found.maxAccessCount !== null) {
+      const counted = await this.deps.secrets.countRead(found.id);
+      if (!counted) throw new GoneError('this secret has reached its max_access_count or expired');
+      row = counted;
+    }
+    return { row, value: await this.decrypt(row) };
+  }
+
+  /** Decrypts a version's value; the data key comes from the cache or is unwrapped by the org KEK. */
+  private async decrypt(row: SecretRow): Promise<Buffer> {
+    const at = addressOf(row);
+    const cacheKey = `${row.id}:${row.kekVersion}`;
+    let dataKey = this.dataKeys.get(cacheKey, Date.now());
+    if (!dataKey) {
+      const kek = await this.deps.ring.key(row.orgId, row.kekVersion);
+      dataKey = unwrapDataKey(kek, row.wrappedDataKey, dataKeyAad(at, row.kekVersion));
+      this.dataKeys.set(cacheKey, dataKey, Date.now() + this.cache.ttlMs);
+      this.rewrapLater(row, dataKey);
+    }
+    const plaintext = open(dataKey, { ciphertext: row.ciphertext, iv: row.iv, tag: row.tag }, valueAad(at));
+    if (this.cache.size <= 0) dataKey.fill(0);
+    return plaintext;
+  }
+
+  // After an org key rotation, a version still wrapped by an older KEK is re-wrapped by the active
+  // one on its next uncached read; the old KEK version stays, so nothing is stranded meanwhile.
+  private rewrapLater(row: SecretRow, dataKey: Buffer): void {
+    const copy = Buffer.from(dataKey);
+    void (async () => {
+      const active = await this.deps.ring.activeVersionNumber(row.orgId);
+      if (active === undefined || active <= row.kekVersion) return;
+      const kek = await this.deps.ring.key(row.orgId, active);
+      const wrapped = wrapDataKey(kek, copy, dataKeyAad(addressOf(row), active));
+      await this.deps.secrets.rewrap(row.id, row.kekVersion, wrapped, active);
+    })()
+      .catch((err: unknown) =>
+        this.deps.logger.warn(
+          { err: err instanceof Error ? err.name : 'error', secretVersionId: row.id },
+          'lazy re-wrap failed',
+        ),
+      )
+      .finally(() => copy.fill(0));
+  }
+
+  /** The latest version's metadata of every path the caller may read, never a value. */
+  async list(p: Principal, vaultId: string, prefix: string): Promise<SecretRow[]> {
+    if (prefix.length > 512)
+      throw new InvalidArgumentError('prefix', 'prefix must be at most 512 characters');
+    const v = await this.vault(p, vaultId);
+    const rows = await this.deps.secrets.listLatest(v.id, prefix);
+    const readable = await this.deps.access.readable(
+      p,
+      v,
+      rows.map((r) => r.path),
+    );
+    return rows.filter((r) => readable.has(r.path));
+  }
+
+  /** Every version's metadata of a path. */
+  async versions(p: Principal, vaultId: string, rawPath: string): Promise<SecretRow[]> {
+    const path = secretPath(rawPath);
+    const v = await this.vault(p, vaultId);
+    await this.deps.access.authorize(p, v, path, 'read');
+    const rows = await this.deps.secrets.listVersions(v.id, path);
+    if (rows.length === 0) throw new NotFoundError('secret', path);
+    return rows;
+  }
+
+  /** Soft-deletes every version of a path. */
+  async delete(p: Principal, vaultId: string, rawPath: string): Promise<void> {
+    const path = secretPath(rawPath);
+    const v = await this.vault(p, vaultId);
+    await this.deps.access.authorize(p, v, path, 'write');
+    if (!(await this.deps.secrets.softDelete(v.id, path))) throw new NotFoundError('secret', path);
+  }
+
+  /** Disables one version: it reads as 410 from then on. */
+  async disable(p: Principal, vaultId: string, rawPath: string, version: number): Promise<SecretRow> {
+    const path = secretPath(rawPath);
+    if (!Number.isInteger(version) || version < 1)
+      throw new InvalidArgumentError('version', 'version must be a positive integer');
+    const v = await this.vault(p, vaultId);
+    await this.deps.access.authorize(p, v, path, 'write');
+    const row = await this.deps.secrets.disable(v.id, path, version);
+    if (!row) throw new NotFoundError('secret version', `${path}@${version}`);
+    return row;
+  }
+
+  /**
+   * Reads an env bundle at `path` of a vault for env resolution: undefined when absent, unreadable
+   * by the caller, expired or exhausted (the resolution skips it rather than failing).
+   */
+  async readBundle(p: Principal, v: VaultRow, path: string): Promise<Buffer | undefined> {
+    if (!(await this.deps.access.allowed(p, v, path, 'read'))) return undefined;
+    try {
+      const r = await this.readAuthorized(p, v, path, 0);
+      return r.row.type === 'env_bundle' ? r.value : undefined;
+    } catch (err) {
+      if (err instanceof NotFoundError || err instanceof GoneError) return undefined;
+      throw err;
+    }
+  }
+}

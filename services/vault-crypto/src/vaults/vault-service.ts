@@ -1,0 +1,85 @@
+import type { Principal } from '@custos/auth';
+import {
+  ConflictError,
+  NotFoundError,
+  PermissionDeniedError,
+  ResourceLimitExceededError,
+} from '@custos/service-kit';
+import { type AccessControl, actorOf, managesVault } from '../access/access-control.js';
+import type { OrgLimits } from '../access/org-limits.js';
+import type { OrgKeyRing } from '../keys/org-key-ring.js';
+import { isUuid, vaultDescription, vaultName } from './vault-fns.js';
+import type { VaultRow, VaultStore } from './vault-store.js';
+
+/** Vault rules: names, visibility, ownership, the tier cap, and the org key's rotation. */
+export class VaultService {
+  private readonly orgsWithSystemVaults = new Set<string>();
+
+  constructor(
+    private readonly store: VaultStore,
+    private readonly access: AccessControl,
+    private readonly limits: OrgLimits,
+    private readonly ring: OrgKeyRing,
+  ) {}
+
+  /** Creates a vault in the caller's org. */
+  async create(p: Principal, input: { name: string; description: string }): Promise<VaultRow> {
+    const name = vaultName(input.name);
+    const description = vaultDescription(input.description);
+    await this.ensureSystemVaults(p.orgId);
+    const limits = await this.limits.of(p.orgId);
+    const actor = actorOf(p);
+    const r = await this.store.create(
+      { orgId: p.orgId, name, description, createdBy: actor.id, createdByType: actor.type },
+      limits.maxVaults,
+    );
+    if ('refused' in r) {
+      if (r.refused === 'cap') throw new ResourceLimitExceededError('vaults', limits.maxVaults, limits.plan);
+      throw new ConflictError(`a vault named ${JSON.stringify(name)} already exists`, 'name');
+    }
+    return r.vault;
+  }
+
+  /** The vaults the caller may see. */
+  async list(p: Principal): Promise<VaultRow[]> {
+    await this.ensureSystemVaults(p.orgId);
+    if (p.kind === 'agent') return this.store.list(p.orgId, { ids: p.vaultIds, ownerId: p.agentId });
+    return this.store.list(p.orgId);
+  }
+
+  /** One vault the caller may see (404 otherwise, 403 for a system vault). */
+  async get(p: Principal, id: string): Promise<VaultRow> {
+    const v = isUuid(id) ? await this.store.get(id) : undefined;
+    return this.access.visible(p, v, id);
+  }
+
+  /** A vault of the caller's org for a peer's question, system vaults included. */
+  async describe(p: Principal, id: string): Promise<VaultRow> {
+    await this.ensureSystemVaults(p.orgId);
+    const v = isUuid(id) ? await this.store.get(id) : undefined;
+    if (!v || v.orgId !== p.orgId) throw new NotFoundError('vault', id);
+    return v;
+  }
+
+  /** Deletes a vault: its creator or an org owner/admin only. */
+  async delete(p: Principal, id: string): Promise<void> {
+    const v = await this.get(p, id);
+    if (!managesVault(p, v))
+      throw new PermissionDeniedError('only the vault creator or an org admin may delete it');
+    if (!(await this.store.delete(v.id))) throw new NotFoundError('vault', id);
+  }
+
+  /** Starts a new version of the caller's org key-encryption key (org owners and admins). */
+  async rotateOrgKey(p: Principal): Promise<number> {
+    if (p.kind !== 'user' || (p.role !== 'owner' && p.role !== 'admin')) {
+      throw new PermissionDeniedError('only an org owner or admin may rotate the org key');
+    }
+    return this.ring.rotate(p.orgId);
+  }
+
+  private async ensureSystemVaults(orgId: string): Promise<void> {
+    if (this.orgsWithSystemVaults.has(orgId)) return;
+    await this.store.ensureSystemVaults(orgId);
+    this.orgsWithSystemVaults.add(orgId);
+  }
+}

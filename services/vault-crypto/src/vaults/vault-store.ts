@@ -1,0 +1,102 @@
+import { and, asc, count, eq, inArray, isNull, or, sql } from 'drizzle-orm';
+import { type Database, type Transaction, lockOrgResource } from '@custos/service-kit';
+import { secretVersions, vaults } from '../db/schema.js';
+import { SYSTEM_VAULT_NAMES } from './vault-fns.js';
+
+/** A stored vault. */
+export type VaultRow = typeof vaults.$inferSelect;
+
+type Db = Database | Transaction;
+
+/** SQL of vaults. */
+export class VaultStore {
+  constructor(private readonly db: Database) {}
+
+  /** A live vault by id. */
+  async get(id: string, tx: Db = this.db): Promise<VaultRow | undefined> {
+    const [row] = await tx
+      .select()
+      .from(vaults)
+      .where(and(eq(vaults.id, id), isNull(vaults.deletedAt)));
+    return row;
+  }
+
+  /** Live non-system vaults of an org, oldest first; `onlyIds`/`ownedBy` narrow them (agents). */
+  async list(orgId: string, narrow?: { ids: readonly string[]; ownerId: string }): Promise<VaultRow[]> {
+    const conditions = [eq(vaults.orgId, orgId), isNull(vaults.deletedAt), eq(vaults.isSystem, false)];
+    if (narrow) {
+      const owned = eq(vaults.createdBy, narrow.ownerId);
+      conditions.push(narrow.ids.length > 0 ? or(owned, inArray(vaults.id, [...narrow.ids]))! : owned);
+    }
+    return this.db
+      .select()
+      .from(vaults)
+      .where(and(...conditions))
+      .orderBy(asc(vaults.createdAt), asc(vaults.id));
+  }
+
+  /** A live vault of the org by exact name. */
+  async findByName(orgId: string, name: string): Promise<VaultRow | undefined> {
+    const [row] = await this.db
+      .select()
+      .from(vaults)
+      .where(and(eq(vaults.orgId, orgId), eq(vaults.name, name), isNull(vaults.deletedAt)));
+    return row;
+  }
+
+  /** Creates the org's system vaults if they are missing (idempotent under races). */
+  async ensureSystemVaults(orgId: string): Promise<void> {
+    await this.db
+      .insert(vaults)
+      .values(
+        SYSTEM_VAULT_NAMES.map((name) => ({
+          orgId,
+          name,
+          description: 'System vault: not available through the secrets API.',
+          createdBy: orgId,
+          createdByType: 'system',
+          isSystem: true,
+        })),
+      )
+      .onConflictDoNothing();
+  }
+
+  /**
+   * Inserts a vault unless the org is at `maxVaults` (negative: unlimited) or the name is taken;
+   * the cap is counted under the org's advisory lock so racing creates cannot overshoot.
+   */
+  async create(
+    row: typeof vaults.$inferInsert,
+    maxVaults: number,
+  ): Promise<{ vault: VaultRow } | { refused: 'cap' | 'name_taken' }> {
+    return this.db.transaction(async (tx) => {
+      await lockOrgResource(tx, row.orgId, 'vaults');
+      if (maxVaults >= 0) {
+        const [c] = await tx
+          .select({ n: count() })
+          .from(vaults)
+          .where(and(eq(vaults.orgId, row.orgId), isNull(vaults.deletedAt), eq(vaults.isSystem, false)));
+        if ((c?.n ?? 0) >= maxVaults) return { refused: 'cap' as const };
+      }
+      const [inserted] = await tx.insert(vaults).values(row).onConflictDoNothing().returning();
+      return inserted ? { vault: inserted } : { refused: 'name_taken' as const };
+    });
+  }
+
+  /** Deletes a vault and soft-deletes every live secret version in it. */
+  async delete(id: string): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      const done = await tx
+        .update(vaults)
+        .set({ deletedAt: sql`now()` })
+        .where(and(eq(vaults.id, id), isNull(vaults.deletedAt)))
+        .returning({ id: vaults.id });
+      if (done.length === 0) return false;
+      await tx
+        .update(secretVersions)
+        .set({ deletedAt: sql`now()` })
+        .where(and(eq(secretVersions.vaultId, id), isNull(secretVersions.deletedAt)));
+      return true;
+    });
+  }
+}

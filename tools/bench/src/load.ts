@@ -1,0 +1,104 @@
+import http from 'node:http';
+import { type LatencySummary, summarize } from './stats.js';
+
+/** One HTTP request of a scenario. */
+export interface LoadRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body?: Buffer;
+}
+
+/** What a timed run measured. `rps` counts successful (2xx) responses only. */
+export interface LoadResult {
+  concurrency: number;
+  seconds: number;
+  requests: number;
+  ok: number;
+  rps: number;
+  /** Responses by status; `transport_error` for a request that got no response at all. */
+  statuses: Record<string, number>;
+  /** Latencies of the successful responses, in milliseconds. */
+  latency_ms: LatencySummary;
+}
+
+/** A closed-loop load generator: `concurrency` connections, each sending its next request on a reply. */
+export class LoadGenerator {
+  private readonly agent: http.Agent;
+  private readonly host: string;
+  private readonly port: number;
+
+  constructor(
+    baseUrl: string,
+    private readonly concurrency: number,
+  ) {
+    const url = new URL(baseUrl);
+    if (url.protocol !== 'http:') throw new Error(`only http:// gateways are supported, got ${baseUrl}`);
+    this.host = url.hostname;
+    this.port = Number(url.port || 80);
+    this.agent = new http.Agent({ keepAlive: true, maxSockets: concurrency, maxFreeSockets: concurrency });
+  }
+
+  /** Sends one request and resolves with its status (0 when the request failed without one). */
+  send(req: LoadRequest): Promise<number> {
+    return new Promise((resolve) => {
+      const r = http.request(
+        {
+          host: this.host,
+          port: this.port,
+          method: req.method,
+          path: req.path,
+          headers: req.body ? { ...req.headers, 'content-length': String(req.body.length) } : req.headers,
+          agent: this.agent,
+        },
+        (res) => {
+          res.on('data', () => undefined);
+          res.on('end', () => resolve(res.statusCode ?? 0));
+          res.on('error', () => resolve(0));
+        },
+      );
+      r.on('error', () => resolve(0));
+      r.end(req.body);
+    });
+  }
+
+  /**
+   * Runs for `seconds`: each of the `concurrency` loops sends `next(i)` (i counts all requests of the
+   * run) and times it with the monotonic clock. Requests in flight at the deadline complete and
+   * count; the rate divides by the time until the last one finished.
+   */
+  async run(seconds: number, next: (i: number) => LoadRequest): Promise<LoadResult> {
+    const latencies: number[] = [];
+    const statuses: Record<string, number> = {};
+    let issued = 0;
+    const start = process.hrtime.bigint();
+    const deadline = start + BigInt(Math.round(seconds * 1e9));
+    const loop = async () => {
+      while (process.hrtime.bigint() < deadline) {
+        const req = next(issued++);
+        const t0 = process.hrtime.bigint();
+        const status = await this.send(req);
+        const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+        const key = status === 0 ? 'transport_error' : String(status);
+        statuses[key] = (statuses[key] ?? 0) + 1;
+        if (status >= 200 && status < 300) latencies.push(ms);
+      }
+    };
+    await Promise.all(Array.from({ length: this.concurrency }, loop));
+    const elapsed = Number(process.hrtime.bigint() - start) / 1e9;
+    const requests = Object.values(statuses).reduce((a, b) => a + b, 0);
+    return {
+      concurrency: this.concurrency,
+      seconds: Math.round(elapsed * 1000) / 1000,
+      requests,
+      ok: latencies.length,
+      rps: Math.round((latencies.length / elapsed) * 10) / 10,
+      statuses,
+      latency_ms: summarize(latencies),
+    };
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}

@@ -1,0 +1,319 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { createTestDatabase } from '@custos/service-kit/testing';
+import { type Ceiling, aesGcmDecrypt, pgPointSelect } from './ceilings.js';
+import { type CpuSnapshot, cpuBetween, cpuSnapshot } from './cpu.js';
+import { LoadGenerator, type LoadResult } from './load.js';
+import { type BenchMesh, REPO, startMesh } from './mesh.js';
+import { type Scenario, agentRead, userWrite } from './scenarios.js';
+
+const USAGE = `pnpm bench [-- options]    (or: node tools/bench/dist/main.js [options])
+
+Drives the mesh through the gateway with a fixed concurrency for a fixed time and writes
+bench/results/<name>.json beside this machine's bare pg point-select and AES-256-GCM rates.
+
+  --name <name>              result file name (default secrets-<cpus>cpu)
+  -c, --concurrency <n>      connections to the gateway and pg pool size (default 64)
+  -d, --duration <s>         measured seconds per scenario (default 20)
+  --warmup <s>               unrecorded seconds before each scenario (default 5)
+  --scenarios <list>         comma-separated: agent-read,user-write (default both)
+  --paths <n>                secrets each scenario spreads its requests over (default 16)
+  --value-bytes <n>          size of each secret value (default 64)
+  --ceiling-duration <s>     measured seconds of each bare ceiling (default 5)
+  --log-level <level>        LOG_LEVEL of the services this command starts (default info)
+  --out <dir>                folder of the result file (default <repo>/bench/results)
+  -h, --help
+
+Environment: BENCH_URL=http://host:port runs against a mesh that is already running instead of
+starting one (it needs EMAIL_VERIFICATION_REQUIRED=false, or BENCH_EMAIL and BENCH_PASSWORD of a
+user to sign in as, and RATE_LIMIT_RPS/RATE_LIMIT_BURST above the offered load).
+TEST_DATABASE_URL names the Postgres server (a superuser; default postgres://postgres@127.0.0.1:5432),
+NATS_URL and REDIS_URL the NATS and Redis the started mesh uses.`;
+
+/** What the issue aims at, for comparison (a 2-core machine, 64 connections). */
+const TARGETS = {
+  machine_cpus: 2,
+  concurrency: 64,
+  agent_read_rps: 3400,
+  agent_read_per_pg_point_select: 0.26,
+  agent_read_p99_ms_below: 50,
+};
+
+const SCENARIOS: Record<string, typeof agentRead> = { 'agent-read': agentRead, 'user-write': userWrite };
+
+function positive(name: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number, got ${raw}`);
+  return n;
+}
+
+function parse() {
+  const { values } = parseArgs({
+    options: {
+      name: { type: 'string' },
+      concurrency: { type: 'string', short: 'c' },
+      duration: { type: 'string', short: 'd' },
+      warmup: { type: 'string' },
+      scenarios: { type: 'string' },
+      paths: { type: 'string' },
+      'value-bytes': { type: 'string' },
+      'ceiling-duration': { type: 'string' },
+      'log-level': { type: 'string' },
+      out: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: false,
+  });
+  if (values.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  const name = values.name ?? `secrets-${os.cpus().length}cpu`;
+  if (!/^[A-Za-z0-9._-]{1,100}$/.test(name)) throw new Error(`--name may hold letters, digits, . _ - only`);
+  const scenarios = (values.scenarios ?? 'agent-read,user-write').split(',').map((s) => s.trim());
+  for (const s of scenarios) {
+    if (!SCENARIOS[s]) throw new Error(`unknown scenario ${s} (known: ${Object.keys(SCENARIOS).join(', ')})`);
+  }
+  return {
+    name,
+    concurrency: Math.round(positive('concurrency', values.concurrency, 64)),
+    duration: positive('duration', values.duration, 20),
+    warmup: values.warmup === '0' ? 0 : positive('warmup', values.warmup, 5),
+    scenarios,
+    paths: Math.round(positive('paths', values.paths, 16)),
+    valueBytes: Math.round(positive('value-bytes', values['value-bytes'], 64)),
+    ceilingDuration: positive('ceiling-duration', values['ceiling-duration'], 5),
+    logLevel: values['log-level'] ?? 'info',
+    out: path.resolve(values.out ?? path.join(REPO, 'bench', 'results')),
+  };
+}
+
+function git(...args: string[]): string | null {
+  try {
+    return execFileSync('git', args, {
+      cwd: REPO,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+  } catch {
+    return null;
+  }
+}
+
+const fmt = (n: number, digits = 0) =>
+  Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits }) : '-';
+
+interface ScenarioResult extends LoadResult {
+  description: string;
+  per_pg_point_select: number | null;
+  cpu: ReturnType<typeof cpuBetween>;
+}
+
+async function main(): Promise<number> {
+  const opts = parse();
+  const externalUrl = process.env.BENCH_URL?.replace(/\/+$/, '');
+  const cpus = os.cpus();
+  const startedAt = new Date();
+  const loadavgAtStart = os.loadavg().map((v) => Math.round(v * 100) / 100);
+  log(
+    `custos bench: ${opts.name}, ${cpus.length} × ${cpus[0]?.model ?? 'unknown CPU'}, load ${loadavgAtStart[0]}`,
+  );
+
+  let mesh: BenchMesh | undefined;
+  let failed = false;
+  const drops: Array<() => Promise<void>> = [];
+  const cleanup = async () => {
+    const m = mesh;
+    mesh = undefined;
+    await m?.stop();
+    if (m && failed) log(`service logs kept in ${m.logDir}`);
+    else m?.removeFiles();
+    for (const drop of drops.splice(0)) await drop().catch(() => undefined);
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    log(`${signal}: stopping`);
+    void cleanup().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  const ceilings: Record<string, Ceiling & { cpu?: ReturnType<typeof cpuBetween> }> = {};
+  const scenarios: Record<string, ScenarioResult | { error: string }> = {};
+  try {
+    // The bare ceilings first, on an idle machine, in a database of their own.
+    log(`ceiling: AES-256-GCM decrypt of ${opts.valueBytes} B for ${opts.ceilingDuration} s`);
+    ceilings['aes_256_gcm_decrypt'] = aesGcmDecrypt(opts.ceilingDuration, opts.valueBytes);
+    const pgDb = await createTestDatabase('custos_bench_pg');
+    drops.push(pgDb.drop);
+    log(`ceiling: pg point-select, pool of ${opts.concurrency}, for ${opts.ceilingDuration} s`);
+    const own = new Map([['load-generator', process.pid]]);
+    let pgBefore: CpuSnapshot | undefined;
+    let pgAfter: CpuSnapshot | undefined;
+    const pgCeiling = await pgPointSelect(pgDb.url, opts.concurrency, opts.ceilingDuration, {
+      start: () => (pgBefore = cpuSnapshot(own, pgDb.name)),
+      end: () => (pgAfter = cpuSnapshot(own, pgDb.name)),
+    });
+    ceilings['pg_point_select'] = { ...pgCeiling, cpu: cpuBetween(pgBefore, pgAfter) };
+    await drops.pop()!();
+
+    let baseUrl: string;
+    let database: string | undefined;
+    const labelled = new Map<string, number>([['load-generator', process.pid]]);
+    if (externalUrl) {
+      baseUrl = externalUrl;
+      log(`mesh: using BENCH_URL ${baseUrl}`);
+    } else {
+      const db = await createTestDatabase('custos_bench');
+      drops.push(db.drop);
+      database = db.name;
+      log('mesh: starting the nine services');
+      mesh = await startMesh({
+        databaseUrl: db.url,
+        extraEnv: {
+          LOG_LEVEL: opts.logLevel,
+          EMAIL_VERIFICATION_REQUIRED: 'false',
+          // All load comes from one client IP; the limiter still runs, it just never says no.
+          RATE_LIMIT_RPS: '1000000',
+          RATE_LIMIT_BURST: '1000000',
+          AUTH_RATE_LIMIT_PER_MINUTE: '1000000',
+          AUTH_RATE_LIMIT_BURST: '1000000',
+        },
+      });
+      baseUrl = mesh.baseUrl;
+      for (const [s, pid] of mesh.pids) labelled.set(s, pid);
+      log(`mesh: healthy at ${baseUrl} (logs in ${mesh.logDir})`);
+    }
+
+    const pgRate = pgCeiling.ops_per_s;
+    for (const name of opts.scenarios) {
+      const load = new LoadGenerator(baseUrl, opts.concurrency);
+      try {
+        log(`${name}: setting up`);
+        const scenario: Scenario = await SCENARIOS[name]!(baseUrl, {
+          paths: opts.paths,
+          valueBytes: opts.valueBytes,
+        });
+        if (opts.warmup > 0) {
+          log(`${name}: warm-up ${opts.warmup} s`);
+          await load.run(opts.warmup, scenario.request);
+        }
+        log(`${name}: ${opts.concurrency} connections for ${opts.duration} s`);
+        const before = cpuSnapshot(labelled, database);
+        const result = await load.run(opts.duration, scenario.request);
+        const after = cpuSnapshot(labelled, database);
+        scenarios[name] = {
+          description: scenario.description,
+          ...result,
+          per_pg_point_select: pgRate > 0 ? Math.round((result.rps / pgRate) * 1000) / 1000 : null,
+          cpu: cpuBetween(before, after),
+        };
+        const bad = result.requests - result.ok;
+        if (bad > 0)
+          log(`${name}: ${bad} of ${result.requests} requests failed: ${JSON.stringify(result.statuses)}`);
+      } catch (err) {
+        failed = true;
+        scenarios[name] = { error: (err as Error).message };
+        log(`${name}: FAILED: ${(err as Error).message}`);
+      } finally {
+        load.close();
+      }
+    }
+  } finally {
+    await cleanup();
+  }
+
+  const read = scenarios['agent-read'];
+  const readOk = read && !('error' in read) ? read : undefined;
+  const result = {
+    name: opts.name,
+    timestamp: startedAt.toISOString(),
+    git: { commit: git('rev-parse', 'HEAD'), dirty: (git('status', '--porcelain') ?? '') !== '' },
+    node: process.version,
+    machine: {
+      cpu_model: cpus[0]?.model ?? null,
+      cpus: cpus.length,
+      memory_gib: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+      platform: `${os.platform()} ${os.release()}`,
+      loadavg_at_start: loadavgAtStart,
+    },
+    settings: {
+      concurrency: opts.concurrency,
+      duration_s: opts.duration,
+      warmup_s: opts.warmup,
+      paths: opts.paths,
+      value_bytes: opts.valueBytes,
+      ceiling_duration_s: opts.ceilingDuration,
+      mesh: externalUrl ? 'external (BENCH_URL)' : 'started by the benchmark on this machine',
+      log_level: externalUrl ? null : opts.logLevel,
+      load_generator: 'same machine, one Node process, node:http keep-alive agent, closed loop',
+    },
+    scenarios,
+    ceilings,
+    ratios: Object.fromEntries(
+      Object.entries(scenarios)
+        .filter((e): e is [string, ScenarioResult] => !('error' in e[1]))
+        .map(([n, s]) => [`${n}_per_pg_point_select`, s.per_pg_point_select]),
+    ),
+    targets: {
+      ...TARGETS,
+      agent_read_meets_ratio: readOk
+        ? (readOk.per_pg_point_select ?? 0) >= TARGETS.agent_read_per_pg_point_select
+        : null,
+      agent_read_meets_p99: readOk ? readOk.latency_ms.p99 < TARGETS.agent_read_p99_ms_below : null,
+    },
+  };
+  fs.mkdirSync(opts.out, { recursive: true });
+  const file = path.join(opts.out, `${opts.name}.json`);
+  fs.writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
+
+  const rows = [['scenario', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'failed', '÷ pg']];
+  for (const [n, s] of Object.entries(scenarios)) {
+    if ('error' in s) rows.push([n, 'error', '', '', '', '', '', '']);
+    else {
+      const l = s.latency_ms;
+      rows.push([
+        n,
+        fmt(s.rps),
+        fmt(l.p50, 1),
+        fmt(l.p90, 1),
+        fmt(l.p99, 1),
+        fmt(l.max, 1),
+        fmt(s.requests - s.ok),
+        fmt(s.per_pg_point_select ?? NaN, 3),
+      ]);
+    }
+  }
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  console.log('');
+  for (const r of rows)
+    console.log(r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
+  const pg = ceilings['pg_point_select'];
+  const aes = ceilings['aes_256_gcm_decrypt'];
+  console.log(
+    `\nceilings: pg point-select ${fmt(pg?.ops_per_s ?? NaN)}/s (pool ${opts.concurrency}), ` +
+      `AES-256-GCM decrypt ${opts.valueBytes} B ${fmt(aes?.ops_per_s ?? NaN)}/s (one thread)`,
+  );
+  console.log(
+    `target (2 cores, 64 connections): agent-read ≥ ${fmt(TARGETS.agent_read_rps)}/s ` +
+      `(${TARGETS.agent_read_per_pg_point_select} × pg), p99 < ${TARGETS.agent_read_p99_ms_below} ms`,
+  );
+  const shown = path.relative(process.cwd(), file);
+  console.log(`written: ${shown.startsWith('..') ? file : shown}`);
+  return failed ? 1 : 0;
+}
+
+function log(line: string): void {
+  process.stderr.write(`[bench] ${line}\n`);
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    log(`failed: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  },
+);
