@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { type ConfigShape, describeConfig } from '@custos/service-kit';
@@ -63,4 +64,7 @@ export function writeDocumentedTables(): void {
     DOC,
     `${text.slice(0, a + START.length)}\n\n${renderVariableTables().trim()}\n\n${text.slice(b)}`,
   );
+  // The repository's prettier (a root devDependency) lays the tables out as `prettier --check` wants.
+  const prettier = path.resolve(__dirname, '..', '..', '..', 'node_modules', '.bin', 'prettier');
+  execFileSync(prettier, ['--write', DOC], { stdio: 'ignore' });
 }
