@@ -53,7 +53,7 @@ step "tests"
 results="$(mktemp -d)"
 export CUSTOS_TEST_RESULTS_DIR="$results"
 status=0
-pnpm turbo run test --concurrency=2 --output-logs=full || status=$?
+pnpm turbo run test --concurrency=2 --continue --output-logs=full || status=$?
 
 node -e '
 const fs = require("fs"), path = require("path");

@@ -27,7 +27,16 @@ describe('gRPC server and client', () => {
 
   beforeAll(async () => {
     server = new GrpcServer(logger, createMetrics('grpc-test'));
-    server.add(VaultCryptoServiceService, { getKmsHealth: () => behaviour() });
+    // Only getKmsHealth is exercised; add() wants a handler for every method of the service.
+    const unused = Object.fromEntries(
+      Object.keys(VaultCryptoServiceService).map((method) => [
+        method,
+        async () => {
+          throw new Error(`${method} is not part of this test`);
+        },
+      ]),
+    ) as unknown as Parameters<GrpcServer['add']>[1];
+    server.add(VaultCryptoServiceService, { ...unused, getKmsHealth: () => behaviour() });
     port = await server.listen('127.0.0.1', 0);
     server.health.setAll(ServingStatus.SERVING);
   });
