@@ -115,7 +115,9 @@ export async function startMesh(opts: {
   const pids = new Map<ServiceName, number>();
   for (const s of SERVICES) {
     const fd = fs.openSync(path.join(logDir, `${s}.log`), 'a');
-    const child = spawn(process.execPath, [path.join(REPO, 'services', s, 'dist', 'main.js')], {
+    // BENCH_NODE_ARGS: extra node flags of every service, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
+    const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    const child = spawn(process.execPath, [...nodeArgs, path.join(REPO, 'services', s, 'dist', 'main.js')], {
       cwd: REPO,
       env: {
         PATH: process.env.PATH ?? '',
