@@ -177,20 +177,28 @@ describe('account rules against Postgres', () => {
   it('lifts the re-auth lock 15 minutes after the tenth failure', async () => {
     const p = await user({ password: true });
     const hash = (await users.findById(p.userId))!.passwordHash!;
+    const me = { id: p.userId, orgId: p.orgId };
     for (let i = 0; i < 10; i++)
-      expect(await reauth.checkPassword(p.userId, hash, 'Wrong-1-password')).toBe(false);
-    expect(await refusal(reauth.checkPassword(p.userId, hash, PASSWORD))).toMatchObject({
+      expect(await reauth.checkPassword(me, hash, 'Wrong-1-password', 'test.purpose')).toBe(false);
+    expect(await refusal(reauth.checkPassword(me, hash, PASSWORD, 'test.purpose'))).toMatchObject({
       kind: 'rate_limited',
     });
     // Sixteen minutes later (the failures are moved back rather than the clock forward).
     await db.execute(
       sql`update identity.reauth_failures set failed_at = failed_at - interval '16 minutes' where user_id = ${p.userId}`,
     );
-    expect(await reauth.checkPassword(p.userId, hash, PASSWORD)).toBe(true);
+    expect(await reauth.checkPassword(me, hash, PASSWORD, 'test.purpose')).toBe(true);
     // Still ten failures in the hour: the next wrong password locks again at once.
-    expect(await reauth.checkPassword(p.userId, hash, 'Wrong-1-password')).toBe(false);
-    expect(await refusal(reauth.checkPassword(p.userId, hash, PASSWORD))).toMatchObject({
+    expect(await reauth.checkPassword(me, hash, 'Wrong-1-password', 'test.purpose')).toBe(false);
+    expect(await refusal(reauth.checkPassword(me, hash, PASSWORD, 'test.purpose'))).toMatchObject({
       kind: 'rate_limited',
     });
+    // Every wrong password is an audit record under the user's org; a locked attempt checks nothing.
+    const audited = await db.execute<{ n: number }>(
+      sql`select count(*)::int as n from identity.outbox where name = 'audit.recorded'
+          and payload->>'action' = 'auth.reauth_failed' and payload->>'resource_id' = ${p.userId}
+          and payload->>'org_id' = ${p.orgId} and payload->'metadata'->>'purpose' = 'test.purpose'`,
+    );
+    expect(audited.rows[0]!.n).toBe(11);
   });
 });

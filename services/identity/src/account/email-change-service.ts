@@ -13,6 +13,7 @@ import {
   generateEmailCode,
   hashEmailCode,
 } from '../credentials/email-code-fns.js';
+import { actorOf, audit } from '../audit/identity-audit.js';
 import type { Mailer } from '../mail/mailer.js';
 import { emailChangeCodeEmail } from '../mail/templates.js';
 import { normalizeEmail } from '../users/user-fns.js';
@@ -93,7 +94,17 @@ export class EmailChangeService {
       outcome = await this.store.transaction(async (tx) => {
         const newEmail = await this.store.takeEmailChange(caller.userId, pending.codeHash, tx);
         if (newEmail === undefined) return 'gone';
-        return (await this.store.setEmail(caller.userId, newEmail, tx)) ? 'changed' : 'gone';
+        if (!(await this.store.setEmail(caller.userId, newEmail, tx))) return 'gone';
+        // The addresses themselves stay out of the append-only log (personal data, not facts).
+        await audit(tx, {
+          orgId: caller.orgId,
+          ...actorOf(caller),
+          action: 'email.changed',
+          resourceType: 'user',
+          resourceId: caller.userId,
+          metadata: { method: 'email_code' },
+        });
+        return 'changed';
       });
     } catch (err) {
       if (pgErrorCode(err) !== UNIQUE_VIOLATION) throw err;

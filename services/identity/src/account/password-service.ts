@@ -1,5 +1,6 @@
 import type { Principal } from '@custos/auth';
 import { InvalidArgumentError, UnauthenticatedError, type Logger, describeError } from '@custos/service-kit';
+import { audit } from '../audit/identity-audit.js';
 import { checkPasswordPolicy, hashPassword } from '../credentials/password-fns.js';
 import {
   SECRET_TOKEN_PREFIXES,
@@ -89,6 +90,14 @@ export class PasswordService {
         },
         tx,
       );
+      await audit(tx, {
+        orgId: user.orgId,
+        actorType: 'anonymous',
+        actorId: null,
+        action: 'password.reset_requested',
+        resourceType: 'user',
+        resourceId: user.id,
+      });
     });
     const content = passwordResetEmail({
       link: `${this.opts.publicBaseUrl}/reset-password?token=${encodeURIComponent(t.token)}`,
@@ -115,6 +124,16 @@ export class PasswordService {
       await this.store.setPasswordHash(user.id, hash, true, tx);
       await this.store.voidEmailTokens(user.id, RESET_PURPOSE, tx);
       await this.store.revokeRefreshTokens(user.id, tx);
+      // The holder of the e-mailed link acts as the user.
+      await audit(tx, {
+        orgId: user.orgId,
+        actorType: 'user',
+        actorId: user.id,
+        action: 'password.reset',
+        resourceType: 'user',
+        resourceId: user.id,
+        metadata: { method: 'email_link', sessions_revoked: true },
+      });
       return user.id;
     });
     if (!userId) throw new InvalidArgumentError('token', BAD_RESET_TOKEN);
@@ -139,7 +158,7 @@ export class PasswordService {
         'this account has no password; set one with POST /v1/auth/set-password',
       );
     }
-    if (!(await this.reauth.checkPassword(user.id, user.passwordHash, current))) {
+    if (!(await this.reauth.checkPassword(user, user.passwordHash, current, 'password.change'))) {
       throw new InvalidArgumentError('current_password', 'current_password is not correct');
     }
     if (current.normalize('NFKC') === next.normalize('NFKC')) {
@@ -149,6 +168,15 @@ export class PasswordService {
     await this.store.transaction(async (tx) => {
       await this.store.setPasswordHash(user.id, hash, false, tx);
       await this.store.revokeRefreshTokens(user.id, tx);
+      await audit(tx, {
+        orgId: user.orgId,
+        actorType: 'user',
+        actorId: user.id,
+        action: 'password.changed',
+        resourceType: 'user',
+        resourceId: user.id,
+        metadata: { sessions_revoked: true },
+      });
     });
     await waitPastRevocation(await revokeUserEverywhere(this.store, this.revocations, user.id));
   }
@@ -169,6 +197,19 @@ export class PasswordService {
       );
     if (user.passwordHash) throw alreadySet();
     checkPolicy(password, 'password');
-    if (!(await this.store.setFirstPasswordHash(user.id, await hashPassword(password)))) throw alreadySet();
+    const hash = await hashPassword(password);
+    const set = await this.store.transaction(async (tx) => {
+      if (!(await this.store.setFirstPasswordHash(user.id, hash, tx))) return false;
+      await audit(tx, {
+        orgId: user.orgId,
+        actorType: 'user',
+        actorId: user.id,
+        action: 'password.set',
+        resourceType: 'user',
+        resourceId: user.id,
+      });
+      return true;
+    });
+    if (!set) throw alreadySet();
   }
 }

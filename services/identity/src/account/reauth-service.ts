@@ -6,6 +6,7 @@ import {
   UnauthenticatedError,
   type Logger,
 } from '@custos/service-kit';
+import { audit, auditRefusal } from '../audit/identity-audit.js';
 import { verifyPassword } from '../credentials/password-fns.js';
 import {
   SECRET_TOKEN_PREFIXES,
@@ -81,16 +82,30 @@ export class ReauthService {
         'this account has no password; set one with POST /v1/auth/set-password',
       );
     }
-    if (!(await this.checkPassword(user.id, user.passwordHash, input.password))) {
+    if (!(await this.checkPassword(user, user.passwordHash, input.password, purpose))) {
       throw new PermissionDeniedError('the password is not correct', { field: 'password' });
     }
     const t = generateSecretToken(RAT);
-    await this.store.insertReauthToken({
-      id: t.id,
-      userId: user.id,
-      purpose,
-      secretHash: t.secretHash,
-      expiresAt: new Date(Date.now() + REAUTH_TTL_SECONDS * 1000),
+    await this.store.transaction(async (tx) => {
+      await this.store.insertReauthToken(
+        {
+          id: t.id,
+          userId: user.id,
+          purpose,
+          secretHash: t.secretHash,
+          expiresAt: new Date(Date.now() + REAUTH_TTL_SECONDS * 1000),
+        },
+        tx,
+      );
+      await audit(tx, {
+        orgId: user.orgId,
+        actorType: 'user',
+        actorId: user.id,
+        action: 'reauth.issued',
+        resourceType: 'user',
+        resourceId: user.id,
+        metadata: { purpose, method: 'password' },
+      });
     });
     return { token: t.token, purpose, expiresIn: REAUTH_TTL_SECONDS };
   }
@@ -127,7 +142,7 @@ export class ReauthService {
     const user = await this.users.findById(caller.userId);
     if (!user) throw new UnauthenticatedError();
     if (!user.passwordHash) throw stepUpRequired(purpose, 'this account has no password to confirm with');
-    if (!(await this.checkPassword(user.id, user.passwordHash, credential))) {
+    if (!(await this.checkPassword(user, user.passwordHash, credential, purpose))) {
       throw stepUpRequired(purpose, 'the password is not correct');
     }
   }
@@ -137,7 +152,13 @@ export class ReauthService {
    * when not (the failure is recorded), a 429 while re-auth is locked (nothing is checked then).
    * The checks of one user run one at a time, so parallel guesses cannot pass the limit.
    */
-  async checkPassword(userId: string, passwordHash: string, password: string): Promise<boolean> {
+  async checkPassword(
+    user: { id: string; orgId: string },
+    passwordHash: string,
+    password: string,
+    purpose: string,
+  ): Promise<boolean> {
+    const userId = user.id;
     const outcome = await this.store.transaction(async (tx) => {
       await this.store.lockReauth(userId, tx);
       const now = Date.now();
@@ -158,6 +179,17 @@ export class ReauthService {
     }
     if (outcome.failures === REAUTH_MAX_FAILURES) {
       this.logger.warn({ user_id: userId }, 're-authentication locked after repeated wrong passwords');
+    }
+    if (!outcome.ok) {
+      await auditRefusal(this.store, {
+        orgId: user.orgId,
+        actorType: 'user',
+        actorId: userId,
+        action: 'auth.reauth_failed',
+        resourceType: 'user',
+        resourceId: userId,
+        metadata: { purpose, locked: outcome.failures >= REAUTH_MAX_FAILURES },
+      });
     }
     return outcome.ok;
   }

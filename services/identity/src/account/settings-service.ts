@@ -1,7 +1,11 @@
 import type { Principal } from '@custos/auth';
 import { InvalidArgumentError, UnauthenticatedError } from '@custos/service-kit';
+import { audit } from '../audit/identity-audit.js';
 import { requireUser } from './account-fns.js';
 import type { AccountStore, StoredSettings } from './account-store.js';
+
+/** A settings field as the API names it (`requirePasskeyForVaults` → `require_passkey_for_vaults`). */
+const snakeCase = (field: string) => field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /** A user's security settings as `GET /v1/auth/settings` shows them. */
 export interface SettingsView extends StoredSettings {
@@ -47,7 +51,20 @@ export class SettingsService {
         throw new InvalidArgumentError(field, `${field} needs at least one registered passkey`);
       }
     }
-    if (Object.keys(wanted).length > 0) await this.store.updateSettings(caller.userId, wanted);
+    if (Object.keys(wanted).length > 0) {
+      await this.store.transaction(async (tx) => {
+        await this.store.updateSettings(caller.userId, wanted, tx);
+        await audit(tx, {
+          orgId: caller.orgId,
+          actorType: 'user',
+          actorId: caller.userId,
+          action: 'account.settings_updated',
+          resourceType: 'user',
+          resourceId: caller.userId,
+          metadata: { fields: Object.keys(wanted).map(snakeCase).sort() },
+        });
+      });
+    }
     return this.get(p);
   }
 

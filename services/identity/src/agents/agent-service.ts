@@ -6,6 +6,7 @@ import {
   parseSecretToken,
   secretMatches,
 } from '../credentials/secret-token-fns.js';
+import { audit, auditRefusal } from '../audit/identity-audit.js';
 import type { RevocationStore } from '../tokens/revocation-store.js';
 import type { MintedAccessToken, TokenIssuer } from '../tokens/token-issuer.js';
 import {
@@ -99,6 +100,15 @@ export class AgentService {
         tx,
       );
       await this.store.insertKey({ id: key.id, agentId: created.id, secretHash: key.secretHash }, tx);
+      await audit(tx, {
+        orgId: user.orgId,
+        actorType: 'user',
+        actorId: user.userId,
+        action: 'agent.created',
+        resourceType: 'agent',
+        resourceId: created.id,
+        metadata: { fields: Object.keys(fields).sort() },
+      });
       return created;
     });
     return { agent: agentView(row), apiKey: key.token };
@@ -122,7 +132,7 @@ export class AgentService {
     agentId: string,
     fields: Record<string, unknown>,
   ): Promise<Record<string, unknown>> {
-    this.manager(p);
+    const user = this.manager(p);
     const row = await this.inOrg(p, agentId);
     const input = parseAgentInput(fields, 'update');
     const settings: AgentSettings = { ...effectiveSettings(row.settings), ...input.settings };
@@ -132,30 +142,52 @@ export class AgentService {
       ...(input.isActive !== undefined ? { isActive: input.isActive } : {}),
       settings,
     };
-    let updated: AgentRow;
-    if (input.isActive === true && !row.isActive) {
-      // Reactivating takes a place under the org's cap on active agents, like creating does.
-      const cap = await this.peers.agentCap(row.orgId);
-      updated = await this.store.transaction(async (tx) => {
-        await this.peers.reserveActiveAgent(this.store, tx, row.orgId, cap.maxAgents, cap.plan);
-        return this.store.update(row.id, change, tx);
+    const reactivating = input.isActive === true && !row.isActive;
+    const deactivating = input.isActive === false && row.isActive;
+    // Reactivating takes a place under the org's cap on active agents, like creating does.
+    const cap = reactivating ? await this.peers.agentCap(row.orgId) : undefined;
+    const { updated, revoked } = await this.store.transaction(async (tx) => {
+      if (cap) await this.peers.reserveActiveAgent(this.store, tx, row.orgId, cap.maxAgents, cap.plan);
+      const next = await this.store.update(row.id, change, tx);
+      const base = { orgId: row.orgId, actorType: 'user' as const, actorId: user.userId };
+      const target = { resourceType: 'agent', resourceId: row.id };
+      // Field names only: values (scopes, vaults, limits) are in the agent itself.
+      await audit(tx, {
+        ...base,
+        ...target,
+        action: 'agent.updated',
+        metadata: { fields: Object.keys(fields).sort() },
       });
-    } else {
-      updated = await this.store.update(row.id, change);
-    }
-    if (input.isActive === false && row.isActive) {
+      if (reactivating) await audit(tx, { ...base, ...target, action: 'agent.activated' });
+      if (!deactivating) return { updated: next, revoked: [] };
       // Deactivating through PATCH is the same as DELETE: keys and tokens stop at once.
-      await this.revokeKeysAndTokens(row.id);
-    }
+      const keyIds = await this.store.revokeKeys(row.id, tx);
+      await audit(tx, { ...base, ...target, action: 'agent.deactivated', metadata: { via: 'update' } });
+      return { updated: next, revoked: keyIds };
+    });
+    await this.revokeTokensOf(revoked);
     return agentView(updated);
   }
 
   /** Deactivates an agent: its keys and every token it holds stop working at once. */
   async deactivate(p: Principal, agentId: string): Promise<void> {
-    this.manager(p);
+    const user = this.manager(p);
     const row = await this.inOrg(p, agentId);
-    await this.store.update(row.id, { isActive: false });
-    await this.revokeKeysAndTokens(row.id);
+    const revoked = await this.store.transaction(async (tx) => {
+      await this.store.update(row.id, { isActive: false }, tx);
+      const keyIds = await this.store.revokeKeys(row.id, tx);
+      await audit(tx, {
+        orgId: row.orgId,
+        actorType: 'user',
+        actorId: user.userId,
+        action: 'agent.deactivated',
+        resourceType: 'agent',
+        resourceId: row.id,
+        metadata: { via: 'delete', was_active: row.isActive },
+      });
+      return keyIds;
+    });
+    await this.revokeTokensOf(revoked);
   }
 
   /** The calling agent's own profile. */
@@ -168,12 +200,21 @@ export class AgentService {
 
   /** Issues a new key; the previous key and the tokens minted from it stop working. */
   async rotateKey(p: Principal, agentId: string): Promise<string> {
-    this.manager(p);
+    const user = this.manager(p);
     const row = await this.inOrg(p, agentId);
     const key = generateSecretToken(KEY_PREFIX);
     const revoked = await this.store.transaction(async (tx) => {
       const ids = await this.store.revokeKeys(row.id, tx);
       await this.store.insertKey({ id: key.id, agentId: row.id, secretHash: key.secretHash }, tx);
+      await audit(tx, {
+        orgId: row.orgId,
+        actorType: 'user',
+        actorId: user.userId,
+        action: 'agent.key_rotated',
+        resourceType: 'agent',
+        resourceId: row.id,
+        metadata: { revoked_keys: ids.length },
+      });
       return ids;
     });
     await this.revokeTokensOf(revoked);
@@ -185,35 +226,63 @@ export class AgentService {
     const parsed = parseSecretToken(apiKey, KEY_PREFIX);
     if (!parsed) throw new UnauthenticatedError(EXCHANGE_FAILED);
     const key = await this.store.findLiveKey(parsed.id);
-    if (!key || !secretMatches(parsed.secret, key.secretHash))
-      throw new UnauthenticatedError(EXCHANGE_FAILED);
-    if (agentId && agentId.toLowerCase() !== key.agentId) throw new UnauthenticatedError(EXCHANGE_FAILED);
+    if (!key) throw new UnauthenticatedError(EXCHANGE_FAILED);
+    // From here the key names a known agent: a refusal is recorded under the agent's org.
+    if (!secretMatches(parsed.secret, key.secretHash)) return this.refuse(key.agentId, 'wrong_secret');
+    if (agentId && agentId.toLowerCase() !== key.agentId) return this.refuse(key.agentId, 'agent_mismatch');
     const row = await this.store.findById(key.agentId);
-    if (!row?.isActive) throw new UnauthenticatedError(EXCHANGE_FAILED);
+    if (!row?.isActive) return this.refuse(key.agentId, 'agent_inactive');
     const s = effectiveSettings(row.settings);
     if (s.api_key_expires_at && Date.parse(s.api_key_expires_at) <= Date.now())
-      throw new UnauthenticatedError(EXCHANGE_FAILED);
+      return this.refuse(key.agentId, 'key_expired');
     // A token never outlives the key it came from (spec §5.5).
     const untilKeyExpiry = s.api_key_expires_at
       ? Math.max(1, Math.floor((Date.parse(s.api_key_expires_at) - Date.now()) / 1000))
       : Infinity;
-    await this.store.update(row.id, { lastActiveAt: new Date() });
-    return this.issuer.agentAccessToken({
+    const access = await this.peers.tokenAccess(row, s);
+    // Minted first, handed out only once the sign-in and its audit record are committed.
+    const minted = this.issuer.agentAccessToken({
       id: row.id,
       keyId: key.id,
       orgId: row.orgId,
       createdBy: row.createdBy,
-      ...(await this.peers.tokenAccess(row, s)),
+      ...access,
       intentsApiEnabled: s.intents_api_enabled,
       proxyEnabled: s.proxy_enabled,
       proxyConfig: s.proxy_config,
       environment: s.environment,
       ttlSeconds: Math.min(s.token_ttl_seconds, untilKeyExpiry),
     });
+    await this.store.transaction(async (tx) => {
+      await this.store.update(row.id, { lastActiveAt: new Date() }, tx);
+      await audit(tx, {
+        orgId: row.orgId,
+        actorType: 'agent',
+        actorId: row.id,
+        action: 'auth.login',
+        resourceType: 'agent',
+        resourceId: row.id,
+        metadata: { method: 'agent_api_key', expires_in: minted.expiresIn },
+      });
+    });
+    return minted;
   }
 
-  private async revokeKeysAndTokens(agentId: string): Promise<void> {
-    await this.revokeTokensOf(await this.store.revokeKeys(agentId));
+  /** Refuses a key exchange of a known agent with the one 401, after recording it under its org. */
+  private async refuse(agentId: string, reason: string): Promise<never> {
+    const agent = await this.store.findById(agentId);
+    if (agent) {
+      await auditRefusal(this.store, {
+        orgId: agent.orgId,
+        actorType: 'anonymous',
+        actorId: null,
+        action: 'auth.login_failed',
+        resourceType: 'agent',
+        resourceId: agent.id,
+        metadata: { method: 'agent_api_key', reason },
+      });
+    }
+    throw new UnauthenticatedError(EXCHANGE_FAILED);
   }
 
   /** Agent tokens carry the id of the key they were exchanged for (`sid`): revoking it ends them. */

@@ -12,6 +12,7 @@ import {
   parseSecretToken,
   secretMatches,
 } from '../credentials/secret-token-fns.js';
+import { audit, auditRefusal } from '../audit/identity-audit.js';
 import type { RevocationStore } from '../tokens/revocation-store.js';
 import type { MintedAccessToken, TokenIssuer } from '../tokens/token-issuer.js';
 import { effectiveSettings } from './agent-fns.js';
@@ -94,12 +95,25 @@ export class RouterKeyService {
       });
     }
     const t = generateSecretToken(PREFIX);
-    const row = await this.keys.insert({
-      tokenId: t.id,
-      agentId: agent.id,
-      secretHash: t.secretHash,
-      ...limits,
-      createdBy: user.userId,
+    const row = await this.agents.transaction(async (tx) => {
+      const created = await this.keys.insert(
+        { tokenId: t.id, agentId: agent.id, secretHash: t.secretHash, ...limits, createdBy: user.userId },
+        tx,
+      );
+      await audit(tx, {
+        orgId: agent.orgId,
+        actorType: 'user',
+        actorId: user.userId,
+        action: 'router_key.created',
+        resourceType: 'router_key',
+        resourceId: created.id,
+        metadata: {
+          agent_id: agent.id,
+          max_concurrent_streams: created.maxConcurrentStreams,
+          spend_cap_micro_usd: created.spendCapMicroUsd,
+        },
+      });
+      return created;
     });
     return { key: view(row), routerKey: t.token };
   }
@@ -112,9 +126,23 @@ export class RouterKeyService {
 
   /** Revokes a key, and every token minted from it, at once. */
   async revoke(p: Principal, agentId: string, keyId: string): Promise<void> {
-    const agent = await this.agentInOrg(this.manager(p), agentId);
+    const user = this.manager(p);
+    const agent = await this.agentInOrg(user, agentId);
     if (!UUID.test(keyId)) throw new InvalidArgumentError('key_id', 'key_id must be a UUID');
-    const row = await this.keys.revoke(agent.id, keyId.toLowerCase());
+    const row = await this.agents.transaction(async (tx) => {
+      const revoked = await this.keys.revoke(agent.id, keyId.toLowerCase(), tx);
+      if (!revoked) return undefined;
+      await audit(tx, {
+        orgId: agent.orgId,
+        actorType: 'user',
+        actorId: user.userId,
+        action: 'router_key.revoked',
+        resourceType: 'router_key',
+        resourceId: revoked.id,
+        metadata: { agent_id: agent.id },
+      });
+      return revoked;
+    });
     if (!row) throw new NotFoundError('router key', keyId);
     // Tokens minted from the key live 60 s; the revocation outlives the youngest of them.
     await this.revocations.revokeSession(
@@ -131,20 +159,22 @@ export class RouterKeyService {
     const parsed = parseSecretToken(routerKey, PREFIX);
     if (!parsed) throw new UnauthenticatedError(EXCHANGE_FAILED);
     const key = await this.keys.findLive(parsed.id);
-    if (!key || !secretMatches(parsed.secret, key.secretHash))
-      throw new UnauthenticatedError(EXCHANGE_FAILED);
-    if (agentId && agentId.toLowerCase() !== key.agentId) throw new UnauthenticatedError(EXCHANGE_FAILED);
+    if (!key) throw new UnauthenticatedError(EXCHANGE_FAILED);
+    // From here the key names a known agent: a refusal is recorded under the agent's org.
+    if (!secretMatches(parsed.secret, key.secretHash)) return this.refuse(key, 'wrong_secret');
+    if (agentId && agentId.toLowerCase() !== key.agentId) return this.refuse(key, 'agent_mismatch');
     const agent = await this.agents.findById(key.agentId);
-    if (!agent?.isActive) throw new UnauthenticatedError(EXCHANGE_FAILED);
+    if (!agent?.isActive) return this.refuse(key, 'agent_inactive');
     const s = effectiveSettings(agent.settings);
-    if (!s.proxy_enabled) throw new UnauthenticatedError(EXCHANGE_FAILED);
-    await this.agents.update(agent.id, { lastActiveAt: new Date() });
-    return this.issuer.agentAccessToken({
+    if (!s.proxy_enabled) return this.refuse(key, 'proxy_disabled');
+    const access = await this.peers.tokenAccess(agent, s);
+    // Minted first, handed out only once the sign-in and its audit record are committed.
+    const minted = this.issuer.agentAccessToken({
       id: agent.id,
       keyId: key.tokenId,
       orgId: agent.orgId,
       createdBy: agent.createdBy,
-      ...(await this.peers.tokenAccess(agent, s)),
+      ...access,
       intentsApiEnabled: s.intents_api_enabled,
       proxyEnabled: s.proxy_enabled,
       proxyConfig: s.proxy_config,
@@ -156,5 +186,35 @@ export class RouterKeyService {
         spendCapMicroUsd: key.spendCapMicroUsd,
       },
     });
+    await this.agents.transaction(async (tx) => {
+      await this.agents.update(agent.id, { lastActiveAt: new Date() }, tx);
+      await audit(tx, {
+        orgId: agent.orgId,
+        actorType: 'agent',
+        actorId: agent.id,
+        action: 'auth.login',
+        resourceType: 'agent',
+        resourceId: agent.id,
+        metadata: { method: 'router_key', router_key_id: key.id },
+      });
+    });
+    return minted;
+  }
+
+  /** Refuses an exchange of a known key with the one 401, after recording it under the agent's org. */
+  private async refuse(key: RouterKeyRow, reason: string): Promise<never> {
+    const agent = await this.agents.findById(key.agentId);
+    if (agent) {
+      await auditRefusal(this.agents, {
+        orgId: agent.orgId,
+        actorType: 'anonymous',
+        actorId: null,
+        action: 'auth.login_failed',
+        resourceType: 'agent',
+        resourceId: agent.id,
+        metadata: { method: 'router_key', router_key_id: key.id, reason },
+      });
+    }
+    throw new UnauthenticatedError(EXCHANGE_FAILED);
   }
 }

@@ -1,24 +1,29 @@
 import { and, asc, eq, isNull } from 'drizzle-orm';
-import type { Database } from '@custos/service-kit';
+import type { Database, Transaction } from '@custos/service-kit';
 import { routerKeys } from '../db/schema.js';
+
+type Tx = Transaction | Database;
 
 /** A router key row (its secret only as a hash). */
 export type RouterKeyRow = typeof routerKeys.$inferSelect;
 
-/** SQL of router keys. */
+/** SQL of router keys. The writes take an optional transaction. */
 export class RouterKeyStore {
   constructor(private readonly db: Database) {}
 
   /** Stores a new key. */
-  async insert(row: {
-    tokenId: string;
-    agentId: string;
-    secretHash: string;
-    maxConcurrentStreams: number | null;
-    spendCapMicroUsd: number | null;
-    createdBy: string;
-  }): Promise<RouterKeyRow> {
-    const [created] = await this.db.insert(routerKeys).values(row).returning();
+  async insert(
+    row: {
+      tokenId: string;
+      agentId: string;
+      secretHash: string;
+      maxConcurrentStreams: number | null;
+      spendCapMicroUsd: number | null;
+      createdBy: string;
+    },
+    tx: Tx = this.db,
+  ): Promise<RouterKeyRow> {
+    const [created] = await tx.insert(routerKeys).values(row).returning();
     return created!;
   }
 
@@ -41,8 +46,8 @@ export class RouterKeyStore {
   }
 
   /** Revokes a live key of an agent; undefined when there is none by that id. */
-  async revoke(agentId: string, id: string): Promise<RouterKeyRow | undefined> {
-    const rows = await this.db
+  async revoke(agentId: string, id: string, tx: Tx = this.db): Promise<RouterKeyRow | undefined> {
+    const rows = await tx
       .update(routerKeys)
       .set({ revokedAt: new Date() })
       .where(and(eq(routerKeys.id, id), eq(routerKeys.agentId, agentId), isNull(routerKeys.revokedAt)))

@@ -8,6 +8,7 @@ import {
 import { effectiveSettings } from '../agents/agent-fns.js';
 import type { AgentPeers } from '../agents/agent-limits.js';
 import type { AgentRow, AgentStore } from '../agents/agent-store.js';
+import { audit } from '../audit/identity-audit.js';
 import { SECRET_TOKEN_PREFIXES, parseSecretToken, secretMatches } from '../credentials/secret-token-fns.js';
 import { newTokenId } from '../tokens/signing-key-fns.js';
 import {
@@ -102,6 +103,7 @@ export class FederationService {
       Math.min(s.federated_token_ttl_seconds, MAX_FEDERATED_TTL_SECONDS, subject.validUntil - now),
     );
     const scope = granted.scopes.join(' ');
+    const jti = newTokenId();
     const token = signRs256(
       {
         iss: this.issuer,
@@ -110,11 +112,30 @@ export class FederationService {
         org: subject.agent.orgId,
         scope,
         token_use: 'federated',
-        jti: newTokenId(),
+        jti,
         iat: now,
         exp: now + ttl,
       },
       this.key,
+    );
+    // Handed out only once its audit record is committed.
+    await this.agents.transaction((tx) =>
+      audit(tx, {
+        orgId: subject.agent.orgId,
+        actorType: 'agent',
+        actorId: subject.agent.id,
+        action: 'auth.login',
+        resourceType: 'agent',
+        resourceId: subject.agent.id,
+        metadata: {
+          method: 'federated',
+          subject_token_type: req.subjectTokenType === JWT_TOKEN_TYPE ? 'jwt' : 'agent_api_key',
+          audience: req.audience,
+          scopes: granted.scopes,
+          jti,
+          expires_in: ttl,
+        },
+      }),
     );
     return {
       accessToken: token,

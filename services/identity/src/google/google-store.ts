@@ -1,5 +1,6 @@
 import { and, eq } from 'drizzle-orm';
 import type { Database } from '@custos/service-kit';
+import { audit } from '../audit/identity-audit.js';
 import { orgMembers, orgs, users } from '../db/schema.js';
 
 /** SQL of accounts that Google sign-in creates or claims. */
@@ -33,6 +34,15 @@ export class GoogleStore {
         // Roll the org back with it.
         if (inserted.length === 0) throw new EmailTaken();
         await tx.insert(orgMembers).values({ orgId: org!.id, userId: inserted[0]!.id, role: 'owner' });
+        await audit(tx, {
+          orgId: org!.id,
+          actorType: 'user',
+          actorId: inserted[0]!.id,
+          action: 'user.created',
+          resourceType: 'user',
+          resourceId: inserted[0]!.id,
+          metadata: { method: 'google', role: 'owner' },
+        });
         return inserted[0]!.id;
       });
     } catch (err) {
@@ -46,10 +56,23 @@ export class GoogleStore {
    * drop the password, which whoever registered the address without owning it may know.
    */
   async claimUnverified(userId: string): Promise<void> {
-    await this.db
-      .update(users)
-      .set({ emailVerified: true, passwordHash: null, updatedAt: new Date() })
-      .where(and(eq(users.id, userId), eq(users.emailVerified, false)));
+    await this.db.transaction(async (tx) => {
+      const rows = await tx
+        .update(users)
+        .set({ emailVerified: true, passwordHash: null, updatedAt: new Date() })
+        .where(and(eq(users.id, userId), eq(users.emailVerified, false)))
+        .returning({ orgId: users.orgId });
+      if (!rows[0]) return;
+      await audit(tx, {
+        orgId: rows[0].orgId,
+        actorType: 'user',
+        actorId: userId,
+        action: 'email.verified',
+        resourceType: 'user',
+        resourceId: userId,
+        metadata: { method: 'google', password_removed: true },
+      });
+    });
   }
 }
 

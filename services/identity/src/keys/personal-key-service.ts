@@ -13,6 +13,7 @@ import {
   parseSecretToken,
   secretMatches,
 } from '../credentials/secret-token-fns.js';
+import { audit, auditRefusal } from '../audit/identity-audit.js';
 import { personalApiKeys } from '../db/schema.js';
 import type { RevocationStore } from '../tokens/revocation-store.js';
 import type { MintedAccessToken, TokenIssuer } from '../tokens/token-issuer.js';
@@ -96,17 +97,29 @@ export class PersonalKeyService {
       });
     }
     const t = generateSecretToken(PREFIX);
-    const [row] = await this.db
-      .insert(personalApiKeys)
-      .values({
-        tokenId: t.id,
-        userId: user.userId,
-        name: name.trim(),
-        secretHash: t.secretHash,
-        expiresAt: expires,
-      })
-      .returning();
-    return { key: view(row!), apiKey: t.token };
+    const row = await this.db.transaction(async (tx) => {
+      const [created] = await tx
+        .insert(personalApiKeys)
+        .values({
+          tokenId: t.id,
+          userId: user.userId,
+          name: name.trim(),
+          secretHash: t.secretHash,
+          expiresAt: expires,
+        })
+        .returning();
+      await audit(tx, {
+        orgId: user.orgId,
+        actorType: 'user',
+        actorId: user.userId,
+        action: 'api_key.created',
+        resourceType: 'api_key',
+        resourceId: created!.id,
+        metadata: { expires_at: expires?.toISOString() ?? null },
+      });
+      return created!;
+    });
+    return { key: view(row), apiKey: t.token };
   }
 
   /** The caller's keys, oldest first. */
@@ -124,17 +137,30 @@ export class PersonalKeyService {
   async revoke(p: Principal, keyId: string): Promise<void> {
     const user = this.user(p);
     if (!UUID.test(keyId)) throw new InvalidArgumentError('key_id', 'key_id must be a UUID');
-    const rows = await this.db
-      .update(personalApiKeys)
-      .set({ revokedAt: new Date() })
-      .where(
-        and(
-          eq(personalApiKeys.id, keyId.toLowerCase()),
-          eq(personalApiKeys.userId, user.userId),
-          isNull(personalApiKeys.revokedAt),
-        ),
-      )
-      .returning();
+    const rows = await this.db.transaction(async (tx) => {
+      const revoked = await tx
+        .update(personalApiKeys)
+        .set({ revokedAt: new Date() })
+        .where(
+          and(
+            eq(personalApiKeys.id, keyId.toLowerCase()),
+            eq(personalApiKeys.userId, user.userId),
+            isNull(personalApiKeys.revokedAt),
+          ),
+        )
+        .returning();
+      if (revoked[0]) {
+        await audit(tx, {
+          orgId: user.orgId,
+          actorType: 'user',
+          actorId: user.userId,
+          action: 'api_key.revoked',
+          resourceType: 'api_key',
+          resourceId: revoked[0].id,
+        });
+      }
+      return revoked;
+    });
     if (rows.length === 0) throw new NotFoundError('API key', keyId);
     await this.revocations.revokeSession(
       rows[0]!.tokenId,
@@ -147,24 +173,52 @@ export class PersonalKeyService {
     const parsed = parseSecretToken(apiKey, PREFIX);
     if (!parsed) throw new UnauthenticatedError(EXCHANGE_FAILED);
     const [row] = await this.db.select().from(personalApiKeys).where(eq(personalApiKeys.tokenId, parsed.id));
-    if (!row || !secretMatches(parsed.secret, row.secretHash))
-      throw new UnauthenticatedError(EXCHANGE_FAILED);
-    if (row.revokedAt || (row.expiresAt && row.expiresAt.getTime() <= Date.now()))
-      throw new UnauthenticatedError(EXCHANGE_FAILED);
+    if (!row) throw new UnauthenticatedError(EXCHANGE_FAILED);
     const user = await this.users.findById(row.userId);
     if (!user) throw new UnauthenticatedError(EXCHANGE_FAILED);
-    await this.db
-      .update(personalApiKeys)
-      .set({ lastUsedAt: new Date() })
-      .where(eq(personalApiKeys.id, row.id));
+    // From here the key names a known user: a refusal is recorded under the user's org.
+    const refusal = !secretMatches(parsed.secret, row.secretHash)
+      ? 'wrong_secret'
+      : row.revokedAt
+        ? 'key_revoked'
+        : row.expiresAt && row.expiresAt.getTime() <= Date.now()
+          ? 'key_expired'
+          : undefined;
+    const record = {
+      orgId: user.orgId,
+      resourceType: 'user',
+      resourceId: user.id,
+    };
+    if (refusal) {
+      await auditRefusal(this.db, {
+        ...record,
+        actorType: 'anonymous',
+        actorId: null,
+        action: 'auth.login_failed',
+        metadata: { method: 'api_key', key_id: row.id, reason: refusal },
+      });
+      throw new UnauthenticatedError(EXCHANGE_FAILED);
+    }
     // A token never outlives its key.
     const ttl = row.expiresAt
       ? Math.max(1, Math.floor((row.expiresAt.getTime() - Date.now()) / 1000))
       : undefined;
-    return this.issuer.userAccessToken(
+    const minted = this.issuer.userAccessToken(
       { ...user, platformAdmin: this.issuer.isPlatformAdmin(user.email) },
       { id: row.tokenId, amr: ['api_key'] },
       ttl,
     );
+    // Handed out only once the sign-in and its audit record are committed.
+    await this.db.transaction(async (tx) => {
+      await tx.update(personalApiKeys).set({ lastUsedAt: new Date() }).where(eq(personalApiKeys.id, row.id));
+      await audit(tx, {
+        ...record,
+        actorType: 'user',
+        actorId: user.id,
+        action: 'auth.login',
+        metadata: { method: 'api_key', key_id: row.id },
+      });
+    });
+    return minted;
   }
 }

@@ -7,6 +7,7 @@ import {
   PermissionDeniedError,
   UnauthenticatedError,
 } from '@custos/service-kit';
+import { audit, auditRefusal } from '../audit/identity-audit.js';
 import { parseSecretToken, secretMatches } from '../credentials/secret-token-fns.js';
 import {
   TOTP_SECRET_BYTES,
@@ -91,6 +92,15 @@ export class MfaService {
       if (!(await this.store.enableTotp(state.userId, pending, step, tx)))
         throw new ConflictError('MFA setup changed meanwhile; start again');
       await this.store.replaceRecoveryCodes(state.userId, recovery.hashes, tx);
+      await audit(tx, {
+        orgId: state.orgId,
+        actorType: 'user',
+        actorId: state.userId,
+        action: 'mfa.enabled',
+        resourceType: 'user',
+        resourceId: state.userId,
+        metadata: { factor: 'totp', recovery_code_count: recovery.codes.length },
+      });
     });
     return { recoveryCodes: recovery.codes };
   }
@@ -105,11 +115,14 @@ export class MfaService {
     if (!challenge || !secretMatches(parsed.secret, challenge.secretHash))
       throw new UnauthenticatedError(CHALLENGE_FAILED);
     const userId = challenge.userId;
-    await this.countAttempt(challenge.id, userId);
-
     const state = await this.store.totpState(userId);
+    await this.countAttempt(challenge.id, userId, state);
+
     const factor = state?.enabled ? await this.match(state, typed) : undefined;
-    if (!factor) throw new UnauthenticatedError(CODE_FAILED);
+    if (!factor) {
+      if (state) await this.auditMfaFailed(state, 'invalid_code');
+      throw new UnauthenticatedError(CODE_FAILED);
+    }
     await this.store.transaction(async (tx) => {
       // The user's row is locked first, as in countAttempt: the same lock order cannot deadlock.
       await this.store.lockUser(userId, tx);
@@ -141,6 +154,15 @@ export class MfaService {
       if (!(await this.spend(state.userId, factor, tx)))
         throw new InvalidArgumentError('code', 'code is not a valid TOTP or recovery code');
       await this.store.disableTotp(state.userId, tx);
+      await audit(tx, {
+        orgId: state.orgId,
+        actorType: 'user',
+        actorId: state.userId,
+        action: 'mfa.disabled',
+        resourceType: 'user',
+        resourceId: state.userId,
+        metadata: { factor: factor.kind },
+      });
     });
   }
 
@@ -155,7 +177,11 @@ export class MfaService {
    * Counts one attempt on the challenge, under a lock on the user so the per-user limit over all
    * challenges holds under concurrency too.
    */
-  private async countAttempt(challengeId: string, userId: string): Promise<void> {
+  private async countAttempt(
+    challengeId: string,
+    userId: string,
+    state: TotpState | undefined,
+  ): Promise<void> {
     const outcome = await this.store.transaction(async (tx) => {
       await this.store.lockUser(userId, tx);
       const since = new Date(Date.now() - MFA_FAILURE_WINDOW_SECONDS * 1000);
@@ -164,11 +190,25 @@ export class MfaService {
     });
     if (outcome === 'dead') throw new UnauthenticatedError(CHALLENGE_FAILED);
     if (outcome === 'locked') {
+      if (state) await this.auditMfaFailed(state, 'locked');
       throw new CustosError('rate_limited', {
         detail: 'too many invalid MFA codes; try again later',
         extensions: { retry_after: String(MFA_FAILURE_WINDOW_SECONDS) },
       });
     }
+  }
+
+  /** Records a refused second step of a sign-in (the caller is refused either way). */
+  private auditMfaFailed(state: TotpState, reason: 'invalid_code' | 'locked'): Promise<void> {
+    return auditRefusal(this.store, {
+      orgId: state.orgId,
+      actorType: 'anonymous',
+      actorId: null,
+      action: 'auth.mfa_failed',
+      resourceType: 'user',
+      resourceId: state.userId,
+      metadata: { reason },
+    });
   }
 
   /** The factor a typed code matches (not yet spent), or undefined. */

@@ -21,6 +21,7 @@ export class MfaStore {
     const rows = await tx
       .select({
         userId: users.id,
+        orgId: users.orgId,
         email: users.email,
         enabled: users.totpEnabled,
         secretEnc: users.totpSecretEnc,

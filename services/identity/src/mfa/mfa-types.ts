@@ -25,6 +25,7 @@ export interface MfaSessionStarter {
 /** The TOTP state of a user as the MFA rules see it (secrets still sealed). */
 export interface TotpState {
   userId: string;
+  orgId: string;
   email: string;
   enabled: boolean;
   secretEnc: Buffer | null;

@@ -1,5 +1,6 @@
 import type { Principal, UserPrincipal } from '@custos/auth';
 import { NotFoundError, PermissionDeniedError } from '@custos/service-kit';
+import { audit } from '../audit/identity-audit.js';
 import type { RevocationStore } from '../tokens/revocation-store.js';
 import type { TokenIssuer } from '../tokens/token-issuer.js';
 import { parsePage, parseSettingName, parseSettingValue } from './admin-fns.js';
@@ -56,7 +57,21 @@ export class AdminService {
     if (id === caller.userId) {
       throw new PermissionDeniedError('delete your own account with DELETE /v1/auth/me instead');
     }
-    const deleted = await this.orgs.transaction((tx) => this.orgs.softDeleteUser(id, tx));
+    const deleted = await this.orgs.transaction(async (tx) => {
+      const orgId = await this.orgs.softDeleteUser(id, tx);
+      if (!orgId) return false;
+      // Recorded under the deleted user's org, where the change happened.
+      await audit(tx, {
+        orgId,
+        actorType: 'user',
+        actorId: caller.userId,
+        action: 'user.deleted',
+        resourceType: 'user',
+        resourceId: id,
+        metadata: { by: 'platform_admin' },
+      });
+      return true;
+    });
     if (!deleted) throw new NotFoundError('user', id);
     await revokeUserTokens(this.revocations, this.issuer, id);
   }
@@ -81,6 +96,19 @@ export class AdminService {
     const caller = await this.admin(p);
     const n = parseSettingName(name);
     const v = parseSettingValue(n, value);
-    return this.store.putSetting({ name: n, value: v, updatedBy: caller.userId });
+    // Platform settings belong to no org: the record goes to the acting admin's org.
+    return this.orgs.transaction(async (tx) => {
+      const stored = await this.store.putSetting({ name: n, value: v, updatedBy: caller.userId }, tx);
+      await audit(tx, {
+        orgId: caller.orgId,
+        actorType: 'user',
+        actorId: caller.userId,
+        action: 'admin.setting_changed',
+        resourceType: 'platform_setting',
+        resourceId: n,
+        metadata: { name: n },
+      });
+      return stored;
+    });
   }
 }

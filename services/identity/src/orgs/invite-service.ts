@@ -15,6 +15,7 @@ import {
   parseSecretToken,
   secretMatches,
 } from '../credentials/secret-token-fns.js';
+import { audit } from '../audit/identity-audit.js';
 import type { Mailer } from '../mail/mailer.js';
 import { orgInviteEmail } from '../mail/templates.js';
 import { normalizeDisplayName, normalizeEmail } from '../users/user-fns.js';
@@ -97,6 +98,16 @@ export class InviteService {
         },
         tx,
       );
+      // The invited address stays out of the append-only log; the invitation id leads to it.
+      await audit(tx, {
+        orgId: caller.orgId,
+        actorType: 'user',
+        actorId: caller.userId,
+        action: 'org.member_invited',
+        resourceType: 'org_invite',
+        resourceId: id,
+        metadata: { role },
+      });
       return { id, email, orgName: org.name, inviter: inviterName(me) };
     });
     try {
@@ -167,6 +178,15 @@ export class InviteService {
       );
       // Someone signed up with the address meanwhile: the transaction rolls back, the token stays.
       if (!id) throw new ConflictError('this e-mail address already has an account', 'email');
+      await audit(tx, {
+        orgId: invite.orgId,
+        actorType: 'user',
+        actorId: id,
+        action: 'org.invite_accepted',
+        resourceType: 'user',
+        resourceId: id,
+        metadata: { invite_id: invite.id, role, invited_by: invite.invitedBy },
+      });
       return id;
     });
     return { userId, email: invite.email, orgId: invite.orgId, role };

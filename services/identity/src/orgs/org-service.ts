@@ -1,5 +1,6 @@
 import type { Principal, UserPrincipal } from '@custos/auth';
 import { NotFoundError, PermissionDeniedError, UnauthenticatedError } from '@custos/service-kit';
+import { audit } from '../audit/identity-audit.js';
 import type { RevocationStore } from '../tokens/revocation-store.js';
 import type { TokenIssuer } from '../tokens/token-issuer.js';
 import {
@@ -93,6 +94,15 @@ export class OrgService {
       if (refusal) throw refusal;
       if (target.role === newRole) return { member: target, changed: false };
       await this.store.setRole(caller.orgId, target.id, newRole, tx);
+      await audit(tx, {
+        orgId: caller.orgId,
+        actorType: 'user',
+        actorId: caller.userId,
+        action: 'org.member_role_changed',
+        resourceType: 'user',
+        resourceId: target.id,
+        metadata: { from_role: target.role, to_role: newRole },
+      });
       return { member: { ...target, role: newRole }, changed: true };
     });
     if (result.changed) {
@@ -127,6 +137,15 @@ export class OrgService {
       });
       if (refusal) throw refusal;
       await this.store.softDeleteUser(target.id, tx);
+      await audit(tx, {
+        orgId: caller.orgId,
+        actorType: 'user',
+        actorId: caller.userId,
+        action: 'org.member_removed',
+        resourceType: 'user',
+        resourceId: target.id,
+        metadata: { role: target.role },
+      });
       return target.id;
     });
     await revokeUserTokens(this.revocations, this.issuer, removedId);
@@ -142,9 +161,22 @@ export class OrgService {
     if (!isManager(me.role))
       throw new PermissionDeniedError('only an org owner or admin can create sub-orgs');
     const clean = normalizeOrgName(name);
-    return this.store.transaction((tx) =>
-      this.store.insertSubOrg({ name: clean, parentOrgId: caller.orgId, ownerId: caller.userId }, tx),
-    );
+    return this.store.transaction(async (tx) => {
+      const sub = await this.store.insertSubOrg(
+        { name: clean, parentOrgId: caller.orgId, ownerId: caller.userId },
+        tx,
+      );
+      await audit(tx, {
+        orgId: caller.orgId,
+        actorType: 'user',
+        actorId: caller.userId,
+        action: 'org.sub_org_created',
+        resourceType: 'org',
+        resourceId: sub.id,
+        metadata: { parent_org_id: caller.orgId },
+      });
+      return sub;
+    });
   }
 
   /** The sub-orgs of the caller's org; any human of the org may list them. */

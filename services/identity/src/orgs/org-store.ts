@@ -90,10 +90,10 @@ export class OrgStore {
   /**
    * Deletes a user softly: `deleted_at` set, the e-mail replaced by a tombstone (so the address can
    * be used again), password and TOTP secrets dropped, memberships removed, refresh tokens and
-   * personal API keys revoked. False when there is no such live user. Access tokens are revoked
-   * by the caller after the commit.
+   * personal API keys revoked. Returns the user's home org, or undefined when there is no such
+   * live user. Access tokens are revoked by the caller after the commit.
    */
-  async softDeleteUser(userId: string, tx: Tx = this.db): Promise<boolean> {
+  async softDeleteUser(userId: string, tx: Tx = this.db): Promise<string | undefined> {
     const now = new Date();
     const rows = await tx
       .update(users)
@@ -107,8 +107,8 @@ export class OrgStore {
         updatedAt: now,
       })
       .where(and(eq(users.id, userId), isNull(users.deletedAt)))
-      .returning({ id: users.id });
-    if (rows.length === 0) return false;
+      .returning({ id: users.id, orgId: users.orgId });
+    if (rows.length === 0) return undefined;
     await tx.delete(orgMembers).where(eq(orgMembers.userId, userId));
     await tx
       .update(refreshTokens)
@@ -118,7 +118,7 @@ export class OrgStore {
       .update(personalApiKeys)
       .set({ revokedAt: now })
       .where(and(eq(personalApiKeys.userId, userId), isNull(personalApiKeys.revokedAt)));
-    return true;
+    return rows[0]!.orgId;
   }
 
   /** The live user with this e-mail (case-insensitively) and the user's home org. */

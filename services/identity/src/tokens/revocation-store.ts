@@ -4,6 +4,16 @@ import { type Database, UnavailableError, describeError, type Logger } from '@cu
 import { type RevocationKind, revocationKey } from '@custos/auth';
 import { revocations } from '../db/schema.js';
 
+/** One revocation, to be recorded in a transaction and published after it commits. */
+export interface Revocation {
+  kind: RevocationKind;
+  value: string;
+  expiresAt: Date;
+  notBefore?: Date;
+}
+
+type Tx = Parameters<Parameters<Database['transaction']>[0]>[0] | Database;
+
 /**
  * Revocations: durable in Postgres, and mirrored to Redis where the gateway checks them on every
  * request. A revocation is written to both before the caller is answered; `republish` copies the
@@ -37,20 +47,39 @@ export class RevocationStore {
     expiresAt: Date,
     notBefore?: Date,
   ): Promise<void> {
-    await this.db
-      .insert(revocations)
-      .values({ kind, value, expiresAt, notBefore: notBefore ?? null })
-      .onConflictDoUpdate({
-        target: [revocations.kind, revocations.value],
-        set: {
-          expiresAt: sql`greatest(${revocations.expiresAt}, excluded.expires_at)`,
-          notBefore: notBefore ?? null,
-        },
-      });
+    const r: Revocation = { kind, value, expiresAt, ...(notBefore ? { notBefore } : {}) };
+    await this.record([r]);
+    await this.publish([r]);
+  }
+
+  /**
+   * Stores revocations durably, in `tx` when the change they belong to (and its audit record) is
+   * written there; call `publish` with them once that transaction has committed.
+   */
+  async record(list: Revocation[], tx: Tx = this.db): Promise<void> {
+    for (const r of list) {
+      await tx
+        .insert(revocations)
+        .values({ kind: r.kind, value: r.value, expiresAt: r.expiresAt, notBefore: r.notBefore ?? null })
+        .onConflictDoUpdate({
+          target: [revocations.kind, revocations.value],
+          set: {
+            expiresAt: sql`greatest(${revocations.expiresAt}, excluded.expires_at)`,
+            notBefore: r.notBefore ?? null,
+          },
+        });
+    }
+  }
+
+  /** Mirrors recorded revocations to Redis; 503 when it cannot (they are stored and republished). */
+  async publish(list: Revocation[]): Promise<void> {
     try {
-      await this.mirror(kind, value, expiresAt, notBefore);
+      for (const r of list) await this.mirror(r.kind, r.value, r.expiresAt, r.notBefore);
     } catch (err) {
-      this.logger.error({ err: describeError(err), kind }, 'revocation stored but not yet mirrored to Redis');
+      this.logger.error(
+        { err: describeError(err), kind: list[0]?.kind },
+        'revocation stored but not yet mirrored to Redis',
+      );
       throw new UnavailableError('revocation could not be applied everywhere yet; it is stored and will be');
     }
   }

@@ -20,10 +20,11 @@ import {
   parseSecretToken,
   secretMatches,
 } from '../credentials/secret-token-fns.js';
+import { actorOf, audit, auditRefusal } from '../audit/identity-audit.js';
 import type { Mailer } from '../mail/mailer.js';
 import type { LoginResult, MfaChallengeStarter } from '../mfa/mfa-types.js';
 import { verificationEmail } from '../mail/templates.js';
-import type { RevocationStore } from '../tokens/revocation-store.js';
+import type { Revocation, RevocationStore } from '../tokens/revocation-store.js';
 import type { TokenIssuer } from '../tokens/token-issuer.js';
 import { defaultOrgName, normalizeDisplayName, normalizeEmail } from './user-fns.js';
 import type { UserStore } from './user-store.js';
@@ -82,6 +83,15 @@ export class UserService {
         tx,
       );
       if (!user) throw new ConflictError('email is already in use', 'email');
+      await audit(tx, {
+        orgId: user.orgId,
+        actorType: 'user',
+        actorId: user.id,
+        action: 'user.created',
+        resourceType: 'user',
+        resourceId: user.id,
+        metadata: { method: 'signup', role: user.role },
+      });
       if (!verify) return { user, token: undefined };
       const t = generateSecretToken(EMAIL_TOKEN_PREFIX);
       await this.store.insertEmailToken(
@@ -97,7 +107,11 @@ export class UserService {
       return { user, token: t.token };
     });
     if (!created.token)
-      return { email, verificationRequired: false, tokens: await this.startSession(created.user, ['pwd']) };
+      return {
+        email,
+        verificationRequired: false,
+        tokens: await this.startSession(created.user, ['pwd'], 'signup'),
+      };
     await this.sendSafely(email, 'verify_email', () =>
       verificationEmail({
         link: `${this.opts.publicBaseUrl}/verify-email?token=${encodeURIComponent(created.token!)}`,
@@ -116,10 +130,22 @@ export class UserService {
       const row = await this.store.consumeEmailToken(parsed.id, 'verify_email', tx);
       if (!row || !secretMatches(parsed.secret, row.secretHash)) return undefined;
       await this.store.markEmailVerified(row.userId, tx);
-      return this.store.findById(row.userId, tx);
+      const verified = await this.store.findById(row.userId, tx);
+      if (verified) {
+        await audit(tx, {
+          orgId: verified.orgId,
+          actorType: 'user',
+          actorId: verified.id,
+          action: 'email.verified',
+          resourceType: 'user',
+          resourceId: verified.id,
+          metadata: { method: 'email_link' },
+        });
+      }
+      return verified;
     });
     if (!user) throw new InvalidArgumentError('token', 'invalid or expired verification token');
-    return this.startSession(user, ['email']);
+    return this.startSession(user, ['email'], 'email_verification');
   }
 
   /**
@@ -139,10 +165,13 @@ export class UserService {
     const user = await this.store.findByEmail(input.email.trim());
     if (!user?.passwordHash) {
       await burnPasswordCheck();
+      if (user) this.auditLoginFailed(user, 'no_password');
       throw new UnauthenticatedError(LOGIN_FAILED);
     }
-    if (!(await verifyPassword(user.passwordHash, input.password)))
+    if (!(await verifyPassword(user.passwordHash, input.password))) {
+      this.auditLoginFailed(user, 'wrong_password');
       throw new UnauthenticatedError(LOGIN_FAILED);
+    }
     // Only someone who knows the password learns that the address is unverified.
     if (!user.emailVerified) {
       throw new PermissionDeniedError('verify your e-mail address before signing in', {
@@ -150,14 +179,30 @@ export class UserService {
       });
     }
     if (user.totpEnabled) return { kind: 'mfa', challenge: await this.mfaChallenges.start(user.id) };
-    return { kind: 'tokens', tokens: await this.startSession(user, ['pwd']) };
+    return { kind: 'tokens', tokens: await this.startSession(user, ['pwd'], 'password') };
+  }
+
+  /**
+   * Records a failed password sign-in of a known account, under its org (an unknown address has no
+   * org to record it under). Not awaited: the 401 and its timing stay the same for every address.
+   */
+  private auditLoginFailed(user: User, reason: string): void {
+    void auditRefusal(this.store, {
+      orgId: user.orgId,
+      actorType: 'anonymous',
+      actorId: null,
+      action: 'auth.login_failed',
+      resourceType: 'user',
+      resourceId: user.id,
+      metadata: { method: 'password', reason },
+    });
   }
 
   /** Starts the session of a password sign-in whose second factor was just verified. */
   async completeMfaLogin(userId: string, amr: string[]): Promise<TokenSetView> {
     const user = await this.store.findById(userId);
     if (!user) throw new UnauthenticatedError(LOGIN_FAILED);
-    return this.startSession(user, amr);
+    return this.startSession(user, amr, 'mfa');
   }
 
   /**
@@ -168,7 +213,7 @@ export class UserService {
     const user = await this.store.findById(userId);
     if (!user) throw new UnauthenticatedError(LOGIN_FAILED);
     if (user.totpEnabled) return { kind: 'mfa', challenge: await this.mfaChallenges.start(user.id) };
-    return { kind: 'tokens', tokens: await this.startSession(user, amr) };
+    return { kind: 'tokens', tokens: await this.startSession(user, amr, amr[0] ?? 'federated') };
   }
 
   /**
@@ -185,7 +230,7 @@ export class UserService {
       if (!row || !secretMatches(parsed.secret, row.secretHash)) return { kind: 'invalid' as const };
       // Already revoked (sign-out, password change): simply invalid. Used but not revoked: reuse.
       if (row.revokedAt) return { kind: 'invalid' as const };
-      if (row.usedAt) return { kind: 'reuse' as const, familyId: row.familyId, userId: row.userId };
+      if (row.usedAt) return { kind: 'reuse' as const, revocation: await this.endReusedFamily(row, tx) };
       if (row.expiresAt.getTime() <= Date.now()) return { kind: 'invalid' as const };
       // A session signed out (or caught reusing) while this refresh waited stays ended.
       if (await this.revocations.isSessionRevoked(row.familyId, tx)) return { kind: 'invalid' as const };
@@ -196,11 +241,8 @@ export class UserService {
       return { kind: 'ok' as const, user, session: { id: row.familyId, amr: row.amr }, next };
     });
     if (outcome.kind === 'reuse') {
-      await this.revokeFamily(outcome.familyId);
-      this.logger.warn(
-        { family_id: outcome.familyId, user_id: outcome.userId },
-        'refresh token reuse: session revoked',
-      );
+      await this.revocations.publish([outcome.revocation]);
+      this.logger.warn({ family_id: outcome.revocation.value }, 'refresh token reuse: session revoked');
     }
     if (outcome.kind !== 'ok') throw new UnauthenticatedError('invalid refresh token');
     return this.accessFor(outcome.user, outcome.session, outcome.next);
@@ -211,12 +253,29 @@ export class UserService {
    * whole session (its refresh tokens and the access tokens minted from them) with it.
    */
   async signOut(principal: Principal): Promise<void> {
-    await this.revocations.revokeToken(principal.tokenId, new Date(principal.expiresAt * 1000));
+    const list: Revocation[] = [
+      { kind: 'jti', value: principal.tokenId, expiresAt: new Date(principal.expiresAt * 1000) },
+    ];
     const sid = principal.sessionId;
     // Only sessions are refresh-token families (UUIDs); a key's tokens are revoked with the key.
-    if (principal.kind === 'user' && sid && UUID.test(sid) && !principal.amr.includes('api_key')) {
-      await this.revokeFamily(sid);
-    }
+    const family =
+      principal.kind === 'user' && sid && UUID.test(sid) && !principal.amr.includes('api_key')
+        ? sid
+        : undefined;
+    if (family) list.push(this.sessionRevocation(family));
+    await this.store.transaction(async (tx) => {
+      await this.revocations.record(list, tx);
+      if (family) await this.store.revokeFamily(family, tx);
+      await audit(tx, {
+        orgId: principal.orgId,
+        ...actorOf(principal),
+        action: 'auth.logout',
+        resourceType: family ? 'session' : 'access_token',
+        resourceId: family ?? principal.tokenId,
+        metadata: { ended: family ? 'session' : 'access_token' },
+      });
+    });
+    await this.revocations.publish(list);
   }
 
   /** The caller's profile. */
@@ -245,12 +304,22 @@ export class UserService {
     return (await this.store.findById(user.id))!;
   }
 
-  private async startSession(user: User, amr: string[]): Promise<TokenSetView> {
-    return this.issue(user, { id: randomUUID(), amr });
-  }
-
-  private async issue(user: User, session: { id: string; amr: string[] }): Promise<TokenSetView> {
-    const refresh = await this.storeRefreshToken(user.id, session);
+  /** A new session (refresh-token family) and its `auth.login` record, in one transaction. */
+  private async startSession(user: User, amr: string[], method: string): Promise<TokenSetView> {
+    const session = { id: randomUUID(), amr };
+    const refresh = await this.store.transaction(async (tx) => {
+      const token = await this.storeRefreshToken(user.id, session, tx);
+      await audit(tx, {
+        orgId: user.orgId,
+        actorType: 'user',
+        actorId: user.id,
+        action: 'auth.login',
+        resourceType: 'user',
+        resourceId: user.id,
+        metadata: { method, amr, session_id: session.id },
+      });
+      return token;
+    });
     return this.accessFor(user, session, refresh);
   }
 
@@ -282,11 +351,43 @@ export class UserService {
     return { accessToken: access.token, tokenType: 'Bearer', expiresIn: access.expiresIn, refreshToken };
   }
 
-  private async revokeFamily(familyId: string): Promise<void> {
-    await this.store.revokeFamily(familyId);
-    // Kept as long as the family's refresh tokens could live, so a refresh racing the revocation
-    // (and every access token it minted) is refused too.
-    await this.revocations.revokeSession(familyId, new Date(Date.now() + this.opts.refreshTtlSeconds * 1000));
+  /**
+   * The revocation of a session. Kept as long as the family's refresh tokens could live, so a
+   * refresh racing the revocation (and every access token it minted) is refused too.
+   */
+  private sessionRevocation(familyId: string): Revocation {
+    return {
+      kind: 'sid',
+      value: familyId,
+      expiresAt: new Date(Date.now() + this.opts.refreshTtlSeconds * 1000),
+    };
+  }
+
+  /**
+   * A used refresh token was presented again: revokes its family in `tx` and records
+   * `auth.refresh_reuse` there; the caller publishes the returned revocation after the commit.
+   */
+  private async endReusedFamily(
+    row: { familyId: string; userId: string },
+    tx: Parameters<Parameters<UserStore['transaction']>[0]>[0],
+  ): Promise<Revocation> {
+    const revocation = this.sessionRevocation(row.familyId);
+    await this.store.revokeFamily(row.familyId, tx);
+    await this.revocations.record([revocation], tx);
+    const owner = await this.store.findById(row.userId, tx);
+    if (owner) {
+      // Whoever presented it is unknown: the owner replaying, or a thief after the owner.
+      await audit(tx, {
+        orgId: owner.orgId,
+        actorType: 'anonymous',
+        actorId: null,
+        action: 'auth.refresh_reuse',
+        resourceType: 'session',
+        resourceId: row.familyId,
+        metadata: { user_id: owner.id },
+      });
+    }
+    return revocation;
   }
 
   private async sendSafely(
