@@ -12,8 +12,10 @@ import { GrantPeers } from './grants/grant-peers.js';
 import { GrantService } from './grants/grant-service.js';
 import { GrantStore } from './grants/grant-store.js';
 import { policyGrpc } from './grpc/policy-grpc.js';
+import { IpRuleService } from './ip-rules/ip-rule-service.js';
+import { IpRuleStore } from './ip-rules/ip-rule-store.js';
 
-// Composition root of policy: peers, grants and decisions, then the gRPC adapter.
+// Composition root of policy: peers, grants and decisions, IP rules, then the gRPC adapter.
 runDataService({
   name: 'policy',
   schema: SCHEMA,
@@ -36,6 +38,7 @@ runDataService({
       rt.onShutdown,
     );
     const grants = new GrantService(new GrantStore(db), new GrantPeers(vaultCrypto, identity, orgs));
-    rt.grpc.add(PolicyServiceService, policyGrpc({ keys, grants }));
+    const ipRules = new IpRuleService(new IpRuleStore(db));
+    rt.grpc.add(PolicyServiceService, policyGrpc({ keys, grants, ipRules }));
   },
 });

@@ -1,6 +1,16 @@
 import { inboxTable, outboxTable } from '@custos/events';
 import { sql } from 'drizzle-orm';
-import { check, index, integer, jsonb, pgSchema, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import {
+  check,
+  index,
+  integer,
+  jsonb,
+  pgSchema,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from 'drizzle-orm/pg-core';
 
 /** The Postgres schema the policy service owns; no other service reads it. */
 export const SCHEMA = 'policy';
@@ -50,5 +60,32 @@ export const grants = policySchema.table(
       'grants_permissions',
       sql`cardinality(${t.permissions}) > 0 AND ${t.permissions} <@ ARRAY['read', 'write']::text[]`,
     ),
+  ],
+);
+
+/**
+ * IP rules (SPEC §2.5, §7): the gateway refuses an org's requests from a client whose address
+ * lies in a `block` network, and, once the org has any `allow` rule, from one in none of them.
+ */
+export const ipRules = policySchema.table(
+  'ip_rules',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    orgId: uuid('org_id').notNull(),
+    /** Normalised `address/prefix` (host bits cleared; an IPv4-mapped IPv6 network as IPv4). */
+    cidr: text('cidr').notNull(),
+    /** `allow` or `block`. */
+    ruleType: text('rule_type').notNull(),
+    description: text('description').notNull().default(''),
+    createdBy: uuid('created_by').notNull(),
+    /** `user` or `agent`. */
+    createdByType: text('created_by_type').notNull(),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+  },
+  (t) => [
+    // The gateway reads one org's rules; the same network twice with the same type is a 409.
+    uniqueIndex('ip_rules_org_cidr_type').on(t.orgId, t.cidr, t.ruleType),
+    check('ip_rules_rule_type', sql`${t.ruleType} IN ('allow', 'block')`),
+    check('ip_rules_created_by_type', sql`${t.createdByType} IN ('user', 'agent')`),
   ],
 );

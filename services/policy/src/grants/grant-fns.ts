@@ -207,6 +207,12 @@ export function grantEventData(g: GrantRecord, actorId: string, changed?: string
   return { policy_id: g.id, ...view, actor_type: 'user', actor_id: actorId, ...(changed ? { changed } : {}) };
 }
 
+/** What an audit record of a grant change says: the grant's facts (a grant holds no secret). */
+export function grantAuditMetadata(g: GrantRecord, changed?: string[]): Record<string, unknown> {
+  const { id: _id, created_at: _c, updated_at: _u, created_by_type: _t, ...view } = grantView(g);
+  return { ...view, ...(changed ? { changed } : {}) };
+}
+
 /** The HTTP names of the fields a change touches, in a stable order. */
 export function changedFields(c: GrantChange): string[] {
   const names: Array<[keyof GrantChange, string]> = [

@@ -1,11 +1,12 @@
 import type { Principal, UserPrincipal } from '@custos/auth';
-import { writeEvent } from '@custos/events';
+import { writeAudit, writeEvent } from '@custos/events';
 import { InvalidArgumentError, NotFoundError, PermissionDeniedError } from '@custos/service-kit';
 import { outbox } from '../db/schema.js';
 import { agentScopes, decide } from './decide-fns.js';
 import {
   type GrantRecord,
   changedFields,
+  grantAuditMetadata,
   grantEventData,
   grantView,
   isUuid,
@@ -16,6 +17,19 @@ import type { GrantPeers, VaultOwner } from './grant-peers.js';
 import type { GrantStore } from './grant-store.js';
 import { type Decision, PERMISSIONS, type Permission } from './grant-types.js';
 
+/** The audit record of a change to a grant (written in the change's transaction). */
+function grantAudit(caller: UserPrincipal, action: string, g: GrantRecord, changed?: string[]) {
+  return {
+    orgId: g.orgId,
+    actorType: 'user' as const,
+    actorId: caller.userId,
+    action,
+    resourceType: 'policy',
+    resourceId: g.id,
+    metadata: grantAuditMetadata(g, changed),
+  };
+}
+
 /** A vault whose grants the caller may manage, with the caller. */
 interface Managed {
   caller: UserPrincipal;
@@ -25,7 +39,7 @@ interface Managed {
 /**
  * Grants (SPEC §2.3) and access decisions. Managing a vault's grants is for humans only: an owner
  * or admin of the vault's org, or the user who created the vault. Each change writes its
- * `policy.*` event in the same transaction.
+ * `policy.*` event and its `policy.*` audit record in the same transaction.
  */
 export class GrantService {
   constructor(
@@ -73,6 +87,7 @@ export class GrantService {
         orgId: row.orgId,
         data: grantEventData(row, caller.userId),
       });
+      await writeAudit(tx, outbox, grantAudit(caller, 'policy.created', row));
       return row;
     });
     return grantView(g);
@@ -110,6 +125,7 @@ export class GrantService {
         orgId: row.orgId,
         data: grantEventData(row, caller.userId, changed),
       });
+      await writeAudit(tx, outbox, grantAudit(caller, 'policy.updated', row, changed));
       return row;
     });
     return grantView(g);
@@ -127,6 +143,7 @@ export class GrantService {
         orgId: row.orgId,
         data: grantEventData(row, caller.userId),
       });
+      await writeAudit(tx, outbox, grantAudit(caller, 'policy.deleted', row));
     });
   }
 

@@ -2,11 +2,13 @@ import { type IdentityKeys, currentCaller } from '@custos/auth';
 import type { PolicyServiceServer } from '@custos/proto/custos/policy/v1/service';
 import { type AsyncService, currentRequestContext } from '@custos/service-kit';
 import type { GrantService } from '../grants/grant-service.js';
+import type { IpRuleService } from '../ip-rules/ip-rule-service.js';
 
 /** gRPC adapter of PolicyService: verify the caller, decode, call the rules, encode. */
 export function policyGrpc(deps: {
   keys: IdentityKeys;
   grants: GrantService;
+  ipRules: IpRuleService;
 }): AsyncService<PolicyServiceServer> {
   const caller = () => currentCaller(deps.keys);
   return {
@@ -32,6 +34,19 @@ export function policyGrpc(deps: {
       // Identity asks without a caller while it mints a token; a forwarded request carries one.
       const who = currentRequestContext()?.authorization ? await caller() : undefined;
       return deps.grants.agentScopes(who, req.orgId, req.agentId);
+    },
+    async listIpRules() {
+      return { rules: await deps.ipRules.list(await caller()) };
+    },
+    async createIpRule(req) {
+      return { rule: await deps.ipRules.create(await caller(), req.fields ?? {}) };
+    },
+    async deleteIpRule(req) {
+      await deps.ipRules.delete(await caller(), req.ruleId);
+      return {};
+    },
+    async getOrgIpRules() {
+      return { rules: await deps.ipRules.orgRules(await caller()) };
     },
   };
 }
