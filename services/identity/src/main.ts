@@ -26,6 +26,7 @@ import { MfaService } from './mfa/mfa-service.js';
 import { MfaStore } from './mfa/mfa-store.js';
 import { orgsGrpc } from './orgs/orgs-grpc.js';
 import { localKeySource } from './tokens/local-keys.js';
+import { startShareMailConsumer } from './shares/share-mail-consumer.js';
 import { RevocationStore } from './tokens/revocation-store.js';
 import { SigningKeyRing } from './tokens/signing-key-store.js';
 import { TokenIssuer } from './tokens/token-issuer.js';
@@ -42,7 +43,7 @@ runDataService({
   schema: SCHEMA,
   migrationsFolder: path.join(__dirname, '..', 'migrations'),
   configShape,
-  async start(rt, { db }) {
+  async start(rt, { db, events }) {
     const c = rt.config;
     const mailer = createMailer(c, rt.logger);
     const redis = new Redis(c.REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: true });
@@ -118,6 +119,15 @@ runDataService({
       rt.logger,
       new MfaChallengeIssuer(new MfaStore(db)),
     );
+    // Links of shares to external e-mail addresses, requested by vault-crypto through its outbox.
+    const shareMail = startShareMailConsumer({
+      events,
+      db,
+      mailer,
+      publicBaseUrl: c.PUBLIC_BASE_URL,
+      logger: rt.logger,
+    });
+    rt.onShutdown('share-mail', () => shareMail.stop());
     const federationKey = loadFederationKey(c);
     rt.grpc.add(
       IdentityServiceService,

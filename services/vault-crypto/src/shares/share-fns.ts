@@ -1,0 +1,251 @@
+import net from 'node:net';
+import { InvalidArgumentError } from '@custos/service-kit';
+import { futureTime } from '../secrets/secret-fns.js';
+import { isUuid } from '../vaults/vault-fns.js';
+
+/** Recipient types of a share (the reference's CreateShareRequest). */
+export const RECIPIENT_TYPES = ['creator', 'external_email', 'user', 'agent', 'anyone_with_link'] as const;
+export type RecipientType = (typeof RECIPIENT_TYPES)[number];
+
+/** Recipient types only a human may create: the value leaves the org's principals (SPEC §4.6). */
+export const HUMAN_ONLY_RECIPIENTS: ReadonlySet<RecipientType> = new Set([
+  'external_email',
+  'anyone_with_link',
+]);
+
+/** The furthest a share's `expires_at` may lie in the future. */
+export const MAX_SHARE_TTL_MS = 30 * 86_400_000;
+/** The most opens a share may allow. */
+export const MAX_SHARE_ACCESS_COUNT = 1000;
+/** Opens a share allows when the body names no `max_access_count`: a one-time link. */
+export const DEFAULT_SHARE_ACCESS_COUNT = 1;
+/** Wrong passphrases a share tolerates before it is locked for good. */
+export const MAX_PASSPHRASE_ATTEMPTS = 5;
+/** Share creations allowed per org in any 60 seconds (DECISIONS.md: rate limits). */
+export const SHARE_CREATIONS_PER_MINUTE = 10;
+const PASSPHRASE_MIN = 8;
+const PASSPHRASE_MAX = 256;
+const MAX_ALLOWLIST = 100;
+const EMAIL =
+  /^[^\s@"<>()[\]\\,;:]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$/;
+
+const CREATE_FIELDS = new Set([
+  'recipient_type',
+  'recipient_id',
+  'email',
+  'expires_at',
+  'max_access_count',
+  'passphrase',
+  'ip_allowlist',
+  'permissions',
+]);
+
+/** A validated share-creation body. */
+export interface ShareInput {
+  recipientType: RecipientType;
+  /** The named user or agent (`user`, `agent`); undefined otherwise. */
+  recipientId: string | undefined;
+  /** Lower-cased (`external_email`); undefined otherwise. */
+  email: string | undefined;
+  expiresAt: Date;
+  maxAccessCount: number;
+  passphrase: string | undefined;
+  /** Normalised IPs and CIDRs; undefined: any address. */
+  ipAllowlist: string[] | undefined;
+}
+
+function present(v: unknown): boolean {
+  return v !== undefined && v !== null;
+}
+
+/** An e-mail address as stored: trimmed, lower-cased, at most 254 characters. */
+export function shareEmail(raw: unknown): string {
+  if (typeof raw !== 'string') throw new InvalidArgumentError('email', 'email must be a string');
+  const email = raw.trim().toLowerCase();
+  if (email.length === 0 || email.length > 254 || !EMAIL.test(email)) {
+    throw new InvalidArgumentError('email', 'email must be an e-mail address');
+  }
+  return email;
+}
+
+/**
+ * One allowlist entry as stored: an IPv4/IPv6 address, or a CIDR (address/prefix length), in
+ * the canonical spelling `net.SocketAddress` gives it. Throws a 400 naming `ip_allowlist`.
+ */
+export function allowlistEntry(raw: unknown, index: number): string {
+  const field = 'ip_allowlist';
+  const bad = () => new InvalidArgumentError(field, `${field}[${index}] must be an IP address or a CIDR`);
+  if (typeof raw !== 'string' || raw.length > 64) throw bad();
+  const [addr = '', prefixText, extra] = raw.trim().split('/');
+  if (extra !== undefined) throw bad();
+  const family = net.isIPv4(addr) ? 'ipv4' : net.isIPv6(addr) ? 'ipv6' : undefined;
+  if (!family) throw bad();
+  const max = family === 'ipv4' ? 32 : 128;
+  if (prefixText !== undefined && !/^\d{1,3}$/.test(prefixText)) throw bad();
+  const prefix = prefixText === undefined ? max : Number(prefixText);
+  if (prefix > max) throw bad();
+  const canonical = new net.SocketAddress({ address: addr, family }).address;
+  return prefix === max ? canonical : `${canonical}/${prefix}`;
+}
+
+/** The allowlist of a body: 1 to 100 entries; absent or null means any address. */
+export function parseIpAllowlist(raw: unknown): string[] | undefined {
+  if (!present(raw)) return undefined;
+  if (!Array.isArray(raw) || raw.length === 0 || raw.length > MAX_ALLOWLIST) {
+    throw new InvalidArgumentError(
+      'ip_allowlist',
+      `ip_allowlist must be an array of 1 to ${MAX_ALLOWLIST} IP addresses or CIDRs`,
+    );
+  }
+  return [...new Set(raw.map((e, i) => allowlistEntry(e, i)))];
+}
+
+/** Whether `ip` (the client address the gateway resolved) falls inside the allowlist. */
+export function ipAllowed(allowlist: readonly string[], ip: string | undefined): boolean {
+  if (!ip) return false;
+  const address = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip)?.[1] ?? ip;
+  const family = net.isIPv4(address) ? 'ipv4' : net.isIPv6(address) ? 'ipv6' : undefined;
+  if (!family) return false;
+  const list = new net.BlockList();
+  for (const entry of allowlist) {
+    const [a = '', p] = entry.split('/');
+    const f = net.isIPv4(a) ? 'ipv4' : 'ipv6';
+    if (p === undefined) list.addAddress(a, f);
+    else list.addSubnet(a, Number(p), f);
+  }
+  return list.check(address, family);
+}
+
+/**
+ * Validates a share-creation body field by field, naming the first bad one: `recipient_type`
+ * (required), `recipient_id` (required for `user`/`agent`, refused otherwise), `email` (required
+ * for `external_email`, refused otherwise), `expires_at` (required, in the future, at most 30 days
+ * ahead), `max_access_count` (1..1000, default 1), `passphrase` (8..256 characters),
+ * `ip_allowlist`, `permissions` (only `["read"]`). Unknown fields are refused.
+ */
+export function parseShareInput(fields: Record<string, unknown>, now: Date): ShareInput {
+  for (const k of Object.keys(fields)) {
+    if (!CREATE_FIELDS.has(k)) throw new InvalidArgumentError(k, `${k} is not a field of a share`);
+  }
+  const type = fields['recipient_type'];
+  if (typeof type !== 'string' || !(RECIPIENT_TYPES as readonly string[]).includes(type)) {
+    throw new InvalidArgumentError(
+      'recipient_type',
+      `recipient_type must be one of ${RECIPIENT_TYPES.join(', ')}`,
+    );
+  }
+  const recipientType = type as RecipientType;
+
+  let recipientId: string | undefined;
+  const rawId = fields['recipient_id'];
+  if (recipientType === 'user' || recipientType === 'agent') {
+    if (typeof rawId !== 'string' || !isUuid(rawId)) {
+      throw new InvalidArgumentError('recipient_id', `recipient_id must be the UUID of the ${recipientType}`);
+    }
+    recipientId = rawId.toLowerCase();
+  } else if (present(rawId)) {
+    throw new InvalidArgumentError('recipient_id', `recipient_id is only for user and agent shares`);
+  }
+
+  let email: string | undefined;
+  if (recipientType === 'external_email') {
+    if (!present(fields['email']))
+      throw new InvalidArgumentError('email', 'email is required for external_email shares');
+    email = shareEmail(fields['email']);
+  } else if (present(fields['email'])) {
+    throw new InvalidArgumentError('email', 'email is only for external_email shares');
+  }
+
+  if (!present(fields['expires_at'])) throw new InvalidArgumentError('expires_at', 'expires_at is required');
+  const expiresAt = futureTime(fields['expires_at'], 'expires_at', now)!;
+  if (expiresAt.getTime() > now.getTime() + MAX_SHARE_TTL_MS) {
+    throw new InvalidArgumentError('expires_at', 'expires_at must be at most 30 days ahead');
+  }
+
+  const mac = fields['max_access_count'] ?? DEFAULT_SHARE_ACCESS_COUNT;
+  if (typeof mac !== 'number' || !Number.isInteger(mac) || mac < 1 || mac > MAX_SHARE_ACCESS_COUNT) {
+    throw new InvalidArgumentError(
+      'max_access_count',
+      `max_access_count must be an integer from 1 to ${MAX_SHARE_ACCESS_COUNT}`,
+    );
+  }
+
+  const rawPass = fields['passphrase'];
+  let passphrase: string | undefined;
+  if (present(rawPass)) {
+    const length = typeof rawPass === 'string' ? [...rawPass].length : -1;
+    if (typeof rawPass !== 'string' || length < PASSPHRASE_MIN || length > PASSPHRASE_MAX) {
+      throw new InvalidArgumentError(
+        'passphrase',
+        `passphrase must be a string of ${PASSPHRASE_MIN} to ${PASSPHRASE_MAX} characters`,
+      );
+    }
+    passphrase = rawPass;
+  }
+
+  const permissions = fields['permissions'];
+  if (
+    present(permissions) &&
+    (!Array.isArray(permissions) || permissions.length === 0 || permissions.some((p) => p !== 'read'))
+  ) {
+    throw new InvalidArgumentError(
+      'permissions',
+      'permissions may only be ["read"]: a share reveals a value',
+    );
+  }
+
+  return {
+    recipientType,
+    recipientId,
+    email,
+    expiresAt,
+    maxAccessCount: mac,
+    passphrase,
+    ipAllowlist: parseIpAllowlist(fields['ip_allowlist']),
+  };
+}
+
+/** What a share is, as far as opening it goes. */
+export type ShareState = 'open' | 'revoked' | 'declined' | 'expired' | 'exhausted' | 'locked';
+
+/** The state of a share at `now` (the store re-checks all but `locked` in the statement that counts). */
+export function shareState(
+  s: {
+    revokedAt: Date | null;
+    declinedAt: Date | null;
+    expiresAt: Date;
+    accessCount: number;
+    maxAccessCount: number;
+    passphraseHash: string | null;
+    passphraseAttempts: number;
+  },
+  now: Date,
+): ShareState {
+  if (s.revokedAt) return 'revoked';
+  if (s.declinedAt) return 'declined';
+  if (s.expiresAt.getTime() <= now.getTime()) return 'expired';
+  if (s.accessCount >= s.maxAccessCount) return 'exhausted';
+  if (s.passphraseHash && s.passphraseAttempts >= MAX_PASSPHRASE_ATTEMPTS) return 'locked';
+  return 'open';
+}
+
+/** The detail of the 410 a share in `state` answers with. */
+export function goneDetail(state: Exclude<ShareState, 'open'>): string {
+  switch (state) {
+    case 'revoked':
+      return 'this share was revoked';
+    case 'declined':
+      return 'this share was declined by its recipient';
+    case 'expired':
+      return 'this share has expired';
+    case 'exhausted':
+      return 'this share has reached its max_access_count';
+    case 'locked':
+      return `this share is locked after ${MAX_PASSPHRASE_ATTEMPTS} wrong passphrases`;
+  }
+}
+
+/** Seconds until the oldest creation in the window leaves it (at least 1). */
+export function retryAfterSeconds(oldest: Date, now: Date, windowMs = 60_000): number {
+  return Math.max(1, Math.ceil((oldest.getTime() + windowMs - now.getTime()) / 1000));
+}

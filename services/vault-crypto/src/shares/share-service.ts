@@ -1,0 +1,412 @@
+import type { Principal } from '@custos/auth';
+import { type AuditRecordInput, writeAudit, writeEvent } from '@custos/events';
+import {
+  ConflictError,
+  GoneError,
+  NotFoundError,
+  PermissionDeniedError,
+  RateLimitedError,
+  type Transaction,
+  UnauthenticatedError,
+} from '@custos/service-kit';
+import { type AccessControl, actorOf } from '../access/access-control.js';
+import type { outbox } from '../db/schema.js';
+import { KEY_MATERIAL_TYPES } from '../secrets/secret-fns.js';
+import { type SecretService, requirePasskeyUnlock } from '../secrets/secret-service.js';
+import type { SecretRow } from '../secrets/secret-store.js';
+import { isUuid } from '../vaults/vault-fns.js';
+import type { VaultStore } from '../vaults/vault-store.js';
+import {
+  HUMAN_ONLY_RECIPIENTS,
+  MAX_PASSPHRASE_ATTEMPTS,
+  SHARE_CREATIONS_PER_MINUTE,
+  type ShareState,
+  goneDetail,
+  ipAllowed,
+  parseShareInput,
+  retryAfterSeconds,
+  shareState,
+} from './share-fns.js';
+import { hashPassphrase, verifyPassphrase } from './share-passphrase.js';
+import type { ShareRow, ShareStore } from './share-store.js';
+
+/** An opened share: the counted share, the version it pins and the value (the caller zeroes it). */
+export interface OpenedShare {
+  share: ShareRow;
+  row: SecretRow;
+  value: Buffer;
+}
+
+/** The kind of principal a recipient type names. */
+function recipientKind(s: ShareRow): 'user' | 'agent' | undefined {
+  if (s.recipientType === 'user' || s.recipientType === 'creator') return 'user';
+  if (s.recipientType === 'agent') return 'agent';
+  return undefined;
+}
+
+/** Whether the principal is the share's named recipient. */
+function isRecipient(p: Principal, s: ShareRow): boolean {
+  const a = actorOf(p);
+  return p.orgId === s.orgId && recipientKind(s) === a.type && s.recipientId === a.id;
+}
+
+/** Whether a secret version can still be read at `now` (live, enabled, unexpired, not exhausted). */
+function versionReadable(row: SecretRow | undefined, now: Date): row is SecretRow {
+  return (
+    !!row &&
+    row.deletedAt === null &&
+    !row.isDisabled &&
+    (row.expiresAt === null || row.expiresAt.getTime() > now.getTime()) &&
+    (row.maxAccessCount === null || row.accessCount < row.maxAccessCount)
+  );
+}
+
+type Actor = Pick<AuditRecordInput, 'actorType' | 'actorId'>;
+
+function actorFor(p: Principal | undefined): Actor {
+  if (!p) return { actorType: 'anonymous', actorId: null };
+  const a = actorOf(p);
+  return { actorType: a.type, actorId: a.id };
+}
+
+/**
+ * Share rules (SPEC §4.6, docs/decisions.md "Sharing"): who may share (whoever may read the
+ * version), the per-org creation limit, who may accept, decline and revoke, and the public open
+ * with its recipient, IP, passphrase, expiry and count checks. Every change and every open —
+ * refused ones too — writes an audit record in the transaction of the change.
+ */
+export class ShareService {
+  constructor(
+    private readonly deps: {
+      store: ShareStore;
+      vaults: VaultStore;
+      access: AccessControl;
+      secrets: SecretService;
+      outbox: typeof outbox;
+    },
+  ) {}
+
+  private audit(
+    tx: Transaction,
+    s: Pick<ShareRow, 'id' | 'orgId'>,
+    actor: Actor,
+    action: string,
+    metadata: Record<string, unknown>,
+  ): Promise<string> {
+    return writeAudit(tx, this.deps.outbox, {
+      orgId: s.orgId,
+      ...actor,
+      action,
+      resourceType: 'share',
+      resourceId: s.id,
+      metadata,
+    });
+  }
+
+  /** Creates a share of the version `secretId` (SPEC §4.6); see docs/decisions.md for the rules. */
+  async create(
+    p: Principal,
+    secretId: string,
+    fields: Record<string, unknown>,
+    passkeyToken: string,
+  ): Promise<ShareRow> {
+    const input = parseShareInput(fields, new Date());
+    if (p.kind === 'agent' && HUMAN_ONLY_RECIPIENTS.has(input.recipientType)) {
+      throw new PermissionDeniedError(`agents cannot create ${input.recipientType} shares; humans only`);
+    }
+    let recipientId = input.recipientId ?? null;
+    if (input.recipientType === 'creator') {
+      // `creator`: the human behind the caller — the user themself, or the user who registered the agent.
+      recipientId = p.kind === 'user' ? p.userId : (p.createdBy ?? null);
+      if (!recipientId) throw new PermissionDeniedError('this agent has no registering user to share with');
+    }
+
+    const row = isUuid(secretId) ? await this.deps.store.version(secretId) : undefined;
+    if (!row || row.deletedAt !== null || row.orgId !== p.orgId) throw new NotFoundError('secret', secretId);
+    const vault = this.deps.access.visible(p, await this.deps.vaults.get(row.vaultId), secretId);
+    requirePasskeyUnlock(p, passkeyToken);
+    await this.deps.access.authorize(p, vault, row.path, 'read');
+    if (p.kind === 'agent' && p.intentsApiEnabled && KEY_MATERIAL_TYPES.has(row.type)) {
+      throw new PermissionDeniedError(
+        `an agent with the Intents API enabled cannot share ${row.type} secrets`,
+      );
+    }
+    if (!versionReadable(row, new Date())) {
+      throw new GoneError('this secret version is disabled, expired or out of reads');
+    }
+
+    const passphraseHash = input.passphrase ? await hashPassphrase(input.passphrase) : null;
+    const actor = actorOf(p);
+    const made = await this.deps.store.transaction(async (tx) => {
+      const recent = await this.deps.store.lockAndCountRecent(tx, p.orgId);
+      if (recent.count >= SHARE_CREATIONS_PER_MINUTE) {
+        return { share: undefined, retryAfter: retryAfterSeconds(recent.oldest ?? recent.now, recent.now) };
+      }
+      const share = await this.deps.store.insert(tx, {
+        orgId: p.orgId,
+        secretVersionId: row.id,
+        vaultId: row.vaultId,
+        path: row.path,
+        createdBy: actor.id,
+        createdByType: actor.type,
+        recipientType: input.recipientType,
+        recipientId,
+        recipientEmail: input.email ?? null,
+        passphraseHash,
+        ipAllowlist: input.ipAllowlist ?? null,
+        expiresAt: input.expiresAt,
+        maxAccessCount: input.maxAccessCount,
+      });
+      await this.audit(tx, share, actorFor(p), 'share.created', {
+        secret_version_id: row.id,
+        vault_id: row.vaultId,
+        path: row.path,
+        version: row.version,
+        recipient_type: share.recipientType,
+        recipient_id: share.recipientId,
+        // No e-mail address: the append-only log could never erase it (as identity's records).
+        has_recipient_email: share.recipientEmail !== null,
+        expires_at: share.expiresAt.toISOString(),
+        max_access_count: share.maxAccessCount,
+        passphrase_protected: passphraseHash !== null,
+        ip_allowlist: share.ipAllowlist,
+      });
+      if (share.recipientEmail) {
+        // identity owns the mailer: it consumes this event and sends the link (at least once).
+        await writeEvent(tx, this.deps.outbox, {
+          name: 'share.email_requested',
+          orgId: p.orgId,
+          data: {
+            share_id: share.id,
+            email: share.recipientEmail,
+            expires_at: share.expiresAt.toISOString(),
+            max_access_count: share.maxAccessCount,
+            passphrase_protected: passphraseHash !== null,
+            created_by: share.createdBy,
+            created_by_type: share.createdByType,
+          },
+        });
+      }
+      return { share, retryAfter: 0 };
+    });
+    if (!made.share) throw new RateLimitedError(made.retryAfter);
+    return made.share;
+  }
+
+  /** The shares the caller created, newest first. */
+  async outbound(p: Principal): Promise<ShareRow[]> {
+    const a = actorOf(p);
+    return this.deps.store.listOutbound(p.orgId, a.id, a.type);
+  }
+
+  /** The unrevoked shares addressed to the caller, newest first. */
+  async inbound(p: Principal): Promise<ShareRow[]> {
+    const a = actorOf(p);
+    return this.deps.store.listInbound(p.orgId, a.id, a.type);
+  }
+
+  /** A share of the caller's org; another org's, an unknown id or a non-UUID is 404. */
+  private async ofOrg(p: Principal, shareId: string): Promise<ShareRow> {
+    const s = isUuid(shareId) ? await this.deps.store.get(shareId) : undefined;
+    if (!s || s.orgId !== p.orgId) throw new NotFoundError('share', shareId);
+    return s;
+  }
+
+  /**
+   * The recipient accepts (informational: the share is theirs) or declines (the share closes).
+   * Repeating a decision is a no-op; accepting a declined share is 409; a revoked or expired one 410.
+   */
+  async decide(p: Principal, shareId: string, decision: 'accept' | 'decline'): Promise<void> {
+    const s = await this.ofOrg(p, shareId);
+    if (!isRecipient(p, s)) throw new PermissionDeniedError(`only the share's recipient may ${decision} it`);
+    const outcome = await this.deps.store.transaction(async (tx) => {
+      const changed = await this.deps.store.decide(tx, s.id, decision);
+      if (!changed) return this.deps.store.get(s.id, tx);
+      await this.audit(
+        tx,
+        changed,
+        actorFor(p),
+        decision === 'accept' ? 'share.accepted' : 'share.declined',
+        {
+          secret_version_id: changed.secretVersionId,
+          recipient_type: changed.recipientType,
+        },
+      );
+      return undefined;
+    });
+    if (!outcome) return;
+    if (outcome.revokedAt) throw new GoneError(goneDetail('revoked'));
+    if (decision === 'accept' && outcome.declinedAt) throw new ConflictError('this share was declined');
+    if (decision === 'decline' && outcome.declinedAt) return;
+    if (decision === 'accept' && outcome.acceptedAt && outcome.expiresAt.getTime() > Date.now()) return;
+    throw new GoneError(goneDetail('expired'));
+  }
+
+  /** Revokes a share: its creator, or an owner or admin of its org. Revoking twice is a no-op. */
+  async revoke(p: Principal, shareId: string): Promise<void> {
+    const s = await this.ofOrg(p, shareId);
+    const a = actorOf(p);
+    const creator = s.createdBy === a.id && s.createdByType === a.type;
+    const admin = p.kind === 'user' && (p.role === 'owner' || p.role === 'admin');
+    if (!creator && !admin)
+      throw new PermissionDeniedError("only the share's creator or an org admin may revoke it");
+    await this.deps.store.transaction(async (tx) => {
+      const revoked = await this.deps.store.revoke(tx, s.id);
+      if (!revoked) return;
+      await this.audit(tx, revoked, actorFor(p), 'share.revoked', {
+        secret_version_id: revoked.secretVersionId,
+        recipient_type: revoked.recipientType,
+        access_count: revoked.accessCount,
+        by: creator ? 'creator' : 'org_admin',
+      });
+    });
+  }
+
+  /** Writes the audit record of a refused open in its own transaction, then throws the refusal. */
+  private async refuse(
+    s: ShareRow,
+    caller: Principal | undefined,
+    reason: string,
+    err: Error,
+  ): Promise<never> {
+    await this.deps.store.transaction((tx) =>
+      this.audit(tx, s, actorFor(caller), 'share.access_denied', {
+        reason,
+        secret_version_id: s.secretVersionId,
+        recipient_type: s.recipientType,
+        access_count: s.accessCount,
+        max_access_count: s.maxAccessCount,
+      }),
+    );
+    throw err;
+  }
+
+  private refuseGone(s: ShareRow, caller: Principal | undefined, state: Exclude<ShareState, 'open'>) {
+    return this.refuse(s, caller, state, new GoneError(goneDetail(state)));
+  }
+
+  /**
+   * Opens a share (the public link). `caller` is the verified JWT when one was sent: shares that
+   * name a recipient (creator, user, agent) open only for that recipient's token; link and e-mail
+   * shares open for anyone. Then the IP allowlist, then the passphrase (at most 5 wrong ones, ever),
+   * then the pinned version must still be readable. The value is decrypted first and returned only
+   * if the statement that counts the open and the audit record commit together (fail-closed).
+   */
+  async open(
+    shareId: string,
+    caller: Principal | undefined,
+    clientIp: string | undefined,
+    passphrase: string,
+  ): Promise<OpenedShare> {
+    const s = isUuid(shareId) ? await this.deps.store.get(shareId) : undefined;
+    if (!s) throw new NotFoundError('share', shareId);
+    const state = shareState(s, new Date());
+    if (state !== 'open') return this.refuseGone(s, caller, state);
+
+    if (recipientKind(s)) {
+      if (!caller) {
+        return this.refuse(
+          s,
+          caller,
+          'recipient_token_missing',
+          new UnauthenticatedError(
+            "this share is addressed to a recipient: send the recipient's bearer token",
+          ),
+        );
+      }
+      if (!isRecipient(caller, s)) {
+        return this.refuse(
+          s,
+          caller,
+          'not_recipient',
+          new PermissionDeniedError('this share is addressed to another recipient'),
+        );
+      }
+    }
+
+    if (s.ipAllowlist && !ipAllowed(s.ipAllowlist, clientIp)) {
+      return this.refuse(
+        s,
+        caller,
+        'ip_not_allowed',
+        new PermissionDeniedError("the client address is not in this share's IP allowlist", {
+          type: 'ip_denied',
+        }),
+      );
+    }
+
+    let slot = false;
+    if (s.passphraseHash) {
+      if (!passphrase) {
+        return this.refuse(
+          s,
+          caller,
+          'passphrase_missing',
+          new PermissionDeniedError('this share needs its passphrase in the X-Share-Passphrase header', {
+            type: 'passphrase_required',
+          }),
+        );
+      }
+      if (!(await this.deps.store.reservePassphraseAttempt(s.id)))
+        return this.refuseGone(s, caller, 'locked');
+      slot = true;
+      if (!(await verifyPassphrase(passphrase, s.passphraseHash))) {
+        return this.refuse(
+          s,
+          caller,
+          'passphrase_invalid',
+          new PermissionDeniedError(
+            `wrong passphrase; the share locks after ${MAX_PASSPHRASE_ATTEMPTS} wrong passphrases`,
+            { type: 'passphrase_invalid' },
+          ),
+        );
+      }
+    }
+    return this.countAndOpen(s, caller, slot);
+  }
+
+  private async countAndOpen(
+    s: ShareRow,
+    caller: Principal | undefined,
+    slot: boolean,
+  ): Promise<OpenedShare> {
+    const row = await this.deps.store.version(s.secretVersionId);
+    if (!versionReadable(row, new Date())) {
+      if (slot) await this.deps.store.releasePassphraseAttempt(s.id);
+      return this.refuse(
+        s,
+        caller,
+        'secret_unavailable',
+        new GoneError('the shared secret version was deleted, disabled, expired or out of reads'),
+      );
+    }
+    // Decrypt before the counting transaction (a KMS call never runs inside one); the value leaves
+    // only after the count and its audit record have committed.
+    const value = await this.deps.secrets.openVersion(row);
+    try {
+      const counted = await this.deps.store.transaction(async (tx) => {
+        const share = await this.deps.store.countAccess(tx, s.id, slot);
+        if (!share) return undefined;
+        await this.audit(tx, share, actorFor(caller), 'share.accessed', {
+          secret_version_id: share.secretVersionId,
+          vault_id: share.vaultId,
+          path: share.path,
+          recipient_type: share.recipientType,
+          access_count: share.accessCount,
+          max_access_count: share.maxAccessCount,
+        });
+        return share;
+      });
+      if (!counted) {
+        const now = (await this.deps.store.get(s.id)) ?? s;
+        if (slot) await this.deps.store.releasePassphraseAttempt(s.id);
+        const state = shareState({ ...now, passphraseHash: null }, new Date());
+        return await this.refuseGone(now, caller, state === 'open' ? 'exhausted' : state);
+      }
+      return { share: counted, row, value };
+    } catch (err) {
+      value.fill(0);
+      throw err;
+    }
+  }
+}
