@@ -62,6 +62,7 @@ export function serviceEnvFor(s, infra, services, env = process.env) {
     KMS_PROVIDER: env.KMS_PROVIDER || 'local',
     LOCAL_KMS_MASTER_KEY: infra.masterKey,
     TOKEN_SIGNING_KEK: infra.signingKek,
+    AUDIT_HMAC_KEY: infra.auditKey,
     MAIL_DIR: s.mailDir,
   };
   for (const svc of services) common[svc.addrVar] = `127.0.0.1:${svc.grpcPort}`;
@@ -360,6 +361,9 @@ export async function main(argv = process.argv.slice(2)) {
     );
     say(`dev token-signing KEK ${signingKek.how}`);
     state.infraByName.signingKek = signingKek.key;
+    const auditKey = devMasterKey(path.join(s.dataDir, 'audit-hmac.key'), process.env, 'AUDIT_HMAC_KEY');
+    say(`dev audit HMAC key ${auditKey.how}`);
+    state.infraByName.auditKey = auditKey.key;
     say(`dev e-mail goes to ${s.mailDir}`);
 
     if (infraOnly) {

@@ -135,6 +135,14 @@ redis-url: {{ .Values.redis.url | b64enc | quote }}
 {{- if and (not .Values.kms.existingSecret) .Values.kms.localMasterKey }}
 local-kms-master-key: {{ .Values.kms.localMasterKey | b64enc | quote }}
 {{- end -}}
+{{- /* audit cannot start without its HMAC key. */ -}}
+{{- if not .Values.audit.existingSecret -}}
+{{- if .Values.audit.hmacKey }}
+audit-hmac-key: {{ .Values.audit.hmacKey | b64enc | quote }}
+{{- else if not (hasKey ((include "custos.serviceConfig" (dict "root" . "name" "audit") | fromYaml).secretEnv | default dict) "AUDIT_HMAC_KEY") -}}
+{{- fail "audit: the audit service needs AUDIT_HMAC_KEY: set audit.existingSecret (recommended) or audit.hmacKey to base64 of 32 random bytes (openssl rand -base64 32)" -}}
+{{- end -}}
+{{- end -}}
 {{- /* identity cannot start without these two, so unlike the local KMS key they are required. */ -}}
 {{- $identitySecretEnv := (include "custos.serviceConfig" (dict "root" . "name" "identity") | fromYaml).secretEnv | default dict -}}
 {{- if not .Values.tokens.existingSecret -}}
@@ -156,13 +164,13 @@ smtp-url: {{ .Values.mail.smtpUrl | b64enc | quote }}
 {{/*
 secretKeyRef (name, key) of a dependency's Secret as YAML; empty if unset. (dict root dep)
   postgres → DATABASE_URL, redis → REDIS_URL, kms → LOCAL_KMS_MASTER_KEY,
-  tokens → TOKEN_SIGNING_KEK, mail → SMTP_URL.
+  tokens → TOKEN_SIGNING_KEK, mail → SMTP_URL, audit → AUDIT_HMAC_KEY.
 existingSecret wins; else the value given inline, kept in the chart-managed Secret.
 */}}
 {{- define "custos.dependencySecretRef" -}}
 {{- $dep := index .root.Values .dep -}}
-{{- $inlineValue := index (dict "postgres" "url" "redis" "url" "kms" "localMasterKey" "tokens" "signingKek" "mail" "smtpUrl") .dep -}}
-{{- $managedKey := index (dict "postgres" "database-url" "redis" "redis-url" "kms" "local-kms-master-key" "tokens" "token-signing-kek" "mail" "smtp-url") .dep -}}
+{{- $inlineValue := index (dict "postgres" "url" "redis" "url" "kms" "localMasterKey" "tokens" "signingKek" "mail" "smtpUrl" "audit" "hmacKey") .dep -}}
+{{- $managedKey := index (dict "postgres" "database-url" "redis" "redis-url" "kms" "local-kms-master-key" "tokens" "token-signing-kek" "mail" "smtp-url" "audit" "audit-hmac-key") .dep -}}
 {{- if $dep.existingSecret -}}
 name: {{ $dep.existingSecret }}
 key: {{ $dep.existingSecretKey }}
@@ -231,8 +239,14 @@ Blank derived values are left out: the services treat a blank variable as unset 
 {{- $_ := set $plain "TRUSTED_PROXIES" (join "," ($root.Values.http.trustedProxies | default list)) -}}
 {{- end -}}
 {{- /* Redis: the gateway's rate limits; identity mirrors revocations there; the services that verify tokens read them. */ -}}
-{{- if has .name (list "gateway" "identity" "vault-crypto" "policy" "billing") -}}
+{{- if has .name (list "gateway" "identity" "vault-crypto" "policy" "billing" "audit") -}}
 {{- $_ := set $secret "REDIS_URL" (include "custos.dependencySecretRef" (dict "root" $root "dep" "redis") | fromYaml) -}}
+{{- end -}}
+{{- if eq .name "audit" -}}
+{{- $auditKeyRef := include "custos.dependencySecretRef" (dict "root" $root "dep" "audit") | fromYaml -}}
+{{- if $auditKeyRef -}}
+{{- $_ := set $secret "AUDIT_HMAC_KEY" $auditKeyRef -}}
+{{- end -}}
 {{- end -}}
 {{- if eq .name "billing" -}}
 {{- $_ := set $plain "BILLING_DEFAULT_PLAN" $root.Values.billing.defaultPlan -}}

@@ -63,7 +63,12 @@ export function isSubscribableEvent(name: string): name is SubscribableEvent {
  * Events that travel between services but are not offered to webhooks. Each issue that adds one
  * lists it here, so that the catalogue stays the single place where event names are defined.
  */
-export const INTERNAL_EVENTS = [] as const;
+export const INTERNAL_EVENTS = [
+  /** One audit record, written by the acting service in the action's transaction (see audit.ts). */
+  'audit.recorded',
+  /** A share to an external e-mail address was created; identity mails the link (vault-crypto shares). */
+  'share.email_requested',
+] as const;
 
 /** Any event name a service may write to its outbox. */
 export type EventName = SubscribableEvent | (typeof INTERNAL_EVENTS)[number];

@@ -6,3 +6,4 @@ export * from './outbox.js';
 export * from './relay.js';
 export * from './tables.js';
 export * from './runtime.js';
+export * from './audit.js';

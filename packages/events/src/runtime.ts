@@ -54,6 +54,8 @@ export interface DataServiceOptions<S extends ConfigShape> {
   /** The Postgres schema this service owns. */
   schema: string;
   migrationsFolder: string;
+  /** The database role the service's pool runs as (see createPool); migrations run as the user. */
+  sessionRole?: string;
   configShape: S;
   /** Wires the service's own RPCs and consumers once its database and event link are up. */
   start?(
@@ -80,6 +82,7 @@ export function runDataService<S extends ConfigShape & typeof databaseConfigShap
       const { pool, db } = await openDatabase(dbRt, {
         schema: opts.schema,
         migrationsFolder: opts.migrationsFolder,
+        ...(opts.sessionRole ? { sessionRole: opts.sessionRole } : {}),
       });
       const events = startEvents(natsRt, { pool, schema: opts.schema });
       await opts.start?.(rt, { pool, db, events });

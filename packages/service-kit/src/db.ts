@@ -7,13 +7,26 @@ import { describeError, type Logger } from './logger.js';
 /** A Drizzle database bound to a pool. */
 export type Database = NodePgDatabase<Record<string, never>>;
 
-/** Opens a pool to `url`; idle-client errors are logged, never thrown. */
-export function createPool(url: string, max: number, logger: Logger, applicationName: string): pg.Pool {
+/**
+ * Opens a pool to `url`; idle-client errors are logged, never thrown. With `sessionRole`, every
+ * connection runs as that role from its startup packet (`-c role=…`), so the pool has only the
+ * role's privileges, and a missing role fails the connection instead of running unrestricted.
+ */
+export function createPool(
+  url: string,
+  max: number,
+  logger: Logger,
+  applicationName: string,
+  sessionRole?: string,
+): pg.Pool {
+  if (sessionRole !== undefined && !/^[a-z_][a-z0-9_]*$/.test(sessionRole))
+    throw new Error(`session role "${sessionRole}" is not a plain lower-case identifier`);
   const pool = new pg.Pool({
     connectionString: url,
     max,
     application_name: applicationName,
     keepAlive: true,
+    ...(sessionRole ? { options: `-c role=${sessionRole}` } : {}),
   });
   pool.on('error', (err) => logger.warn({ err: describeError(err) }, 'idle Postgres client failed'));
   return pool;

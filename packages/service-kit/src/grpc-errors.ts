@@ -8,6 +8,9 @@ const DETAIL_KEY = 'custos-error-bin';
 /** Converts any thrown value into the status a gRPC handler answers; unknown errors become INTERNAL. */
 export function toGrpcStatus(err: unknown, logger?: Logger): Partial<StatusObject> {
   if (err instanceof CustosError) {
+    // An error may carry operator-only facts in its message (an endpoint, an ARN) beside the
+    // detail it answers with: those go to the log, never to the caller.
+    if (err.message !== err.detail) logger?.warn({ kind: err.kind, reason: err.message }, err.detail);
     const metadata = new Metadata();
     metadata.set(
       DETAIL_KEY,

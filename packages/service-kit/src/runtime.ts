@@ -178,19 +178,28 @@ export function runMigrations(opts: { name: string; schema: string; migrationsFo
 /** Opens the service's Postgres pool, applies migrations when configured, and closes the pool at shutdown. */
 export async function openDatabase(
   rt: Runtime<ConfigOf<typeof databaseConfigShape>>,
-  opts: { schema: string; migrationsFolder: string },
+  opts: { schema: string; migrationsFolder: string; sessionRole?: string },
 ): Promise<{ pool: pg.Pool; db: Database }> {
+  const appName = `custos-${rt.name}`;
+  if (rt.config.MIGRATE_ON_START) {
+    // Migrations run as the connecting user (they own the schema); the service's own pool may run
+    // as a narrower role, so they get a pool of their own.
+    const migrator = createPool(rt.config.DATABASE_URL, 1, rt.logger, `${appName}-migrate`);
+    try {
+      await migrateSchema(migrator, opts);
+    } finally {
+      await migrator.end();
+    }
+    rt.logger.info({ schema: opts.schema }, 'migrations applied');
+  }
   const pool = createPool(
     rt.config.DATABASE_URL,
     rt.config.DATABASE_POOL_MAX,
     rt.logger,
-    `custos-${rt.name}`,
+    appName,
+    opts.sessionRole,
   );
   rt.onShutdown('postgres', () => pool.end());
   await pool.query('SELECT 1');
-  if (rt.config.MIGRATE_ON_START) {
-    await migrateSchema(pool, opts);
-    rt.logger.info({ schema: opts.schema }, 'migrations applied');
-  }
   return { pool, db: createDatabase(pool) };
 }

@@ -1,12 +1,40 @@
 import path from 'node:path';
-import { runDataService } from '@custos/events';
+import { connectIdentityKeys } from '@custos/auth';
+import { IdempotentConsumer, runDataService, subjectFor } from '@custos/events';
+import { AuditServiceService } from '@custos/proto/custos/audit/v1/service';
+import { AuditService } from './chain/audit-service.js';
+import { AuditStore } from './chain/audit-store.js';
 import { configShape } from './config.js';
-import { SCHEMA } from './db/schema.js';
+import { AUDIT_DB_ROLE, SCHEMA, inbox } from './db/schema.js';
+import { auditGrpc } from './grpc/audit-grpc.js';
 
-// The per-org hash-chained audit log. Its RPCs are added by the issues that build them.
+// Composition root of audit: the chain, the consumer of `audit.recorded`, then the gRPC adapter.
 runDataService({
   name: 'audit',
   schema: SCHEMA,
   migrationsFolder: path.join(__dirname, '..', 'migrations'),
+  sessionRole: AUDIT_DB_ROLE,
   configShape,
+  async start(rt, { db, events }) {
+    const c = rt.config;
+    const keys = await connectIdentityKeys(
+      { redisUrl: c.REDIS_URL, identityAddr: c.IDENTITY_ADDR, deadlineMs: c.GRPC_DEADLINE_MS },
+      rt.logger,
+      rt.onShutdown,
+    );
+    const audit = new AuditService(new AuditStore(db, c.AUDIT_HMAC_KEY), c.AUDIT_HMAC_KEY, rt.logger);
+    const consumer = new IdempotentConsumer({
+      link: events.link,
+      stream: events.stream,
+      durable: 'audit-chain',
+      filterSubject: subjectFor(events.subjectPrefix, 'audit.recorded'),
+      db,
+      inbox,
+      logger: rt.logger,
+      handler: (event, tx) => audit.applyEvent(event, tx),
+    });
+    consumer.start();
+    rt.onShutdown('audit-consumer', () => consumer.stop());
+    rt.grpc.add(AuditServiceService, auditGrpc({ keys, audit }));
+  },
 });

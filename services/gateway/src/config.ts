@@ -34,6 +34,13 @@ export const configShape = {
   GRPC_DEADLINE_MS: env
     .int('Deadline of a call to a peer service, in milliseconds.', 50, 120000)
     .default(5000),
+  IP_RULES_CACHE_TTL_MS: env
+    .int(
+      "How long the gateway keeps an org's IP rules before asking the policy service again, in milliseconds; a new or deleted rule takes effect within this time (at once on the replica that changed it).",
+      0,
+      300000,
+    )
+    .default(5000),
   HEALTH_TIMEOUT_MS: env
     .int('Deadline of each peer health check behind GET /v1/health, in milliseconds.', 50, 30000)
     .default(2000),

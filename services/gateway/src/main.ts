@@ -39,6 +39,7 @@ runService({
       authRateLimit: { ratePerSecond: c.AUTH_RATE_LIMIT_PER_MINUTE / 60, burst: c.AUTH_RATE_LIMIT_BURST },
       healthTimeoutMs: c.HEALTH_TIMEOUT_MS,
       identityKeys: IdentityKeys.overGrpc(peers.identity, redis, rt.logger),
+      ipRulesCacheTtlMs: c.IP_RULES_CACHE_TTL_MS,
     });
     const server = http.createServer(app);
     server.keepAliveTimeout = 65_000;

@@ -16,7 +16,7 @@ export interface Peers {
   /** Opens a client for another gRPC service of a peer (closed with the others). */
   client<C extends Client>(
     ctor: new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>) => C,
-    peer: 'identity' | 'vault-crypto' | 'policy' | 'billing',
+    peer: 'identity' | 'vault-crypto' | 'policy' | 'billing' | 'audit',
   ): C;
   close(): void;
 }
@@ -38,6 +38,7 @@ export function connectPeers(
     'vault-crypto': config.VAULT_CRYPTO_ADDR,
     policy: config.POLICY_ADDR,
     billing: config.BILLING_ADDR,
+    audit: config.AUDIT_ADDR,
   };
   return {
     health,

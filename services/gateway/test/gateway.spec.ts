@@ -248,6 +248,7 @@ describe('gateway HTTP pipeline', () => {
       'POST /v1/auth/google',
       'GET /v1/health',
       'GET /v1/health/hsm',
+      'GET /v1/share/:share_id',
       // Second step of a password sign-in, and accepting an invitation by someone without an account.
       'POST /v1/auth/mfa/verify',
       'POST /v1/org/invites/accept',

@@ -6,15 +6,18 @@ import { PolicyServiceClient } from '@custos/proto/custos/policy/v1/service';
 import { VaultCryptoServiceService } from '@custos/proto/custos/vault_crypto/v1/service';
 import { createGrpcClient } from '@custos/service-kit';
 import { AccessControl } from './access/access-control.js';
+import { AuditTrail } from './access/audit-trail.js';
 import { OrgLimits } from './access/org-limits.js';
 import { configShape } from './config.js';
-import { SCHEMA } from './db/schema.js';
+import { SCHEMA, outbox } from './db/schema.js';
 import { vaultCryptoGrpc } from './grpc/vault-crypto-grpc.js';
 import { OrgKeyRing } from './keys/org-key-ring.js';
 import { createKmsProvider } from './kms/kms-factory.js';
 import { EnvService } from './secrets/env-service.js';
 import { SecretService } from './secrets/secret-service.js';
 import { SecretStore } from './secrets/secret-store.js';
+import { ShareService } from './shares/share-service.js';
+import { ShareStore } from './shares/share-store.js';
 import { VaultService } from './vaults/vault-service.js';
 import { VaultStore } from './vaults/vault-store.js';
 
@@ -59,12 +62,20 @@ runDataService({
     const access = new AccessControl(policy);
     const limits = new OrgLimits(billing);
     const vaultStore = new VaultStore(db);
-    const vaults = new VaultService(vaultStore, access, limits, ring);
+    const audit = new AuditTrail(db, rt.logger);
+    const vaults = new VaultService(vaultStore, access, limits, ring, audit);
     const secrets = new SecretService(
-      { vaults: vaultStore, secrets: new SecretStore(db), access, limits, ring, logger: rt.logger },
+      { vaults: vaultStore, secrets: new SecretStore(db), access, limits, ring, audit, logger: rt.logger },
       { ttlMs: c.DATA_KEY_CACHE_TTL_SECONDS * 1000, size: c.DATA_KEY_CACHE_SIZE },
     );
     const env = new EnvService(vaultStore, access, secrets);
-    rt.grpc.add(VaultCryptoServiceService, vaultCryptoGrpc({ kms, keys, vaults, secrets, env }));
+    const shares = new ShareService({
+      store: new ShareStore(db),
+      vaults: vaultStore,
+      access,
+      secrets,
+      outbox,
+    });
+    rt.grpc.add(VaultCryptoServiceService, vaultCryptoGrpc({ kms, keys, vaults, secrets, env, shares }));
   },
 });

@@ -171,6 +171,10 @@ describe('aws-kms provider against moto_server', () => {
       /^key-management provider aws-kms: Encrypt failed: ECONNREFUSED reaching http:\/\/127\.0\.0\.1:\d+$/,
     );
     expect((wrapError as KmsUnavailableError).kind).toBe('unavailable');
+    // What a caller is told names neither the endpoint nor the key: those stay in the log.
+    expect((wrapError as KmsUnavailableError).detail).toBe(
+      'the key-management provider (aws-kms) is unavailable; try again later',
+    );
     const unwrapError = await kms.unwrapKey(wrapped, 'ctx').catch((e: unknown) => e);
     expect(unwrapError).toBeInstanceOf(KmsUnavailableError);
     for (const e of [wrapError, unwrapError] as Error[]) {

@@ -111,7 +111,7 @@ describe('dependency checks', () => {
   it('the default values alone do not render: the KEK and SMTP URL have no default', () => {
     const { status, stderr } = runHelm(['template', 'custos', chartDir]);
     expect(status).not.toBe(0);
-    expect(stderr).toMatch(/TOKEN_SIGNING_KEK|SMTP_URL/);
+    expect(stderr).toMatch(/TOKEN_SIGNING_KEK|SMTP_URL|AUDIT_HMAC_KEY/);
   });
 
   it('accepts both from services.identity.secretEnv instead', () => {

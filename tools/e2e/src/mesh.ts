@@ -52,6 +52,8 @@ export interface Mesh {
   /** Captured stdout+stderr of each service. */
   output: Map<ServiceName, string[]>;
   kill(service: ServiceName, signal?: NodeJS.Signals): Promise<number | null>;
+  /** Starts a service again after `kill`, on the same ports and settings (output is appended). */
+  restart(service: ServiceName): void;
   stop(): Promise<void>;
 }
 
@@ -76,6 +78,7 @@ export async function startMesh(opts: { extraEnv?: Record<string, string> } = {}
     KMS_PROVIDER: 'local',
     LOCAL_KMS_MASTER_KEY: randomBytes(32).toString('base64'),
     TOKEN_SIGNING_KEK: randomBytes(32).toString('base64'),
+    AUDIT_HMAC_KEY: randomBytes(32).toString('base64'),
     MAIL_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'custos-e2e-mail-')),
     GRPC_HOST: '127.0.0.1',
     METRICS_HOST: '127.0.0.1',
@@ -98,8 +101,8 @@ export async function startMesh(opts: { extraEnv?: Record<string, string> } = {}
   };
   const processes = new Map<ServiceName, ChildProcess>();
   const output = new Map<ServiceName, string[]>();
-  for (const s of SERVICES) {
-    const lines: string[] = [];
+  const launch = (s: ServiceName) => {
+    const lines = output.get(s) ?? [];
     output.set(s, lines);
     const child = spawn(process.execPath, [path.join(REPO, 'services', s, 'dist', 'main.js')], {
       env: {
@@ -113,7 +116,8 @@ export async function startMesh(opts: { extraEnv?: Record<string, string> } = {}
     child.stdout?.on('data', (d: Buffer) => lines.push(...d.toString('utf8').split('\n').filter(Boolean)));
     child.stderr?.on('data', (d: Buffer) => lines.push(...d.toString('utf8').split('\n').filter(Boolean)));
     processes.set(s, child);
-  }
+  };
+  for (const s of SERVICES) launch(s);
   const baseUrl = `http://127.0.0.1:${httpPort}`;
   const mesh: Mesh = {
     baseUrl,
@@ -126,6 +130,12 @@ export async function startMesh(opts: { extraEnv?: Record<string, string> } = {}
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       child.kill(signal);
       return exited;
+    },
+    restart(service) {
+      const child = processes.get(service);
+      if (child && child.exitCode === null && child.signalCode === null)
+        throw new Error(`${service} is still running`);
+      launch(service);
     },
     async stop() {
       await Promise.all(SERVICES.map((s) => mesh.kill(s, 'SIGTERM')));

@@ -146,7 +146,10 @@ describe('vaults, system vaults, and who may touch secrets (owner, admin, member
       [owner.orgId],
     );
     expect(rows.map((r) => r.name)).toEqual(['__agent-keys', '__treasury-keys']);
+    const bot = await (await agent()).token();
     for (const { id } of rows) {
+      // An agent is told 403 as well (not 404): the vault exists and is off limits to everyone.
+      expectProblem(await api(mesh, 'GET', `/v1/vaults/${id}/secrets/k`, { token: bot }), 403);
       expectProblem(await api(mesh, 'GET', `/v1/vaults/${id}`, { token: owner.token }), 403);
       expectProblem(await api(mesh, 'DELETE', `/v1/vaults/${id}`, { token: owner.token }), 403);
       expectProblem(await api(mesh, 'GET', `/v1/vaults/${id}/secrets`, { token: owner.token }), 403);

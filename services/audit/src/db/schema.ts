@@ -1,11 +1,56 @@
 import { inboxTable, outboxTable } from '@custos/events';
-import { pgSchema } from 'drizzle-orm/pg-core';
+import { sql } from 'drizzle-orm';
+import { bigint, index, jsonb, pgSchema, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
 
 /** The Postgres schema the audit service owns; no other service reads it. */
 export const SCHEMA = 'audit';
 export const auditSchema = pgSchema(SCHEMA);
+/** The database role the service runs as (migration 0002): it may insert and read records, never change them. */
+export const AUDIT_DB_ROLE = 'custos_audit_writer';
 
 /** Domain events waiting for the relay. */
 export const outbox = outboxTable(auditSchema);
 /** Events this service's consumers have applied. */
 export const inbox = inboxTable(auditSchema);
+
+/**
+ * The audit records, chained per org (DECISIONS.md: audit). Append-only: the role the service runs
+ * as may only insert and select here, and a trigger refuses UPDATE, DELETE and TRUNCATE for anyone.
+ * `id` is the id of the `audit.recorded` event that carried the record.
+ */
+export const auditEvents = auditSchema.table(
+  'events',
+  {
+    id: uuid('id').primaryKey(),
+    orgId: uuid('org_id').notNull(),
+    /** Position in the org's chain, from 1, without gaps. */
+    seq: bigint('seq', { mode: 'number' }).notNull(),
+    actorType: text('actor_type').notNull(),
+    actorId: text('actor_id'),
+    action: text('action').notNull(),
+    resourceType: text('resource_type').notNull(),
+    resourceId: text('resource_id'),
+    /** The record's facts, with `ip_address` and `request_id` folded in so the HMAC covers them. */
+    metadata: jsonb('metadata').notNull(),
+    /** When the action happened (the acting service's clock). */
+    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date', precision: 3 }).notNull(),
+    /** When the audit service chained it. */
+    recordedAt: timestamp('recorded_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+    prevHash: text('prev_hash').notNull(),
+    integrityHash: text('integrity_hash').notNull(),
+  },
+  (t) => [
+    unique('events_org_seq_key').on(t.orgId, t.seq),
+    index('events_org_action_seq_idx').on(t.orgId, t.action, t.seq),
+  ],
+);
+
+/** The end of each org's chain: the last sequence number and hash, locked by each append. */
+export const chainHeads = auditSchema.table('chain_heads', {
+  orgId: uuid('org_id').primaryKey(),
+  seq: bigint('seq', { mode: 'number' }).notNull(),
+  hash: text('hash').notNull(),
+  updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' })
+    .notNull()
+    .default(sql`now()`),
+});

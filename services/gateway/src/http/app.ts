@@ -8,8 +8,11 @@ import type { IdentityKeys } from '@custos/auth';
 import { accountRoutes } from './account-routes.js';
 import { accessLog } from './access-log.js';
 import { agentRoutes } from './agent-routes.js';
+import { auditRoutes } from './audit-routes.js';
 import { authRoutes } from './auth-routes.js';
 import { authenticate, humanOnly } from './authenticate.js';
+import { connectIpFilter } from './ip-filter.js';
+import { ipRuleRoutes } from './ip-rule-routes.js';
 import { keyRoutes } from './key-routes.js';
 import { federationRoutes } from './federation-routes.js';
 import { mfaRoutes } from './mfa-routes.js';
@@ -19,6 +22,7 @@ import { healthRoutes } from './health-routes.js';
 import { billingRoutes } from './billing-routes.js';
 import { policyRoutes } from './policy-routes.js';
 import { vaultRoutes } from './vault-routes.js';
+import { shareRoutes } from './share-routes.js';
 import { errorHandler, notFound } from './problem.js';
 import { rateLimit } from './rate-limit.js';
 import { requestContext } from './request-context.js';
@@ -51,6 +55,8 @@ export interface AppDeps {
   authRateLimit?: { ratePerSecond: number; burst: number };
   healthTimeoutMs: number;
   identityKeys: IdentityKeys;
+  /** How long an org's IP rules are cached (IP_RULES_CACHE_TTL_MS); 5 s when not given. */
+  ipRulesCacheTtlMs?: number;
 }
 
 /**
@@ -78,7 +84,12 @@ export function createApp(deps: AppDeps): Express {
   // Routes declare their access; `authenticate` (spec §7's auth stage) sits in front of the
   // handler of every non-public route, so unknown paths still answer 404.
   const auth = authenticate(deps.identityKeys);
-  const guards = { authenticated: [auth], human: [auth, humanOnly] };
+  // The IP filter (spec §7) runs right after auth: it needs the caller's org.
+  const ipRules = connectIpFilter(deps.peers, deps.ipRulesCacheTtlMs ?? 5000, deps.logger);
+  const guards = {
+    authenticated: [auth, ipRules.filter],
+    human: [auth, ipRules.filter, humanOnly],
+  };
   app.use(healthRoutes(deps.peers, deps.healthTimeoutMs, deps.logger, guards));
   app.use(authRoutes(deps.peers.identity, deps.identityKeys, guards));
   app.use(agentRoutes(deps.peers.identity, guards));
@@ -90,8 +101,11 @@ export function createApp(deps: AppDeps): Express {
   app.use(routerKeyRoutes(deps.peers, guards));
   app.use(federationRoutes(deps.peers, guards));
   app.use(vaultRoutes(deps.peers, guards));
+  app.use(shareRoutes(deps.peers, guards));
   app.use(policyRoutes(deps.peers, guards));
+  app.use(ipRuleRoutes(deps.peers, ipRules.cache, guards));
   app.use(billingRoutes(deps.peers, guards));
+  app.use(auditRoutes(deps.peers, guards));
 
   app.use(notFound);
   app.use(errorHandler(deps.logger));

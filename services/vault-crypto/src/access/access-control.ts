@@ -41,10 +41,12 @@ export class AccessControl {
 
   /** The vault as the caller may see it: another org's or a hidden vault is 404, a system vault 403. */
   visible(p: Principal, v: VaultRow | undefined, id: string): VaultRow {
-    if (!v || v.orgId !== p.orgId || !agentSeesVault(p, v)) throw new NotFoundError('vault', id);
+    if (!v || v.orgId !== p.orgId) throw new NotFoundError('vault', id);
+    // Spec §4.3: a system vault answers 403 to everyone of its org, agents included.
     if (v.isSystem) {
       throw new PermissionDeniedError('system vaults are not available through the secrets API');
     }
+    if (!agentSeesVault(p, v)) throw new NotFoundError('vault', id);
     return v;
   }
 

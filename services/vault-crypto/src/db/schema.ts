@@ -106,3 +106,45 @@ export const secretVersions = vaultCryptoSchema.table(
       .where(sql`${t.deletedAt} IS NULL`),
   ],
 );
+
+/**
+ * Shares of one secret version (SPEC §4.6): a link or a grant to a recipient, bounded by an
+ * expiry and an access count, optionally by a passphrase (scrypt hash) and an IP allowlist.
+ */
+export const shares = vaultCryptoSchema.table(
+  'shares',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    orgId: uuid('org_id').notNull(),
+    /** The shared version: a share pins the version it was created from. */
+    secretVersionId: uuid('secret_version_id').notNull(),
+    vaultId: uuid('vault_id').notNull(),
+    path: text('path').notNull(),
+    createdBy: uuid('created_by').notNull(),
+    createdByType: text('created_by_type').notNull(),
+    /** `creator`, `external_email`, `user`, `agent` or `anyone_with_link`. */
+    recipientType: text('recipient_type').notNull(),
+    /** The recipient user (creator, user) or agent (agent); null for e-mail and link shares. */
+    recipientId: uuid('recipient_id'),
+    recipientEmail: text('recipient_email'),
+    passphraseHash: text('passphrase_hash'),
+    /** IPs and CIDRs the share opens from; null: any address. */
+    ipAllowlist: jsonb('ip_allowlist').$type<string[]>(),
+    expiresAt: tstz('expires_at').notNull(),
+    maxAccessCount: integer('max_access_count').notNull(),
+    accessCount: integer('access_count').notNull().default(0),
+    /** Wrong passphrases so far, plus checks in flight (each reserves a slot before verifying). */
+    passphraseAttempts: integer('passphrase_attempts').notNull().default(0),
+    acceptedAt: tstz('accepted_at'),
+    declinedAt: tstz('declined_at'),
+    revokedAt: tstz('revoked_at'),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+  },
+  (t) => [
+    index('shares_org_created').on(t.orgId, t.createdAt),
+    index('shares_creator').on(t.createdBy, t.createdAt),
+    index('shares_recipient')
+      .on(t.recipientId)
+      .where(sql`${t.recipientId} IS NOT NULL`),
+  ],
+);

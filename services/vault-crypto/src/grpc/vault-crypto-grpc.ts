@@ -9,6 +9,8 @@ import type { EnvService } from '../secrets/env-service.js';
 import { encodeValue } from '../secrets/secret-fns.js';
 import type { SecretService } from '../secrets/secret-service.js';
 import type { SecretRow } from '../secrets/secret-store.js';
+import { shareRpcs } from '../shares/share-grpc.js';
+import type { ShareService } from '../shares/share-service.js';
 import type { VaultService } from '../vaults/vault-service.js';
 import type { VaultRow } from '../vaults/vault-store.js';
 
@@ -47,9 +49,11 @@ export function vaultCryptoGrpc(deps: {
   vaults: VaultService;
   secrets: SecretService;
   env: EnvService;
+  shares: ShareService;
 }): AsyncService<VaultCryptoServiceServer> {
   const caller = () => currentCaller(deps.keys);
   return {
+    ...shareRpcs(deps),
     async getKmsHealth() {
       const h = await checkKmsHealth(deps.kms);
       return { provider: deps.kms.name, healthy: h.healthy, detail: h.detail, latencyMs: h.latencyMs };

@@ -51,7 +51,7 @@ export class OrgKeyRing {
     this.now = options.now ?? Date.now;
   }
 
-  /** The version that wraps new data keys, creating the first or a rotated one when due. */
+  /** The version that wraps new data keys (a copy of the key: see `key`), creating it when due. */
   async active(orgId: string): Promise<OrgKek> {
     let current = await this.currentVersion(orgId);
     if (!current || this.now() - current.createdAt >= this.options.rotationMs) {
@@ -65,8 +65,16 @@ export class OrgKeyRing {
     return (await this.currentVersion(orgId))?.version;
   }
 
-  /** KEK version `version` of the org, unwrapped through the KMS provider on a cache miss. */
+  /**
+   * KEK version `version` of the org, unwrapped through the KMS provider on a cache miss. The caller
+   * gets its own copy and zeroes it after use: the cached buffer is zeroed when it is evicted, which
+   * may happen while the caller still needs the key.
+   */
   async key(orgId: string, version: number): Promise<Buffer> {
+    return Buffer.from(await this.cachedKey(orgId, version));
+  }
+
+  private async cachedKey(orgId: string, version: number): Promise<Buffer> {
     const cacheKey = `${orgId}:${version}`;
     const hit = this.cache.get(cacheKey, this.now());
     if (hit) return hit;

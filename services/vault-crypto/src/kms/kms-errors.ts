@@ -10,8 +10,9 @@ export class KeyUnwrapError extends Error {
 
 /**
  * The key-management provider could not be reached or refused to serve (network, credentials, a
- * disabled key, a lost HSM session). `detail` names the provider, the operation and the cause, and
- * never holds key material; the gateway answers 503 and the caller may try again later.
+ * disabled key, a lost HSM session). The message names the provider, the operation and the cause
+ * (endpoints and key ARNs included) for the log and the health report; the `detail` callers get
+ * (503, try again later) names only the provider. Neither ever holds key material.
  */
 export class KmsUnavailableError extends UnavailableError {
   constructor(
@@ -19,6 +20,7 @@ export class KmsUnavailableError extends UnavailableError {
     readonly operation: string,
     cause: string,
   ) {
-    super(`key-management provider ${provider}: ${operation} failed: ${cause}`);
+    super(`the key-management provider (${provider}) is unavailable; try again later`);
+    this.message = `key-management provider ${provider}: ${operation} failed: ${cause}`;
   }
 }

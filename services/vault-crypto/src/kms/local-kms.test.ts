@@ -5,7 +5,8 @@ import path from 'node:path';
 import { ConfigError } from '@custos/service-kit';
 import { checkKmsHealth } from './kms-fns';
 import type { KmsProvider } from './kms-types';
-import { KeyUnwrapError, LocalKms, loadLocalMasterKey } from './local-kms';
+import { KeyUnwrapError } from './kms-errors';
+import { LocalKms, loadLocalMasterKey } from './local-kms';
 
 describe('LocalKms', () => {
   const kms = new LocalKms(randomBytes(32));

@@ -4,8 +4,6 @@ import { ConfigError } from '@custos/service-kit';
 import { KeyUnwrapError } from './kms-errors.js';
 import type { KmsProvider } from './kms-types.js';
 
-export { KeyUnwrapError };
-
 const FORMAT_V1 = 1;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;

@@ -4,7 +4,7 @@ import type { AccessControl } from '../access/access-control.js';
 import { isUuid } from '../vaults/vault-fns.js';
 import type { VaultStore } from '../vaults/vault-store.js';
 import { parseEnvBundle, secretPath } from './secret-fns.js';
-import type { SecretService } from './secret-service.js';
+import { type SecretService, requirePasskeyUnlock } from './secret-service.js';
 
 /** The vault whose env bundles every vault of the org inherits (docs/decisions.md). */
 export const SHARED_VAULT_NAME = 'shared';
@@ -43,6 +43,9 @@ export class EnvService {
   /** Merges the bundles that apply. */
   async resolve(p: Principal, vaultId: string, environmentIn: string, branch: string): Promise<ResolvedEnv> {
     const v = this.access.visible(p, isUuid(vaultId) ? await this.vaults.get(vaultId) : undefined, vaultId);
+    // Resolving reads secret values: the passkey unlock of secret reads applies (spec §5.10). The
+    // route forwards no X-Passkey-Token yet; until passkeys exist no token could be verified anyway.
+    requirePasskeyUnlock(p, '');
     const environment = environmentIn || (p.kind === 'agent' && p.environment) || 'development';
     if (!ENVIRONMENT.test(environment)) {
       throw new InvalidArgumentError(

@@ -107,3 +107,16 @@ describe('rotation', () => {
     expect(generateValue({ length: 16, charset: 'base64' }).toString()).toMatch(/^[A-Za-z0-9+/]{16}$/);
   });
 });
+
+describe('NUL in JSON fields', () => {
+  it('refuses metadata and rotation_policy holding U+0000, naming the field', () => {
+    const now = new Date();
+    expect(fieldOf(() => parseSecretInput({ value: 'v', metadata: { a: 'x\u0000' } }, now))).toBe('metadata');
+    expect(fieldOf(() => parseSecretInput({ value: 'v', metadata: { ['k\u0000']: 1 } }, now))).toBe(
+      'metadata',
+    );
+    expect(fieldOf(() => parseSecretInput({ value: 'v', rotation_policy: { d: ['\u0000'] } }, now))).toBe(
+      'rotation_policy',
+    );
+  });
+});

@@ -111,6 +111,8 @@ export function parseSecretInput(fields: Record<string, unknown>, now: Date): Se
   const metadata = fields['metadata'];
   if (metadata !== undefined && metadata !== null) {
     if (!isObject(metadata)) throw new InvalidArgumentError('metadata', 'metadata must be a JSON object');
+    if (holdsNul(metadata))
+      throw new InvalidArgumentError('metadata', 'metadata must not contain NUL characters');
     if (Buffer.byteLength(JSON.stringify(metadata)) > MAX_METADATA_BYTES) {
       throw new InvalidArgumentError(
         'metadata',
@@ -129,6 +131,9 @@ export function parseSecretInput(fields: Record<string, unknown>, now: Date): Se
   const rotation = fields['rotation_policy'];
   if (rotation !== undefined && rotation !== null && !isObject(rotation)) {
     throw new InvalidArgumentError('rotation_policy', 'rotation_policy must be a JSON object');
+  }
+  if (rotation && holdsNul(rotation)) {
+    throw new InvalidArgumentError('rotation_policy', 'rotation_policy must not contain NUL characters');
   }
   return {
     type,
@@ -211,4 +216,14 @@ export function generateValue(input: Pick<RotateInput, 'length' | 'charset'>): B
   let out = '';
   for (let i = 0; i < input.length; i += 1) out += alphabet[randomInt(alphabet.length)];
   return Buffer.from(out, 'utf8');
+}
+
+/** Whether a JSON value holds U+0000 in a key or string anywhere (Postgres jsonb cannot store it). */
+export function holdsNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (Array.isArray(value)) return value.some(holdsNul);
+  if (value && typeof value === 'object') {
+    return Object.entries(value).some(([k, v]) => k.includes('\u0000') || holdsNul(v));
+  }
+  return false;
 }

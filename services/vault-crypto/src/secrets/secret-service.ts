@@ -7,8 +7,10 @@ import {
   NotFoundError,
   PermissionDeniedError,
   ResourceLimitExceededError,
+  type Transaction,
 } from '@custos/service-kit';
 import { type AccessControl, actorOf } from '../access/access-control.js';
+import type { AuditTrail } from '../access/audit-trail.js';
 import type { OrgLimits } from '../access/org-limits.js';
 import {
   type VersionAddress,
@@ -80,6 +82,7 @@ export class SecretService {
       access: AccessControl;
       limits: OrgLimits;
       ring: OrgKeyRing;
+      audit: AuditTrail;
       logger: Logger;
     },
     private readonly cache: DataKeyCacheOptions,
@@ -104,7 +107,7 @@ export class SecretService {
     const v = await this.vault(p, vaultId);
     const input = parseSecretInput(fields, new Date());
     await this.deps.access.authorize(p, v, path, 'write');
-    return this.store(p, v, path, input);
+    return this.store(p, v, path, input, 'secret.write');
   }
 
   /** Stores a new version with a server-generated value (secret-rotate). */
@@ -121,53 +124,78 @@ export class SecretService {
     const previous = await this.deps.secrets.find(v.id, path);
     const value = generateValue(input);
     try {
-      return await this.store(p, v, path, {
-        type:
-          input.type ?? (previous && previous.type !== 'env_bundle' ? secretType(previous.type) : 'password'),
-        value,
-        metadata: (previous?.metadata as Record<string, unknown> | null) ?? null,
-        expiresAt: null,
-        maxAccessCount: null,
-        rotationPolicy: (previous?.rotationPolicy as Record<string, unknown> | null) ?? null,
-      });
+      return await this.store(
+        p,
+        v,
+        path,
+        {
+          type:
+            input.type ??
+            (previous && previous.type !== 'env_bundle' ? secretType(previous.type) : 'password'),
+          value,
+          metadata: (previous?.metadata as Record<string, unknown> | null) ?? null,
+          expiresAt: null,
+          maxAccessCount: null,
+          rotationPolicy: (previous?.rotationPolicy as Record<string, unknown> | null) ?? null,
+        },
+        'secret.rotated',
+      );
     } finally {
       value.fill(0);
     }
   }
 
-  private async store(p: Principal, v: VaultRow, path: string, input: SecretInput): Promise<SecretRow> {
+  private async store(
+    p: Principal,
+    v: VaultRow,
+    path: string,
+    input: SecretInput,
+    action: 'secret.write' | 'secret.rotated',
+  ): Promise<SecretRow> {
     const limits = await this.deps.limits.of(v.orgId);
+    // The ring hands out a copy of the KEK, zeroed below: a cache eviction meanwhile cannot touch it.
     const kek = await this.deps.ring.active(v.orgId);
     const actor = actorOf(p);
-    // Everything below is synchronous CPU work inside the insert transaction: the KEK is not held
-    // across an await, and the data key is zeroed as soon as it is wrapped.
-    const row = await this.deps.secrets.insertNextVersion(
-      { orgId: v.orgId, vaultId: v.id, path },
-      limits.maxSecrets,
-      (version) => {
-        const at = { orgId: v.orgId, vaultId: v.id, path, version };
-        const dataKey = newKey();
-        try {
-          const sealed = seal(dataKey, input.value, valueAad(at));
-          return {
-            type: input.type,
-            ciphertext: sealed.ciphertext,
-            iv: sealed.iv,
-            tag: sealed.tag,
-            wrappedDataKey: wrapDataKey(kek.key, dataKey, dataKeyAad(at, kek.version)),
-            kekVersion: kek.version,
-            metadata: input.metadata,
-            expiresAt: input.expiresAt,
-            maxAccessCount: input.maxAccessCount,
-            rotationPolicy: input.rotationPolicy,
-            createdBy: actor.id,
-            createdByType: actor.type,
-          };
-        } finally {
-          dataKey.fill(0);
-        }
-      },
-    );
+    const audit = (tx: Transaction, r: SecretRow) =>
+      this.deps.audit.by(p, {
+        action,
+        resourceType: 'secret',
+        resourceId: r.id,
+        metadata: { vault_id: v.id, path, version: r.version, type: r.type },
+      })(tx);
+    // The data key is zeroed as soon as it is wrapped; the KEK when the insert is done.
+    const row = await this.deps.audit
+      .failClosed(action, () =>
+        this.deps.secrets.insertNextVersion(
+          { orgId: v.orgId, vaultId: v.id, path },
+          limits.maxSecrets,
+          (version) => {
+            const at = { orgId: v.orgId, vaultId: v.id, path, version };
+            const dataKey = newKey();
+            try {
+              const sealed = seal(dataKey, input.value, valueAad(at));
+              return {
+                type: input.type,
+                ciphertext: sealed.ciphertext,
+                iv: sealed.iv,
+                tag: sealed.tag,
+                wrappedDataKey: wrapDataKey(kek.key, dataKey, dataKeyAad(at, kek.version)),
+                kekVersion: kek.version,
+                metadata: input.metadata,
+                expiresAt: input.expiresAt,
+                maxAccessCount: input.maxAccessCount,
+                rotationPolicy: input.rotationPolicy,
+                createdBy: actor.id,
+                createdByType: actor.type,
+              };
+            } finally {
+              dataKey.fill(0);
+            }
+          },
+          audit,
+        ),
+      )
+      .finally(() => kek.key.fill(0));
     if (row === 'cap') throw new ResourceLimitExceededError('secrets', limits.maxSecrets, limits.plan);
     return row;
   }
@@ -188,17 +216,22 @@ export class SecretService {
     const v = await this.vault(p, vaultId);
     requirePasskeyUnlock(p, passkeyToken);
     await this.deps.access.authorize(p, v, path, 'read');
-    return this.readAuthorized(p, v, path, version);
+    const found = await this.deps.secrets.find(v.id, path, version);
+    if (!found) throw new NotFoundError('secret', path);
+    return this.readAuthorized(p, v, found);
   }
 
+  /**
+   * Reads an authorized version (ARCHITECTURE §1): the value is decrypted first, so a KMS failure
+   * costs no read; then the read is counted (when limited) and its `secret.read` record committed in
+   * one transaction; only then does the value leave. If that transaction fails, nothing is returned.
+   */
   private async readAuthorized(
     p: Principal,
     v: VaultRow,
-    path: string,
-    version: number,
+    found: SecretRow,
+    purpose?: string,
   ): Promise<SecretValue> {
-    const found = await this.deps.secrets.find(v.id, path, version);
-    if (!found) throw new NotFoundError('secret', path);
     if (p.kind === 'agent' && p.intentsApiEnabled && KEY_MATERIAL_TYPES.has(found.type)) {
       throw new PermissionDeniedError(
         `an agent with the Intents API enabled cannot read ${found.type} secrets; sign through the Intents API`,
@@ -207,24 +240,46 @@ export class SecretService {
     if (found.isDisabled) throw new GoneError('this secret version is disabled');
     if (found.expiresAt && found.expiresAt.getTime() <= Date.now())
       throw new GoneError('this secret has expired');
-    // A read limit is checked and counted in one statement; unlimited secrets cost no write.
-    let row = found;
-    if (found.maxAccessCount !== null) {
-      const counted = await this.deps.secrets.countRead(found.id);
-      if (!counted) throw new GoneError('this secret has reached its max_access_count or expired');
-      row = counted;
+    const value = await this.openVersion(found);
+    try {
+      const audit = this.deps.audit.by(p, {
+        action: 'secret.read',
+        resourceType: 'secret',
+        resourceId: found.id,
+        metadata: {
+          vault_id: v.id,
+          path: found.path,
+          version: found.version,
+          type: found.type,
+          ...(purpose ? { purpose } : {}),
+        },
+      });
+      const row = await this.deps.audit.failClosed('secret.read', () =>
+        this.deps.secrets.recordRead(found, (tx) => audit(tx)),
+      );
+      if (!row) throw new GoneError('this secret has reached its max_access_count or expired');
+      return { row, value };
+    } catch (err) {
+      value.fill(0);
+      throw err;
     }
-    return { row, value: await this.decrypt(row) };
   }
 
-  /** Decrypts a version's value; the data key comes from the cache or is unwrapped by the org KEK. */
-  private async decrypt(row: SecretRow): Promise<Buffer> {
+  /**
+   * Decrypts a stored version's value (no access check, no counting: callers authorize first);
+   * the data key comes from the cache or is unwrapped by the org KEK. The caller zeroes the result.
+   */
+  async openVersion(row: SecretRow): Promise<Buffer> {
     const at = addressOf(row);
     const cacheKey = `${row.id}:${row.kekVersion}`;
     let dataKey = this.dataKeys.get(cacheKey, Date.now());
     if (!dataKey) {
       const kek = await this.deps.ring.key(row.orgId, row.kekVersion);
-      dataKey = unwrapDataKey(kek, row.wrappedDataKey, dataKeyAad(at, row.kekVersion));
+      try {
+        dataKey = unwrapDataKey(kek, row.wrappedDataKey, dataKeyAad(at, row.kekVersion));
+      } finally {
+        kek.fill(0);
+      }
       this.dataKeys.set(cacheKey, dataKey, Date.now() + this.cache.ttlMs);
       this.rewrapLater(row, dataKey);
     }
@@ -241,7 +296,12 @@ export class SecretService {
       const active = await this.deps.ring.activeVersionNumber(row.orgId);
       if (active === undefined || active <= row.kekVersion) return;
       const kek = await this.deps.ring.key(row.orgId, active);
-      const wrapped = wrapDataKey(kek, copy, dataKeyAad(addressOf(row), active));
+      let wrapped: Buffer;
+      try {
+        wrapped = wrapDataKey(kek, copy, dataKeyAad(addressOf(row), active));
+      } finally {
+        kek.fill(0);
+      }
       await this.deps.secrets.rewrap(row.id, row.kekVersion, wrapped, active);
     })()
       .catch((err: unknown) =>
@@ -282,7 +342,16 @@ export class SecretService {
     const path = secretPath(rawPath);
     const v = await this.vault(p, vaultId);
     await this.deps.access.authorize(p, v, path, 'write');
-    if (!(await this.deps.secrets.softDelete(v.id, path))) throw new NotFoundError('secret', path);
+    const audit = this.deps.audit.by(p, {
+      action: 'secret.deleted',
+      resourceType: 'secret',
+      resourceId: `${v.id}/${path}`,
+      metadata: { vault_id: v.id, path },
+    });
+    const done = await this.deps.audit.failClosed('secret.deleted', () =>
+      this.deps.secrets.softDelete(v.id, path, (tx) => audit(tx)),
+    );
+    if (!done) throw new NotFoundError('secret', path);
   }
 
   /** Disables one version: it reads as 410 from then on. */
@@ -292,7 +361,16 @@ export class SecretService {
       throw new InvalidArgumentError('version', 'version must be a positive integer');
     const v = await this.vault(p, vaultId);
     await this.deps.access.authorize(p, v, path, 'write');
-    const row = await this.deps.secrets.disable(v.id, path, version);
+    const audit = (tx: Transaction, r: SecretRow) =>
+      this.deps.audit.by(p, {
+        action: 'secret.version_disabled',
+        resourceType: 'secret',
+        resourceId: r.id,
+        metadata: { vault_id: v.id, path, version },
+      })(tx);
+    const row = await this.deps.audit.failClosed('secret.version_disabled', () =>
+      this.deps.secrets.disable(v.id, path, version, audit),
+    );
     if (!row) throw new NotFoundError('secret version', `${path}@${version}`);
     return row;
   }
@@ -303,9 +381,11 @@ export class SecretService {
    */
   async readBundle(p: Principal, v: VaultRow, path: string): Promise<Buffer | undefined> {
     if (!(await this.deps.access.allowed(p, v, path, 'read'))) return undefined;
+    // Only env bundles are read (and counted, and audited) here; anything else at the path is skipped.
+    const found = await this.deps.secrets.find(v.id, path);
+    if (!found || found.type !== 'env_bundle') return undefined;
     try {
-      const r = await this.readAuthorized(p, v, path, 0);
-      return r.row.type === 'env_bundle' ? r.value : undefined;
+      return (await this.readAuthorized(p, v, found, 'env_resolve')).value;
     } catch (err) {
       if (err instanceof NotFoundError || err instanceof GoneError) return undefined;
       throw err;

@@ -4,6 +4,8 @@ import { secretVersions, vaults } from '../db/schema.js';
 
 /** A stored secret version (ciphertext included). */
 export type SecretRow = typeof secretVersions.$inferSelect;
+/** An audit record written inside a store method's transaction (see AuditTrail). */
+export type AuditStep<R> = (tx: Transaction, row: R) => Promise<unknown>;
 /** What a new version stores besides its address and number. */
 export type NewVersion = Omit<typeof secretVersions.$inferInsert, 'vaultId' | 'orgId' | 'path' | 'version'>;
 
@@ -21,6 +23,7 @@ export class SecretStore {
     at: { orgId: string; vaultId: string; path: string },
     maxSecrets: number,
     seal: (version: number) => NewVersion,
+    audit: AuditStep<SecretRow>,
   ): Promise<SecretRow | 'cap'> {
     return this.db.transaction(async (tx) => {
       await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${at.vaultId}), hashtext(${at.path}))`);
@@ -39,6 +42,7 @@ export class SecretStore {
         .insert(secretVersions)
         .values({ ...seal(version), ...at, version })
         .returning();
+      await audit(tx, row!);
       return row!;
     });
   }
@@ -76,8 +80,8 @@ export class SecretStore {
    * expired, and under its `max_access_count` — checked and incremented in one statement, so
    * concurrent reads can never pass the limit.
    */
-  async countRead(id: string): Promise<SecretRow | undefined> {
-    const [row] = await this.db
+  async countRead(id: string, tx: Database | Transaction = this.db): Promise<SecretRow | undefined> {
+    const [row] = await tx
       .update(secretVersions)
       .set({ accessCount: sql`${secretVersions.accessCount} + 1` })
       .where(
@@ -91,6 +95,20 @@ export class SecretStore {
       )
       .returning();
     return row;
+  }
+
+  /**
+   * Commits one read of `row` with its audit record: a version with a read limit is counted first
+   * (undefined when it is exhausted or expired by then, and nothing is written); the record is
+   * written in the same transaction, so a read that cannot be audited is not counted either.
+   */
+  async recordRead(row: SecretRow, audit: AuditStep<SecretRow>): Promise<SecretRow | undefined> {
+    return this.db.transaction(async (tx) => {
+      const counted = row.maxAccessCount !== null ? await this.countRead(row.id, tx) : row;
+      if (!counted) return undefined;
+      await audit(tx, counted);
+      return counted;
+    });
   }
 
   /** The latest live version of every path (optionally under a prefix), in path order. */
@@ -124,36 +142,48 @@ export class SecretStore {
   }
 
   /** Soft-deletes every live version of a path; false when there was none. */
-  async softDelete(vaultId: string, path: string): Promise<boolean> {
-    const r = await this.db
-      .update(secretVersions)
-      .set({ deletedAt: sql`now()` })
-      .where(
-        and(
-          eq(secretVersions.vaultId, vaultId),
-          eq(secretVersions.path, path),
-          isNull(secretVersions.deletedAt),
-        ),
-      )
-      .returning({ id: secretVersions.id });
-    return r.length > 0;
+  async softDelete(vaultId: string, path: string, audit: AuditStep<number>): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      const r = await tx
+        .update(secretVersions)
+        .set({ deletedAt: sql`now()` })
+        .where(
+          and(
+            eq(secretVersions.vaultId, vaultId),
+            eq(secretVersions.path, path),
+            isNull(secretVersions.deletedAt),
+          ),
+        )
+        .returning({ id: secretVersions.id });
+      if (r.length === 0) return false;
+      await audit(tx, r.length);
+      return true;
+    });
   }
 
   /** Disables one live version; undefined when there is no such version. */
-  async disable(vaultId: string, path: string, version: number): Promise<SecretRow | undefined> {
-    const [row] = await this.db
-      .update(secretVersions)
-      .set({ isDisabled: true })
-      .where(
-        and(
-          eq(secretVersions.vaultId, vaultId),
-          eq(secretVersions.path, path),
-          eq(secretVersions.version, version),
-          isNull(secretVersions.deletedAt),
-        ),
-      )
-      .returning();
-    return row;
+  async disable(
+    vaultId: string,
+    path: string,
+    version: number,
+    audit: AuditStep<SecretRow>,
+  ): Promise<SecretRow | undefined> {
+    return this.db.transaction(async (tx) => {
+      const [row] = await tx
+        .update(secretVersions)
+        .set({ isDisabled: true })
+        .where(
+          and(
+            eq(secretVersions.vaultId, vaultId),
+            eq(secretVersions.path, path),
+            eq(secretVersions.version, version),
+            isNull(secretVersions.deletedAt),
+          ),
+        )
+        .returning();
+      if (row) await audit(tx, row);
+      return row;
+    });
   }
 
   /** Replaces a version's wrapped data key if it is still wrapped by `fromKekVersion`. */

@@ -11,6 +11,9 @@ describe('vault names', () => {
   });
   it('caps descriptions and recognises UUIDs', () => {
     expect(() => vaultDescription('d'.repeat(1001))).toThrow(InvalidArgumentError);
+    expect(() => vaultDescription('a\u0000b')).toThrow(/description must not contain NUL/);
+    expect(() => vaultName('pro\u0000d')).toThrow(/name must not contain control/);
+    expect(() => vaultName('line\nbreak')).toThrow(InvalidArgumentError);
     expect(isUuid('00000000-0000-4000-8000-000000000000')).toBe(true);
     expect(isUuid('1234')).toBe(false);
   });

@@ -6,6 +6,7 @@ import {
   ResourceLimitExceededError,
 } from '@custos/service-kit';
 import { type AccessControl, actorOf, managesVault } from '../access/access-control.js';
+import type { AuditTrail } from '../access/audit-trail.js';
 import type { OrgLimits } from '../access/org-limits.js';
 import type { OrgKeyRing } from '../keys/org-key-ring.js';
 import { isUuid, vaultDescription, vaultName } from './vault-fns.js';
@@ -20,6 +21,7 @@ export class VaultService {
     private readonly access: AccessControl,
     private readonly limits: OrgLimits,
     private readonly ring: OrgKeyRing,
+    private readonly audit: AuditTrail,
   ) {}
 
   /** Creates a vault in the caller's org. */
@@ -29,9 +31,18 @@ export class VaultService {
     await this.ensureSystemVaults(p.orgId);
     const limits = await this.limits.of(p.orgId);
     const actor = actorOf(p);
-    const r = await this.store.create(
-      { orgId: p.orgId, name, description, createdBy: actor.id, createdByType: actor.type },
-      limits.maxVaults,
+    const r = await this.audit.failClosed('vault.created', () =>
+      this.store.create(
+        { orgId: p.orgId, name, description, createdBy: actor.id, createdByType: actor.type },
+        limits.maxVaults,
+        (tx, vault) =>
+          this.audit.by(p, {
+            action: 'vault.created',
+            resourceType: 'vault',
+            resourceId: vault.id,
+            metadata: { name },
+          })(tx),
+      ),
     );
     if ('refused' in r) {
       if (r.refused === 'cap') throw new ResourceLimitExceededError('vaults', limits.maxVaults, limits.plan);
@@ -66,7 +77,14 @@ export class VaultService {
     const v = await this.get(p, id);
     if (!managesVault(p, v))
       throw new PermissionDeniedError('only the vault creator or an org admin may delete it');
-    if (!(await this.store.delete(v.id))) throw new NotFoundError('vault', id);
+    const audit = this.audit.by(p, {
+      action: 'vault.deleted',
+      resourceType: 'vault',
+      resourceId: v.id,
+      metadata: { name: v.name },
+    });
+    const done = await this.audit.failClosed('vault.deleted', () => this.store.delete(v.id, audit));
+    if (!done) throw new NotFoundError('vault', id);
   }
 
   /** Starts a new version of the caller's org key-encryption key (org owners and admins). */
@@ -74,7 +92,14 @@ export class VaultService {
     if (p.kind !== 'user' || (p.role !== 'owner' && p.role !== 'admin')) {
       throw new PermissionDeniedError('only an org owner or admin may rotate the org key');
     }
-    return this.ring.rotate(p.orgId);
+    const version = await this.ring.rotate(p.orgId);
+    await this.audit.now(p, {
+      action: 'org_key.rotated',
+      resourceType: 'org_key',
+      resourceId: p.orgId,
+      metadata: { kek_version: version },
+    });
+    return version;
   }
 
   private async ensureSystemVaults(orgId: string): Promise<void> {

@@ -68,6 +68,7 @@ export class VaultStore {
   async create(
     row: typeof vaults.$inferInsert,
     maxVaults: number,
+    audit: (tx: Transaction, vault: VaultRow) => Promise<unknown>,
   ): Promise<{ vault: VaultRow } | { refused: 'cap' | 'name_taken' }> {
     return this.db.transaction(async (tx) => {
       await lockOrgResource(tx, row.orgId, 'vaults');
@@ -79,12 +80,14 @@ export class VaultStore {
         if ((c?.n ?? 0) >= maxVaults) return { refused: 'cap' as const };
       }
       const [inserted] = await tx.insert(vaults).values(row).onConflictDoNothing().returning();
-      return inserted ? { vault: inserted } : { refused: 'name_taken' as const };
+      if (!inserted) return { refused: 'name_taken' as const };
+      await audit(tx, inserted);
+      return { vault: inserted };
     });
   }
 
   /** Deletes a vault and soft-deletes every live secret version in it. */
-  async delete(id: string): Promise<boolean> {
+  async delete(id: string, audit: (tx: Transaction) => Promise<unknown>): Promise<boolean> {
     return this.db.transaction(async (tx) => {
       const done = await tx
         .update(vaults)
@@ -96,6 +99,7 @@ export class VaultStore {
         .update(secretVersions)
         .set({ deletedAt: sql`now()` })
         .where(and(eq(secretVersions.vaultId, id), isNull(secretVersions.deletedAt)));
+      await audit(tx);
       return true;
     });
   }

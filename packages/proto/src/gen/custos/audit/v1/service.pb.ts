@@ -6,24 +6,143 @@
 
 /* eslint-disable */
 import {
+  type CallOptions,
   type ChannelCredentials,
   Client,
   type ClientOptions,
+  type ClientUnaryCall,
+  type handleUnaryCall,
   makeGenericClientConstructor,
+  type Metadata,
+  type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import {
+  ListEventsRequest,
+  ListEventsResponse,
+  RecordEventRequest,
+  RecordEventResponse,
+  VerifyRequest,
+  VerifyResponse,
+} from "./messages.pb.js";
 
 /**
- * AuditService: the per-org hash-chained audit log. RPCs arrive with the Audit issue.
+ * AuditService: the per-org hash-chained audit log (DECISIONS.md: audit). Services write audit
+ * records into their own outbox in the transaction of the action (`audit.recorded` events); the
+ * audit service consumes them from JetStream and chains them per org. Calls carry the caller's
+ * bearer JWT in the `authorization` metadata; the org and actor always come from that JWT.
  * Every service also serves grpc.health.v1.Health.
  */
 export type AuditServiceService = typeof AuditServiceService;
-export const AuditServiceService = {} as const;
+export const AuditServiceService = {
+  /** ListEvents lists the caller's org's records, newest first. Owners and admins only. */
+  listEvents: {
+    path: "/custos.audit.v1.AuditService/ListEvents",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ListEventsRequest): Buffer => Buffer.from(ListEventsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListEventsRequest => ListEventsRequest.decode(value),
+    responseSerialize: (value: ListEventsResponse): Buffer => Buffer.from(ListEventsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListEventsResponse => ListEventsResponse.decode(value),
+  },
+  /**
+   * Verify recomputes every HMAC and link of the caller's org's chain and names the first record
+   * that fails. Owners and admins only.
+   */
+  verify: {
+    path: "/custos.audit.v1.AuditService/Verify",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: VerifyRequest): Buffer => Buffer.from(VerifyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): VerifyRequest => VerifyRequest.decode(value),
+    responseSerialize: (value: VerifyResponse): Buffer => Buffer.from(VerifyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): VerifyResponse => VerifyResponse.decode(value),
+  },
+  /**
+   * RecordEvent appends a record about the calling principal, for a service that owns no tables
+   * (the gateway's IP filter). The actor and org come from the JWT, never from the request.
+   */
+  recordEvent: {
+    path: "/custos.audit.v1.AuditService/RecordEvent",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: RecordEventRequest): Buffer => Buffer.from(RecordEventRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RecordEventRequest => RecordEventRequest.decode(value),
+    responseSerialize: (value: RecordEventResponse): Buffer => Buffer.from(RecordEventResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RecordEventResponse => RecordEventResponse.decode(value),
+  },
+} as const;
 
 export interface AuditServiceServer extends UntypedServiceImplementation {
+  /** ListEvents lists the caller's org's records, newest first. Owners and admins only. */
+  listEvents: handleUnaryCall<ListEventsRequest, ListEventsResponse>;
+  /**
+   * Verify recomputes every HMAC and link of the caller's org's chain and names the first record
+   * that fails. Owners and admins only.
+   */
+  verify: handleUnaryCall<VerifyRequest, VerifyResponse>;
+  /**
+   * RecordEvent appends a record about the calling principal, for a service that owns no tables
+   * (the gateway's IP filter). The actor and org come from the JWT, never from the request.
+   */
+  recordEvent: handleUnaryCall<RecordEventRequest, RecordEventResponse>;
 }
 
 export interface AuditServiceClient extends Client {
+  /** ListEvents lists the caller's org's records, newest first. Owners and admins only. */
+  listEvents(
+    request: ListEventsRequest,
+    callback: (error: ServiceError | null, response: ListEventsResponse) => void,
+  ): ClientUnaryCall;
+  listEvents(
+    request: ListEventsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListEventsResponse) => void,
+  ): ClientUnaryCall;
+  listEvents(
+    request: ListEventsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListEventsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Verify recomputes every HMAC and link of the caller's org's chain and names the first record
+   * that fails. Owners and admins only.
+   */
+  verify(
+    request: VerifyRequest,
+    callback: (error: ServiceError | null, response: VerifyResponse) => void,
+  ): ClientUnaryCall;
+  verify(
+    request: VerifyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: VerifyResponse) => void,
+  ): ClientUnaryCall;
+  verify(
+    request: VerifyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: VerifyResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * RecordEvent appends a record about the calling principal, for a service that owns no tables
+   * (the gateway's IP filter). The actor and org come from the JWT, never from the request.
+   */
+  recordEvent(
+    request: RecordEventRequest,
+    callback: (error: ServiceError | null, response: RecordEventResponse) => void,
+  ): ClientUnaryCall;
+  recordEvent(
+    request: RecordEventRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RecordEventResponse) => void,
+  ): ClientUnaryCall;
+  recordEvent(
+    request: RecordEventRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RecordEventResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const AuditServiceClient = makeGenericClientConstructor(

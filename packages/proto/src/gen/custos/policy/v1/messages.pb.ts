@@ -104,6 +104,74 @@ export interface GetAgentScopesResponse {
   vaultIds: string[];
 }
 
+/** IpRule is one IP allow or block rule of an org (SPEC.md §2.5), in the shape HTTP returns. */
+export interface IpRule {
+  /** The rule (UUID). */
+  id: string;
+  /** The org whose requests the rule filters (UUID). */
+  orgId: string;
+  /**
+   * The normalised network: `address/prefix`, host bits cleared, IPv6 in its short lowercase
+   * form, an IPv4-mapped IPv6 network stored as IPv4.
+   */
+  cidr: string;
+  /** `allow` or `block`. */
+  ruleType: string;
+  /** Free text from the creator; empty when none was given. */
+  description: string;
+  /** The user or agent who created the rule (UUID). */
+  createdBy: string;
+  /** `user` or `agent`. */
+  createdByType: string;
+  /** When the rule was created (RFC 3339). */
+  createdAt: string;
+}
+
+/** ListIpRulesRequest asks for the caller's org's IP rules (the org comes from the JWT). */
+export interface ListIpRulesRequest {
+}
+
+/** ListIpRulesResponse lists the org's IP rules, oldest first. */
+export interface ListIpRulesResponse {
+  /** The rules. */
+  rules: IpRule[];
+}
+
+/** CreateIpRuleRequest carries the HTTP body of a new rule. */
+export interface CreateIpRuleRequest {
+  /**
+   * The body fields exactly as HTTP names them (`cidr`, `rule_type`, `description`); the policy
+   * service validates each one and names the field it refuses.
+   */
+  fields?: { [key: string]: any } | undefined;
+}
+
+/** CreateIpRuleResponse carries the new rule. */
+export interface CreateIpRuleResponse {
+  /** The rule as stored. */
+  rule?: IpRule | undefined;
+}
+
+/** DeleteIpRuleRequest names the rule to remove. */
+export interface DeleteIpRuleRequest {
+  /** The rule (UUID); another org's rule or an unknown id is NOT_FOUND. */
+  ruleId: string;
+}
+
+/** DeleteIpRuleResponse has no fields. */
+export interface DeleteIpRuleResponse {
+}
+
+/** GetOrgIpRulesRequest asks for the rules the gateway's IP filter applies to the caller's org. */
+export interface GetOrgIpRulesRequest {
+}
+
+/** GetOrgIpRulesResponse carries every rule of the caller's org. */
+export interface GetOrgIpRulesResponse {
+  /** The rules, oldest first. */
+  rules: IpRule[];
+}
+
 function createBaseCreatePolicyRequest(): CreatePolicyRequest {
   return { vaultId: "", fields: undefined };
 }
@@ -971,6 +1039,606 @@ export const GetAgentScopesResponse: MessageFns<GetAgentScopesResponse> = {
     const message = createBaseGetAgentScopesResponse();
     message.scopes = object.scopes?.map((e) => e) || [];
     message.vaultIds = object.vaultIds?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseIpRule(): IpRule {
+  return {
+    id: "",
+    orgId: "",
+    cidr: "",
+    ruleType: "",
+    description: "",
+    createdBy: "",
+    createdByType: "",
+    createdAt: "",
+  };
+}
+
+export const IpRule: MessageFns<IpRule> = {
+  encode(message: IpRule, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.orgId !== "") {
+      writer.uint32(18).string(message.orgId);
+    }
+    if (message.cidr !== "") {
+      writer.uint32(26).string(message.cidr);
+    }
+    if (message.ruleType !== "") {
+      writer.uint32(34).string(message.ruleType);
+    }
+    if (message.description !== "") {
+      writer.uint32(42).string(message.description);
+    }
+    if (message.createdBy !== "") {
+      writer.uint32(50).string(message.createdBy);
+    }
+    if (message.createdByType !== "") {
+      writer.uint32(58).string(message.createdByType);
+    }
+    if (message.createdAt !== "") {
+      writer.uint32(66).string(message.createdAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): IpRule {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseIpRule();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.id = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.orgId = reader.string();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.cidr = reader.string();
+          continue;
+        }
+        case 4: {
+          if (tag !== 34) {
+            break;
+          }
+
+          message.ruleType = reader.string();
+          continue;
+        }
+        case 5: {
+          if (tag !== 42) {
+            break;
+          }
+
+          message.description = reader.string();
+          continue;
+        }
+        case 6: {
+          if (tag !== 50) {
+            break;
+          }
+
+          message.createdBy = reader.string();
+          continue;
+        }
+        case 7: {
+          if (tag !== 58) {
+            break;
+          }
+
+          message.createdByType = reader.string();
+          continue;
+        }
+        case 8: {
+          if (tag !== 66) {
+            break;
+          }
+
+          message.createdAt = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): IpRule {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      orgId: isSet(object.orgId) ? globalThis.String(object.orgId) : "",
+      cidr: isSet(object.cidr) ? globalThis.String(object.cidr) : "",
+      ruleType: isSet(object.ruleType) ? globalThis.String(object.ruleType) : "",
+      description: isSet(object.description) ? globalThis.String(object.description) : "",
+      createdBy: isSet(object.createdBy) ? globalThis.String(object.createdBy) : "",
+      createdByType: isSet(object.createdByType) ? globalThis.String(object.createdByType) : "",
+      createdAt: isSet(object.createdAt) ? globalThis.String(object.createdAt) : "",
+    };
+  },
+
+  toJSON(message: IpRule): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.cidr !== "") {
+      obj.cidr = message.cidr;
+    }
+    if (message.ruleType !== "") {
+      obj.ruleType = message.ruleType;
+    }
+    if (message.description !== "") {
+      obj.description = message.description;
+    }
+    if (message.createdBy !== "") {
+      obj.createdBy = message.createdBy;
+    }
+    if (message.createdByType !== "") {
+      obj.createdByType = message.createdByType;
+    }
+    if (message.createdAt !== "") {
+      obj.createdAt = message.createdAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<IpRule>, I>>(base?: I): IpRule {
+    return IpRule.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<IpRule>, I>>(object: I): IpRule {
+    const message = createBaseIpRule();
+    message.id = object.id ?? "";
+    message.orgId = object.orgId ?? "";
+    message.cidr = object.cidr ?? "";
+    message.ruleType = object.ruleType ?? "";
+    message.description = object.description ?? "";
+    message.createdBy = object.createdBy ?? "";
+    message.createdByType = object.createdByType ?? "";
+    message.createdAt = object.createdAt ?? "";
+    return message;
+  },
+};
+
+function createBaseListIpRulesRequest(): ListIpRulesRequest {
+  return {};
+}
+
+export const ListIpRulesRequest: MessageFns<ListIpRulesRequest> = {
+  encode(_: ListIpRulesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListIpRulesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseListIpRulesRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(_: any): ListIpRulesRequest {
+    return {};
+  },
+
+  toJSON(_: ListIpRulesRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListIpRulesRequest>, I>>(base?: I): ListIpRulesRequest {
+    return ListIpRulesRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListIpRulesRequest>, I>>(_: I): ListIpRulesRequest {
+    const message = createBaseListIpRulesRequest();
+    return message;
+  },
+};
+
+function createBaseListIpRulesResponse(): ListIpRulesResponse {
+  return { rules: [] };
+}
+
+export const ListIpRulesResponse: MessageFns<ListIpRulesResponse> = {
+  encode(message: ListIpRulesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.rules) {
+      IpRule.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListIpRulesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseListIpRulesResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.rules.push(IpRule.decode(reader, reader.uint32()));
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): ListIpRulesResponse {
+    return { rules: globalThis.Array.isArray(object?.rules) ? object.rules.map((e: any) => IpRule.fromJSON(e)) : [] };
+  },
+
+  toJSON(message: ListIpRulesResponse): unknown {
+    const obj: any = {};
+    if (message.rules?.length) {
+      obj.rules = message.rules.map((e) => IpRule.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListIpRulesResponse>, I>>(base?: I): ListIpRulesResponse {
+    return ListIpRulesResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListIpRulesResponse>, I>>(object: I): ListIpRulesResponse {
+    const message = createBaseListIpRulesResponse();
+    message.rules = object.rules?.map((e) => IpRule.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseCreateIpRuleRequest(): CreateIpRuleRequest {
+  return { fields: undefined };
+}
+
+export const CreateIpRuleRequest: MessageFns<CreateIpRuleRequest> = {
+  encode(message: CreateIpRuleRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.fields !== undefined) {
+      Struct.encode(Struct.wrap(message.fields), writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateIpRuleRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseCreateIpRuleRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.fields = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): CreateIpRuleRequest {
+    return { fields: isObject(object.fields) ? object.fields : undefined };
+  },
+
+  toJSON(message: CreateIpRuleRequest): unknown {
+    const obj: any = {};
+    if (message.fields !== undefined) {
+      obj.fields = message.fields;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateIpRuleRequest>, I>>(base?: I): CreateIpRuleRequest {
+    return CreateIpRuleRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateIpRuleRequest>, I>>(object: I): CreateIpRuleRequest {
+    const message = createBaseCreateIpRuleRequest();
+    message.fields = object.fields ?? undefined;
+    return message;
+  },
+};
+
+function createBaseCreateIpRuleResponse(): CreateIpRuleResponse {
+  return { rule: undefined };
+}
+
+export const CreateIpRuleResponse: MessageFns<CreateIpRuleResponse> = {
+  encode(message: CreateIpRuleResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.rule !== undefined) {
+      IpRule.encode(message.rule, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateIpRuleResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseCreateIpRuleResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.rule = IpRule.decode(reader, reader.uint32());
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): CreateIpRuleResponse {
+    return { rule: isSet(object.rule) ? IpRule.fromJSON(object.rule) : undefined };
+  },
+
+  toJSON(message: CreateIpRuleResponse): unknown {
+    const obj: any = {};
+    if (message.rule !== undefined) {
+      obj.rule = IpRule.toJSON(message.rule);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateIpRuleResponse>, I>>(base?: I): CreateIpRuleResponse {
+    return CreateIpRuleResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateIpRuleResponse>, I>>(object: I): CreateIpRuleResponse {
+    const message = createBaseCreateIpRuleResponse();
+    message.rule = (object.rule !== undefined && object.rule !== null) ? IpRule.fromPartial(object.rule) : undefined;
+    return message;
+  },
+};
+
+function createBaseDeleteIpRuleRequest(): DeleteIpRuleRequest {
+  return { ruleId: "" };
+}
+
+export const DeleteIpRuleRequest: MessageFns<DeleteIpRuleRequest> = {
+  encode(message: DeleteIpRuleRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.ruleId !== "") {
+      writer.uint32(10).string(message.ruleId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteIpRuleRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseDeleteIpRuleRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.ruleId = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): DeleteIpRuleRequest {
+    return { ruleId: isSet(object.ruleId) ? globalThis.String(object.ruleId) : "" };
+  },
+
+  toJSON(message: DeleteIpRuleRequest): unknown {
+    const obj: any = {};
+    if (message.ruleId !== "") {
+      obj.ruleId = message.ruleId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteIpRuleRequest>, I>>(base?: I): DeleteIpRuleRequest {
+    return DeleteIpRuleRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteIpRuleRequest>, I>>(object: I): DeleteIpRuleRequest {
+    const message = createBaseDeleteIpRuleRequest();
+    message.ruleId = object.ruleId ?? "";
+    return message;
+  },
+};
+
+function createBaseDeleteIpRuleResponse(): DeleteIpRuleResponse {
+  return {};
+}
+
+export const DeleteIpRuleResponse: MessageFns<DeleteIpRuleResponse> = {
+  encode(_: DeleteIpRuleResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteIpRuleResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseDeleteIpRuleResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(_: any): DeleteIpRuleResponse {
+    return {};
+  },
+
+  toJSON(_: DeleteIpRuleResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteIpRuleResponse>, I>>(base?: I): DeleteIpRuleResponse {
+    return DeleteIpRuleResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteIpRuleResponse>, I>>(_: I): DeleteIpRuleResponse {
+    const message = createBaseDeleteIpRuleResponse();
+    return message;
+  },
+};
+
+function createBaseGetOrgIpRulesRequest(): GetOrgIpRulesRequest {
+  return {};
+}
+
+export const GetOrgIpRulesRequest: MessageFns<GetOrgIpRulesRequest> = {
+  encode(_: GetOrgIpRulesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetOrgIpRulesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseGetOrgIpRulesRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(_: any): GetOrgIpRulesRequest {
+    return {};
+  },
+
+  toJSON(_: GetOrgIpRulesRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetOrgIpRulesRequest>, I>>(base?: I): GetOrgIpRulesRequest {
+    return GetOrgIpRulesRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetOrgIpRulesRequest>, I>>(_: I): GetOrgIpRulesRequest {
+    const message = createBaseGetOrgIpRulesRequest();
+    return message;
+  },
+};
+
+function createBaseGetOrgIpRulesResponse(): GetOrgIpRulesResponse {
+  return { rules: [] };
+}
+
+export const GetOrgIpRulesResponse: MessageFns<GetOrgIpRulesResponse> = {
+  encode(message: GetOrgIpRulesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.rules) {
+      IpRule.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetOrgIpRulesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseGetOrgIpRulesResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.rules.push(IpRule.decode(reader, reader.uint32()));
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): GetOrgIpRulesResponse {
+    return { rules: globalThis.Array.isArray(object?.rules) ? object.rules.map((e: any) => IpRule.fromJSON(e)) : [] };
+  },
+
+  toJSON(message: GetOrgIpRulesResponse): unknown {
+    const obj: any = {};
+    if (message.rules?.length) {
+      obj.rules = message.rules.map((e) => IpRule.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetOrgIpRulesResponse>, I>>(base?: I): GetOrgIpRulesResponse {
+    return GetOrgIpRulesResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetOrgIpRulesResponse>, I>>(object: I): GetOrgIpRulesResponse {
+    const message = createBaseGetOrgIpRulesResponse();
+    message.rules = object.rules?.map((e) => IpRule.fromPartial(e)) || [];
     return message;
   },
 };

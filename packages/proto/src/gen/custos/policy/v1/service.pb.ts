@@ -18,14 +18,22 @@ import {
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import {
+  CreateIpRuleRequest,
+  CreateIpRuleResponse,
   CreatePolicyRequest,
   CreatePolicyResponse,
   DecideRequest,
   DecideResponse,
+  DeleteIpRuleRequest,
+  DeleteIpRuleResponse,
   DeletePolicyRequest,
   DeletePolicyResponse,
   GetAgentScopesRequest,
   GetAgentScopesResponse,
+  GetOrgIpRulesRequest,
+  GetOrgIpRulesResponse,
+  ListIpRulesRequest,
+  ListIpRulesResponse,
   ListPoliciesRequest,
   ListPoliciesResponse,
   UpdatePolicyRequest,
@@ -33,8 +41,8 @@ import {
 } from "./messages.pb.js";
 
 /**
- * PolicyService owns grants (secret-path policies) and answers access decisions (SPEC.md §2.3,
- * §4.3). Calls carry the caller's bearer JWT in the `authorization` metadata and the client's
+ * PolicyService owns grants (secret-path policies) and IP rules, and answers access decisions
+ * (SPEC.md §2.3, §2.5, §4.3, §4.7). Calls carry the caller's bearer JWT in the `authorization` metadata and the client's
  * address in `x-custos-client-ip`; the service verifies the JWT itself and never takes a principal
  * from a request body. Every service also serves grpc.health.v1.Health.
  */
@@ -116,6 +124,58 @@ export const PolicyServiceService = {
       Buffer.from(GetAgentScopesResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetAgentScopesResponse => GetAgentScopesResponse.decode(value),
   },
+  /** ListIpRules lists the caller's org's IP allow/block rules. Owners and admins only. */
+  listIpRules: {
+    path: "/custos.policy.v1.PolicyService/ListIpRules",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ListIpRulesRequest): Buffer => Buffer.from(ListIpRulesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListIpRulesRequest => ListIpRulesRequest.decode(value),
+    responseSerialize: (value: ListIpRulesResponse): Buffer => Buffer.from(ListIpRulesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListIpRulesResponse => ListIpRulesResponse.decode(value),
+  },
+  /**
+   * CreateIpRule adds an IP rule to the caller's org and audits `ip_rule.created`. Owners and
+   * admins only.
+   */
+  createIpRule: {
+    path: "/custos.policy.v1.PolicyService/CreateIpRule",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: CreateIpRuleRequest): Buffer => Buffer.from(CreateIpRuleRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateIpRuleRequest => CreateIpRuleRequest.decode(value),
+    responseSerialize: (value: CreateIpRuleResponse): Buffer =>
+      Buffer.from(CreateIpRuleResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateIpRuleResponse => CreateIpRuleResponse.decode(value),
+  },
+  /**
+   * DeleteIpRule removes an IP rule of the caller's org and audits `ip_rule.deleted`. Owners and
+   * admins only.
+   */
+  deleteIpRule: {
+    path: "/custos.policy.v1.PolicyService/DeleteIpRule",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: DeleteIpRuleRequest): Buffer => Buffer.from(DeleteIpRuleRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteIpRuleRequest => DeleteIpRuleRequest.decode(value),
+    responseSerialize: (value: DeleteIpRuleResponse): Buffer =>
+      Buffer.from(DeleteIpRuleResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteIpRuleResponse => DeleteIpRuleResponse.decode(value),
+  },
+  /**
+   * GetOrgIpRules returns every IP rule of the caller's org (any verified principal of it), for the
+   * gateway's IP filter (SPEC.md §7), which caches the answer briefly.
+   */
+  getOrgIpRules: {
+    path: "/custos.policy.v1.PolicyService/GetOrgIpRules",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: GetOrgIpRulesRequest): Buffer => Buffer.from(GetOrgIpRulesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetOrgIpRulesRequest => GetOrgIpRulesRequest.decode(value),
+    responseSerialize: (value: GetOrgIpRulesResponse): Buffer =>
+      Buffer.from(GetOrgIpRulesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetOrgIpRulesResponse => GetOrgIpRulesResponse.decode(value),
+  },
 } as const;
 
 export interface PolicyServiceServer extends UntypedServiceImplementation {
@@ -141,6 +201,23 @@ export interface PolicyServiceServer extends UntypedServiceImplementation {
    * `scopes` and `vault_ids` claims identity puts in agent tokens.
    */
   getAgentScopes: handleUnaryCall<GetAgentScopesRequest, GetAgentScopesResponse>;
+  /** ListIpRules lists the caller's org's IP allow/block rules. Owners and admins only. */
+  listIpRules: handleUnaryCall<ListIpRulesRequest, ListIpRulesResponse>;
+  /**
+   * CreateIpRule adds an IP rule to the caller's org and audits `ip_rule.created`. Owners and
+   * admins only.
+   */
+  createIpRule: handleUnaryCall<CreateIpRuleRequest, CreateIpRuleResponse>;
+  /**
+   * DeleteIpRule removes an IP rule of the caller's org and audits `ip_rule.deleted`. Owners and
+   * admins only.
+   */
+  deleteIpRule: handleUnaryCall<DeleteIpRuleRequest, DeleteIpRuleResponse>;
+  /**
+   * GetOrgIpRules returns every IP rule of the caller's org (any verified principal of it), for the
+   * gateway's IP filter (SPEC.md §7), which caches the answer briefly.
+   */
+  getOrgIpRules: handleUnaryCall<GetOrgIpRulesRequest, GetOrgIpRulesResponse>;
 }
 
 export interface PolicyServiceClient extends Client {
@@ -249,6 +326,79 @@ export interface PolicyServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetAgentScopesResponse) => void,
+  ): ClientUnaryCall;
+  /** ListIpRules lists the caller's org's IP allow/block rules. Owners and admins only. */
+  listIpRules(
+    request: ListIpRulesRequest,
+    callback: (error: ServiceError | null, response: ListIpRulesResponse) => void,
+  ): ClientUnaryCall;
+  listIpRules(
+    request: ListIpRulesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListIpRulesResponse) => void,
+  ): ClientUnaryCall;
+  listIpRules(
+    request: ListIpRulesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListIpRulesResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * CreateIpRule adds an IP rule to the caller's org and audits `ip_rule.created`. Owners and
+   * admins only.
+   */
+  createIpRule(
+    request: CreateIpRuleRequest,
+    callback: (error: ServiceError | null, response: CreateIpRuleResponse) => void,
+  ): ClientUnaryCall;
+  createIpRule(
+    request: CreateIpRuleRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateIpRuleResponse) => void,
+  ): ClientUnaryCall;
+  createIpRule(
+    request: CreateIpRuleRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateIpRuleResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * DeleteIpRule removes an IP rule of the caller's org and audits `ip_rule.deleted`. Owners and
+   * admins only.
+   */
+  deleteIpRule(
+    request: DeleteIpRuleRequest,
+    callback: (error: ServiceError | null, response: DeleteIpRuleResponse) => void,
+  ): ClientUnaryCall;
+  deleteIpRule(
+    request: DeleteIpRuleRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteIpRuleResponse) => void,
+  ): ClientUnaryCall;
+  deleteIpRule(
+    request: DeleteIpRuleRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteIpRuleResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * GetOrgIpRules returns every IP rule of the caller's org (any verified principal of it), for the
+   * gateway's IP filter (SPEC.md §7), which caches the answer briefly.
+   */
+  getOrgIpRules(
+    request: GetOrgIpRulesRequest,
+    callback: (error: ServiceError | null, response: GetOrgIpRulesResponse) => void,
+  ): ClientUnaryCall;
+  getOrgIpRules(
+    request: GetOrgIpRulesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetOrgIpRulesResponse) => void,
+  ): ClientUnaryCall;
+  getOrgIpRules(
+    request: GetOrgIpRulesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetOrgIpRulesResponse) => void,
   ): ClientUnaryCall;
 }
 

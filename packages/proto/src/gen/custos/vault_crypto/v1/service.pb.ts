@@ -51,6 +51,22 @@ import {
   RotateSecretRequest,
   RotateSecretResponse,
 } from "./secrets.pb.js";
+import {
+  AcceptShareRequest,
+  AcceptShareResponse,
+  AccessShareRequest,
+  AccessShareResponse,
+  CreateShareRequest,
+  CreateShareResponse,
+  DeclineShareRequest,
+  DeclineShareResponse,
+  ListInboundSharesRequest,
+  ListInboundSharesResponse,
+  ListOutboundSharesRequest,
+  ListOutboundSharesResponse,
+  RevokeShareRequest,
+  RevokeShareResponse,
+} from "./shares.pb.js";
 
 /**
  * VaultCryptoService owns vaults, secret versions and the organisation key-encryption keys
@@ -228,6 +244,84 @@ export const VaultCryptoServiceService = {
       Buffer.from(RotateOrgKeyResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RotateOrgKeyResponse => RotateOrgKeyResponse.decode(value),
   },
+  /** CreateShare shares a secret version the caller may read (10 creations a minute per org). */
+  createShare: {
+    path: "/custos.vault_crypto.v1.VaultCryptoService/CreateShare",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: CreateShareRequest): Buffer => Buffer.from(CreateShareRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateShareRequest => CreateShareRequest.decode(value),
+    responseSerialize: (value: CreateShareResponse): Buffer => Buffer.from(CreateShareResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateShareResponse => CreateShareResponse.decode(value),
+  },
+  /** ListOutboundShares lists the shares the caller created. */
+  listOutboundShares: {
+    path: "/custos.vault_crypto.v1.VaultCryptoService/ListOutboundShares",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ListOutboundSharesRequest): Buffer =>
+      Buffer.from(ListOutboundSharesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListOutboundSharesRequest => ListOutboundSharesRequest.decode(value),
+    responseSerialize: (value: ListOutboundSharesResponse): Buffer =>
+      Buffer.from(ListOutboundSharesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListOutboundSharesResponse => ListOutboundSharesResponse.decode(value),
+  },
+  /** ListInboundShares lists the shares addressed to the caller (user, agent and creator shares). */
+  listInboundShares: {
+    path: "/custos.vault_crypto.v1.VaultCryptoService/ListInboundShares",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ListInboundSharesRequest): Buffer =>
+      Buffer.from(ListInboundSharesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListInboundSharesRequest => ListInboundSharesRequest.decode(value),
+    responseSerialize: (value: ListInboundSharesResponse): Buffer =>
+      Buffer.from(ListInboundSharesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListInboundSharesResponse => ListInboundSharesResponse.decode(value),
+  },
+  /** AcceptShare records that the recipient accepted a share. */
+  acceptShare: {
+    path: "/custos.vault_crypto.v1.VaultCryptoService/AcceptShare",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: AcceptShareRequest): Buffer => Buffer.from(AcceptShareRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AcceptShareRequest => AcceptShareRequest.decode(value),
+    responseSerialize: (value: AcceptShareResponse): Buffer => Buffer.from(AcceptShareResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AcceptShareResponse => AcceptShareResponse.decode(value),
+  },
+  /** DeclineShare records that the recipient declined a share; it no longer opens. */
+  declineShare: {
+    path: "/custos.vault_crypto.v1.VaultCryptoService/DeclineShare",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: DeclineShareRequest): Buffer => Buffer.from(DeclineShareRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeclineShareRequest => DeclineShareRequest.decode(value),
+    responseSerialize: (value: DeclineShareResponse): Buffer =>
+      Buffer.from(DeclineShareResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeclineShareResponse => DeclineShareResponse.decode(value),
+  },
+  /** RevokeShare revokes a share (its creator or an org owner or admin). */
+  revokeShare: {
+    path: "/custos.vault_crypto.v1.VaultCryptoService/RevokeShare",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: RevokeShareRequest): Buffer => Buffer.from(RevokeShareRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RevokeShareRequest => RevokeShareRequest.decode(value),
+    responseSerialize: (value: RevokeShareResponse): Buffer => Buffer.from(RevokeShareResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RevokeShareResponse => RevokeShareResponse.decode(value),
+  },
+  /**
+   * AccessShare opens a share: no JWT needed unless the share names a recipient; the passphrase,
+   * IP allowlist, expiry and access count are enforced here and every attempt is audited.
+   */
+  accessShare: {
+    path: "/custos.vault_crypto.v1.VaultCryptoService/AccessShare",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: AccessShareRequest): Buffer => Buffer.from(AccessShareRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AccessShareRequest => AccessShareRequest.decode(value),
+    responseSerialize: (value: AccessShareResponse): Buffer => Buffer.from(AccessShareResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AccessShareResponse => AccessShareResponse.decode(value),
+  },
 } as const;
 
 export interface VaultCryptoServiceServer extends UntypedServiceImplementation {
@@ -267,6 +361,23 @@ export interface VaultCryptoServiceServer extends UntypedServiceImplementation {
   resolveEnvVars: handleUnaryCall<ResolveEnvVarsRequest, ResolveEnvVarsResponse>;
   /** RotateOrgKey starts a new version of the caller's org key-encryption key (owner or admin). */
   rotateOrgKey: handleUnaryCall<RotateOrgKeyRequest, RotateOrgKeyResponse>;
+  /** CreateShare shares a secret version the caller may read (10 creations a minute per org). */
+  createShare: handleUnaryCall<CreateShareRequest, CreateShareResponse>;
+  /** ListOutboundShares lists the shares the caller created. */
+  listOutboundShares: handleUnaryCall<ListOutboundSharesRequest, ListOutboundSharesResponse>;
+  /** ListInboundShares lists the shares addressed to the caller (user, agent and creator shares). */
+  listInboundShares: handleUnaryCall<ListInboundSharesRequest, ListInboundSharesResponse>;
+  /** AcceptShare records that the recipient accepted a share. */
+  acceptShare: handleUnaryCall<AcceptShareRequest, AcceptShareResponse>;
+  /** DeclineShare records that the recipient declined a share; it no longer opens. */
+  declineShare: handleUnaryCall<DeclineShareRequest, DeclineShareResponse>;
+  /** RevokeShare revokes a share (its creator or an org owner or admin). */
+  revokeShare: handleUnaryCall<RevokeShareRequest, RevokeShareResponse>;
+  /**
+   * AccessShare opens a share: no JWT needed unless the share names a recipient; the passphrase,
+   * IP allowlist, expiry and access count are enforced here and every attempt is audited.
+   */
+  accessShare: handleUnaryCall<AccessShareRequest, AccessShareResponse>;
 }
 
 export interface VaultCryptoServiceClient extends Client {
@@ -515,6 +626,121 @@ export interface VaultCryptoServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RotateOrgKeyResponse) => void,
+  ): ClientUnaryCall;
+  /** CreateShare shares a secret version the caller may read (10 creations a minute per org). */
+  createShare(
+    request: CreateShareRequest,
+    callback: (error: ServiceError | null, response: CreateShareResponse) => void,
+  ): ClientUnaryCall;
+  createShare(
+    request: CreateShareRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateShareResponse) => void,
+  ): ClientUnaryCall;
+  createShare(
+    request: CreateShareRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateShareResponse) => void,
+  ): ClientUnaryCall;
+  /** ListOutboundShares lists the shares the caller created. */
+  listOutboundShares(
+    request: ListOutboundSharesRequest,
+    callback: (error: ServiceError | null, response: ListOutboundSharesResponse) => void,
+  ): ClientUnaryCall;
+  listOutboundShares(
+    request: ListOutboundSharesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListOutboundSharesResponse) => void,
+  ): ClientUnaryCall;
+  listOutboundShares(
+    request: ListOutboundSharesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListOutboundSharesResponse) => void,
+  ): ClientUnaryCall;
+  /** ListInboundShares lists the shares addressed to the caller (user, agent and creator shares). */
+  listInboundShares(
+    request: ListInboundSharesRequest,
+    callback: (error: ServiceError | null, response: ListInboundSharesResponse) => void,
+  ): ClientUnaryCall;
+  listInboundShares(
+    request: ListInboundSharesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListInboundSharesResponse) => void,
+  ): ClientUnaryCall;
+  listInboundShares(
+    request: ListInboundSharesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListInboundSharesResponse) => void,
+  ): ClientUnaryCall;
+  /** AcceptShare records that the recipient accepted a share. */
+  acceptShare(
+    request: AcceptShareRequest,
+    callback: (error: ServiceError | null, response: AcceptShareResponse) => void,
+  ): ClientUnaryCall;
+  acceptShare(
+    request: AcceptShareRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AcceptShareResponse) => void,
+  ): ClientUnaryCall;
+  acceptShare(
+    request: AcceptShareRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AcceptShareResponse) => void,
+  ): ClientUnaryCall;
+  /** DeclineShare records that the recipient declined a share; it no longer opens. */
+  declineShare(
+    request: DeclineShareRequest,
+    callback: (error: ServiceError | null, response: DeclineShareResponse) => void,
+  ): ClientUnaryCall;
+  declineShare(
+    request: DeclineShareRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeclineShareResponse) => void,
+  ): ClientUnaryCall;
+  declineShare(
+    request: DeclineShareRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeclineShareResponse) => void,
+  ): ClientUnaryCall;
+  /** RevokeShare revokes a share (its creator or an org owner or admin). */
+  revokeShare(
+    request: RevokeShareRequest,
+    callback: (error: ServiceError | null, response: RevokeShareResponse) => void,
+  ): ClientUnaryCall;
+  revokeShare(
+    request: RevokeShareRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RevokeShareResponse) => void,
+  ): ClientUnaryCall;
+  revokeShare(
+    request: RevokeShareRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RevokeShareResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * AccessShare opens a share: no JWT needed unless the share names a recipient; the passphrase,
+   * IP allowlist, expiry and access count are enforced here and every attempt is audited.
+   */
+  accessShare(
+    request: AccessShareRequest,
+    callback: (error: ServiceError | null, response: AccessShareResponse) => void,
+  ): ClientUnaryCall;
+  accessShare(
+    request: AccessShareRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AccessShareResponse) => void,
+  ): ClientUnaryCall;
+  accessShare(
+    request: AccessShareRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AccessShareResponse) => void,
   ): ClientUnaryCall;
 }
 

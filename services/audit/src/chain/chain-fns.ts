@@ -1,0 +1,119 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+/** The `prev_hash` of an org's first record. */
+export const GENESIS_HASH = '0'.repeat(64);
+
+/** The fields of a record that its HMAC covers (DECISIONS.md: audit). */
+export interface ChainedFields {
+  prevHash: string;
+  orgId: string;
+  actorType: string;
+  actorId: string | null;
+  action: string;
+  resourceType: string;
+  resourceId: string | null;
+  metadata: unknown;
+  createdAt: Date;
+}
+
+/**
+ * Canonical JSON: object keys sorted by code unit at every depth, no whitespace, arrays in order.
+ * It is what Postgres `jsonb` preserves (key order and spacing are not), so a record read back
+ * hashes to what was written.
+ */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') {
+    const s = JSON.stringify(value);
+    // undefined, functions and symbols have no JSON form; a record never holds them.
+    if (s === undefined) throw new Error('value has no JSON form');
+    return s;
+  }
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+}
+
+/**
+ * `integrity_hash` = lowercase hex HMAC-SHA256 over the canonical JSON of
+ * `[prev_hash, org_id, actor_type, actor_id, action, resource, metadata, created_at]`, where
+ * `resource` is `{type, id}` and `created_at` is ISO 8601 with milliseconds in UTC.
+ */
+export function integrityHash(key: Buffer, f: ChainedFields): string {
+  const message = canonicalJson([
+    f.prevHash,
+    f.orgId,
+    f.actorType,
+    f.actorId,
+    f.action,
+    { type: f.resourceType, id: f.resourceId },
+    f.metadata,
+    f.createdAt.toISOString(),
+  ]);
+  return createHmac('sha256', key).update(message, 'utf8').digest('hex');
+}
+
+/** Constant-time comparison of two hex hashes. */
+export function sameHash(a: string, b: string): boolean {
+  const x = Buffer.from(a, 'utf8');
+  const y = Buffer.from(b, 'utf8');
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** Why a record fails verification. */
+export type BreakReason = 'hmac_mismatch' | 'link_mismatch' | 'sequence_gap' | 'head_mismatch';
+
+/** A stored record as verification reads it. */
+export interface StoredRecord extends ChainedFields {
+  id: string;
+  seq: number;
+  integrityHash: string;
+}
+
+/**
+ * Walks records in sequence order and reports the first that fails. Feed it every record of one
+ * org's chain, then call `finish` with the stored chain head.
+ */
+export class ChainVerifier {
+  private expectedSeq = 1;
+  private expectedPrev = GENESIS_HASH;
+  private lastId: string | null = null;
+  checked = 0;
+  verified = 0;
+  broken: { id: string | null; seq: number; reason: BreakReason } | undefined;
+
+  constructor(private readonly key: Buffer) {}
+
+  /** Checks the next record; false once the chain is broken (later records are not examined). */
+  next(r: StoredRecord): boolean {
+    if (this.broken) return false;
+    this.checked += 1;
+    let reason: BreakReason | undefined;
+    if (!sameHash(integrityHash(this.key, r), r.integrityHash)) reason = 'hmac_mismatch';
+    else if (r.seq !== this.expectedSeq) reason = 'sequence_gap';
+    else if (!sameHash(r.prevHash, this.expectedPrev)) reason = 'link_mismatch';
+    if (reason) {
+      this.broken = { id: r.id, seq: r.seq, reason };
+      return false;
+    }
+    this.verified += 1;
+    this.expectedSeq += 1;
+    this.expectedPrev = r.integrityHash;
+    this.lastId = r.id;
+    return true;
+  }
+
+  /**
+   * After the last record: the chain head must name the last record's position and hash, or records
+   * were removed from the end (the last intact record is named).
+   */
+  finish(head: { seq: number; hash: string } | undefined): void {
+    if (this.broken) return;
+    const seq = head?.seq ?? 0;
+    const hash = head?.hash ?? GENESIS_HASH;
+    if (seq !== this.expectedSeq - 1 || !sameHash(hash, this.expectedPrev)) {
+      this.broken = { id: this.lastId, seq: this.expectedSeq - 1, reason: 'head_mismatch' };
+    }
+  }
+}

@@ -1,0 +1,45 @@
+import type { Request, RequestHandler } from 'express';
+import { Router } from 'express';
+import { AuditServiceClient } from '@custos/proto/custos/audit/v1/service';
+import { InvalidArgumentError, unaryCaller } from '@custos/service-kit';
+import type { Peers } from '../peers.js';
+import { declareRoute } from './routes.js';
+
+/** A whole-number query parameter in [min, max]; a 400 naming it otherwise. */
+function intParam(req: Request, name: string, fallback: number, min: number, max: number): number {
+  const v = req.query[name];
+  if (v === undefined) return fallback;
+  if (typeof v !== 'string' || !/^\d{1,10}$/.test(v) || Number(v) < min || Number(v) > max) {
+    throw new InvalidArgumentError(name, `${name} must be an integer from ${min} to ${max}`);
+  }
+  return Number(v);
+}
+
+/** The org's audit log (spec §4.7); the audit service checks that the caller is an owner or admin. */
+export function auditRoutes(
+  peers: Peers,
+  guards: { authenticated: RequestHandler[]; human: RequestHandler[] },
+): Router {
+  const router = Router();
+  const audit = peers.client(AuditServiceClient, 'audit');
+  const call = unaryCaller(audit);
+
+  declareRoute(router, guards, 'get', '/v1/audit/events', 'authenticated', async (req, res) => {
+    const action = req.query['action'];
+    if (action !== undefined && typeof action !== 'string')
+      throw new InvalidArgumentError('action', 'action must be given once, as a string');
+    const r = await call(audit.listEvents, {
+      limit: intParam(req, 'limit', 100, 1, 1000),
+      offset: intParam(req, 'offset', 0, 0, 2 ** 31 - 1),
+      action: action ?? '',
+    });
+    res.json({ events: r.events, count: Number(r.count) });
+  });
+
+  declareRoute(router, guards, 'get', '/v1/audit/verify', 'authenticated', async (_req, res) => {
+    const r = await call(audit.verify, {});
+    res.json(r.result);
+  });
+
+  return router;
+}
