@@ -143,6 +143,16 @@ describe('agents: registration, settings, key exchange, rotation, deactivation',
     expect(plain).not.toHaveProperty('intents_api_enabled');
   });
 
+  it('ignores a stray Authorization header on the public exchange (it is not forwarded to policy)', async () => {
+    const a = await createAgent();
+    const stranger = await quickUser(mesh);
+    for (const token of [stranger.token, 'not-a-jwt']) {
+      const r = await api(mesh, 'POST', '/v1/auth/agent-token', { token, body: { api_key: a.apiKey } });
+      expect(r.status).toBe(200);
+      expect(r.body['access_token']).toEqual(expect.any(String));
+    }
+  });
+
   it('refuses a wrong key, a key with another agent id, and garbage alike with 401', async () => {
     const a = await createAgent();
     const b = await createAgent();

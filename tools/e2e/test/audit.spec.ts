@@ -235,6 +235,14 @@ describe('audit: fail-closed records, the per-org hash chain, query and verify',
     const vault = await newVault(user);
     expect((await put(user, vault, 'outage/key', { type: 'password', value: 'pw-outage' })).status).toBe(201);
     await eventually(user, 'secret.write', 1);
+    // Let the sign-up's own records (from identity) land first, so only the reads arrive later.
+    let seen = (await events(user)).length;
+    for (;;) {
+      await new Promise((r) => setTimeout(r, 750));
+      const now = (await events(user)).length;
+      if (now === seen) break;
+      seen = now;
+    }
 
     await mesh.kill('audit');
     const requestIds: string[] = [];

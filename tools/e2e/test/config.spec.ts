@@ -19,6 +19,7 @@ const VALID = {
   KMS_PROVIDER: 'local',
   LOCAL_KMS_MASTER_KEY: Buffer.alloc(32, 7).toString('base64'),
   TOKEN_SIGNING_KEK: Buffer.alloc(32, 9).toString('base64'),
+  AUDIT_HMAC_KEY: Buffer.alloc(32, 7).toString('base64'),
   MAIL_DIR: '/tmp',
 };
 

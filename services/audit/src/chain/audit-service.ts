@@ -132,10 +132,11 @@ export class AuditService {
   async verify(p: Principal): Promise<Record<string, unknown>> {
     requireAuditor(p);
     const verifier = new ChainVerifier(this.key);
-    for await (const r of this.store.walk(p.orgId)) {
+    const head = await this.store.head(p.orgId);
+    for await (const r of this.store.walk(p.orgId, head?.seq ?? 0)) {
       if (!verifier.next(r)) break;
     }
-    verifier.finish(await this.store.head(p.orgId));
+    verifier.finish(head);
     return {
       chain_valid: !verifier.broken,
       events_checked: verifier.checked,

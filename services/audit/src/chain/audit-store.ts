@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gt } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, lte } from 'drizzle-orm';
 import type { Database, Transaction } from '@custos/service-kit';
 import { auditEvents, chainHeads } from '../db/schema.js';
 import { GENESIS_HASH, type StoredRecord, integrityHash } from './chain-fns.js';
@@ -83,14 +83,18 @@ export class AuditStore {
     return h;
   }
 
-  /** Every record of an org's chain in sequence order, a page at a time. */
-  async *walk(orgId: string, pageSize = 1000): AsyncGenerator<StoredRecord> {
+  /**
+   * The records of an org's chain up to position `upTo` in sequence order, a page at a time. Verify
+   * reads the head first and walks only up to it, so records appended meanwhile are not mistaken
+   * for a mismatch with a head that was read before them.
+   */
+  async *walk(orgId: string, upTo: number, pageSize = 1000): AsyncGenerator<StoredRecord> {
     let after = 0;
     for (;;) {
       const page = await this.db
         .select()
         .from(auditEvents)
-        .where(and(eq(auditEvents.orgId, orgId), gt(auditEvents.seq, after)))
+        .where(and(eq(auditEvents.orgId, orgId), gt(auditEvents.seq, after), lte(auditEvents.seq, upTo)))
         .orderBy(asc(auditEvents.seq))
         .limit(pageSize);
       for (const r of page) yield r;

@@ -5,7 +5,9 @@ import {
   ResourceLimitExceededError,
   type Transaction,
   callUnary,
+  currentRequestContext,
   lockOrgResource,
+  runWithRequestContext,
 } from '@custos/service-kit';
 import { type AgentAccess, type AgentSettings, agentAccess } from './agent-fns.js';
 import type { AgentStore } from './agent-store.js';
@@ -47,11 +49,18 @@ export class AgentPeers {
 
   /** The `scopes` and `vault_ids` an agent's next token carries. */
   async tokenAccess(agent: { id: string; orgId: string }, s: AgentSettings): Promise<AgentAccess> {
-    const r = await callUnary(
-      this.policy,
-      this.policy.getAgentScopes,
-      { orgId: agent.orgId, agentId: agent.id },
-      new Metadata(),
+    // Identity asks for itself while it mints a token: a bearer header the client happened to send
+    // on a public exchange (agent-token, router-key token) must not travel along and be judged.
+    const ctx = currentRequestContext();
+    const r = await runWithRequestContext(
+      { requestId: ctx?.requestId ?? 'identity', ...(ctx?.clientIp ? { clientIp: ctx.clientIp } : {}) },
+      () =>
+        callUnary(
+          this.policy,
+          this.policy.getAgentScopes,
+          { orgId: agent.orgId, agentId: agent.id },
+          new Metadata(),
+        ),
     );
     return agentAccess(s, r);
   }

@@ -33,6 +33,7 @@ describe('parseIpRuleInput', () => {
     [{ cidr: '10.0.0.0/8', rule_type: 'Allow' }, 'rule_type'],
     [{ cidr: '10.0.0.0/8', rule_type: 'allow', description: 5 }, 'description'],
     [{ cidr: '10.0.0.0/8', rule_type: 'allow', description: 'd'.repeat(MAX_DESCRIPTION + 1) }, 'description'],
+    [{ cidr: '10.0.0.0/8', rule_type: 'allow', description: 'a\u0000b' }, 'description'],
     [{ cidr: '10.0.0.0/8', rule_type: 'allow', label: 'office' }, 'label'],
   ])('refuses %j naming %s', (fields, field) => {
     expect(refusal(fields)).toEqual({ kind: 'invalid_argument', field });

@@ -66,6 +66,10 @@ function description(v: unknown): string {
       `description must be at most ${MAX_DESCRIPTION} characters`,
     );
   }
+  // Postgres text cannot hold NUL: refuse it here rather than fail the insert.
+  if (v.includes('\u0000')) {
+    throw new InvalidArgumentError('description', 'description must not contain NUL characters');
+  }
   return v;
 }
 

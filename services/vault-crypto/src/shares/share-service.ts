@@ -381,9 +381,12 @@ export class ShareService {
       );
     }
     // Decrypt before the counting transaction (a KMS call never runs inside one); the value leaves
-    // only after the count and its audit record have committed.
-    const value = await this.deps.secrets.openVersion(row);
+    // only after the count and its audit record have committed. A correct passphrase's attempt slot
+    // is given back unless that transaction spent it, also when the KMS or the database failed.
+    let value: Buffer | undefined;
+    let slotSettled = !slot;
     try {
+      value = await this.deps.secrets.openVersion(row);
       const counted = await this.deps.store.transaction(async (tx) => {
         const share = await this.deps.store.countAccess(tx, s.id, slot);
         if (!share) return undefined;
@@ -400,12 +403,15 @@ export class ShareService {
       if (!counted) {
         const now = (await this.deps.store.get(s.id)) ?? s;
         if (slot) await this.deps.store.releasePassphraseAttempt(s.id);
+        slotSettled = true;
         const state = shareState({ ...now, passphraseHash: null }, new Date());
         return await this.refuseGone(now, caller, state === 'open' ? 'exhausted' : state);
       }
+      slotSettled = true;
       return { share: counted, row, value };
     } catch (err) {
-      value.fill(0);
+      value?.fill(0);
+      if (!slotSettled) await this.deps.store.releasePassphraseAttempt(s.id).catch(() => undefined);
       throw err;
     }
   }
