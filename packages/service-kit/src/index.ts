@@ -12,3 +12,4 @@ export * from './request-context.js';
 export * from './runtime.js';
 export * from './tracing.js';
 export * from './expiring-lru.js';
+export * from './cidr.js';

@@ -1,4 +1,7 @@
-import { type CompiledRule, compileRule, ipBytes, ipVerdict, ruleMatches } from './ip-filter-fns';
+import { parseIp } from '@custos/service-kit';
+import { type CompiledRule, compileRule, ipVerdict, ruleMatches } from './ip-filter-fns';
+
+const ipBytes = (ip: string) => parseIp(ip)?.bytes;
 
 let n = 0;
 const rule = (cidr: string, ruleType: 'allow' | 'block' = 'allow'): CompiledRule => {

@@ -1,6 +1,5 @@
-import { InvalidArgumentError } from '@custos/service-kit';
+import { InvalidArgumentError, normalizeCidr } from '@custos/service-kit';
 import type { IpRule } from '@custos/proto/custos/policy/v1/messages';
-import { normalizeCidr } from './cidr-fns.js';
 
 /** The kinds of IP rule (SPEC §2.5). */
 export const RULE_TYPES = ['allow', 'block'] as const;

@@ -1,5 +1,4 @@
-import net from 'node:net';
-import { InvalidArgumentError } from '@custos/service-kit';
+import { InvalidArgumentError, formatNetwork, networkContains, parseNetwork } from '@custos/service-kit';
 import { futureTime } from '../secrets/secret-fns.js';
 import { isUuid } from '../vaults/vault-fns.js';
 
@@ -69,23 +68,18 @@ export function shareEmail(raw: unknown): string {
 }
 
 /**
- * One allowlist entry as stored: an IPv4/IPv6 address, or a CIDR (address/prefix length), in
- * the canonical spelling `net.SocketAddress` gives it. Throws a 400 naming `ip_allowlist`.
+ * One allowlist entry as stored: an IPv4/IPv6 address, or a CIDR (address/prefix length), in the
+ * canonical form of service-kit's cidr (host bits cleared; a single host without its prefix).
+ * Throws a 400 naming `ip_allowlist`.
  */
 export function allowlistEntry(raw: unknown, index: number): string {
-  const field = 'ip_allowlist';
-  const bad = () => new InvalidArgumentError(field, `${field}[${index}] must be an IP address or a CIDR`);
-  if (typeof raw !== 'string' || raw.length > 64) throw bad();
-  const [addr = '', prefixText, extra] = raw.trim().split('/');
-  if (extra !== undefined) throw bad();
-  const family = net.isIPv4(addr) ? 'ipv4' : net.isIPv6(addr) ? 'ipv6' : undefined;
-  if (!family) throw bad();
-  const max = family === 'ipv4' ? 32 : 128;
-  if (prefixText !== undefined && !/^\d{1,3}$/.test(prefixText)) throw bad();
-  const prefix = prefixText === undefined ? max : Number(prefixText);
-  if (prefix > max) throw bad();
-  const canonical = new net.SocketAddress({ address: addr, family }).address;
-  return prefix === max ? canonical : `${canonical}/${prefix}`;
+  const network = typeof raw === 'string' && raw.length <= 64 ? parseNetwork(raw.trim()) : undefined;
+  if (!network) {
+    throw new InvalidArgumentError('ip_allowlist', `ip_allowlist[${index}] must be an IP address or a CIDR`);
+  }
+  const text = formatNetwork(network);
+  const host = `/${network.bytes.length * 8}`;
+  return text.endsWith(host) ? text.slice(0, -host.length) : text;
 }
 
 /** The allowlist of a body: 1 to 100 entries; absent or null means any address. */
@@ -103,17 +97,10 @@ export function parseIpAllowlist(raw: unknown): string[] | undefined {
 /** Whether `ip` (the client address the gateway resolved) falls inside the allowlist. */
 export function ipAllowed(allowlist: readonly string[], ip: string | undefined): boolean {
   if (!ip) return false;
-  const address = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip)?.[1] ?? ip;
-  const family = net.isIPv4(address) ? 'ipv4' : net.isIPv6(address) ? 'ipv6' : undefined;
-  if (!family) return false;
-  const list = new net.BlockList();
-  for (const entry of allowlist) {
-    const [a = '', p] = entry.split('/');
-    const f = net.isIPv4(a) ? 'ipv4' : 'ipv6';
-    if (p === undefined) list.addAddress(a, f);
-    else list.addSubnet(a, Number(p), f);
-  }
-  return list.check(address, family);
+  return allowlist.some((entry) => {
+    const network = parseNetwork(entry);
+    return network !== undefined && networkContains(network, ip);
+  });
 }
 
 /**

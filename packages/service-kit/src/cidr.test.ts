@@ -1,4 +1,4 @@
-import { networkContains, normalizeCidr, parseIp, parseNetwork } from './cidr-fns';
+import { networkContains, normalizeCidr, parseIp, parseNetwork } from './cidr';
 
 describe('normalizeCidr', () => {
   it.each([
