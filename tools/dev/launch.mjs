@@ -63,6 +63,10 @@ export function serviceEnvFor(s, infra, services, env = process.env) {
     LOCAL_KMS_MASTER_KEY: infra.masterKey,
     TOKEN_SIGNING_KEK: infra.signingKek,
     AUDIT_HMAC_KEY: infra.auditKey,
+    WEBHOOK_SECRET_KEY: infra.webhookKey,
+    // Dev mode may deliver to a receiver on this machine over plain HTTP; production may not.
+    WEBHOOK_ALLOW_HTTP: env.WEBHOOK_ALLOW_HTTP || 'true',
+    WEBHOOK_ALLOWED_CIDRS: env.WEBHOOK_ALLOWED_CIDRS || '127.0.0.1/32,::1/128',
     MAIL_DIR: s.mailDir,
   };
   for (const svc of services) common[svc.addrVar] = `127.0.0.1:${svc.grpcPort}`;
@@ -364,6 +368,13 @@ export async function main(argv = process.argv.slice(2)) {
     const auditKey = devMasterKey(path.join(s.dataDir, 'audit-hmac.key'), process.env, 'AUDIT_HMAC_KEY');
     say(`dev audit HMAC key ${auditKey.how}`);
     state.infraByName.auditKey = auditKey.key;
+    const webhookKey = devMasterKey(
+      path.join(s.dataDir, 'webhook-secret.key'),
+      process.env,
+      'WEBHOOK_SECRET_KEY',
+    );
+    say(`dev webhook secret-sealing key ${webhookKey.how}`);
+    state.infraByName.webhookKey = webhookKey.key;
     say(`dev e-mail goes to ${s.mailDir}`);
 
     if (infraOnly) {

@@ -25,6 +25,11 @@ export interface ConsumerOptions {
   logger: Logger;
   /** Applies one event; runs inside the transaction that records it as processed. */
   handler: (event: EventEnvelope, tx: HandlerTx) => Promise<void>;
+  /**
+   * Events the handler wants; others are acknowledged without touching the database. For a
+   * consumer whose subject filter is wider than what it handles (NATS 2.9 takes one filter).
+   */
+  accept?: (event: EventEnvelope) => boolean;
   /** Redelivery delay after a failed handler, in milliseconds. */
   retryDelayMs?: number;
 }
@@ -97,6 +102,10 @@ export class IdempotentConsumer {
     } catch (err) {
       this.opts.logger.error({ err: describeError(err), subject: m.subject }, 'dropping malformed event');
       m.term();
+      return;
+    }
+    if (this.opts.accept && !this.opts.accept(event)) {
+      m.ack();
       return;
     }
     const parent = extractTraceContext({ traceparent: m.headers?.get('traceparent') || undefined });

@@ -42,7 +42,7 @@ describe('outbox → JetStream → idempotent consumer', () => {
 
   const db = () => drizzle(pool);
 
-  function startPipeline(durable: string) {
+  function startPipeline(durable: string, accept?: (e: EventEnvelope) => boolean) {
     const handled: EventEnvelope[] = [];
     const link = new NatsLink([nats.url], { stream, subjectPrefix: prefix }, logger, 'test');
     link.start();
@@ -58,6 +58,7 @@ describe('outbox → JetStream → idempotent consumer', () => {
       handler: async (event) => {
         handled.push(event);
       },
+      ...(accept ? { accept } : {}),
     });
     relay.start();
     consumer.start();
@@ -187,6 +188,23 @@ describe('outbox → JetStream → idempotent consumer', () => {
     );
     await waitFor(async () => handled.some((e) => e.id === marker), 20000);
     expect(handled.filter((e) => e.id === id)).toHaveLength(1);
+  });
+
+  it('acknowledges events the consumer does not accept without handling them or writing the inbox', async () => {
+    if (!(await isUp(nats))) await nats.start();
+    const { handled } = startPipeline('picky', (e) => e.type !== 'audit.recorded');
+    const skipped = await db().transaction((tx) =>
+      writeEvent(tx, outbox, { name: 'audit.recorded', orgId: null, data: {} }),
+    );
+    const taken = await db().transaction((tx) =>
+      writeEvent(tx, outbox, { name: 'policy.deleted', orgId: null, data: {} }),
+    );
+    await waitFor(async () => handled.some((e) => e.id === taken), 20000);
+    expect(handled.some((e) => e.id === skipped)).toBe(false);
+    const inboxRows = await pool.query(`SELECT event_id FROM ${SCHEMA}.inbox WHERE consumer = 'picky'`);
+    const ids = inboxRows.rows.map((r: { event_id: string }) => r.event_id);
+    expect(ids).toContain(taken);
+    expect(ids).not.toContain(skipped);
   });
 });
 

@@ -16,7 +16,7 @@ export interface Peers {
   /** Opens a client for another gRPC service of a peer (closed with the others). */
   client<C extends Client>(
     ctor: new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>) => C,
-    peer: 'identity' | 'vault-crypto' | 'policy' | 'billing' | 'audit',
+    peer: 'identity' | 'vault-crypto' | 'policy' | 'billing' | 'audit' | 'webhook-dispatcher',
   ): C;
   close(): void;
 }
@@ -39,6 +39,7 @@ export function connectPeers(
     policy: config.POLICY_ADDR,
     billing: config.BILLING_ADDR,
     audit: config.AUDIT_ADDR,
+    'webhook-dispatcher': config.WEBHOOK_DISPATCHER_ADDR,
   };
   return {
     health,

@@ -1,12 +1,82 @@
 import path from 'node:path';
-import { runDataService } from '@custos/events';
+import { connectIdentityKeys } from '@custos/auth';
+import { IdempotentConsumer, isSubscribableEvent, runDataService } from '@custos/events';
+import { WebhookDispatcherServiceService } from '@custos/proto/custos/webhook_dispatcher/v1/service';
+import { parseNetwork } from '@custos/service-kit';
+import { Counter } from 'prom-client';
 import { configShape } from './config.js';
-import { SCHEMA } from './db/schema.js';
+import { SCHEMA, inbox } from './db/schema.js';
+import { type DestinationPolicy, createResolver, resolveDestination } from './delivery/destination.js';
+import { fanOut } from './delivery/fanout.js';
+import { DeliveryWorker } from './delivery/worker.js';
+import { webhookGrpc } from './grpc/webhook-grpc.js';
+import { WebhookService } from './webhooks/webhook-service.js';
+import { WebhookStore } from './webhooks/webhook-store.js';
 
-// Webhooks and signed event delivery. Its RPCs are added by the issues that build them.
+// Composition root of webhook-dispatcher: the webhook API, the consumer that turns subscribable
+// events into deliveries, and the worker that sends them.
 runDataService({
   name: 'webhook-dispatcher',
   schema: SCHEMA,
   migrationsFolder: path.join(__dirname, '..', 'migrations'),
   configShape,
+  async start(rt, { db, events }) {
+    const c = rt.config;
+    const keys = await connectIdentityKeys(
+      { redisUrl: c.REDIS_URL, identityAddr: c.IDENTITY_ADDR, deadlineMs: c.GRPC_DEADLINE_MS },
+      rt.logger,
+      rt.onShutdown,
+    );
+    const policy: DestinationPolicy = {
+      allowHttp: c.WEBHOOK_ALLOW_HTTP,
+      allowedNetworks: c.WEBHOOK_ALLOWED_CIDRS.map((cidr) => parseNetwork(cidr)!),
+      resolve: createResolver(c.WEBHOOK_DNS_SERVERS),
+    };
+    const store = new WebhookStore(db);
+    const webhooks = new WebhookService({
+      store,
+      secretKey: c.WEBHOOK_SECRET_KEY,
+      checkDestination: async (url) => (await resolveDestination(url, policy)).url.href,
+    });
+
+    const consumer = new IdempotentConsumer({
+      link: events.link,
+      stream: events.stream,
+      durable: 'webhook-fanout',
+      // NATS 2.9 takes one filter per consumer: take everything, handle the subscribable events.
+      filterSubject: `${events.subjectPrefix}.>`,
+      accept: (e) => isSubscribableEvent(e.type),
+      db,
+      inbox,
+      logger: rt.logger,
+      handler: async (event, tx) => {
+        await fanOut(store, event, tx);
+      },
+    });
+    consumer.start();
+    rt.onShutdown('webhook-consumer', () => consumer.stop());
+
+    const attempts = new Counter({
+      name: 'custos_webhook_attempts_total',
+      help: 'Webhook delivery attempts by result (succeeded, failed, refused by the destination rules).',
+      labelNames: ['result'],
+      registers: [rt.metrics.registry],
+    });
+    const worker = new DeliveryWorker({
+      store,
+      policy,
+      secretKey: c.WEBHOOK_SECRET_KEY,
+      logger: rt.logger,
+      intervalMs: c.WEBHOOK_WORKER_INTERVAL_MS,
+      retryBaseMs: c.WEBHOOK_RETRY_BASE_MS,
+      timeoutMs: c.WEBHOOK_TIMEOUT_MS,
+      concurrency: c.WEBHOOK_CONCURRENCY,
+      retentionMs: c.WEBHOOK_RETENTION_DAYS * 86_400_000,
+      onAttempt: (result) => attempts.inc({ result }),
+    });
+    worker.start();
+    rt.onShutdown('webhook-worker', () => worker.stop());
+
+    rt.grpc.add(WebhookDispatcherServiceService, webhookGrpc({ keys, webhooks }));
+  },
 });

@@ -95,6 +95,7 @@ export async function startMesh(opts: {
     LOCAL_KMS_MASTER_KEY: randomBytes(32).toString('base64'),
     TOKEN_SIGNING_KEK: randomBytes(32).toString('base64'),
     AUDIT_HMAC_KEY: randomBytes(32).toString('base64'),
+    WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
     MAIL_DIR: mailDir,
     GRPC_HOST: '127.0.0.1',
     METRICS_HOST: '127.0.0.1',

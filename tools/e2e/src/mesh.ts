@@ -79,6 +79,7 @@ export async function startMesh(opts: { extraEnv?: Record<string, string> } = {}
     LOCAL_KMS_MASTER_KEY: randomBytes(32).toString('base64'),
     TOKEN_SIGNING_KEK: randomBytes(32).toString('base64'),
     AUDIT_HMAC_KEY: randomBytes(32).toString('base64'),
+    WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
     MAIL_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'custos-e2e-mail-')),
     GRPC_HOST: '127.0.0.1',
     METRICS_HOST: '127.0.0.1',

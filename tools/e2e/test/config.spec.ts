@@ -20,6 +20,7 @@ const VALID = {
   LOCAL_KMS_MASTER_KEY: Buffer.alloc(32, 7).toString('base64'),
   TOKEN_SIGNING_KEK: Buffer.alloc(32, 9).toString('base64'),
   AUDIT_HMAC_KEY: Buffer.alloc(32, 7).toString('base64'),
+  WEBHOOK_SECRET_KEY: Buffer.alloc(32, 9).toString('base64'),
   MAIL_DIR: '/tmp',
 };
 

@@ -23,6 +23,7 @@ import { billingRoutes } from './billing-routes.js';
 import { policyRoutes } from './policy-routes.js';
 import { vaultRoutes } from './vault-routes.js';
 import { shareRoutes } from './share-routes.js';
+import { webhookRoutes } from './webhook-routes.js';
 import { errorHandler, notFound } from './problem.js';
 import { rateLimit } from './rate-limit.js';
 import { requestContext } from './request-context.js';
@@ -106,6 +107,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(ipRuleRoutes(deps.peers, ipRules.cache, guards));
   app.use(billingRoutes(deps.peers, guards));
   app.use(auditRoutes(deps.peers, guards));
+  app.use(webhookRoutes(deps.peers, guards));
 
   app.use(notFound);
   app.use(errorHandler(deps.logger));

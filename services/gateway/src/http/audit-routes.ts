@@ -1,19 +1,10 @@
-import type { Request, RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
 import { Router } from 'express';
 import { AuditServiceClient } from '@custos/proto/custos/audit/v1/service';
 import { InvalidArgumentError, unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
+import { intParam } from './query.js';
 import { declareRoute } from './routes.js';
-
-/** A whole-number query parameter in [min, max]; a 400 naming it otherwise. */
-function intParam(req: Request, name: string, fallback: number, min: number, max: number): number {
-  const v = req.query[name];
-  if (v === undefined) return fallback;
-  if (typeof v !== 'string' || !/^\d{1,10}$/.test(v) || Number(v) < min || Number(v) > max) {
-    throw new InvalidArgumentError(name, `${name} must be an integer from ${min} to ${max}`);
-  }
-  return Number(v);
-}
 
 /** The org's audit log (spec §4.7); the audit service checks that the caller is an owner or admin. */
 export function auditRoutes(

@@ -6,24 +6,230 @@
 
 /* eslint-disable */
 import {
+  type CallOptions,
   type ChannelCredentials,
   Client,
   type ClientOptions,
+  type ClientUnaryCall,
+  type handleUnaryCall,
   makeGenericClientConstructor,
+  type Metadata,
+  type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import {
+  CreateWebhookRequest,
+  CreateWebhookResponse,
+  DeleteWebhookRequest,
+  DeleteWebhookResponse,
+  GetWebhookRequest,
+  GetWebhookResponse,
+  ListDeliveriesRequest,
+  ListDeliveriesResponse,
+  ListWebhooksRequest,
+  ListWebhooksResponse,
+  UpdateWebhookRequest,
+  UpdateWebhookResponse,
+} from "./messages.pb.js";
 
 /**
- * WebhookDispatcherService: webhooks and their deliveries. RPCs arrive with the Webhooks issue.
- * Every service also serves grpc.health.v1.Health.
+ * WebhookDispatcherService: an org's webhooks and the history of their deliveries (SPEC.md §4.8,
+ * §6). Managing webhooks is for human owners and admins of the org; agents are refused. Calls carry
+ * the caller's bearer JWT in the `authorization` metadata; the org always comes from that JWT.
+ * Deliveries are not created through RPCs: the service consumes subscribable events from
+ * JetStream. Every service also serves grpc.health.v1.Health.
  */
 export type WebhookDispatcherServiceService = typeof WebhookDispatcherServiceService;
-export const WebhookDispatcherServiceService = {} as const;
+export const WebhookDispatcherServiceService = {
+  /**
+   * CreateWebhook registers a webhook; the response carries its signing secret, the only time it
+   * is ever returned.
+   */
+  createWebhook: {
+    path: "/custos.webhook_dispatcher.v1.WebhookDispatcherService/CreateWebhook",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: CreateWebhookRequest): Buffer => Buffer.from(CreateWebhookRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateWebhookRequest => CreateWebhookRequest.decode(value),
+    responseSerialize: (value: CreateWebhookResponse): Buffer =>
+      Buffer.from(CreateWebhookResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateWebhookResponse => CreateWebhookResponse.decode(value),
+  },
+  /** ListWebhooks lists the caller's org's webhooks, oldest first. */
+  listWebhooks: {
+    path: "/custos.webhook_dispatcher.v1.WebhookDispatcherService/ListWebhooks",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ListWebhooksRequest): Buffer => Buffer.from(ListWebhooksRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListWebhooksRequest => ListWebhooksRequest.decode(value),
+    responseSerialize: (value: ListWebhooksResponse): Buffer =>
+      Buffer.from(ListWebhooksResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListWebhooksResponse => ListWebhooksResponse.decode(value),
+  },
+  /** GetWebhook returns one webhook of the caller's org. */
+  getWebhook: {
+    path: "/custos.webhook_dispatcher.v1.WebhookDispatcherService/GetWebhook",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: GetWebhookRequest): Buffer => Buffer.from(GetWebhookRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetWebhookRequest => GetWebhookRequest.decode(value),
+    responseSerialize: (value: GetWebhookResponse): Buffer => Buffer.from(GetWebhookResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetWebhookResponse => GetWebhookResponse.decode(value),
+  },
+  /** UpdateWebhook changes url, events, is_active or description. */
+  updateWebhook: {
+    path: "/custos.webhook_dispatcher.v1.WebhookDispatcherService/UpdateWebhook",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: UpdateWebhookRequest): Buffer => Buffer.from(UpdateWebhookRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateWebhookRequest => UpdateWebhookRequest.decode(value),
+    responseSerialize: (value: UpdateWebhookResponse): Buffer =>
+      Buffer.from(UpdateWebhookResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdateWebhookResponse => UpdateWebhookResponse.decode(value),
+  },
+  /** DeleteWebhook removes a webhook; its pending deliveries are not sent. */
+  deleteWebhook: {
+    path: "/custos.webhook_dispatcher.v1.WebhookDispatcherService/DeleteWebhook",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: DeleteWebhookRequest): Buffer => Buffer.from(DeleteWebhookRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteWebhookRequest => DeleteWebhookRequest.decode(value),
+    responseSerialize: (value: DeleteWebhookResponse): Buffer =>
+      Buffer.from(DeleteWebhookResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteWebhookResponse => DeleteWebhookResponse.decode(value),
+  },
+  /** ListDeliveries returns a webhook's deliveries, newest first, each with every attempt. */
+  listDeliveries: {
+    path: "/custos.webhook_dispatcher.v1.WebhookDispatcherService/ListDeliveries",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ListDeliveriesRequest): Buffer =>
+      Buffer.from(ListDeliveriesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListDeliveriesRequest => ListDeliveriesRequest.decode(value),
+    responseSerialize: (value: ListDeliveriesResponse): Buffer =>
+      Buffer.from(ListDeliveriesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListDeliveriesResponse => ListDeliveriesResponse.decode(value),
+  },
+} as const;
 
 export interface WebhookDispatcherServiceServer extends UntypedServiceImplementation {
+  /**
+   * CreateWebhook registers a webhook; the response carries its signing secret, the only time it
+   * is ever returned.
+   */
+  createWebhook: handleUnaryCall<CreateWebhookRequest, CreateWebhookResponse>;
+  /** ListWebhooks lists the caller's org's webhooks, oldest first. */
+  listWebhooks: handleUnaryCall<ListWebhooksRequest, ListWebhooksResponse>;
+  /** GetWebhook returns one webhook of the caller's org. */
+  getWebhook: handleUnaryCall<GetWebhookRequest, GetWebhookResponse>;
+  /** UpdateWebhook changes url, events, is_active or description. */
+  updateWebhook: handleUnaryCall<UpdateWebhookRequest, UpdateWebhookResponse>;
+  /** DeleteWebhook removes a webhook; its pending deliveries are not sent. */
+  deleteWebhook: handleUnaryCall<DeleteWebhookRequest, DeleteWebhookResponse>;
+  /** ListDeliveries returns a webhook's deliveries, newest first, each with every attempt. */
+  listDeliveries: handleUnaryCall<ListDeliveriesRequest, ListDeliveriesResponse>;
 }
 
 export interface WebhookDispatcherServiceClient extends Client {
+  /**
+   * CreateWebhook registers a webhook; the response carries its signing secret, the only time it
+   * is ever returned.
+   */
+  createWebhook(
+    request: CreateWebhookRequest,
+    callback: (error: ServiceError | null, response: CreateWebhookResponse) => void,
+  ): ClientUnaryCall;
+  createWebhook(
+    request: CreateWebhookRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateWebhookResponse) => void,
+  ): ClientUnaryCall;
+  createWebhook(
+    request: CreateWebhookRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateWebhookResponse) => void,
+  ): ClientUnaryCall;
+  /** ListWebhooks lists the caller's org's webhooks, oldest first. */
+  listWebhooks(
+    request: ListWebhooksRequest,
+    callback: (error: ServiceError | null, response: ListWebhooksResponse) => void,
+  ): ClientUnaryCall;
+  listWebhooks(
+    request: ListWebhooksRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListWebhooksResponse) => void,
+  ): ClientUnaryCall;
+  listWebhooks(
+    request: ListWebhooksRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListWebhooksResponse) => void,
+  ): ClientUnaryCall;
+  /** GetWebhook returns one webhook of the caller's org. */
+  getWebhook(
+    request: GetWebhookRequest,
+    callback: (error: ServiceError | null, response: GetWebhookResponse) => void,
+  ): ClientUnaryCall;
+  getWebhook(
+    request: GetWebhookRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetWebhookResponse) => void,
+  ): ClientUnaryCall;
+  getWebhook(
+    request: GetWebhookRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetWebhookResponse) => void,
+  ): ClientUnaryCall;
+  /** UpdateWebhook changes url, events, is_active or description. */
+  updateWebhook(
+    request: UpdateWebhookRequest,
+    callback: (error: ServiceError | null, response: UpdateWebhookResponse) => void,
+  ): ClientUnaryCall;
+  updateWebhook(
+    request: UpdateWebhookRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdateWebhookResponse) => void,
+  ): ClientUnaryCall;
+  updateWebhook(
+    request: UpdateWebhookRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdateWebhookResponse) => void,
+  ): ClientUnaryCall;
+  /** DeleteWebhook removes a webhook; its pending deliveries are not sent. */
+  deleteWebhook(
+    request: DeleteWebhookRequest,
+    callback: (error: ServiceError | null, response: DeleteWebhookResponse) => void,
+  ): ClientUnaryCall;
+  deleteWebhook(
+    request: DeleteWebhookRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteWebhookResponse) => void,
+  ): ClientUnaryCall;
+  deleteWebhook(
+    request: DeleteWebhookRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteWebhookResponse) => void,
+  ): ClientUnaryCall;
+  /** ListDeliveries returns a webhook's deliveries, newest first, each with every attempt. */
+  listDeliveries(
+    request: ListDeliveriesRequest,
+    callback: (error: ServiceError | null, response: ListDeliveriesResponse) => void,
+  ): ClientUnaryCall;
+  listDeliveries(
+    request: ListDeliveriesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListDeliveriesResponse) => void,
+  ): ClientUnaryCall;
+  listDeliveries(
+    request: ListDeliveriesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListDeliveriesResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const WebhookDispatcherServiceClient = makeGenericClientConstructor(
