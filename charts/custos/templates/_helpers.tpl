@@ -143,6 +143,14 @@ audit-hmac-key: {{ .Values.audit.hmacKey | b64enc | quote }}
 {{- fail "audit: the audit service needs AUDIT_HMAC_KEY: set audit.existingSecret (recommended) or audit.hmacKey to base64 of 32 random bytes (openssl rand -base64 32)" -}}
 {{- end -}}
 {{- end -}}
+{{- /* webhook-dispatcher cannot start without the key that seals webhook signing secrets. */ -}}
+{{- if not .Values.webhooks.existingSecret -}}
+{{- if .Values.webhooks.secretKey }}
+webhook-secret-key: {{ .Values.webhooks.secretKey | b64enc | quote }}
+{{- else if not (hasKey ((include "custos.serviceConfig" (dict "root" . "name" "webhook-dispatcher") | fromYaml).secretEnv | default dict) "WEBHOOK_SECRET_KEY") -}}
+{{- fail "webhooks: the webhook-dispatcher service needs WEBHOOK_SECRET_KEY: set webhooks.existingSecret (recommended) or webhooks.secretKey to base64 of 32 random bytes (openssl rand -base64 32)" -}}
+{{- end -}}
+{{- end -}}
 {{- /* identity cannot start without these two, so unlike the local KMS key they are required. */ -}}
 {{- $identitySecretEnv := (include "custos.serviceConfig" (dict "root" . "name" "identity") | fromYaml).secretEnv | default dict -}}
 {{- if not .Values.tokens.existingSecret -}}
@@ -164,13 +172,14 @@ smtp-url: {{ .Values.mail.smtpUrl | b64enc | quote }}
 {{/*
 secretKeyRef (name, key) of a dependency's Secret as YAML; empty if unset. (dict root dep)
   postgres → DATABASE_URL, redis → REDIS_URL, kms → LOCAL_KMS_MASTER_KEY,
-  tokens → TOKEN_SIGNING_KEK, mail → SMTP_URL, audit → AUDIT_HMAC_KEY.
+  tokens → TOKEN_SIGNING_KEK, mail → SMTP_URL, audit → AUDIT_HMAC_KEY,
+  webhooks → WEBHOOK_SECRET_KEY.
 existingSecret wins; else the value given inline, kept in the chart-managed Secret.
 */}}
 {{- define "custos.dependencySecretRef" -}}
 {{- $dep := index .root.Values .dep -}}
-{{- $inlineValue := index (dict "postgres" "url" "redis" "url" "kms" "localMasterKey" "tokens" "signingKek" "mail" "smtpUrl" "audit" "hmacKey") .dep -}}
-{{- $managedKey := index (dict "postgres" "database-url" "redis" "redis-url" "kms" "local-kms-master-key" "tokens" "token-signing-kek" "mail" "smtp-url" "audit" "audit-hmac-key") .dep -}}
+{{- $inlineValue := index (dict "postgres" "url" "redis" "url" "kms" "localMasterKey" "tokens" "signingKek" "mail" "smtpUrl" "audit" "hmacKey" "webhooks" "secretKey") .dep -}}
+{{- $managedKey := index (dict "postgres" "database-url" "redis" "redis-url" "kms" "local-kms-master-key" "tokens" "token-signing-kek" "mail" "smtp-url" "audit" "audit-hmac-key" "webhooks" "webhook-secret-key") .dep -}}
 {{- if $dep.existingSecret -}}
 name: {{ $dep.existingSecret }}
 key: {{ $dep.existingSecretKey }}
@@ -239,13 +248,21 @@ Blank derived values are left out: the services treat a blank variable as unset 
 {{- $_ := set $plain "TRUSTED_PROXIES" (join "," ($root.Values.http.trustedProxies | default list)) -}}
 {{- end -}}
 {{- /* Redis: the gateway's rate limits; identity mirrors revocations there; the services that verify tokens read them. */ -}}
-{{- if has .name (list "gateway" "identity" "vault-crypto" "policy" "billing" "audit") -}}
+{{- if has .name (list "gateway" "identity" "vault-crypto" "policy" "billing" "audit" "webhook-dispatcher") -}}
 {{- $_ := set $secret "REDIS_URL" (include "custos.dependencySecretRef" (dict "root" $root "dep" "redis") | fromYaml) -}}
 {{- end -}}
 {{- if eq .name "audit" -}}
 {{- $auditKeyRef := include "custos.dependencySecretRef" (dict "root" $root "dep" "audit") | fromYaml -}}
 {{- if $auditKeyRef -}}
 {{- $_ := set $secret "AUDIT_HMAC_KEY" $auditKeyRef -}}
+{{- end -}}
+{{- end -}}
+{{- if eq .name "webhook-dispatcher" -}}
+{{- $_ := set $plain "WEBHOOK_ALLOWED_CIDRS" (join "," ($root.Values.webhooks.allowedCidrs | default list)) -}}
+{{- $_ := set $plain "WEBHOOK_ALLOW_HTTP" (toString ($root.Values.webhooks.allowHttp | default false)) -}}
+{{- $webhookKeyRef := include "custos.dependencySecretRef" (dict "root" $root "dep" "webhooks") | fromYaml -}}
+{{- if $webhookKeyRef -}}
+{{- $_ := set $secret "WEBHOOK_SECRET_KEY" $webhookKeyRef -}}
 {{- end -}}
 {{- end -}}
 {{- if eq .name "billing" -}}

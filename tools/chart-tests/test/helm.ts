@@ -26,12 +26,14 @@ export type K8sObject = {
 export const TEST_SIGNING_KEK = Buffer.from('chart-tests:not-a-real-token-kek').toString('base64');
 /** The audit HMAC key of the test renders: base64 of the 32 bytes "chart-tests:not-a-real-audit-key". */
 export const TEST_AUDIT_KEY = Buffer.from('chart-tests:not-a-real-audit-key').toString('base64');
+/** The webhook secret key of the test renders: base64 of the 32 bytes "chart-tests:not-a-real-hook-key!". */
+export const TEST_WEBHOOK_KEY = Buffer.from('chart-tests:not-a-real-hook-key!').toString('base64');
 /** The SMTP URL of the test renders. */
 export const TEST_SMTP_URL = 'smtp://custos:test@smtp.test:587';
 
 /**
  * The least the default values need: identity cannot start without TOKEN_SIGNING_KEK and SMTP_URL,
- * nor audit without AUDIT_HMAC_KEY,
+ * nor audit without AUDIT_HMAC_KEY, nor webhook-dispatcher without WEBHOOK_SECRET_KEY,
  * so the chart refuses to render until they are given (inline here, existingSecret in production).
  */
 export const REQUIRED_SETS = [
@@ -43,6 +45,8 @@ export const REQUIRED_SETS = [
   `mail.smtpUrl=${TEST_SMTP_URL}`,
   '--set',
   `audit.hmacKey=${TEST_AUDIT_KEY}`,
+  '--set',
+  `webhooks.secretKey=${TEST_WEBHOOK_KEY}`,
 ];
 
 /** The two value sets every spec checks. */

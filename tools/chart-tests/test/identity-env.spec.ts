@@ -137,7 +137,15 @@ describe.each([
 
   it('REDIS_URL goes to the gateway, identity and the services that check revocations, all alike', () => {
     const withRedis = SERVICES.filter((s) => envOf(objects, s).has('REDIS_URL'));
-    expect(withRedis.sort()).toEqual(['audit', 'billing', 'gateway', 'identity', 'policy', 'vault-crypto']);
+    expect(withRedis.sort()).toEqual([
+      'audit',
+      'billing',
+      'gateway',
+      'identity',
+      'policy',
+      'vault-crypto',
+      'webhook-dispatcher',
+    ]);
     for (const s of withRedis)
       expect(envOf(objects, s).get('REDIS_URL').valueFrom).toEqual(identity.get('REDIS_URL').valueFrom);
   });

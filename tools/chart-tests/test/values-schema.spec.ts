@@ -45,6 +45,10 @@ describe('values.schema.json', () => {
     ['an access token TTL below a minute', 'tokens.accessTokenTtlSeconds=30', /accessTokenTtlSeconds/],
     ['a legacy issuer with a comma', 'tokens.legacyIssuers[0]=https://a\\,b', /legacyIssuers/],
     ['email verification as a word', 'auth.emailVerificationRequired=maybe', /emailVerificationRequired/],
+    ['a webhook secret key that is too short', 'webhooks.secretKey=c2hvcnQ=', /secretKey/],
+    ['a misspelt webhooks key', 'webhooks.allowedCIDRs={10.0.0.0/8}', /allowedCIDRs/],
+    ['a webhook allowed CIDR that is not a network', 'webhooks.allowedCidrs={intranet}', /allowedCidrs/],
+    ['webhook plain HTTP as a word', 'webhooks.allowHttp=sometimes', /allowHttp/],
   ])('rejects %s (%s)', (_label, set, mentions) => {
     const { status, stderr } = template(set);
     expect(status).not.toBe(0);
@@ -111,7 +115,7 @@ describe('dependency checks', () => {
   it('the default values alone do not render: the KEK and SMTP URL have no default', () => {
     const { status, stderr } = runHelm(['template', 'custos', chartDir]);
     expect(status).not.toBe(0);
-    expect(stderr).toMatch(/TOKEN_SIGNING_KEK|SMTP_URL|AUDIT_HMAC_KEY/);
+    expect(stderr).toMatch(/TOKEN_SIGNING_KEK|SMTP_URL|AUDIT_HMAC_KEY|WEBHOOK_SECRET_KEY/);
   });
 
   it('accepts both from services.identity.secretEnv instead', () => {
