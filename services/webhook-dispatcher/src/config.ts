@@ -49,6 +49,14 @@ export const configShape = {
     .int('Time a receiver has to answer a delivery with a 2xx, in milliseconds.', 100, 60000)
     .default(10000),
   WEBHOOK_CONCURRENCY: env.int('Deliveries sent at the same time by one replica.', 1, 256).default(16),
+  WEBHOOK_ORG_CONCURRENCY: env
+    .int(
+      'Deliveries of one org in flight at once across all replicas, so that one org whose receivers ' +
+        'hang cannot take every lane; raise it for a single-org install with many receivers.',
+      1,
+      10000,
+    )
+    .default(8),
   WEBHOOK_RETENTION_DAYS: env
     .int('Days a finished delivery and its attempts are kept before they are deleted.', 1, 3650)
     .default(30),

@@ -71,6 +71,7 @@ runDataService({
       retryBaseMs: c.WEBHOOK_RETRY_BASE_MS,
       timeoutMs: c.WEBHOOK_TIMEOUT_MS,
       concurrency: c.WEBHOOK_CONCURRENCY,
+      orgConcurrency: c.WEBHOOK_ORG_CONCURRENCY,
       retentionMs: c.WEBHOOK_RETENTION_DAYS * 86_400_000,
       onAttempt: (result) => attempts.inc({ result }),
     });

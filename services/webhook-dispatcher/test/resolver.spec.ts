@@ -56,3 +56,17 @@ describe('createResolver with explicit servers', () => {
     expect(await resolve('rebind.example.test')).toEqual(['127.0.0.1']);
   });
 });
+
+describe('createResolver with the system resolver (no WEBHOOK_DNS_SERVERS)', () => {
+  const resolve = createResolver([]);
+
+  it('resolves through getaddrinfo, /etc/hosts included, and the result is then judged like any other', async () => {
+    const addresses = await resolve('localhost');
+    expect(addresses.length).toBeGreaterThan(0);
+    expect(addresses.every((a) => a === '127.0.0.1' || a === '::1' || a.startsWith('127.'))).toBe(true);
+  });
+
+  it('fails for a name that does not exist', async () => {
+    await expect(resolve('no-such-host.invalid')).rejects.toBeDefined();
+  });
+});

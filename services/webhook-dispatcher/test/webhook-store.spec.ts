@@ -1,8 +1,18 @@
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { createDatabase, createLogger, createPool, migrateSchema, type Database } from '@custos/service-kit';
+import type { Principal } from '@custos/auth';
+import {
+  NotFoundError,
+  PermissionDeniedError,
+  createDatabase,
+  createLogger,
+  createPool,
+  migrateSchema,
+  type Database,
+} from '@custos/service-kit';
 import { createTestDatabase } from '@custos/service-kit/testing';
 import { SCHEMA } from '../src/db/schema';
+import { WebhookService } from '../src/webhooks/webhook-service';
 import { WebhookStore } from '../src/webhooks/webhook-store';
 
 const logger = createLogger({ service: 'webhook-test', level: 'silent' });
@@ -60,28 +70,49 @@ describe('deliveries in Postgres', () => {
     const h = await hook();
     await hook(h.orgId);
     await store.update(h.orgId, h.id, { isActive: false });
-    const subs = await store.subscribers(h.orgId, 'policy.created');
+    const now = new Date(Date.now() + 1000);
+    const subs = await store.subscribers(h.orgId, 'policy.created', now);
     expect(subs).toHaveLength(1);
     expect(subs[0]!.id).not.toBe(h.id);
-    expect(await store.subscribers(h.orgId, 'approval.created')).toHaveLength(0);
-    expect(await store.subscribers(randomUUID(), 'policy.created')).toHaveLength(0);
+    expect(await store.subscribers(h.orgId, 'approval.created', now)).toHaveLength(0);
+    expect(await store.subscribers(randomUUID(), 'policy.created', now)).toHaveLength(0);
+    // An event from before the webhook existed does not reach it.
+    expect(await store.subscribers(h.orgId, 'policy.created', new Date(Date.now() - 60000))).toHaveLength(0);
   });
 
   it('never hands the same due delivery to two workers claiming at once, and a lease keeps it claimed', async () => {
     await pool.query(`UPDATE ${SCHEMA}.deliveries SET status = 'succeeded'`);
     const h = await hook();
     await store.insertDeliveries(Array.from({ length: 40 }, () => event(h.id, h.orgId)));
-    const claims = await Promise.all(Array.from({ length: 8 }, () => store.claimDue(10, 60000)));
+    const claims = await Promise.all(Array.from({ length: 8 }, () => store.claimDue(10, 60000, 100)));
     const ids = claims.flat().map((c) => c.id);
     expect(ids).toHaveLength(40);
     expect(new Set(ids).size).toBe(40);
-    expect(await store.claimDue(10, 60000)).toHaveLength(0);
+    expect(await store.claimDue(10, 60000, 100)).toHaveLength(0);
     // An expired lease (a worker that died) makes the delivery claimable again.
     await pool.query(
       `UPDATE ${SCHEMA}.deliveries SET lease_until = now() - interval '1 second' WHERE id = $1`,
       [ids[0]],
     );
-    expect((await store.claimDue(10, 60000)).map((c) => c.id)).toEqual([ids[0]]);
+    expect((await store.claimDue(10, 60000, 100)).map((c) => c.id)).toEqual([ids[0]]);
+  });
+
+  it('gives one org at most its share of leases, so other orgs are still served', async () => {
+    await pool.query(`UPDATE ${SCHEMA}.deliveries SET status = 'succeeded'`);
+    const noisy = await hook();
+    const quiet = await hook();
+    await store.insertDeliveries(Array.from({ length: 30 }, () => event(noisy.id, noisy.orgId)));
+    await store.insertDeliveries([event(quiet.id, quiet.orgId)]);
+    const first = await store.claimDue(8, 60000, 2);
+    expect(first.filter((c) => c.webhookId === noisy.id)).toHaveLength(2);
+    expect(first.filter((c) => c.webhookId === quiet.id)).toHaveLength(1);
+    // The noisy org's two leases are still held: it gets nothing more until one ends.
+    expect(await store.claimDue(8, 60000, 2)).toHaveLength(0);
+    await pool.query(
+      `UPDATE ${SCHEMA}.deliveries SET lease_until = NULL, status = 'succeeded' WHERE id = $1`,
+      [first.find((c) => c.webhookId === noisy.id)!.id],
+    );
+    expect(await store.claimDue(8, 60000, 2)).toHaveLength(1);
   });
 
   it('records an attempt once even when two workers report it', async () => {
@@ -149,5 +180,53 @@ describe('deliveries in Postgres', () => {
     expect(await store.purgeFinished(new Date(Date.now() - 30 * 86_400_000))).toBeGreaterThanOrEqual(1);
     const left = await store.listDeliveries(h.id, { limit: 10, offset: 0 });
     expect(left.deliveries.map((d) => d.status)).toEqual(['pending']);
+  });
+
+  describe('who may manage webhooks', () => {
+    const user = (orgId: string, role: 'owner' | 'admin' | 'member') =>
+      ({
+        kind: 'user',
+        userId: randomUUID(),
+        orgId,
+        role,
+        platformAdmin: false,
+        amr: [],
+      }) as unknown as Principal;
+    const agent = (orgId: string) =>
+      ({ kind: 'agent', agentId: randomUUID(), orgId, scopes: [], vaultIds: [] }) as unknown as Principal;
+
+    it('lets owners and admins, refuses members and agents on every operation, and hides other orgs', async () => {
+      const service = new WebhookService({
+        store,
+        secretKey: Buffer.alloc(32, 1),
+        checkDestination: async (url) => url,
+      });
+      const orgId = randomUUID();
+      const body = { url: 'https://example.com/h', events: ['policy.created'] };
+      const created = await service.create(user(orgId, 'owner'), body);
+      await expect(service.get(user(orgId, 'admin'), created.webhook.id)).resolves.toMatchObject({
+        url: body.url,
+      });
+      for (const p of [user(orgId, 'member'), agent(orgId)]) {
+        const calls = [
+          () => service.create(p, body),
+          () => service.list(p),
+          () => service.get(p, created.webhook.id),
+          () => service.update(p, created.webhook.id, { is_active: false }),
+          () => service.delete(p, created.webhook.id),
+          () => service.deliveries(p, created.webhook.id, { limit: 10, offset: 0, status: '' }),
+        ];
+        for (const call of calls) await expect(call()).rejects.toBeInstanceOf(PermissionDeniedError);
+      }
+      const stranger = user(randomUUID(), 'owner');
+      await expect(service.get(stranger, created.webhook.id)).rejects.toBeInstanceOf(NotFoundError);
+      await expect(service.update(stranger, created.webhook.id, { is_active: false })).rejects.toBeInstanceOf(
+        NotFoundError,
+      );
+      await expect(service.delete(stranger, created.webhook.id)).rejects.toBeInstanceOf(NotFoundError);
+      const still = await service.get(user(orgId, 'owner'), created.webhook.id);
+      expect(still.isActive).toBe(true);
+      expect((await service.list(user(orgId, 'owner'))).map((w) => w.id)).toEqual([created.webhook.id]);
+    });
   });
 });

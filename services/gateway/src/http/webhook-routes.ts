@@ -59,7 +59,8 @@ export function webhookRoutes(
 
   declareRoute(router, guards, 'post', '/v1/webhooks', 'human', async (req, res) => {
     const r = await call(hooks.createWebhook, { fields: body(req) });
-    // The secret is in this response and nowhere else, ever.
+    // The secret is in this response and nowhere else, ever; no cache may keep it.
+    res.setHeader('Cache-Control', 'no-store');
     res.status(201).json({ ...webhookBody(r.webhook), secret: r.secret });
   });
 

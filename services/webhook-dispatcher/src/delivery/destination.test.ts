@@ -214,6 +214,30 @@ describe('allowedNetworks', () => {
     expect(await refusal('http://[2002:7f00:1::]/', p)).toContain('loopback');
   });
 
+  it('never unblock cloud metadata addresses, in any spelling', () => {
+    const wide = ['169.254.0.0/16', '100.64.0.0/10', '192.0.0.0/24', 'fd00::/8', '::/0', '0.0.0.0/0'].map(
+      (c) => parseNetwork(c)!,
+    );
+    for (const ip of [
+      '169.254.169.254',
+      '100.100.100.200',
+      '192.0.0.192',
+      'fd00:ec2::254',
+      '::ffff:169.254.169.254',
+      '64:ff9b::a9fe:a9fe',
+      '2002:a9fe:a9fe::',
+    ]) {
+      expect(blockedReason(ip, wide)).toContain('cloud metadata');
+    }
+    expect(blockedReason('169.254.1.1', wide)).toBeUndefined();
+  });
+
+  it('measure the length after encoding', async () => {
+    const raw = `https://example.com/${'é'.repeat(1000)}`;
+    expect(raw.length).toBeLessThan(2048);
+    expect(await refusal(raw, policy())).toContain('once encoded');
+  });
+
   it('do not unblock forbidden host names', async () => {
     const p = policy({ allowedNetworks: [parseNetwork('127.0.0.0/8')!], resolve: async () => ['127.0.0.1'] });
     expect(await refusal('http://localhost/', p)).toContain('localhost');

@@ -44,11 +44,16 @@ interface Labelled {
 
 const entry = (cidr: string, label: string): Labelled => ({ network: parseNetwork(cidr)!, label });
 
-// First match wins, so single hosts come before the ranges that hold them.
-const IPV4_BLOCKED = [
+// Cloud metadata services: refused whatever WEBHOOK_ALLOWED_CIDRS says.
+const METADATA_ADDRESSES = [
   entry('169.254.169.254/32', 'a cloud metadata address'),
   entry('100.100.100.200/32', 'a cloud metadata address'),
   entry('192.0.0.192/32', 'a cloud metadata address'),
+  entry('fd00:ec2::254/128', 'a cloud metadata address'),
+];
+
+// First match wins, so single hosts come before the ranges that hold them.
+const IPV4_BLOCKED = [
   entry('0.0.0.0/32', 'an unspecified address'),
   entry('255.255.255.255/32', 'a broadcast address'),
   entry('0.0.0.0/8', 'a "this network" address'),
@@ -81,7 +86,6 @@ const IPV6_EMBEDDING = [
 ];
 
 const IPV6_BLOCKED = [
-  entry('fd00:ec2::254/128', 'a cloud metadata address'),
   entry('fc00::/7', 'a unique-local address'),
   entry('fe80::/10', 'a link-local address'),
   entry('fec0::/10', 'a site-local address'),
@@ -106,12 +110,26 @@ function firstLabel(list: Labelled[], ip: string): string | undefined {
   return list.find((e) => networkContains(e.network, ip))?.label;
 }
 
+/** The IPv4 address an IPv6 address carries (compatible, translated, NAT64, 6to4), if any. */
+function embeddedIpv4(ip: string, bytes: Uint8Array): { v4: string; kind: string } | undefined {
+  if (firstLabel(IPV6_EXACT, ip)) return undefined;
+  const e = IPV6_EMBEDDING.find((x) => networkContains(x.network, ip));
+  return e && { v4: ipText('ipv4', bytes.slice(e.offset, e.offset + 4)), kind: e.kind };
+}
+
 /** What kind of blocked address `ip` is and how to show it; undefined when it may be called. */
 function classify(ip: string, allowedNetworks: Network[]): { label: string; shown: string } | undefined {
   const parsed = parseIp(ip);
   if (!parsed) return { label: 'an invalid address', shown: ip.slice(0, 64) };
-  if (allowedNetworks.some((n) => networkContains(n, ip))) return undefined;
   const shown = ipText(parsed.family, parsed.bytes);
+  // Metadata services stay refused even inside an allowed network (169.254/16, 100.64/10, fd00::/8).
+  const metadata = firstLabel(METADATA_ADDRESSES, ip);
+  if (metadata) return { label: metadata, shown };
+  const carried = parsed.family === 'ipv6' ? embeddedIpv4(ip, parsed.bytes) : undefined;
+  if (carried && firstLabel(METADATA_ADDRESSES, carried.v4)) {
+    return { label: 'a cloud metadata address', shown: `${carried.v4} in ${carried.kind} ${shown}` };
+  }
+  if (allowedNetworks.some((n) => networkContains(n, ip))) return undefined;
   if (parsed.family === 'ipv4') {
     const label = firstLabel(IPV4_BLOCKED, ip);
     return label ? { label, shown } : undefined;
@@ -175,6 +193,10 @@ export function checkUrl(raw: string, policy: Pick<DestinationPolicy, 'allowHttp
   }
   if (url.username !== '' || url.password !== '') {
     throw new DestinationRefusedError('url must not contain credentials');
+  }
+  // Normalising can lengthen a URL (percent-encoding); what is stored and sent is the href.
+  if (url.href.length > MAX_URL_LENGTH) {
+    throw new DestinationRefusedError(`url is longer than ${MAX_URL_LENGTH} characters once encoded`);
   }
   const host = bareHost(url);
   if (host === '') throw new DestinationRefusedError('url has no host');

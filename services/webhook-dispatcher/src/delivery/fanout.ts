@@ -11,7 +11,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export async function fanOut(store: WebhookStore, event: EventEnvelope, tx: HandlerTx): Promise<number> {
   // Events of no org (or a malformed one) have no subscribers; they are acknowledged and dropped.
   if (!isSubscribableEvent(event.type) || !event.org_id || !UUID.test(event.org_id)) return 0;
-  const hooks = await store.subscribers(event.org_id, event.type, tx);
+  const at = new Date(event.created_at);
+  if (Number.isNaN(at.getTime())) return 0;
+  const hooks = await store.subscribers(event.org_id, event.type, at, tx);
   if (hooks.length === 0) return 0;
   const body = deliveryBody(event);
   return store.insertDeliveries(

@@ -16,8 +16,10 @@ export interface WorkerOptions {
   retryBaseMs: number;
   /** Time a receiver has to answer. */
   timeoutMs: number;
-  /** Deliveries in flight at once. */
+  /** Deliveries in flight at once in this replica. */
   concurrency: number;
+  /** Deliveries of one org in flight at once, across replicas. */
+  orgConcurrency: number;
   /** Finished deliveries older than this are deleted. */
   retentionMs: number;
   /** Counts attempts by result, for metrics. */
@@ -25,12 +27,29 @@ export interface WorkerOptions {
 }
 
 const PURGE_EVERY_MS = 60 * 60 * 1000;
+const PURGE_SLICE = 1000;
+
+/** `p`, or `onTimeout()` thrown after `ms` (the work behind `p` is not cancelled). */
+async function withTimeout<T>(p: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(onTimeout()), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /**
- * Sends due deliveries (SPEC.md §6.2): every `intervalMs` it claims a batch under a lease, posts
- * each one signed to the address its URL resolves to — checked again at every attempt — and records
- * the attempt with the delivery's next state in one transaction. A worker killed mid-batch loses
- * nothing: its leases run out and the deliveries are claimed again.
+ * Sends due deliveries (SPEC.md §6.2). It keeps up to `concurrency` attempts in flight: every
+ * `intervalMs`, and whenever an attempt ends, it claims due deliveries under a lease for the free
+ * lanes, posts each one signed to the address its URL resolves to — checked again at every attempt
+ * — and records the attempt with the delivery's next state in one transaction. A worker killed
+ * mid-send loses nothing: its leases run out and the deliveries are claimed again.
  */
 export class DeliveryWorker {
   private stopped = false;
@@ -52,15 +71,28 @@ export class DeliveryWorker {
   }
 
   private async run(): Promise<void> {
+    const inFlight = new Set<Promise<void>>();
     while (!this.stopped) {
-      let full = false;
-      try {
-        full = await this.tick();
-        await this.purge();
-      } catch (err) {
-        this.opts.logger.warn({ err: describeError(err) }, 'webhook worker cycle failed; retrying');
+      let more = false;
+      const free = this.opts.concurrency - inFlight.size;
+      if (free > 0) {
+        try {
+          const claimed = await this.claim(free);
+          for (const d of claimed) {
+            const p: Promise<void> = this.attempt(d).finally(() => {
+              inFlight.delete(p);
+              this.wake?.();
+            });
+            inFlight.add(p);
+          }
+          more = claimed.length === free;
+          await this.purge();
+        } catch (err) {
+          this.opts.logger.warn({ err: describeError(err) }, 'webhook worker cycle failed; retrying');
+        }
       }
-      if (!full && !this.stopped) {
+      // Sleep until the interval passes or a lane frees up (then claim for it at once).
+      if (!this.stopped && (!more || inFlight.size >= this.opts.concurrency)) {
         await new Promise<void>((resolve) => {
           const t = setTimeout(resolve, this.opts.intervalMs);
           this.wake = () => {
@@ -68,23 +100,21 @@ export class DeliveryWorker {
             resolve();
           };
         });
+        this.wake = undefined;
       }
     }
+    await Promise.all(inFlight);
   }
 
-  /** One cycle: claims and sends a batch; true when the batch was full (more may be due). */
-  async tick(): Promise<boolean> {
-    // One delivery per lane, all started at once, so the lease need only cover one attempt (DNS,
-    // the request, the record) with room to spare; a dead worker's claims come back after it.
-    const batch = this.opts.concurrency;
+  /**
+   * Claims up to `n` due deliveries under a lease that covers one attempt (the DNS lookup and the
+   * request, each bounded by the timeout, and the record) with room to spare; a dead worker's
+   * claims come back when it ends. One org holds at most `orgConcurrency` leases, so an org whose
+   * receivers hang cannot hold up the others.
+   */
+  private claim(n: number): Promise<ClaimedDelivery[]> {
     const leaseMs = 2 * this.opts.timeoutMs + 10000;
-    const claimed = await this.opts.store.claimDue(batch, leaseMs);
-    const queue = [...claimed];
-    const lanes = Array.from({ length: Math.min(this.opts.concurrency, queue.length) }, async () => {
-      for (let d = queue.shift(); d; d = queue.shift()) await this.attempt(d);
-    });
-    await Promise.all(lanes);
-    return claimed.length === batch;
+    return this.opts.store.claimDue(n, leaseMs, this.opts.orgConcurrency);
   }
 
   private async attempt(d: ClaimedDelivery): Promise<void> {
@@ -93,7 +123,11 @@ export class DeliveryWorker {
     let result: SendResult;
     let refused = false;
     try {
-      const dest = await resolveDestination(d.url, this.opts.policy);
+      const dest = await withTimeout(
+        resolveDestination(d.url, this.opts.policy),
+        this.opts.timeoutMs,
+        () => new DestinationRefusedError(`dns lookup took longer than ${this.opts.timeoutMs} ms`),
+      );
       const secret = openSecret(this.opts.secretKey, d.webhookId, d.secretSealed);
       result = await postPinned(
         dest,
@@ -160,7 +194,12 @@ export class DeliveryWorker {
   private async purge(): Promise<void> {
     if (Date.now() - this.lastPurge < PURGE_EVERY_MS) return;
     this.lastPurge = Date.now();
-    const n = await this.opts.store.purgeFinished(new Date(Date.now() - this.opts.retentionMs));
-    if (n > 0) this.opts.logger.info({ deleted: n }, 'purged finished webhook deliveries');
+    const before = new Date(Date.now() - this.opts.retentionMs);
+    let deleted = 0;
+    // In slices, so no single statement holds locks for long; until nothing old is left.
+    for (let n = PURGE_SLICE; n === PURGE_SLICE && !this.stopped; deleted += n) {
+      n = await this.opts.store.purgeFinished(before, PURGE_SLICE);
+    }
+    if (deleted > 0) this.opts.logger.info({ deleted }, 'purged finished webhook deliveries');
   }
 }

@@ -124,7 +124,7 @@ export function parseWebhookPatch(fields: Record<string, unknown>): WebhookPatch
     patch.isActive = fields['is_active'];
   }
   if (Object.keys(patch).length === 0) {
-    throw new InvalidArgumentError('url', 'give at least one of url, events, is_active, description');
+    throw new InvalidArgumentError('body', 'give at least one of url, events, is_active, description');
   }
   return patch;
 }

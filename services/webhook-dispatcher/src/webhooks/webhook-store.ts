@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { and, asc, count, desc, eq, inArray, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, inArray, lte, sql } from 'drizzle-orm';
 import type { Database, Transaction } from '@custos/service-kit';
 import { deliveries, deliveryAttempts, webhooks } from '../db/schema.js';
 import type { WebhookInput, WebhookPatch, WebhookRecord } from './webhook-fns.js';
@@ -115,8 +115,16 @@ export class WebhookStore {
     return r;
   }
 
-  /** Active webhooks of an org subscribed to `eventType`. */
-  async subscribers(orgId: string, eventType: string, tx: Db = this.db): Promise<Array<{ id: string }>> {
+  /**
+   * Active webhooks of an org subscribed to `eventType` that existed when the event happened (a
+   * webhook never receives events from before it was created, even when the consumer lags).
+   */
+  async subscribers(
+    orgId: string,
+    eventType: string,
+    eventAt: Date,
+    tx: Db = this.db,
+  ): Promise<Array<{ id: string }>> {
     return tx
       .select({ id: webhooks.id })
       .from(webhooks)
@@ -125,6 +133,7 @@ export class WebhookStore {
           eq(webhooks.orgId, orgId),
           eq(webhooks.isActive, true),
           sql`${eventType} = ANY(${webhooks.events})`,
+          lte(webhooks.createdAt, eventAt),
         ),
       );
   }
@@ -145,9 +154,11 @@ export class WebhookStore {
 
   /**
    * Claims up to `limit` due deliveries of active webhooks for `leaseMs`: other workers skip them
-   * until the lease ends, so a worker that dies mid-send leaves them to be tried again.
+   * until the lease ends, so a worker that dies mid-send leaves them to be tried again. An org
+   * gets at most `perOrg` deliveries under lease at once (counting other workers' leases), looked
+   * for among the 1000 longest-due deliveries.
    */
-  async claimDue(limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+  async claimDue(limit: number, leaseMs: number, perOrg = limit): Promise<ClaimedDelivery[]> {
     const r = await this.db.execute<{
       id: string;
       webhook_id: string;
@@ -158,11 +169,24 @@ export class WebhookStore {
       url: string;
       secret_sealed: string;
     }>(sql`
-      WITH due AS (
-        SELECT d.id FROM ${deliveries} d JOIN ${webhooks} w ON w.id = d.webhook_id
+      WITH busy AS (
+        SELECT org_id, count(*) AS n FROM ${deliveries}
+        WHERE status = 'pending' AND lease_until > now() GROUP BY org_id
+      ), window_ AS (
+        SELECT d.id, d.org_id, d.next_attempt_at FROM ${deliveries} d JOIN ${webhooks} w ON w.id = d.webhook_id
         WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND w.is_active
           AND (d.lease_until IS NULL OR d.lease_until < now())
         ORDER BY d.next_attempt_at, d.id
+        LIMIT 1000
+      ), ranked AS (
+        SELECT x.id, x.next_attempt_at,
+          row_number() OVER (PARTITION BY x.org_id ORDER BY x.next_attempt_at, x.id) + coalesce(b.n, 0) AS slot
+        FROM window_ x LEFT JOIN busy b ON b.org_id = x.org_id
+      ), due AS (
+        SELECT d.id FROM ${deliveries} d JOIN ranked k ON k.id = d.id
+        WHERE k.slot <= ${perOrg} AND d.status = 'pending'
+          AND (d.lease_until IS NULL OR d.lease_until < now())
+        ORDER BY k.next_attempt_at, d.id
         LIMIT ${limit}
         FOR UPDATE OF d SKIP LOCKED
       )
