@@ -13,3 +13,4 @@ export * from './runtime.js';
 export * from './tracing.js';
 export * from './expiring-lru.js';
 export * from './cidr.js';
+export * from './ids.js';

@@ -5,6 +5,7 @@ import {
   type Logger,
   PermissionDeniedError,
   type Transaction,
+  isUuid,
 } from '@custos/service-kit';
 import { ChainVerifier } from './chain-fns.js';
 import type { AuditRow, AuditStore, NewRecord } from './audit-store.js';
@@ -13,7 +14,6 @@ import type { AuditRow, AuditStore, NewRecord } from './audit-store.js';
 export const DIRECT_ACTIONS = new Set(['ip_rule.denied']);
 
 const ACTOR_TYPES = new Set(['user', 'agent', 'system', 'anonymous']);
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ACTION = /^[a-z0-9_]+(\.[a-z0-9_]+)+$/;
 
 /** The verification scheme, as `GET /v1/audit/verify` describes it. */
@@ -53,7 +53,7 @@ export function auditEventJson(r: AuditRow): Record<string, unknown> {
 function recordFromEvent(event: EventEnvelope): NewRecord {
   const d = event.data as unknown as Partial<AuditRecordData>;
   const problems: string[] = [];
-  if (typeof d.org_id !== 'string' || !UUID.test(d.org_id)) problems.push('org_id');
+  if (typeof d.org_id !== 'string' || !isUuid(d.org_id)) problems.push('org_id');
   if (typeof d.actor_type !== 'string' || !ACTOR_TYPES.has(d.actor_type)) problems.push('actor_type');
   if (d.actor_id !== null && typeof d.actor_id !== 'string') problems.push('actor_id');
   if (typeof d.action !== 'string' || !ACTION.test(d.action)) problems.push('action');

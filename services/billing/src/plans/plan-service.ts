@@ -1,9 +1,7 @@
 import type { Principal } from '@custos/auth';
-import { InvalidArgumentError, NotFoundError, PermissionDeniedError } from '@custos/service-kit';
+import { InvalidArgumentError, NotFoundError, PermissionDeniedError, isUuid } from '@custos/service-kit';
 import { type Plan, isPlan, wireCaps } from './plan-fns.js';
 import type { PlanStore } from './plan-store.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Plans and tier caps. Services that own vaults, secrets and agents ask for an org's caps and
@@ -22,7 +20,7 @@ export class PlanService {
   async limits(caller: Principal | undefined, orgId: string) {
     const org = orgId || caller?.orgId;
     if (!org) throw new InvalidArgumentError('org_id', 'is required');
-    if (!UUID.test(org)) throw new InvalidArgumentError('org_id', 'must be a UUID');
+    if (!isUuid(org)) throw new InvalidArgumentError('org_id', 'must be a UUID');
     if (caller && caller.orgId !== org && !(caller.kind === 'user' && caller.platformAdmin)) {
       throw new NotFoundError('org', org);
     }
@@ -34,7 +32,7 @@ export class PlanService {
     if (caller.kind !== 'user' || !caller.platformAdmin) {
       throw new PermissionDeniedError('only a platform admin may change an org plan');
     }
-    if (!UUID.test(orgId)) throw new InvalidArgumentError('org_id', 'must be a UUID');
+    if (!isUuid(orgId)) throw new InvalidArgumentError('org_id', 'must be a UUID');
     if (!isPlan(plan))
       throw new InvalidArgumentError('plan', 'must be one of free, pro, business, enterprise');
     await this.store.assign(orgId, plan, caller.userId);

@@ -1,8 +1,6 @@
 import type { Principal, UserPrincipal } from '@custos/auth';
-import { InvalidArgumentError, NotFoundError, PermissionDeniedError } from '@custos/service-kit';
+import { InvalidArgumentError, NotFoundError, PermissionDeniedError, isUuid } from '@custos/service-kit';
 import type { AgentRow, AgentStore } from './agent-store.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The caller as an org owner or admin, who alone manage agents and their keys (403 otherwise). */
 export function agentManager(p: Principal, what = 'agents'): UserPrincipal {
@@ -15,7 +13,7 @@ export function agentManager(p: Principal, what = 'agents'): UserPrincipal {
 
 /** The agent when it is in the caller's org: 400 for a malformed id, 404 otherwise (other orgs learn nothing). */
 export async function agentInOrg(store: AgentStore, p: Principal, agentId: string): Promise<AgentRow> {
-  if (!UUID.test(agentId)) throw new InvalidArgumentError('agent_id', 'agent_id must be a UUID');
+  if (!isUuid(agentId)) throw new InvalidArgumentError('agent_id', 'agent_id must be a UUID');
   const row = await store.findInOrg(agentId.toLowerCase(), p.orgId);
   if (!row) throw new NotFoundError('agent', agentId);
   return row;

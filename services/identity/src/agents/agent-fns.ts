@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import { InvalidArgumentError } from '@custos/service-kit';
+import { InvalidArgumentError, isUuid } from '@custos/service-kit';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 // Secret-path globs: path characters plus `*` (one segment) and `**` (any number of segments).
 const SCOPE = /^[A-Za-z0-9_\-/*.]{1,256}$/;
 const DECIMAL = /^\d{1,30}(\.\d{1,18})?$/;
@@ -24,7 +23,7 @@ export const AGENT_ENVIRONMENTS = ['production', 'preview', 'development', 'cust
  */
 const settingsShape = {
   scopes: z.array(z.string().regex(SCOPE, 'must be a secret-path pattern')).max(100).nullable(),
-  vault_ids: z.array(z.string().regex(UUID, 'must be a UUID')).max(100),
+  vault_ids: z.array(z.string().refine((v) => isUuid(v), 'must be a UUID')).max(100),
   intents_api_enabled: z.boolean(),
   message_signing_enabled: z.boolean(),
   raw_signing_enabled: z.boolean(),

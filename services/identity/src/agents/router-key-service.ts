@@ -5,6 +5,7 @@ import {
   NotFoundError,
   PermissionDeniedError,
   UnauthenticatedError,
+  isUuid,
 } from '@custos/service-kit';
 import {
   SECRET_TOKEN_PREFIXES,
@@ -22,7 +23,6 @@ import type { AgentRow, AgentStore } from './agent-store.js';
 import { ROUTER_KEY_TOKEN_TTL_SECONDS, parseRouterKeyLimits } from './router-key-fns.js';
 import type { RouterKeyRow, RouterKeyStore } from './router-key-store.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PREFIX = SECRET_TOKEN_PREFIXES.routerKey;
 /** Every refused exchange answers what a refused agent key answers, whatever the reason. */
 const EXCHANGE_FAILED = 'invalid agent credentials';
@@ -128,7 +128,7 @@ export class RouterKeyService {
   async revoke(p: Principal, agentId: string, keyId: string): Promise<void> {
     const user = this.manager(p);
     const agent = await this.agentInOrg(user, agentId);
-    if (!UUID.test(keyId)) throw new InvalidArgumentError('key_id', 'key_id must be a UUID');
+    if (!isUuid(keyId)) throw new InvalidArgumentError('key_id', 'key_id must be a UUID');
     const row = await this.agents.transaction(async (tx) => {
       const revoked = await this.keys.revoke(agent.id, keyId.toLowerCase(), tx);
       if (!revoked) return undefined;

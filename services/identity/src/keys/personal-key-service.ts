@@ -6,6 +6,7 @@ import {
   NotFoundError,
   PermissionDeniedError,
   UnauthenticatedError,
+  isUuid,
 } from '@custos/service-kit';
 import {
   SECRET_TOKEN_PREFIXES,
@@ -21,7 +22,6 @@ import type { UserStore } from '../users/user-store.js';
 
 type KeyRow = typeof personalApiKeys.$inferSelect;
 const PREFIX = SECRET_TOKEN_PREFIXES.personalApiKey;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const EXCHANGE_FAILED = 'invalid API key';
 /** Users hold at most this many live keys. */
 const MAX_KEYS = 50;
@@ -136,7 +136,7 @@ export class PersonalKeyService {
   /** Revokes one of the caller's keys, and every token minted from it. */
   async revoke(p: Principal, keyId: string): Promise<void> {
     const user = this.user(p);
-    if (!UUID.test(keyId)) throw new InvalidArgumentError('key_id', 'key_id must be a UUID');
+    if (!isUuid(keyId)) throw new InvalidArgumentError('key_id', 'key_id must be a UUID');
     const rows = await this.db.transaction(async (tx) => {
       const revoked = await tx
         .update(personalApiKeys)

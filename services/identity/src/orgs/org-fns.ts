@@ -3,14 +3,13 @@ import {
   type CustosError,
   InvalidArgumentError,
   PermissionDeniedError,
+  isUuid,
 } from '@custos/service-kit';
 import { ORG_ROLES, type OrgRole } from '../users/user-types.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** A UUID path or body value, lower-cased, or a 400 naming `field`. */
 export function parseUuid(raw: unknown, field: string): string {
-  if (typeof raw !== 'string' || !UUID.test(raw))
+  if (typeof raw !== 'string' || !isUuid(raw))
     throw new InvalidArgumentError(field, `${field} must be a UUID`);
   return raw.toLowerCase();
 }

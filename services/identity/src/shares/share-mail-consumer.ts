@@ -1,3 +1,4 @@
+import { isUuid } from '@custos/service-kit';
 import { type EventEnvelope, IdempotentConsumer, type ServiceEvents, subjectFor } from '@custos/events';
 import type { Database, Logger } from '@custos/service-kit';
 import { inbox } from '../db/schema.js';
@@ -16,12 +17,10 @@ export interface ShareEmailRequested {
   passphrase_protected: boolean;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** The event's data when it is well-formed; undefined otherwise (it is then dropped, not retried). */
 export function shareEmailData(data: Record<string, unknown>): ShareEmailRequested | undefined {
   const { share_id, email, expires_at, max_access_count, passphrase_protected } = data;
-  if (typeof share_id !== 'string' || !UUID.test(share_id)) return undefined;
+  if (typeof share_id !== 'string' || !isUuid(share_id)) return undefined;
   if (typeof email !== 'string' || !/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 254) return undefined;
   if (typeof expires_at !== 'string' || Number.isNaN(Date.parse(expires_at))) return undefined;
   return {

@@ -7,6 +7,7 @@ import {
   UnauthenticatedError,
   type Logger,
   describeError,
+  isUuid,
 } from '@custos/service-kit';
 import {
   burnPasswordCheck,
@@ -41,7 +42,6 @@ export interface UserServiceOptions {
   publicBaseUrl: string;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const LOGIN_FAILED = 'invalid email or password';
 
 /** Signup, e-mail verification, password login, refresh rotation, sign-out and the profile. */
@@ -259,9 +259,7 @@ export class UserService {
     const sid = principal.sessionId;
     // Only sessions are refresh-token families (UUIDs); a key's tokens are revoked with the key.
     const family =
-      principal.kind === 'user' && sid && UUID.test(sid) && !principal.amr.includes('api_key')
-        ? sid
-        : undefined;
+      principal.kind === 'user' && sid && isUuid(sid) && !principal.amr.includes('api_key') ? sid : undefined;
     if (family) list.push(this.sessionRevocation(family));
     await this.store.transaction(async (tx) => {
       await this.revocations.record(list, tx);

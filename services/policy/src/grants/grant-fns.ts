@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from '@custos/service-kit';
+import { InvalidArgumentError, isUuid } from '@custos/service-kit';
 import { parseConditions } from './condition-fns.js';
 import {
   type Conditions,
@@ -11,7 +11,6 @@ import {
   type PrincipalType,
 } from './grant-types.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const LITERAL_SEGMENT = /^[A-Za-z0-9_-]+$/;
 const MAX_PATTERN = 512;
 /** The highest priority a grant may have (the lowest is 0, the default). */
@@ -28,11 +27,6 @@ const CREATE_FIELDS = new Set([
   'expires_at',
 ]);
 const IMMUTABLE_FIELDS = new Set(['principal_type', 'principal_id']);
-
-/** Whether `s` is a UUID in any case. */
-export function isUuid(s: string): boolean {
-  return UUID.test(s);
-}
 
 /**
  * A secret-path glob (DECISIONS.md): `/`-separated segments, each `*` (one segment), `**` (zero

@@ -1,6 +1,6 @@
 import type { Principal, UserPrincipal } from '@custos/auth';
 import { writeAudit, writeEvent } from '@custos/events';
-import { InvalidArgumentError, NotFoundError, PermissionDeniedError } from '@custos/service-kit';
+import { InvalidArgumentError, NotFoundError, PermissionDeniedError, isUuid } from '@custos/service-kit';
 import { outbox } from '../db/schema.js';
 import { agentScopes, decide } from './decide-fns.js';
 import {
@@ -9,7 +9,6 @@ import {
   grantAuditMetadata,
   grantEventData,
   grantView,
-  isUuid,
   parseGrantChange,
   parseGrantInput,
 } from './grant-fns.js';

@@ -1,9 +1,8 @@
 import type { Principal, UserPrincipal } from '@custos/auth';
 import { writeAudit } from '@custos/events';
 import type { IpRule } from '@custos/proto/custos/policy/v1/messages';
-import { ConflictError, NotFoundError, PermissionDeniedError } from '@custos/service-kit';
+import { ConflictError, NotFoundError, PermissionDeniedError, isUuid } from '@custos/service-kit';
 import { outbox } from '../db/schema.js';
-import { isUuid } from '../grants/grant-fns.js';
 import { MAX_RULES_PER_ORG, type IpRuleRecord, ipRuleView, parseIpRuleInput } from './ip-rule-fns.js';
 import type { IpRuleStore } from './ip-rule-store.js';
 

@@ -1,7 +1,6 @@
 import type { Principal } from '@custos/auth';
-import { InvalidArgumentError } from '@custos/service-kit';
+import { InvalidArgumentError, isUuid } from '@custos/service-kit';
 import type { AccessControl } from '../access/access-control.js';
-import { isUuid } from '../vaults/vault-fns.js';
 import type { VaultStore } from '../vaults/vault-store.js';
 import { parseEnvBundle, secretPath } from './secret-fns.js';
 import { type SecretService, requirePasskeyUnlock } from './secret-service.js';

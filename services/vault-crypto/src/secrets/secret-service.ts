@@ -8,6 +8,7 @@ import {
   PermissionDeniedError,
   ResourceLimitExceededError,
   type Transaction,
+  isUuid,
 } from '@custos/service-kit';
 import { type AccessControl, actorOf } from '../access/access-control.js';
 import type { AuditTrail } from '../access/audit-trail.js';
@@ -23,7 +24,6 @@ import {
   wrapDataKey,
 } from '../crypto/envelope-fns.js';
 import type { OrgKeyRing } from '../keys/org-key-ring.js';
-import { isUuid } from '../vaults/vault-fns.js';
 import type { VaultRow, VaultStore } from '../vaults/vault-store.js';
 import {
   KEY_MATERIAL_TYPES,

@@ -1,6 +1,11 @@
-import { InvalidArgumentError, formatNetwork, networkContains, parseNetwork } from '@custos/service-kit';
+import {
+  InvalidArgumentError,
+  formatNetwork,
+  networkContains,
+  parseNetwork,
+  isUuid,
+} from '@custos/service-kit';
 import { futureTime } from '../secrets/secret-fns.js';
-import { isUuid } from '../vaults/vault-fns.js';
 
 /** Recipient types of a share (the reference's CreateShareRequest). */
 export const RECIPIENT_TYPES = ['creator', 'external_email', 'user', 'agent', 'anyone_with_link'] as const;

@@ -8,13 +8,13 @@ import {
   RateLimitedError,
   type Transaction,
   UnauthenticatedError,
+  isUuid,
 } from '@custos/service-kit';
 import { type AccessControl, actorOf } from '../access/access-control.js';
 import type { outbox } from '../db/schema.js';
 import { KEY_MATERIAL_TYPES } from '../secrets/secret-fns.js';
 import { type SecretService, requirePasskeyUnlock } from '../secrets/secret-service.js';
 import type { SecretRow } from '../secrets/secret-store.js';
-import { isUuid } from '../vaults/vault-fns.js';
 import type { VaultStore } from '../vaults/vault-store.js';
 import {
   HUMAN_ONLY_RECIPIENTS,

@@ -1,5 +1,5 @@
-import { InvalidArgumentError } from '@custos/service-kit';
-import { isUuid, vaultDescription, vaultName } from './vault-fns';
+import { InvalidArgumentError, isUuid } from '@custos/service-kit';
+import { vaultDescription, vaultName } from './vault-fns';
 
 describe('vault names', () => {
   it('trims and keeps names of 1..255 characters', () => {

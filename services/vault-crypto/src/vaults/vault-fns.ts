@@ -7,13 +7,6 @@ export const SYSTEM_VAULT_NAMES = ['__agent-keys', '__treasury-keys'] as const;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** Whether `id` is a UUID (ids that are not cannot name anything). */
-export function isUuid(id: string): boolean {
-  return UUID.test(id);
-}
-
 /** A vault name as stored: trimmed, 1..255 characters, not a reserved `__` name (DECISIONS.md). */
 export function vaultName(raw: string): string {
   const name = raw.trim();

@@ -4,12 +4,13 @@ import {
   NotFoundError,
   PermissionDeniedError,
   ResourceLimitExceededError,
+  isUuid,
 } from '@custos/service-kit';
 import { type AccessControl, actorOf, managesVault } from '../access/access-control.js';
 import type { AuditTrail } from '../access/audit-trail.js';
 import type { OrgLimits } from '../access/org-limits.js';
 import type { OrgKeyRing } from '../keys/org-key-ring.js';
-import { isUuid, vaultDescription, vaultName } from './vault-fns.js';
+import { vaultDescription, vaultName } from './vault-fns.js';
 import type { VaultRow, VaultStore } from './vault-store.js';
 
 /** Vault rules: names, visibility, ownership, the tier cap, and the org key's rotation. */

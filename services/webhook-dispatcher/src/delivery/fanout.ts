@@ -1,8 +1,7 @@
+import { isUuid } from '@custos/service-kit';
 import { type EventEnvelope, type HandlerTx, isSubscribableEvent } from '@custos/events';
 import { deliveryBody } from '../webhooks/webhook-fns.js';
 import type { WebhookStore } from '../webhooks/webhook-store.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Turns one event into one pending delivery per active webhook of its org subscribed to it. Runs in
@@ -10,7 +9,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  */
 export async function fanOut(store: WebhookStore, event: EventEnvelope, tx: HandlerTx): Promise<number> {
   // Events of no org (or a malformed one) have no subscribers; they are acknowledged and dropped.
-  if (!isSubscribableEvent(event.type) || !event.org_id || !UUID.test(event.org_id)) return 0;
+  if (!isSubscribableEvent(event.type) || !event.org_id || !isUuid(event.org_id)) return 0;
   const at = new Date(event.created_at);
   if (Number.isNaN(at.getTime())) return 0;
   const hooks = await store.subscribers(event.org_id, event.type, at, tx);

@@ -7,6 +7,7 @@ import {
   InvalidArgumentError,
   NotFoundError,
   PermissionDeniedError,
+  isUuid,
 } from '@custos/service-kit';
 import { outbox } from '../db/schema.js';
 import { DestinationRefusedError } from '../delivery/destination.js';
@@ -21,7 +22,6 @@ import {
 } from './webhook-fns.js';
 import type { DeliveryRecord, WebhookStore } from './webhook-store.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const STATUSES = new Set(['pending', 'succeeded', 'failed']);
 
 /** Dependencies of WebhookService. */
@@ -130,7 +130,7 @@ export class WebhookService {
 
   async delete(p: Principal, id: string): Promise<void> {
     const caller = this.manage(p);
-    if (!UUID.test(id)) throw new NotFoundError('webhook', id.slice(0, 64));
+    if (!isUuid(id)) throw new NotFoundError('webhook', id.slice(0, 64));
     await this.deps.store.transaction(async (tx) => {
       const r = await this.deps.store.delete(caller.orgId, id.toLowerCase(), tx);
       if (!r) throw new NotFoundError('webhook', id);
@@ -157,7 +157,7 @@ export class WebhookService {
   }
 
   private async found(caller: UserPrincipal, id: string): Promise<WebhookRecord> {
-    if (!UUID.test(id)) throw new NotFoundError('webhook', id.slice(0, 64));
+    if (!isUuid(id)) throw new NotFoundError('webhook', id.slice(0, 64));
     const r = await this.deps.store.get(caller.orgId, id.toLowerCase());
     if (!r) throw new NotFoundError('webhook', id);
     return r;
