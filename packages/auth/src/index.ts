@@ -7,3 +7,4 @@ export * from './revocation.js';
 export * from './identity-keys.js';
 export * from './path-pattern-fns.js';
 export * from './identity-keys-connect.js';
+export * from './access-fns.js';

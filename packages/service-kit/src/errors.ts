@@ -9,6 +9,7 @@ export const ERROR_KINDS = {
   not_found: { grpc: GrpcStatus.NOT_FOUND, http: 404, title: 'Not Found' },
   conflict: { grpc: GrpcStatus.ALREADY_EXISTS, http: 409, title: 'Conflict' },
   gone: { grpc: GrpcStatus.FAILED_PRECONDITION, http: 410, title: 'Gone' },
+  unsupported_media_type: { grpc: GrpcStatus.INVALID_ARGUMENT, http: 415, title: 'Unsupported Media Type' },
   unprocessable: { grpc: GrpcStatus.FAILED_PRECONDITION, http: 422, title: 'Unprocessable Content' },
   rate_limited: { grpc: GrpcStatus.RESOURCE_EXHAUSTED, http: 429, title: 'Too Many Requests' },
   internal: { grpc: GrpcStatus.INTERNAL, http: 500, title: 'Internal Server Error' },

@@ -3,7 +3,7 @@ import { type AccountSettings, AccountServiceClient } from '@custos/proto/custos
 import { InvalidArgumentError, type callUnary, unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { body, str } from './auth-routes.js';
-import { declareRoute } from './routes.js';
+import { declareUncheckedRoute } from './routes.js';
 import { authConfirmOf, setRetryAfter } from './step-up.js';
 
 const noStore = (res: Response) => res.setHeader('Cache-Control', 'no-store');
@@ -50,13 +50,13 @@ export function accountRoutes(
     }
   };
 
-  declareRoute(router, guards, 'post', '/v1/auth/forgot-password', 'public', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/auth/forgot-password', 'public', async (req, res) => {
     const r = await call(account.forgotPassword, { email: str(body(req), 'email') });
     // `status` is the same for every address (the reference's other values would reveal accounts).
     res.json({ message: r.message, status: 'email_sent' });
   });
 
-  declareRoute(router, guards, 'post', '/v1/auth/reset-password', 'public', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/auth/reset-password', 'public', async (req, res) => {
     const b = body(req);
     const r = await call(account.resetPassword, {
       token: str(b, 'token'),
@@ -65,7 +65,7 @@ export function accountRoutes(
     res.json({ message: r.message });
   });
 
-  declareRoute(router, guards, 'post', '/v1/auth/change-password', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/auth/change-password', 'human', async (req, res) => {
     const b = body(req);
     await guarded(res, account.changePassword, {
       currentPassword: str(b, 'current_password'),
@@ -74,7 +74,7 @@ export function accountRoutes(
     res.status(204).end();
   });
 
-  declareRoute(router, guards, 'post', '/v1/auth/set-password', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/auth/set-password', 'human', async (req, res) => {
     const b = body(req);
     const r = await call(account.setPassword, {
       password: str(b, 'password'),
@@ -83,17 +83,17 @@ export function accountRoutes(
     res.json({ message: r.message });
   });
 
-  declareRoute(router, guards, 'post', '/v1/auth/change-email', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/auth/change-email', 'human', async (req, res) => {
     const r = await call(account.changeEmail, { newEmail: str(body(req), 'new_email') });
     res.json({ message: r.message, new_email: r.newEmail, expires_in_seconds: r.expiresInSeconds });
   });
 
-  declareRoute(router, guards, 'post', '/v1/auth/verify-email-change', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/auth/verify-email-change', 'human', async (req, res) => {
     const r = await call(account.verifyEmailChange, { code: str(body(req), 'code') });
     res.json({ message: r.message, email: r.email });
   });
 
-  declareRoute(router, guards, 'post', '/v1/auth/reauth', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/auth/reauth', 'human', async (req, res) => {
     const b = body(req);
     const assertion = b['passkey_assertion'];
     const r = await guarded(res, account.reauthenticate, {
@@ -106,7 +106,7 @@ export function accountRoutes(
     res.json({ token: r.token, purpose: r.purpose, expires_in: r.expiresIn });
   });
 
-  declareRoute(router, guards, 'delete', '/v1/auth/me', 'human', async (req: Request, res) => {
+  declareUncheckedRoute(router, guards, 'delete', '/v1/auth/me', 'human', async (req: Request, res) => {
     const b = body(req);
     await guarded(res, account.deleteAccount, {
       confirmation: str(b, 'confirmation'),
@@ -115,12 +115,12 @@ export function accountRoutes(
     res.status(204).end();
   });
 
-  declareRoute(router, guards, 'get', '/v1/auth/settings', 'human', async (_req, res) => {
+  declareUncheckedRoute(router, guards, 'get', '/v1/auth/settings', 'human', async (_req, res) => {
     const r = await call(account.getAccountSettings, {});
     res.json(settingsBody(r.settings));
   });
 
-  declareRoute(router, guards, 'patch', '/v1/auth/settings', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'patch', '/v1/auth/settings', 'human', async (req, res) => {
     const b = body(req);
     const vaults = optionalBool(b, 'require_passkey_for_vaults');
     const mfa = optionalBool(b, 'require_passkey_for_mfa');
@@ -131,10 +131,17 @@ export function accountRoutes(
     res.json(settingsBody(r.settings));
   });
 
-  declareRoute(router, guards, 'post', '/v1/auth/feature-quota/consume', 'human', async (req, res) => {
-    const r = await call(account.consumeFeatureQuota, { feature: str(body(req), 'feature') });
-    res.json({ allowed: r.allowed, limit: r.limit, remaining: r.remaining, reset_at: r.resetAt });
-  });
+  declareUncheckedRoute(
+    router,
+    guards,
+    'post',
+    '/v1/auth/feature-quota/consume',
+    'human',
+    async (req, res) => {
+      const r = await call(account.consumeFeatureQuota, { feature: str(body(req), 'feature') });
+      res.json({ allowed: r.allowed, limit: r.limit, remaining: r.remaining, reset_at: r.resetAt });
+    },
+  );
 
   return router;
 }

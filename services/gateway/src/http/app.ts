@@ -24,7 +24,9 @@ import { policyRoutes } from './policy-routes.js';
 import { vaultRoutes } from './vault-routes.js';
 import { shareRoutes } from './share-routes.js';
 import { webhookRoutes } from './webhook-routes.js';
-import { errorHandler, notFound } from './problem.js';
+import { errorHandler, notFound, requireJsonBody } from './problem.js';
+import { openApiRoutes } from './openapi-routes.js';
+import { ROUTE_TABLE } from './routes.js';
 import { rateLimit } from './rate-limit.js';
 import { requestContext } from './request-context.js';
 
@@ -43,6 +45,9 @@ export const CREDENTIAL_ROUTES = [
   '/v1/org/invites/accept',
   '/v1/auth/google',
 ];
+
+/** Routes that also take an `application/x-www-form-urlencoded` body (RFC 8693 clients send forms). */
+export const FORM_ROUTES = ['/v1/auth/federated-token'];
 
 /** What the HTTP app needs. */
 export interface AppDeps {
@@ -80,6 +85,7 @@ export function createApp(deps: AppDeps): Express {
       rateLimit({ redis: deps.redis, ...deps.authRateLimit, logger: deps.logger, scope: 'auth' }),
     );
   }
+  app.use(requireJsonBody(FORM_ROUTES));
   app.use(express.json({ limit: '1mb', strict: true }));
 
   // Routes declare their access; `authenticate` (spec §7's auth stage) sits in front of the
@@ -109,7 +115,9 @@ export function createApp(deps: AppDeps): Express {
   app.use(auditRoutes(deps.peers, guards));
   app.use(webhookRoutes(deps.peers, guards));
 
-  app.use(notFound);
+  app.use(openApiRoutes(ROUTE_TABLE));
+
+  app.use(notFound(ROUTE_TABLE));
   app.use(errorHandler(deps.logger));
   return app;
 }

@@ -4,7 +4,7 @@ import { AuditServiceClient } from '@custos/proto/custos/audit/v1/service';
 import { InvalidArgumentError, unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { intParam } from './query.js';
-import { declareRoute } from './routes.js';
+import { declareUncheckedRoute } from './routes.js';
 
 /** The org's audit log (spec §4.7); the audit service checks that the caller is an owner or admin. */
 export function auditRoutes(
@@ -15,7 +15,7 @@ export function auditRoutes(
   const audit = peers.client(AuditServiceClient, 'audit');
   const call = unaryCaller(audit);
 
-  declareRoute(router, guards, 'get', '/v1/audit/events', 'authenticated', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'get', '/v1/audit/events', 'authenticated', async (req, res) => {
     const action = req.query['action'];
     if (action !== undefined && typeof action !== 'string')
       throw new InvalidArgumentError('action', 'action must be given once, as a string');
@@ -27,7 +27,7 @@ export function auditRoutes(
     res.json({ events: r.events, count: Number(r.count) });
   });
 
-  declareRoute(router, guards, 'get', '/v1/audit/verify', 'authenticated', async (_req, res) => {
+  declareUncheckedRoute(router, guards, 'get', '/v1/audit/verify', 'authenticated', async (_req, res) => {
     const r = await call(audit.verify, {});
     res.json(r.result);
   });

@@ -3,7 +3,7 @@ import type { IdentityServiceClient } from '@custos/proto/custos/identity/v1/ser
 import type { TokenSet, UserProfile } from '@custos/proto/custos/identity/v1/messages';
 import { InvalidArgumentError, unaryCaller } from '@custos/service-kit';
 import type { IdentityKeys } from '@custos/auth';
-import { declareRoute } from './routes.js';
+import { declareUncheckedRoute } from './routes.js';
 import type { RequestHandler } from 'express';
 
 export function tokenBody(t: TokenSet | undefined) {
@@ -62,7 +62,7 @@ export function authRoutes(
   const router = Router();
   const call = unaryCaller(identity);
 
-  declareRoute(router, guards, 'post', '/v1/auth/signup', 'public', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/auth/signup', 'public', async (req, res) => {
     const b = body(req);
     const r = await call(identity.signup, {
       email: str(b, 'email'),
@@ -73,13 +73,13 @@ export function authRoutes(
     res.status(201).json({ message: r.message, email: r.email, ...(r.tokens ? tokenBody(r.tokens) : {}) });
   });
 
-  declareRoute(router, guards, 'post', '/v1/auth/verify-email', 'public', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/auth/verify-email', 'public', async (req, res) => {
     const r = await call(identity.verifyEmail, { token: str(body(req), 'token') });
     noStore(res);
     res.json(tokenBody(r.tokens));
   });
 
-  declareRoute(router, guards, 'post', '/v1/auth/token', 'public', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/auth/token', 'public', async (req, res) => {
     const b = body(req);
     const r = await call(identity.login, { email: str(b, 'email'), password: str(b, 'password') });
     noStore(res);
@@ -94,23 +94,23 @@ export function authRoutes(
     res.json(tokenBody(r.result?.value));
   });
 
-  declareRoute(router, guards, 'delete', '/v1/auth/token', 'authenticated', async (_req, res) => {
+  declareUncheckedRoute(router, guards, 'delete', '/v1/auth/token', 'authenticated', async (_req, res) => {
     await call(identity.revokeSession, {});
     res.status(204).end();
   });
 
-  declareRoute(router, guards, 'post', '/v1/auth/refresh', 'public', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/auth/refresh', 'public', async (req, res) => {
     const r = await call(identity.refreshSession, { refreshToken: str(body(req), 'refresh_token') });
     noStore(res);
     res.json(tokenBody(r.tokens));
   });
 
-  declareRoute(router, guards, 'get', '/v1/auth/me', 'human', async (_req, res) => {
+  declareUncheckedRoute(router, guards, 'get', '/v1/auth/me', 'human', async (_req, res) => {
     const r = await call(identity.getProfile, {});
     res.json(profileBody(r.profile));
   });
 
-  declareRoute(router, guards, 'patch', '/v1/auth/me', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'patch', '/v1/auth/me', 'human', async (req, res) => {
     const b = body(req);
     const marketing = b['marketing_emails'];
     if (marketing !== undefined && typeof marketing !== 'boolean') {
@@ -123,7 +123,7 @@ export function authRoutes(
     res.json(profileBody(r.profile));
   });
 
-  declareRoute(router, guards, 'get', '/v1/auth/jwt-public-key', 'public', async (_req, res) => {
+  declareUncheckedRoute(router, guards, 'get', '/v1/auth/jwt-public-key', 'public', async (_req, res) => {
     const k = await keys.activeKey();
     res.json({
       alg: 'EdDSA',
@@ -132,29 +132,40 @@ export function authRoutes(
     });
   });
 
-  declareRoute(router, guards, 'get', '/.well-known/jwks.json', 'public', async (_req, res) => {
+  declareUncheckedRoute(router, guards, 'get', '/.well-known/jwks.json', 'public', async (_req, res) => {
     const jwks = await keys.jwks();
     res.setHeader('Cache-Control', 'public, max-age=300');
     res.setHeader('Access-Control-Allow-Origin', '*');
     res.type('application/jwk-set+json').send(JSON.stringify(jwks));
   });
 
-  declareRoute(router, guards, 'get', '/.well-known/openid-configuration', 'public', async (_req, res) => {
-    const s = await keys.settings();
-    const issuer = s.issuers[0]!;
-    res.setHeader('Cache-Control', 'public, max-age=300');
-    res.json({
-      issuer,
-      jwks_uri: `${issuer}/.well-known/jwks.json`,
-      token_endpoint: `${issuer}/v1/auth/token`,
-      grant_types_supported: ['password', 'refresh_token', 'urn:ietf:params:oauth:grant-type:token-exchange'],
-      token_exchange_endpoint: `${issuer}/v1/auth/federated-token`,
-      id_token_signing_alg_values_supported: ['EdDSA', 'RS256'],
-      token_endpoint_auth_signing_alg_values_supported: ['EdDSA', 'RS256'],
-      subject_types_supported: ['public'],
-      response_types_supported: ['token'],
-    });
-  });
+  declareUncheckedRoute(
+    router,
+    guards,
+    'get',
+    '/.well-known/openid-configuration',
+    'public',
+    async (_req, res) => {
+      const s = await keys.settings();
+      const issuer = s.issuers[0]!;
+      res.setHeader('Cache-Control', 'public, max-age=300');
+      res.json({
+        issuer,
+        jwks_uri: `${issuer}/.well-known/jwks.json`,
+        token_endpoint: `${issuer}/v1/auth/token`,
+        grant_types_supported: [
+          'password',
+          'refresh_token',
+          'urn:ietf:params:oauth:grant-type:token-exchange',
+        ],
+        token_exchange_endpoint: `${issuer}/v1/auth/federated-token`,
+        id_token_signing_alg_values_supported: ['EdDSA', 'RS256'],
+        token_endpoint_auth_signing_alg_values_supported: ['EdDSA', 'RS256'],
+        subject_types_supported: ['public'],
+        response_types_supported: ['token'],
+      });
+    },
+  );
 
   return router;
 }

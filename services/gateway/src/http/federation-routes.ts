@@ -3,7 +3,7 @@ import { FederationServiceClient } from '@custos/proto/custos/identity/v1/federa
 import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { body, str, tokenBody } from './auth-routes.js';
-import { declareRoute } from './routes.js';
+import { declareUncheckedRoute } from './routes.js';
 
 const noStore = (res: Response) => res.setHeader('Cache-Control', 'no-store');
 
@@ -21,7 +21,7 @@ export function federationRoutes(
 
   // RFC 8693 clients send a form (RFC 6749 §4.1.3 style); the app parses only JSON elsewhere.
   router.post('/v1/auth/federated-token', express.urlencoded({ extended: false, limit: '64kb' }));
-  declareRoute(router, guards, 'post', '/v1/auth/federated-token', 'public', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/auth/federated-token', 'public', async (req, res) => {
     const b = body(req);
     const r = await call(federation.exchangeFederatedToken, {
       grantType: str(b, 'grant_type'),
@@ -41,7 +41,7 @@ export function federationRoutes(
     });
   });
 
-  declareRoute(router, guards, 'post', '/v1/auth/google', 'public', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/auth/google', 'public', async (req, res) => {
     const r = await call(federation.googleSignIn, { idToken: str(body(req), 'id_token') });
     noStore(res);
     if (r.result?.$case === 'mfa') {

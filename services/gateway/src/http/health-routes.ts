@@ -1,62 +1,92 @@
 import { Metadata } from '@grpc/grpc-js';
-import { type RequestHandler, Router } from 'express';
+import { Router } from 'express';
+import { z } from 'zod/v4';
 import { callUnary, type Logger } from '@custos/service-kit';
 import { checkPeer, type PeerState, type Peers } from '../peers.js';
 import { sendProblem } from './problem.js';
-import { declareRoute } from './routes.js';
+import { type Guards, declareRoute } from './routes.js';
+
+const HealthResponse = z.object({
+  status: z.literal('ok'),
+  services: z.record(z.string(), z.string()).describe('Each service and its state (`serving`, …)'),
+});
+const HsmHealthResponse = z.object({
+  status: z.literal('ok'),
+  provider: z.string().describe('`local`, `aws-kms` or `pkcs11`'),
+  latency_ms: z.number(),
+});
 
 /**
  * Public health endpoints. GET /v1/health asks every peer service over gRPC and is ok only when all
  * serve; GET /v1/health/hsm reports vault-crypto's key-management provider.
  */
-export function healthRoutes(
-  peers: Peers,
-  timeoutMs: number,
-  logger: Logger,
-  guards: { authenticated: RequestHandler[]; human: RequestHandler[] },
-): Router {
+export function healthRoutes(peers: Peers, timeoutMs: number, logger: Logger, guards: Guards): Router {
   const router = Router();
 
-  declareRoute(router, guards, 'get', '/v1/health', 'public', async (_req, res) => {
-    const states = await Promise.all(
-      peers.health.map(async (p) => [p.name, await checkPeer(p.client, timeoutMs)] as const),
-    );
-    const services: Record<string, PeerState> = { gateway: 'serving', ...Object.fromEntries(states) };
-    const down = states.filter(([, s]) => s !== 'serving').map(([name]) => name);
-    if (down.length === 0) {
-      res.json({ status: 'ok', services });
-      return;
-    }
-    sendProblem(res, {
-      type: 'about:blank',
-      title: 'Service Unavailable',
-      status: 503,
-      detail: `not serving: ${down.join(', ')}`,
-      unavailable: down,
-      services,
-    });
-  });
+  declareRoute(
+    router,
+    guards,
+    {
+      method: 'get',
+      path: '/v1/health',
+      access: 'public',
+      summary: 'Whether every service of the mesh is serving (503 naming those that are not)',
+      tag: 'health',
+      responses: { 200: { description: 'All services serve', schema: HealthResponse } },
+    },
+    async (_req, res) => {
+      const states = await Promise.all(
+        peers.health.map(async (p) => [p.name, await checkPeer(p.client, timeoutMs)] as const),
+      );
+      const services: Record<string, PeerState> = { gateway: 'serving', ...Object.fromEntries(states) };
+      const down = states.filter(([, s]) => s !== 'serving').map(([name]) => name);
+      if (down.length === 0) {
+        res.json({ status: 'ok', services });
+        return;
+      }
+      sendProblem(res, {
+        type: 'about:blank',
+        title: 'Service Unavailable',
+        status: 503,
+        detail: `not serving: ${down.join(', ')}`,
+        unavailable: down,
+        services,
+      });
+    },
+  );
 
-  declareRoute(router, guards, 'get', '/v1/health/hsm', 'public', async (_req, res) => {
-    const h = await callUnary(peers.vaultCrypto, peers.vaultCrypto.getKmsHealth, {}, new Metadata(), {
-      deadline: Date.now() + timeoutMs,
-    });
-    const latency_ms = Math.round(h.latencyMs * 1000) / 1000;
-    if (h.healthy) {
-      res.json({ status: 'ok', provider: h.provider, latency_ms });
-      return;
-    }
-    // The provider's own message (ARNs, slot numbers) goes to the log, not to the public.
-    logger.warn({ provider: h.provider, detail: h.detail }, 'key-management provider unhealthy');
-    sendProblem(res, {
-      type: 'about:blank',
-      title: 'Service Unavailable',
-      status: 503,
-      detail: `key-management provider ${h.provider} failed its self-test`,
-      provider: h.provider,
-      latency_ms,
-    });
-  });
+  declareRoute(
+    router,
+    guards,
+    {
+      method: 'get',
+      path: '/v1/health/hsm',
+      access: 'public',
+      summary: "The key-management provider's self-test",
+      tag: 'health',
+      responses: { 200: { description: 'The provider answered', schema: HsmHealthResponse } },
+    },
+    async (_req, res) => {
+      const h = await callUnary(peers.vaultCrypto, peers.vaultCrypto.getKmsHealth, {}, new Metadata(), {
+        deadline: Date.now() + timeoutMs,
+      });
+      const latency_ms = Math.round(h.latencyMs * 1000) / 1000;
+      if (h.healthy) {
+        res.json({ status: 'ok', provider: h.provider, latency_ms });
+        return;
+      }
+      // The provider's own message (ARNs, slot numbers) goes to the log, not to the public.
+      logger.warn({ provider: h.provider, detail: h.detail }, 'key-management provider unhealthy');
+      sendProblem(res, {
+        type: 'about:blank',
+        title: 'Service Unavailable',
+        status: 503,
+        detail: `key-management provider ${h.provider} failed its self-test`,
+        provider: h.provider,
+        latency_ms,
+      });
+    },
+  );
 
   return router;
 }

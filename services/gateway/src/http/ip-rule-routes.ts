@@ -6,7 +6,7 @@ import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { body } from './auth-routes.js';
 import type { IpRuleCache } from './ip-filter.js';
-import { declareRoute } from './routes.js';
+import { declareUncheckedRoute } from './routes.js';
 
 /** A rule as HTTP shows it (the reference's IpRuleResponse, with `description` for `label`). */
 function ruleBody(r: IpRule | undefined) {
@@ -32,19 +32,33 @@ export function ipRuleRoutes(
   const policy = peers.client(PolicyServiceClient, 'policy');
   const call = unaryCaller(policy);
 
-  declareRoute(router, guards, 'get', '/v1/security/ip-rules', 'authenticated', async (_req, res) => {
-    const r = await call(policy.listIpRules, {});
-    res.json({ rules: r.rules.map(ruleBody) });
-  });
+  declareUncheckedRoute(
+    router,
+    guards,
+    'get',
+    '/v1/security/ip-rules',
+    'authenticated',
+    async (_req, res) => {
+      const r = await call(policy.listIpRules, {});
+      res.json({ rules: r.rules.map(ruleBody) });
+    },
+  );
 
-  declareRoute(router, guards, 'post', '/v1/security/ip-rules', 'authenticated', async (req, res) => {
-    const r = await call(policy.createIpRule, { fields: body(req) });
-    // This replica applies the change at once; others within IP_RULES_CACHE_TTL_MS.
-    cache.invalidate(req.principal!.orgId);
-    res.status(201).json(ruleBody(r.rule));
-  });
+  declareUncheckedRoute(
+    router,
+    guards,
+    'post',
+    '/v1/security/ip-rules',
+    'authenticated',
+    async (req, res) => {
+      const r = await call(policy.createIpRule, { fields: body(req) });
+      // This replica applies the change at once; others within IP_RULES_CACHE_TTL_MS.
+      cache.invalidate(req.principal!.orgId);
+      res.status(201).json(ruleBody(r.rule));
+    },
+  );
 
-  declareRoute(
+  declareUncheckedRoute(
     router,
     guards,
     'delete',

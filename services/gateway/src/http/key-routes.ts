@@ -3,7 +3,7 @@ import type { ApiKey } from '@custos/proto/custos/identity/v1/messages';
 import type { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service';
 import { InvalidArgumentError, unaryCaller } from '@custos/service-kit';
 import { body, str, tokenBody } from './auth-routes.js';
-import { declareRoute } from './routes.js';
+import { declareUncheckedRoute } from './routes.js';
 
 function keyBody(k: ApiKey | undefined) {
   return {
@@ -25,7 +25,7 @@ export function keyRoutes(
   const router = Router();
   const call = unaryCaller(identity);
 
-  declareRoute(router, guards, 'post', '/v1/auth/api-keys', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/auth/api-keys', 'human', async (req, res) => {
     const b = body(req);
     if (b['expires_at'] !== undefined && b['expires_at'] !== null && typeof b['expires_at'] !== 'string') {
       throw new InvalidArgumentError('expires_at', 'expires_at must be an ISO 8601 date-time string');
@@ -35,17 +35,17 @@ export function keyRoutes(
     res.status(201).json({ key: keyBody(r.key), api_key: r.apiKey });
   });
 
-  declareRoute(router, guards, 'get', '/v1/auth/api-keys', 'human', async (_req, res) => {
+  declareUncheckedRoute(router, guards, 'get', '/v1/auth/api-keys', 'human', async (_req, res) => {
     const r = await call(identity.listApiKeys, {});
     res.json({ keys: r.keys.map(keyBody) });
   });
 
-  declareRoute(router, guards, 'delete', '/v1/auth/api-keys/:key_id', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'delete', '/v1/auth/api-keys/:key_id', 'human', async (req, res) => {
     await call(identity.revokeApiKey, { keyId: String(req.params['key_id']) });
     res.status(204).end();
   });
 
-  declareRoute(router, guards, 'post', '/v1/auth/api-key-token', 'public', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/auth/api-key-token', 'public', async (req, res) => {
     const r = await call(identity.exchangeApiKey, { apiKey: str(body(req), 'api_key') });
     res.setHeader('Cache-Control', 'no-store');
     res.json(tokenBody(r.tokens));

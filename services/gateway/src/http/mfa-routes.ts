@@ -3,7 +3,7 @@ import { MfaServiceClient } from '@custos/proto/custos/identity/v1/mfa';
 import { CustosError, unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { body, str, tokenBody } from './auth-routes.js';
-import { declareRoute } from './routes.js';
+import { declareUncheckedRoute } from './routes.js';
 
 const noStore = (res: Response) => res.setHeader('Cache-Control', 'no-store');
 
@@ -19,19 +19,19 @@ export function mfaRoutes(
   const mfa = peers.client(MfaServiceClient, 'identity');
   const call = unaryCaller(mfa);
 
-  declareRoute(router, guards, 'post', '/v1/auth/mfa/setup', 'human', async (_req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/auth/mfa/setup', 'human', async (_req, res) => {
     const r = await call(mfa.setupMfa, {});
     noStore(res);
     res.json({ secret: r.secret, otpauth_uri: r.otpauthUri });
   });
 
-  declareRoute(router, guards, 'post', '/v1/auth/mfa/verify-setup', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/auth/mfa/verify-setup', 'human', async (req, res) => {
     const r = await call(mfa.verifyMfaSetup, { code: str(body(req), 'code') });
     noStore(res);
     res.json({ enabled: true, recovery_codes: r.recoveryCodes });
   });
 
-  declareRoute(router, guards, 'post', '/v1/auth/mfa/verify', 'public', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/auth/mfa/verify', 'public', async (req, res) => {
     const b = body(req);
     noStore(res);
     try {
@@ -47,12 +47,12 @@ export function mfaRoutes(
     }
   });
 
-  declareRoute(router, guards, 'get', '/v1/auth/mfa/status', 'human', async (_req, res) => {
+  declareUncheckedRoute(router, guards, 'get', '/v1/auth/mfa/status', 'human', async (_req, res) => {
     const r = await call(mfa.getMfaStatus, {});
     res.json({ enabled: r.enabled, recovery_codes_remaining: r.recoveryCodesRemaining });
   });
 
-  declareRoute(router, guards, 'post', '/v1/auth/mfa/disable', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/auth/mfa/disable', 'human', async (req, res) => {
     await call(mfa.disableMfa, { code: str(body(req), 'code') });
     res.json({ enabled: false, recovery_codes_remaining: 0 });
   });

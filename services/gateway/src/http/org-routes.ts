@@ -9,7 +9,7 @@ import {
 import { InvalidArgumentError, unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { body, str } from './auth-routes.js';
-import { declareRoute } from './routes.js';
+import { declareUncheckedRoute } from './routes.js';
 
 function memberBody(m: OrgMember | undefined) {
   return {
@@ -67,19 +67,19 @@ export function orgRoutes(
   const orgs = peers.client(OrgServiceClient, 'identity');
   const call = unaryCaller(orgs);
 
-  declareRoute(router, guards, 'get', '/v1/org/members', 'human', async (_req, res) => {
+  declareUncheckedRoute(router, guards, 'get', '/v1/org/members', 'human', async (_req, res) => {
     const r = await call(orgs.listOrgMembers, {});
     res.json({ members: r.members.map(memberBody) });
   });
 
-  declareRoute(router, guards, 'post', '/v1/org/invite', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/org/invite', 'human', async (req, res) => {
     const b = body(req);
     const r = await call(orgs.inviteOrgMember, { email: str(b, 'email'), role: str(b, 'role') });
     res.json({ message: r.message, email: r.email });
   });
 
   // Public: the invited person has no account yet; the e-mailed token is the credential.
-  declareRoute(router, guards, 'post', '/v1/org/invites/accept', 'public', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/org/invites/accept', 'public', async (req, res) => {
     const b = body(req);
     const r = await call(orgs.acceptOrgInvite, {
       token: str(b, 'token'),
@@ -96,7 +96,7 @@ export function orgRoutes(
     });
   });
 
-  declareRoute(router, guards, 'patch', '/v1/org/members/:user_id', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'patch', '/v1/org/members/:user_id', 'human', async (req, res) => {
     const r = await call(orgs.updateOrgMemberRole, {
       userId: String(req.params['user_id']),
       role: str(body(req), 'role'),
@@ -104,22 +104,22 @@ export function orgRoutes(
     res.json(memberBody(r.member));
   });
 
-  declareRoute(router, guards, 'delete', '/v1/org/members/:user_id', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'delete', '/v1/org/members/:user_id', 'human', async (req, res) => {
     await call(orgs.removeOrgMember, { userId: String(req.params['user_id']) });
     res.status(204).end();
   });
 
-  declareRoute(router, guards, 'post', '/v1/org/sub-orgs', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/org/sub-orgs', 'human', async (req, res) => {
     const r = await call(orgs.createSubOrg, { name: str(body(req), 'name') });
     res.status(201).json(subOrgBody(r.subOrg));
   });
 
-  declareRoute(router, guards, 'get', '/v1/org/sub-orgs', 'human', async (_req, res) => {
+  declareUncheckedRoute(router, guards, 'get', '/v1/org/sub-orgs', 'human', async (_req, res) => {
     const r = await call(orgs.listSubOrgs, {});
     res.json({ sub_orgs: r.subOrgs.map(subOrgBody) });
   });
 
-  declareRoute(router, guards, 'get', '/v1/admin/users', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'get', '/v1/admin/users', 'human', async (req, res) => {
     const r = await call(orgs.adminListUsers, {
       limit: intQuery(req, 'limit'),
       offset: intQuery(req, 'offset'),
@@ -127,22 +127,22 @@ export function orgRoutes(
     res.json({ users: r.users.map(adminUserBody), total: r.total });
   });
 
-  declareRoute(router, guards, 'delete', '/v1/admin/users/:user_id', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'delete', '/v1/admin/users/:user_id', 'human', async (req, res) => {
     await call(orgs.adminDeleteUser, { userId: String(req.params['user_id']) });
     res.status(204).end();
   });
 
-  declareRoute(router, guards, 'get', '/v1/admin/settings', 'human', async (_req, res) => {
+  declareUncheckedRoute(router, guards, 'get', '/v1/admin/settings', 'human', async (_req, res) => {
     const r = await call(orgs.adminListSettings, {});
     res.json({ settings: r.settings.map(settingBody) });
   });
 
-  declareRoute(router, guards, 'get', '/v1/admin/settings/:name', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'get', '/v1/admin/settings/:name', 'human', async (req, res) => {
     const r = await call(orgs.adminGetSetting, { name: String(req.params['name']) });
     res.json(settingBody(r.setting));
   });
 
-  declareRoute(router, guards, 'put', '/v1/admin/settings/:name', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'put', '/v1/admin/settings/:name', 'human', async (req, res) => {
     const b = body(req);
     const value = b['value'];
     if (value !== undefined && value !== null && typeof value !== 'string') {

@@ -4,7 +4,7 @@ import { PolicyServiceClient } from '@custos/proto/custos/policy/v1/service';
 import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { body } from './auth-routes.js';
-import { declareRoute } from './routes.js';
+import { declareUncheckedRoute } from './routes.js';
 
 /** Secret-path policies of a vault (spec §2.3, §4.3); the policy service validates and decides. */
 export function policyRoutes(
@@ -19,17 +19,34 @@ export function policyRoutes(
     policyId: String(p['policy_id']),
   });
 
-  declareRoute(router, guards, 'post', '/v1/vaults/:vault_id/policies', 'authenticated', async (req, res) => {
-    const r = await call(policy.createPolicy, { vaultId: String(req.params['vault_id']), fields: body(req) });
-    res.status(201).json(r.policy);
-  });
+  declareUncheckedRoute(
+    router,
+    guards,
+    'post',
+    '/v1/vaults/:vault_id/policies',
+    'authenticated',
+    async (req, res) => {
+      const r = await call(policy.createPolicy, {
+        vaultId: String(req.params['vault_id']),
+        fields: body(req),
+      });
+      res.status(201).json(r.policy);
+    },
+  );
 
-  declareRoute(router, guards, 'get', '/v1/vaults/:vault_id/policies', 'authenticated', async (req, res) => {
-    const r = await call(policy.listPolicies, { vaultId: String(req.params['vault_id']) });
-    res.json({ policies: r.policies });
-  });
+  declareUncheckedRoute(
+    router,
+    guards,
+    'get',
+    '/v1/vaults/:vault_id/policies',
+    'authenticated',
+    async (req, res) => {
+      const r = await call(policy.listPolicies, { vaultId: String(req.params['vault_id']) });
+      res.json({ policies: r.policies });
+    },
+  );
 
-  declareRoute(
+  declareUncheckedRoute(
     router,
     guards,
     'put',
@@ -41,7 +58,7 @@ export function policyRoutes(
     },
   );
 
-  declareRoute(
+  declareUncheckedRoute(
     router,
     guards,
     'delete',

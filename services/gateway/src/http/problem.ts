@@ -1,5 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
+import { match } from 'path-to-regexp';
 import { CustosError, ERROR_KINDS, RateLimitedError, describeError, type Logger } from '@custos/service-kit';
+import type { DeclaredRoute } from './routes.js';
 
 /** An RFC 7807 problem-details body, with optional extension members. */
 export interface Problem {
@@ -27,15 +29,70 @@ export function problemOf(err: CustosError): Problem {
   };
 }
 
-/** 404 for every route nothing answered. */
-export const notFound: RequestHandler = (req, res) => {
-  sendProblem(res, {
-    type: 'about:blank',
-    title: ERROR_KINDS.not_found.title,
-    status: 404,
-    detail: `no route for ${req.method} ${req.path}`,
-  });
-};
+/**
+ * For a request nothing answered: 405 with `Allow` when the path is a route's under another
+ * method, else 404.
+ */
+export function notFound(routes: readonly DeclaredRoute[]): RequestHandler {
+  let matchers: Array<{ method: string; matches: (path: string) => boolean }> | undefined;
+  return (req, res) => {
+    matchers ??= routes.map((r) => {
+      const fn = match(r.path, { decode: false });
+      return { method: r.method, matches: (path: string) => fn(path) !== false };
+    });
+    const allowed = new Set(matchers.filter((m) => m.matches(req.path)).map((m) => m.method));
+    if (allowed.size > 0) {
+      if (allowed.has('GET')) allowed.add('HEAD');
+      const allow = [...allowed].sort().join(', ');
+      res.setHeader('Allow', allow);
+      return sendProblem(res, {
+        type: 'about:blank',
+        title: 'Method Not Allowed',
+        status: 405,
+        detail: `${req.method} is not allowed on ${req.path}; allowed: ${allow}`,
+      });
+    }
+    sendProblem(res, {
+      type: 'about:blank',
+      title: ERROR_KINDS.not_found.title,
+      status: 404,
+      detail: `no route for ${req.method} ${req.path}`,
+    });
+  };
+}
+
+const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
+
+/**
+ * 415 for a `/v1` request that carries a body in anything but JSON: the API reads only JSON, and
+ * a form or text body would otherwise look empty and be refused for a missing field.
+ */
+export function requireJsonBody(formPaths: readonly string[] = []): RequestHandler {
+  const forms = new Set(formPaths);
+  return (req, _res, next) => {
+    const hasBody =
+      Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+    if (!hasBody || !req.path.startsWith('/v1/')) return next();
+    const type = req.headers['content-type'] ?? '';
+    if (JSON_TYPE.test(type)) return next();
+    if (forms.has(req.path) && /^application\/x-www-form-urlencoded\s*(?:;|$)/i.test(type)) return next();
+    next(
+      new CustosError('unsupported_media_type', {
+        field: 'content-type',
+        detail: type
+          ? `content type ${type.split(';')[0]!.trim()} is not supported; send application/json`
+          : 'the request has a body but no content type; send application/json',
+      }),
+    );
+  };
+}
+
+/** `Retry-After` for an error that says when to come back (rate limits, lockouts, outages). */
+function setRetryAfter(res: Response, err: CustosError): void {
+  const seconds =
+    err instanceof RateLimitedError ? String(err.retryAfterSeconds) : err.extensions['retry_after'];
+  if (seconds && /^\d+$/.test(seconds)) res.setHeader('Retry-After', seconds);
+}
 
 interface BodyParserError {
   type?: string;
@@ -49,8 +106,10 @@ interface BodyParserError {
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err: unknown, _req, res, next) => {
     if (res.headersSent) return next(err);
-    if (err instanceof RateLimitedError) res.setHeader('Retry-After', String(err.retryAfterSeconds));
-    if (err instanceof CustosError) return sendProblem(res, problemOf(err));
+    if (err instanceof CustosError) {
+      setRetryAfter(res, err);
+      return sendProblem(res, problemOf(err));
+    }
     const bp = err as BodyParserError;
     if (bp?.type === 'entity.parse.failed') {
       return sendProblem(res, {

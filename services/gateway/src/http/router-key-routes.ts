@@ -3,7 +3,7 @@ import { type RouterKey, RouterKeyServiceClient } from '@custos/proto/custos/ide
 import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { body, str, tokenBody } from './auth-routes.js';
-import { declareRoute } from './routes.js';
+import { declareUncheckedRoute } from './routes.js';
 
 const noStore = (res: Response) => res.setHeader('Cache-Control', 'no-store');
 
@@ -35,36 +35,50 @@ export function routerKeyRoutes(
   const keys = peers.client(RouterKeyServiceClient, 'identity');
   const call = unaryCaller(keys);
 
-  declareRoute(router, guards, 'post', '/v1/auth/agent-token', 'public', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/auth/agent-token', 'public', async (req, res) => {
     const b = body(req);
     const r = await call(keys.exchangeRouterKey, { apiKey: str(b, 'api_key'), agentId: str(b, 'agent_id') });
     noStore(res);
     res.json(tokenBody(r.tokens));
   });
 
-  declareRoute(router, guards, 'post', '/v1/agents/:agent_id/router-keys', 'human', async (req, res) => {
-    const r = await call(keys.createRouterKey, {
-      agentId: String(req.params['agent_id']),
-      fields: body(req),
-    });
-    const k = keyBody(r.key);
-    noStore(res);
-    res.status(201).json({
-      id: k.id,
-      router_key: r.routerKey,
-      agent_id: k.agent_id,
-      max_concurrent_streams: k.max_concurrent_streams,
-      spend_cap_micro_usd: k.spend_cap_micro_usd,
-      created_at: k.created_at,
-    });
-  });
+  declareUncheckedRoute(
+    router,
+    guards,
+    'post',
+    '/v1/agents/:agent_id/router-keys',
+    'human',
+    async (req, res) => {
+      const r = await call(keys.createRouterKey, {
+        agentId: String(req.params['agent_id']),
+        fields: body(req),
+      });
+      const k = keyBody(r.key);
+      noStore(res);
+      res.status(201).json({
+        id: k.id,
+        router_key: r.routerKey,
+        agent_id: k.agent_id,
+        max_concurrent_streams: k.max_concurrent_streams,
+        spend_cap_micro_usd: k.spend_cap_micro_usd,
+        created_at: k.created_at,
+      });
+    },
+  );
 
-  declareRoute(router, guards, 'get', '/v1/agents/:agent_id/router-keys', 'human', async (req, res) => {
-    const r = await call(keys.listRouterKeys, { agentId: String(req.params['agent_id']) });
-    res.json({ router_keys: r.keys.map(keyBody) });
-  });
+  declareUncheckedRoute(
+    router,
+    guards,
+    'get',
+    '/v1/agents/:agent_id/router-keys',
+    'human',
+    async (req, res) => {
+      const r = await call(keys.listRouterKeys, { agentId: String(req.params['agent_id']) });
+      res.json({ router_keys: r.keys.map(keyBody) });
+    },
+  );
 
-  declareRoute(
+  declareUncheckedRoute(
     router,
     guards,
     'delete',

@@ -4,7 +4,7 @@ import type { Share } from '@custos/proto/custos/vault_crypto/v1/shares';
 import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { body } from './auth-routes.js';
-import { declareRoute } from './routes.js';
+import { declareUncheckedRoute } from './routes.js';
 import { setRetryAfter } from './step-up.js';
 
 type Guards = { authenticated: RequestHandler[]; human: RequestHandler[] };
@@ -55,47 +55,75 @@ export function shareRoutes(peers: Peers, guards: Guards): Router {
   const call = unaryCaller(vc);
   const id = (req: Request) => String(req.params['share_id']);
 
-  declareRoute(router, guards, 'post', '/v1/secrets/:secret_id/share', 'authenticated', async (req, res) => {
-    try {
-      const r = await call(vc.createShare, {
-        secretId: String(req.params['secret_id']),
-        fields: body(req),
-        passkeyToken: req.header('x-passkey-token') ?? '',
-      });
-      const s = shareListItem(r.share);
-      res.status(201).json({ ...s, share_url: shareUrl(req, String(s.id)) });
-    } catch (err) {
-      setRetryAfter(res, err);
-      throw err;
-    }
-  });
+  declareUncheckedRoute(
+    router,
+    guards,
+    'post',
+    '/v1/secrets/:secret_id/share',
+    'authenticated',
+    async (req, res) => {
+      try {
+        const r = await call(vc.createShare, {
+          secretId: String(req.params['secret_id']),
+          fields: body(req),
+          passkeyToken: req.header('x-passkey-token') ?? '',
+        });
+        const s = shareListItem(r.share);
+        res.status(201).json({ ...s, share_url: shareUrl(req, String(s.id)) });
+      } catch (err) {
+        setRetryAfter(res, err);
+        throw err;
+      }
+    },
+  );
 
-  declareRoute(router, guards, 'get', '/v1/shares/outbound', 'authenticated', async (_req, res) => {
+  declareUncheckedRoute(router, guards, 'get', '/v1/shares/outbound', 'authenticated', async (_req, res) => {
     const r = await call(vc.listOutboundShares, {});
     res.json({ shares: r.shares.map(shareListItem) });
   });
 
-  declareRoute(router, guards, 'get', '/v1/shares/inbound', 'authenticated', async (_req, res) => {
+  declareUncheckedRoute(router, guards, 'get', '/v1/shares/inbound', 'authenticated', async (_req, res) => {
     const r = await call(vc.listInboundShares, {});
     res.json({ shares: r.shares.map(shareListItem) });
   });
 
-  declareRoute(router, guards, 'post', '/v1/shares/:share_id/accept', 'authenticated', async (req, res) => {
-    await call(vc.acceptShare, { shareId: id(req) });
-    res.status(204).end();
-  });
+  declareUncheckedRoute(
+    router,
+    guards,
+    'post',
+    '/v1/shares/:share_id/accept',
+    'authenticated',
+    async (req, res) => {
+      await call(vc.acceptShare, { shareId: id(req) });
+      res.status(204).end();
+    },
+  );
 
-  declareRoute(router, guards, 'post', '/v1/shares/:share_id/decline', 'authenticated', async (req, res) => {
-    await call(vc.declineShare, { shareId: id(req) });
-    res.status(204).end();
-  });
+  declareUncheckedRoute(
+    router,
+    guards,
+    'post',
+    '/v1/shares/:share_id/decline',
+    'authenticated',
+    async (req, res) => {
+      await call(vc.declineShare, { shareId: id(req) });
+      res.status(204).end();
+    },
+  );
 
-  declareRoute(router, guards, 'delete', '/v1/share/:share_id', 'authenticated', async (req, res) => {
-    await call(vc.revokeShare, { shareId: id(req) });
-    res.status(204).end();
-  });
+  declareUncheckedRoute(
+    router,
+    guards,
+    'delete',
+    '/v1/share/:share_id',
+    'authenticated',
+    async (req, res) => {
+      await call(vc.revokeShare, { shareId: id(req) });
+      res.status(204).end();
+    },
+  );
 
-  declareRoute(router, guards, 'get', '/v1/share/:share_id', 'public', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'get', '/v1/share/:share_id', 'public', async (req, res) => {
     noStore(res);
     const r = await call(vc.accessShare, {
       shareId: id(req),

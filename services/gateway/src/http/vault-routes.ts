@@ -5,7 +5,7 @@ import type { SecretMetadata } from '@custos/proto/custos/vault_crypto/v1/secret
 import { InvalidArgumentError, unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { body, str } from './auth-routes.js';
-import { declareRoute } from './routes.js';
+import { declareUncheckedRoute } from './routes.js';
 
 type Guards = { authenticated: RequestHandler[]; human: RequestHandler[] };
 
@@ -64,37 +64,51 @@ export function vaultRoutes(peers: Peers, guards: Guards): Router {
   const vc = peers.vaultCrypto;
   const call = unaryCaller(vc);
 
-  declareRoute(router, guards, 'post', '/v1/vaults', 'authenticated', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/vaults', 'authenticated', async (req, res) => {
     const b = body(req);
     const r = await call(vc.createVault, { name: str(b, 'name'), description: str(b, 'description') });
     res.status(201).json(vaultBody(r.vault));
   });
 
-  declareRoute(router, guards, 'get', '/v1/vaults', 'authenticated', async (_req, res) => {
+  declareUncheckedRoute(router, guards, 'get', '/v1/vaults', 'authenticated', async (_req, res) => {
     const r = await call(vc.listVaults, {});
     res.json({ vaults: r.vaults.map(vaultBody) });
   });
 
-  declareRoute(router, guards, 'get', '/v1/vaults/:vault_id', 'authenticated', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'get', '/v1/vaults/:vault_id', 'authenticated', async (req, res) => {
     const r = await call(vc.getVault, { vaultId: vaultId(req) });
     res.json(vaultBody(r.vault));
   });
 
-  declareRoute(router, guards, 'delete', '/v1/vaults/:vault_id', 'authenticated', async (req, res) => {
-    await call(vc.deleteVault, { vaultId: vaultId(req) });
-    res.status(204).end();
-  });
+  declareUncheckedRoute(
+    router,
+    guards,
+    'delete',
+    '/v1/vaults/:vault_id',
+    'authenticated',
+    async (req, res) => {
+      await call(vc.deleteVault, { vaultId: vaultId(req) });
+      res.status(204).end();
+    },
+  );
 
-  declareRoute(router, guards, 'get', '/v1/vaults/:vault_id/secrets', 'authenticated', async (req, res) => {
-    const prefix = req.query['prefix'];
-    if (prefix !== undefined && typeof prefix !== 'string') {
-      throw new InvalidArgumentError('prefix', 'prefix must be given once, as a string');
-    }
-    const r = await call(vc.listSecrets, { vaultId: vaultId(req), prefix: prefix ?? '' });
-    res.json({ secrets: r.secrets.map(secretBody) });
-  });
+  declareUncheckedRoute(
+    router,
+    guards,
+    'get',
+    '/v1/vaults/:vault_id/secrets',
+    'authenticated',
+    async (req, res) => {
+      const prefix = req.query['prefix'];
+      if (prefix !== undefined && typeof prefix !== 'string') {
+        throw new InvalidArgumentError('prefix', 'prefix must be given once, as a string');
+      }
+      const r = await call(vc.listSecrets, { vaultId: vaultId(req), prefix: prefix ?? '' });
+      res.json({ secrets: r.secrets.map(secretBody) });
+    },
+  );
 
-  declareRoute(
+  declareUncheckedRoute(
     router,
     guards,
     'put',
@@ -106,7 +120,7 @@ export function vaultRoutes(peers: Peers, guards: Guards): Router {
     },
   );
 
-  declareRoute(
+  declareUncheckedRoute(
     router,
     guards,
     'get',
@@ -124,7 +138,7 @@ export function vaultRoutes(peers: Peers, guards: Guards): Router {
     },
   );
 
-  declareRoute(
+  declareUncheckedRoute(
     router,
     guards,
     'delete',
@@ -136,7 +150,7 @@ export function vaultRoutes(peers: Peers, guards: Guards): Router {
     },
   );
 
-  declareRoute(
+  declareUncheckedRoute(
     router,
     guards,
     'get',
@@ -148,7 +162,7 @@ export function vaultRoutes(peers: Peers, guards: Guards): Router {
     },
   );
 
-  declareRoute(
+  declareUncheckedRoute(
     router,
     guards,
     'get',
@@ -167,7 +181,7 @@ export function vaultRoutes(peers: Peers, guards: Guards): Router {
     },
   );
 
-  declareRoute(
+  declareUncheckedRoute(
     router,
     guards,
     'post',
@@ -180,7 +194,7 @@ export function vaultRoutes(peers: Peers, guards: Guards): Router {
     },
   );
 
-  declareRoute(
+  declareUncheckedRoute(
     router,
     guards,
     'post',
@@ -196,7 +210,7 @@ export function vaultRoutes(peers: Peers, guards: Guards): Router {
     },
   );
 
-  declareRoute(
+  declareUncheckedRoute(
     router,
     guards,
     'get',
@@ -226,10 +240,17 @@ export function vaultRoutes(peers: Peers, guards: Guards): Router {
     },
   );
 
-  declareRoute(router, guards, 'post', '/v1/org/encryption-key/rotate', 'human', async (_req, res) => {
-    const r = await call(vc.rotateOrgKey, {});
-    res.json({ version: r.version });
-  });
+  declareUncheckedRoute(
+    router,
+    guards,
+    'post',
+    '/v1/org/encryption-key/rotate',
+    'human',
+    async (_req, res) => {
+      const r = await call(vc.rotateOrgKey, {});
+      res.json({ version: r.version });
+    },
+  );
 
   return router;
 }

@@ -6,7 +6,7 @@ import { InvalidArgumentError, unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { body } from './auth-routes.js';
 import { intParam } from './query.js';
-import { declareRoute } from './routes.js';
+import { declareUncheckedRoute } from './routes.js';
 
 /** A webhook as HTTP shows it (the reference's WebhookResponse, plus org and audit fields). */
 function webhookBody(w: Webhook | undefined) {
@@ -57,34 +57,34 @@ export function webhookRoutes(
   const call = unaryCaller(hooks);
   const id = (req: Request) => String(req.params['id']);
 
-  declareRoute(router, guards, 'post', '/v1/webhooks', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'post', '/v1/webhooks', 'human', async (req, res) => {
     const r = await call(hooks.createWebhook, { fields: body(req) });
     // The secret is in this response and nowhere else, ever; no cache may keep it.
     res.setHeader('Cache-Control', 'no-store');
     res.status(201).json({ ...webhookBody(r.webhook), secret: r.secret });
   });
 
-  declareRoute(router, guards, 'get', '/v1/webhooks', 'human', async (_req, res) => {
+  declareUncheckedRoute(router, guards, 'get', '/v1/webhooks', 'human', async (_req, res) => {
     const r = await call(hooks.listWebhooks, {});
     res.json({ webhooks: r.webhooks.map(webhookBody) });
   });
 
-  declareRoute(router, guards, 'get', '/v1/webhooks/:id', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'get', '/v1/webhooks/:id', 'human', async (req, res) => {
     const r = await call(hooks.getWebhook, { webhookId: id(req) });
     res.json(webhookBody(r.webhook));
   });
 
-  declareRoute(router, guards, 'patch', '/v1/webhooks/:id', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'patch', '/v1/webhooks/:id', 'human', async (req, res) => {
     const r = await call(hooks.updateWebhook, { webhookId: id(req), fields: body(req) });
     res.json(webhookBody(r.webhook));
   });
 
-  declareRoute(router, guards, 'delete', '/v1/webhooks/:id', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'delete', '/v1/webhooks/:id', 'human', async (req, res) => {
     await call(hooks.deleteWebhook, { webhookId: id(req) });
     res.status(204).end();
   });
 
-  declareRoute(router, guards, 'get', '/v1/webhooks/:id/deliveries', 'human', async (req, res) => {
+  declareUncheckedRoute(router, guards, 'get', '/v1/webhooks/:id/deliveries', 'human', async (req, res) => {
     const status = req.query['status'];
     if (status !== undefined && typeof status !== 'string')
       throw new InvalidArgumentError('status', 'status must be given once, as a string');

@@ -1,0 +1,51 @@
+import { z } from 'zod/v4';
+
+// Building blocks of the route schemas. Route groups declare their own request and response
+// shapes beside their routes; only what several groups share lives here.
+
+/** A path id: any non-empty segment (services answer 404 for ids that do not exist or do not parse). */
+export const idParam = z.string().min(1).max(200);
+
+/** A UUID in a path, query or body. */
+export const uuid = z.string().uuid();
+
+/** An RFC 3339 date-time with a zone (what the API returns and accepts). */
+export const dateTime = z.string().describe('RFC 3339 date-time');
+
+/** Free-form JSON object (secret metadata, audit details, conditions). */
+export const jsonObject = z.record(z.string(), z.unknown());
+
+/** A whole number sent as a query string, in [min, max]. */
+export function intQuery(min: number, max: number, description?: string) {
+  const s = z
+    .string()
+    .regex(/^\d{1,10}$/, `must be an integer from ${min} to ${max}`)
+    .transform(Number)
+    .pipe(
+      z
+        .number()
+        .int()
+        .min(min, `must be an integer from ${min} to ${max}`)
+        .max(max, `must be an integer from ${min} to ${max}`),
+    );
+  return description ? s.describe(description) : s;
+}
+
+/** `limit` and `offset` query parameters. */
+export function pagingQuery(maxLimit: number, defaultLimit: number) {
+  return {
+    limit: intQuery(1, maxLimit, `Page size (default ${defaultLimit})`).optional(),
+    offset: intQuery(0, 1_000_000_000, 'How many to skip').optional(),
+  };
+}
+
+/** A string query parameter given at most once. */
+export const queryString = z.string({ error: 'must be given once, as a string' });
+
+/** A JSON body object whose unknown members are refused with a 400 naming them. */
+export function bodyOf<T extends z.ZodRawShape>(shape: T) {
+  return z.strictObject(shape);
+}
+
+/** `{}`-shaped responses with a message. */
+export const MessageResponse = z.object({ message: z.string() });
