@@ -90,3 +90,31 @@ export async function writeAudit(
     data: auditRecordData(record) as unknown as Record<string, unknown>,
   });
 }
+
+/** The caller fields `auditOf` needs; a verified `Principal` of `@custos/auth` fits. */
+export type AuditCaller = { readonly orgId: string } & (
+  | { readonly kind: 'user'; readonly userId: string }
+  | { readonly kind: 'agent'; readonly agentId: string }
+);
+
+/**
+ * The audit record of an action a signed-in caller took on a resource of its org: the one way
+ * services describe what they audit (`details` must never hold a secret value).
+ */
+export function auditOf(
+  caller: AuditCaller,
+  action: string,
+  resource: { type: string; id: string | null },
+  details: Record<string, unknown> = {},
+): AuditRecordInput {
+  return {
+    orgId: caller.orgId,
+    ...(caller.kind === 'user'
+      ? { actorType: 'user' as const, actorId: caller.userId }
+      : { actorType: 'agent' as const, actorId: caller.agentId }),
+    action,
+    resourceType: resource.type,
+    resourceId: resource.id,
+    metadata: details,
+  };
+}
