@@ -1,5 +1,5 @@
 import type { Request } from 'express';
-import { z } from 'zod/v4';
+import type { z } from 'zod/v4';
 import { InvalidArgumentError } from '@custos/service-kit';
 
 /** How deep a request body may nest (objects and arrays); deeper bodies get a 400. */
