@@ -84,7 +84,8 @@ export function invalidArgumentOf(
   error: z.ZodError,
   where: 'body' | 'query' | 'params',
 ): InvalidArgumentError {
-  const issue = error.issues[0]!;
+  // An unknown member is most often a misspelt field: name it before the "required" it causes.
+  const issue = error.issues.find((i) => i.code === 'unrecognized_keys') ?? error.issues[0]!;
   if (issue.code === 'unrecognized_keys') {
     const field = fieldName([...issue.path, issue.keys[0]!]);
     const parent = issue.path.length
