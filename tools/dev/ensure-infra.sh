@@ -5,7 +5,8 @@
 #   - nats-server with JetStream on 127.0.0.1:4222 (and the nats-server binary on disk, because
 #     tests start private nats-servers on other ports),
 #   - softhsm2 (the PKCS#11 token that the KMS tests use),
-#   - moto_server (the AWS KMS the KMS tests use), from pip when it is missing.
+#   - moto_server (the AWS KMS the KMS tests use), from pip when it is missing,
+#   - curl and jq (the README walk-through test).
 # Whatever is missing is installed from Debian's packages (root only) and started. Anything that is
 # already up is left exactly as it is. Idempotent; prints one line per dependency.
 # Exits non-zero with a message when something cannot be made reachable within 30 s.
@@ -330,8 +331,24 @@ ensure_moto() {
   say "moto_server: installed"
 }
 
+# ---------------------------------------------------------------------------------------------------
+# curl and jq: the README's first-use walk-through (run by tools/e2e/test/readme.spec.ts) uses them
+
+ensure_cli_tools() {
+  local missing=()
+  command -v curl >/dev/null 2>&1 || missing+=(curl)
+  command -v jq >/dev/null 2>&1 || missing+=(jq)
+  if ((${#missing[@]} == 0)); then
+    say "curl, jq: present"
+    return
+  fi
+  apt_install "curl, jq" "${missing[@]}"
+  say "curl, jq: installed ${missing[*]}"
+}
+
 ensure_postgres
 ensure_redis
 ensure_nats
 ensure_softhsm
 ensure_moto
+ensure_cli_tools
