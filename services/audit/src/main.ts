@@ -6,6 +6,7 @@ import { AuditService } from './chain/audit-service.js';
 import { AuditStore } from './chain/audit-store.js';
 import { configShape } from './config.js';
 import { AUDIT_DB_ROLE, SCHEMA, inbox } from './db/schema.js';
+import { AUDIT_RECORDED_DURABLE, auditRecordedConsumer } from './events/audit-recorded-consumer.js';
 import { auditGrpc } from './grpc/audit-grpc.js';
 
 // Composition root of audit: the chain, the consumer of `audit.recorded`, then the gRPC adapter.
@@ -26,12 +27,12 @@ runDataService({
     const consumer = new IdempotentConsumer({
       link: events.link,
       stream: events.stream,
-      durable: 'audit-chain',
+      durable: AUDIT_RECORDED_DURABLE,
       filterSubject: subjectFor(events.subjectPrefix, 'audit.recorded'),
       db,
       inbox,
       logger: rt.logger,
-      handler: (event, tx) => audit.applyEvent(event, tx),
+      handler: auditRecordedConsumer({ audit }),
     });
     consumer.start();
     rt.onShutdown('audit-consumer', () => consumer.stop());

@@ -6,6 +6,7 @@ import { createTestDatabase } from '@custos/service-kit/testing';
 import { AuditService } from '../src/chain/audit-service';
 import { AuditStore } from '../src/chain/audit-store';
 import { AUDIT_DB_ROLE, SCHEMA } from '../src/db/schema';
+import { auditRecordedConsumer, recordFromEvent } from '../src/events/audit-recorded-consumer';
 
 const logger = createLogger({ service: 'audit-test', level: 'silent' });
 const key = randomBytes(32);
@@ -89,7 +90,7 @@ describe('the audit chain in Postgres', () => {
     await expect(adminPool.query(`DELETE FROM audit.events WHERE id = $1`, [id])).rejects.toThrow(
       /append-only/,
     );
-    expect((await service.verify(owner(orgId)))['chain_valid']).toBe(true);
+    expect((await service.verify(owner(orgId))).chainValid).toBe(true);
   });
 
   it('a connection whose role is missing fails instead of running unrestricted', async () => {
@@ -117,9 +118,11 @@ describe('the audit chain in Postgres', () => {
       ),
     );
     const result = await service.verify(owner(orgId));
-    expect(result).toMatchObject({ chain_valid: true, events_checked: 40, events_verified: 40 });
-    const listed = await service.list(owner(orgId), { limit: 1000, offset: 0, action: '' });
-    expect(listed.events.map((e) => e['sequence'])).toEqual(Array.from({ length: 40 }, (_, i) => 40 - i));
+    expect(result).toMatchObject({ chainValid: true, eventsChecked: 40, eventsVerified: 40 });
+    expect(result.broken).toBeUndefined();
+    const listed = await service.list(owner(orgId), { limit: 1000, offset: 0 });
+    expect(listed.count).toBe(40);
+    expect(listed.events.map((e) => e.sequence)).toEqual(Array.from({ length: 40 }, (_, i) => 40 - i));
   });
 
   it('names the first broken record after tampering (edit, delete, reorder)', async () => {
@@ -138,18 +141,16 @@ describe('the audit chain in Postgres', () => {
     let ids = await append(edited, 5);
     await tamper(`UPDATE audit.events SET metadata = '{"version": 9}' WHERE id = $1`, [ids[2]]);
     expect(await service.verify(owner(edited))).toMatchObject({
-      chain_valid: false,
-      broken_at_event_id: ids[2],
-      reason: 'hmac_mismatch',
+      chainValid: false,
+      broken: { eventId: ids[2], reason: 'hmac_mismatch' },
     });
 
     const deleted = randomUUID();
     ids = await append(deleted, 5);
     await tamper(`DELETE FROM audit.events WHERE id = $1`, [ids[1]]);
     expect(await service.verify(owner(deleted))).toMatchObject({
-      chain_valid: false,
-      broken_at_event_id: ids[2],
-      reason: 'sequence_gap',
+      chainValid: false,
+      broken: { eventId: ids[2], reason: 'sequence_gap' },
     });
 
     const reordered = randomUUID();
@@ -159,32 +160,28 @@ describe('the audit chain in Postgres', () => {
     await tamper(`UPDATE audit.events SET seq = 2 WHERE id = $1`, [ids[3]]);
     await tamper(`UPDATE audit.events SET seq = 4 WHERE id = $1`, [ids[1]]);
     expect(await service.verify(owner(reordered))).toMatchObject({
-      chain_valid: false,
-      broken_at_event_id: ids[3],
-      reason: 'link_mismatch',
+      chainValid: false,
+      broken: { eventId: ids[3], reason: 'link_mismatch' },
     });
 
     const truncated = randomUUID();
     ids = await append(truncated, 4);
     await tamper(`DELETE FROM audit.events WHERE id = $1`, [ids[3]]);
     expect(await service.verify(owner(truncated))).toMatchObject({
-      chain_valid: false,
-      broken_at_event_id: ids[2],
-      reason: 'head_mismatch',
+      chainValid: false,
+      broken: { eventId: ids[2], reason: 'head_mismatch' },
     });
   });
 
   it('refuses members and agents, and bad list parameters by name', async () => {
     const orgId = randomUUID();
     const member = { ...owner(orgId), role: 'member' } as Principal;
-    await expect(service.list(member, { limit: 10, offset: 0, action: '' })).rejects.toThrow(
-      /owners and admins/,
-    );
+    await expect(service.list(member, { limit: 10, offset: 0 })).rejects.toThrow(/owners and admins/);
     await expect(service.verify(member)).rejects.toThrow(/owners and admins/);
-    await expect(service.list(owner(orgId), { limit: 1001, offset: 0, action: '' })).rejects.toMatchObject({
+    await expect(service.list(owner(orgId), { limit: 1001, offset: 0 })).rejects.toMatchObject({
       field: 'limit',
     });
-    await expect(service.list(owner(orgId), { limit: 10, offset: -1, action: '' })).rejects.toMatchObject({
+    await expect(service.list(owner(orgId), { limit: 10, offset: -1 })).rejects.toMatchObject({
       field: 'offset',
     });
     await expect(
@@ -192,5 +189,61 @@ describe('the audit chain in Postgres', () => {
     ).rejects.toMatchObject({
       field: 'action',
     });
+  });
+
+  it('records a direct action about the caller only, screening its details for secrets', async () => {
+    const orgId = randomUUID();
+    const p = owner(orgId);
+    const input = { action: 'ip_rule.denied', resourceType: 'route', resourceId: 'GET /v1/vaults' };
+    const id = await service.record(p, { ...input, details: { reason: 'blocked', ip_address: 'forged' } });
+    const [e] = (await service.list(p, { limit: 10, offset: 0 })).events;
+    expect(e).toMatchObject({
+      id,
+      orgId,
+      actorType: 'user',
+      actorId: (p as { userId: string }).userId,
+      resourceId: 'GET /v1/vaults',
+      sequence: 1,
+    });
+    // No request context here: a caller's own ip_address never stands in for the real one.
+    expect(e!.details).toEqual({ reason: 'blocked' });
+    expect(e!.ipAddress).toBeNull();
+    await expect(service.record(p, { ...input, details: { token: 'x' } })).rejects.toMatchObject({
+      field: 'metadata',
+    });
+    await expect(service.record(p, { ...input, action: 'secret.read', details: {} })).rejects.toMatchObject({
+      field: 'action',
+    });
+    expect((await service.verify(p)).chainValid).toBe(true);
+  });
+
+  it('chains what the audit.recorded consumer decodes, and refuses a malformed record loudly', async () => {
+    const orgId = randomUUID();
+    const handle = auditRecordedConsumer({ audit: service });
+    const data = {
+      org_id: orgId,
+      actor_type: 'agent',
+      actor_id: 'a1',
+      action: 'secret.read',
+      resource_type: 'secret',
+      resource_id: 's1',
+      metadata: { path: 'p', request_id: 'forged' },
+      client_ip: '192.0.2.9',
+      request_id: 'req-1',
+      occurred_at: new Date().toISOString(),
+    };
+    const envelope = (d: Record<string, unknown>) =>
+      ({ id: randomUUID(), type: 'audit.recorded', created_at: '', org_id: orgId, data: d }) as never;
+    await db.transaction((tx) => handle(envelope(data), tx));
+    const [e] = (await service.list(owner(orgId), { limit: 10, offset: 0 })).events;
+    expect(e).toMatchObject({
+      actorType: 'agent',
+      ipAddress: '192.0.2.9',
+      requestId: 'req-1',
+      details: { path: 'p', ip_address: '192.0.2.9', request_id: 'req-1' },
+    });
+    for (const bad of [{ org_id: 'x' }, { action: 'DROP' }, { metadata: [] }, { occurred_at: 'soon' }]) {
+      expect(() => recordFromEvent(envelope({ ...data, ...bad }))).toThrow(/malformed/);
+    }
   });
 });

@@ -1,14 +1,18 @@
 import path from 'node:path';
 import { connectIdentityKeys } from '@custos/auth';
-import { IdempotentConsumer, isSubscribableEvent, runDataService } from '@custos/events';
+import { IdempotentConsumer, runDataService } from '@custos/events';
 import { WebhookDispatcherServiceService } from '@custos/proto/custos/webhook_dispatcher/v1/service';
 import { parseNetwork } from '@custos/service-kit';
 import { Counter } from 'prom-client';
 import { configShape } from './config.js';
 import { SCHEMA, inbox } from './db/schema.js';
 import { type DestinationPolicy, createResolver, resolveDestination } from './delivery/destination.js';
-import { fanOut } from './delivery/fanout.js';
 import { DeliveryWorker } from './delivery/worker.js';
+import {
+  FANOUT_DURABLE,
+  acceptsEvent,
+  subscribableEventConsumer,
+} from './events/subscribable-event-consumer.js';
 import { webhookGrpc } from './grpc/webhook-grpc.js';
 import { WebhookService } from './webhooks/webhook-service.js';
 import { WebhookStore } from './webhooks/webhook-store.js';
@@ -39,18 +43,19 @@ runDataService({
       checkDestination: async (url) => (await resolveDestination(url, policy)).url.href,
     });
 
+    const fanOut = subscribableEventConsumer({ store });
     const consumer = new IdempotentConsumer({
       link: events.link,
       stream: events.stream,
-      durable: 'webhook-fanout',
+      durable: FANOUT_DURABLE,
       // NATS 2.9 takes one filter per consumer: take everything, handle the subscribable events.
       filterSubject: `${events.subjectPrefix}.>`,
-      accept: (e) => isSubscribableEvent(e.type),
+      accept: acceptsEvent,
       db,
       inbox,
       logger: rt.logger,
       handler: async (event, tx) => {
-        await fanOut(store, event, tx);
+        await fanOut(event, tx);
       },
     });
     consumer.start();

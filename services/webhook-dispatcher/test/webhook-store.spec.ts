@@ -12,6 +12,7 @@ import {
 } from '@custos/service-kit';
 import { createTestDatabase } from '@custos/service-kit/testing';
 import { SCHEMA } from '../src/db/schema';
+import { subscribableEventConsumer } from '../src/events/subscribable-event-consumer';
 import { WebhookService } from '../src/webhooks/webhook-service';
 import { WebhookStore } from '../src/webhooks/webhook-store';
 
@@ -202,7 +203,7 @@ describe('deliveries in Postgres', () => {
         checkDestination: async (url) => url,
       });
       const orgId = randomUUID();
-      const body = { url: 'https://example.com/h', events: ['policy.created'] };
+      const body = { url: 'https://example.com/h', events: ['policy.created'], description: '' };
       const created = await service.create(user(orgId, 'owner'), body);
       await expect(service.get(user(orgId, 'admin'), created.webhook.id)).resolves.toMatchObject({
         url: body.url,
@@ -212,21 +213,85 @@ describe('deliveries in Postgres', () => {
           () => service.create(p, body),
           () => service.list(p),
           () => service.get(p, created.webhook.id),
-          () => service.update(p, created.webhook.id, { is_active: false }),
+          () => service.update(p, created.webhook.id, { isActive: false }),
           () => service.delete(p, created.webhook.id),
-          () => service.deliveries(p, created.webhook.id, { limit: 10, offset: 0, status: '' }),
+          () => service.deliveries(p, created.webhook.id, { limit: 10, offset: 0 }),
         ];
         for (const call of calls) await expect(call()).rejects.toBeInstanceOf(PermissionDeniedError);
       }
       const stranger = user(randomUUID(), 'owner');
       await expect(service.get(stranger, created.webhook.id)).rejects.toBeInstanceOf(NotFoundError);
-      await expect(service.update(stranger, created.webhook.id, { is_active: false })).rejects.toBeInstanceOf(
+      await expect(service.update(stranger, created.webhook.id, { isActive: false })).rejects.toBeInstanceOf(
         NotFoundError,
       );
       await expect(service.delete(stranger, created.webhook.id)).rejects.toBeInstanceOf(NotFoundError);
       const still = await service.get(user(orgId, 'owner'), created.webhook.id);
       expect(still.isActive).toBe(true);
       expect((await service.list(user(orgId, 'owner'))).map((w) => w.id)).toEqual([created.webhook.id]);
+    });
+
+    it('patches only the fields given, clears a description with an empty one, and audits what changed', async () => {
+      const service = new WebhookService({
+        store,
+        secretKey: Buffer.alloc(32, 1),
+        checkDestination: async (url) => url,
+      });
+      const owner = user(randomUUID(), 'owner');
+      const { webhook } = await service.create(owner, {
+        url: ' https://example.com/p ',
+        events: ['policy.deleted', 'policy.created', 'policy.created'],
+        description: 'ops',
+      });
+      expect(webhook).toMatchObject({
+        url: 'https://example.com/p',
+        events: ['policy.created', 'policy.deleted'],
+      });
+      expect(webhook).not.toHaveProperty('secretSealed');
+      const paused = await service.update(owner, webhook.id, { isActive: false, description: '' });
+      expect(paused).toMatchObject({
+        isActive: false,
+        description: '',
+        events: webhook.events,
+        url: webhook.url,
+      });
+      await expect(service.update(owner, webhook.id, {})).rejects.toMatchObject({ field: 'body' });
+      await expect(service.update(owner, webhook.id, { events: ['secret.read'] })).rejects.toMatchObject({
+        field: 'events',
+        message: expect.stringContaining('secret.read'),
+      });
+      await expect(service.update(owner, webhook.id, { description: 'a\u0000b' })).rejects.toMatchObject({
+        field: 'description',
+      });
+      const audited = await pool.query(
+        `SELECT payload AS d FROM ${SCHEMA}.outbox
+         WHERE name = 'audit.recorded' AND payload->>'resource_id' = $1`,
+        [webhook.id],
+      );
+      const records = audited.rows.map((r) => r.d as Record<string, unknown>);
+      expect(records.map((r) => r['action']).sort()).toEqual(['webhook.created', 'webhook.updated']);
+      expect(records.find((r) => r['action'] === 'webhook.updated')).toMatchObject({
+        actor_type: 'user',
+        resource_type: 'webhook',
+        metadata: { changed: ['description', 'is_active'], host: 'example.com', is_active: false },
+      });
+    });
+
+    it('fans an event out to each subscribed active webhook of its org, once', async () => {
+      const h = await hook();
+      const fanOut = subscribableEventConsumer({ store });
+      const e = {
+        id: randomUUID(),
+        type: 'policy.created',
+        created_at: new Date(Date.now() + 1000).toISOString(),
+        org_id: h.orgId,
+        data: { policy_id: 'p1' },
+      };
+      expect(await db.transaction((tx) => fanOut(e as never, tx))).toBe(1);
+      expect(await db.transaction((tx) => fanOut(e as never, tx))).toBe(0);
+      expect(await db.transaction((tx) => fanOut({ ...e, org_id: 'nope' } as never, tx))).toBe(0);
+      expect(await db.transaction((tx) => fanOut({ ...e, type: 'audit.recorded' } as never, tx))).toBe(0);
+      const list = await store.listDeliveries(h.id, { limit: 10, offset: 0 });
+      expect(list.deliveries.map((d) => d.eventId)).toEqual([e.id]);
     });
   });
 });

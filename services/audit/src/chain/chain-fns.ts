@@ -1,5 +1,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
+/** A dotted action name such as `secret.read`. */
+export const ACTION_NAME = /^[a-z0-9_]+(\.[a-z0-9_]+)+$/;
+
 /** The `prev_hash` of an org's first record. */
 export const GENESIS_HASH = '0'.repeat(64);
 
@@ -116,4 +119,21 @@ export class ChainVerifier {
       this.broken = { id: this.lastId, seq: this.expectedSeq - 1, reason: 'head_mismatch' };
     }
   }
+}
+
+/**
+ * The details a record is chained with: `ip_address` and `request_id` are folded in, so the HMAC
+ * covers them too; they overwrite same-named keys a caller might have put there.
+ */
+export function foldContext(
+  details: Record<string, unknown>,
+  ip: string | null,
+  requestId: string | null,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...details };
+  delete out['ip_address'];
+  delete out['request_id'];
+  if (ip) out['ip_address'] = ip;
+  if (requestId) out['request_id'] = requestId;
+  return out;
 }

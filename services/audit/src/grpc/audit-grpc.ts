@@ -1,49 +1,71 @@
-import { randomUUID } from 'node:crypto';
 import { type IdentityKeys, currentCaller } from '@custos/auth';
-import { auditRecordData } from '@custos/events';
+import { type AuditEvent as AuditEventMessage, BreakReason } from '@custos/proto/custos/audit/v1/messages';
 import type { AuditServiceServer } from '@custos/proto/custos/audit/v1/service';
-import { type AsyncService, currentRequestContext } from '@custos/service-kit';
+import type { AsyncService } from '@custos/service-kit';
 import type { AuditService } from '../chain/audit-service.js';
+import type { AuditEvent } from '../chain/audit-types.js';
+import type { BreakReason as Reason } from '../chain/chain-fns.js';
+
+const REASONS: Record<Reason, BreakReason> = {
+  hmac_mismatch: BreakReason.BREAK_REASON_HMAC_MISMATCH,
+  sequence_gap: BreakReason.BREAK_REASON_SEQUENCE_GAP,
+  link_mismatch: BreakReason.BREAK_REASON_LINK_MISMATCH,
+  head_mismatch: BreakReason.BREAK_REASON_HEAD_MISMATCH,
+};
+
+function eventMessage(e: AuditEvent): AuditEventMessage {
+  return {
+    id: e.id,
+    orgId: e.orgId,
+    sequence: String(e.sequence),
+    action: e.action,
+    actorType: e.actorType,
+    ...(e.actorId !== null ? { actorId: e.actorId } : {}),
+    resourceType: e.resourceType,
+    ...(e.resourceId !== null ? { resourceId: e.resourceId } : {}),
+    details: e.details,
+    ...(e.ipAddress !== null ? { ipAddress: e.ipAddress } : {}),
+    ...(e.requestId !== null ? { requestId: e.requestId } : {}),
+    createdAt: e.createdAt.toISOString(),
+    prevHash: e.prevHash,
+    integrityHash: e.integrityHash,
+  };
+}
 
 /** gRPC adapter of AuditService: verify the caller, decode, call the rules, encode. */
 export function auditGrpc(deps: {
   keys: IdentityKeys;
-  audit: AuditService;
+  audit: Pick<AuditService, 'list' | 'verify' | 'record'>;
 }): AsyncService<AuditServiceServer> {
   const caller = () => currentCaller(deps.keys);
   return {
     async listEvents(req) {
       const r = await deps.audit.list(await caller(), {
-        limit: req.limit,
+        // Proto3 sends 0 for "not given".
+        limit: req.limit === 0 ? 100 : req.limit,
         offset: req.offset,
-        action: req.action,
+        ...(req.action ? { action: req.action } : {}),
       });
-      return { events: r.events, count: String(r.count) };
+      return { records: r.events.map(eventMessage), count: String(r.count) };
     },
     async verify() {
-      return { result: await deps.audit.verify(await caller()) };
+      const r = await deps.audit.verify(await caller());
+      return {
+        chainValid: r.chainValid,
+        eventsChecked: String(r.eventsChecked),
+        eventsVerified: String(r.eventsVerified),
+        ...(r.broken?.eventId ? { brokenAtEventId: r.broken.eventId } : {}),
+        ...(r.broken ? { brokenAtSequence: String(r.broken.sequence) } : {}),
+        reason: r.broken ? REASONS[r.broken.reason] : BreakReason.BREAK_REASON_UNSPECIFIED,
+        scheme: r.scheme,
+      };
     },
     async recordEvent(req) {
-      const p = await caller();
-      const ctx = currentRequestContext();
-      // The same secret-key screen the outbox path applies.
-      const metadata = auditRecordData({
-        orgId: p.orgId,
-        actorType: p.kind,
-        actorId: null,
-        action: req.action,
-        resourceType: req.resourceType,
-        resourceId: null,
-        metadata: req.metadata ?? {},
-      }).metadata;
-      const id = await deps.audit.record(p, {
-        id: randomUUID(),
+      const id = await deps.audit.record(await caller(), {
         action: req.action,
         resourceType: req.resourceType,
         resourceId: req.resourceId,
-        metadata,
-        clientIp: ctx?.clientIp ?? null,
-        requestId: ctx?.requestId ?? null,
+        details: req.metadata ?? {},
       });
       return { id };
     },

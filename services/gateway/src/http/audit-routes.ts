@@ -1,36 +1,177 @@
-import type { RequestHandler } from 'express';
+import type { Request } from 'express';
 import { Router } from 'express';
+import { z } from 'zod/v4';
+import { type AuditEvent, BreakReason, type VerifyResponse } from '@custos/proto/custos/audit/v1/messages';
 import { AuditServiceClient } from '@custos/proto/custos/audit/v1/service';
-import { InvalidArgumentError, unaryCaller } from '@custos/service-kit';
+import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
-import { intParam } from './query.js';
-import { declareUncheckedRoute } from './routes.js';
+import { type Guards, declareRoute } from './routes.js';
+import { dateTime, intQuery, jsonObject, queryString } from './schemas.js';
+
+const VERIFY_PATH = '/v1/audit/verify';
+
+/** `GET /v1/audit/events` items: the reference's AuditEvent, plus the chain fields. */
+export const AuditEventResponse = z.object({
+  id: z.string(),
+  org_id: z.string(),
+  sequence: z.number().int().describe("Position in the org's chain, from 1, without gaps"),
+  action: z.string().describe('Dotted action name, e.g. `secret.read`'),
+  actor_type: z.string().describe('`user`, `agent`, `system` or `anonymous`'),
+  actor_id: z.string().nullable(),
+  resource_type: z.string(),
+  resource_id: z.string().nullable(),
+  details: jsonObject.describe('Facts about the action; never a secret value'),
+  ip_address: z.string().nullable(),
+  request_id: z.string().nullable(),
+  created_at: dateTime,
+  prev_hash: z.string().describe("The previous record's integrity_hash; 64 zeros for the first"),
+  integrity_hash: z.string().describe('Lowercase hex HMAC-SHA256, see /v1/audit/verify'),
+});
+
+const AuditEventsResponse = z.object({
+  events: z.array(AuditEventResponse).describe('Newest first'),
+  count: z.number().int().describe('How many records match the filter in all'),
+});
+
+const REASONS = ['hmac_mismatch', 'sequence_gap', 'link_mismatch', 'head_mismatch'] as const;
+
+/** `GET /v1/audit/verify`: the reference's AuditVerifyResponse, plus where and why it broke. */
+export const AuditVerifyResponse = z.object({
+  chain_valid: z.boolean(),
+  events_checked: z.number().int().describe('Records examined; verification stops at the first broken one'),
+  events_verified: z.number().int().describe('Records whose HMAC and link check out'),
+  broken_at_event_id: z.string().nullable().describe('The first broken record; null when the chain is valid'),
+  broken_at_sequence: z.number().int().nullable(),
+  reason: z
+    .enum(REASONS)
+    .nullable()
+    .describe(
+      '`hmac_mismatch` (edited), `sequence_gap` (a record before it deleted), `link_mismatch` ' +
+        '(reordered), `head_mismatch` (records removed from the end); null when valid',
+    ),
+  scheme: z.object({
+    algorithm: z.string(),
+    chain_structure: z.string().describe('What the HMAC covers and how records link'),
+    hash_field: z.string(),
+    link_field: z.string(),
+    documentation: z.url().describe('This operation in the OpenAPI document of this server'),
+  }),
+});
+
+const REASON_NAMES: Partial<Record<BreakReason, (typeof REASONS)[number]>> = {
+  [BreakReason.BREAK_REASON_HMAC_MISMATCH]: 'hmac_mismatch',
+  [BreakReason.BREAK_REASON_SEQUENCE_GAP]: 'sequence_gap',
+  [BreakReason.BREAK_REASON_LINK_MISMATCH]: 'link_mismatch',
+  [BreakReason.BREAK_REASON_HEAD_MISMATCH]: 'head_mismatch',
+};
+
+const ACTION = /^[a-z0-9_]+(\.[a-z0-9_]+)+$/;
+
+const EventsQuery = z.object({
+  limit: intQuery(1, 1000, 'Page size (default 100)').optional(),
+  offset: intQuery(0, 2 ** 31 - 1, 'How many to skip').optional(),
+  action: queryString
+    .max(100, 'must be a dotted action name such as secret.read')
+    .regex(ACTION, 'must be a dotted action name such as secret.read')
+    .optional()
+    .describe('Only records of this action, e.g. `secret.read`'),
+});
+
+function auditEventBody(e: AuditEvent): z.infer<typeof AuditEventResponse> {
+  return {
+    id: e.id,
+    org_id: e.orgId,
+    sequence: Number(e.sequence),
+    action: e.action,
+    actor_type: e.actorType,
+    actor_id: e.actorId ?? null,
+    resource_type: e.resourceType,
+    resource_id: e.resourceId ?? null,
+    details: e.details ?? {},
+    ip_address: e.ipAddress ?? null,
+    request_id: e.requestId ?? null,
+    created_at: e.createdAt,
+    prev_hash: e.prevHash,
+    integrity_hash: e.integrityHash,
+  };
+}
+
+/**
+ * Where the scheme is documented: this operation in the server's own OpenAPI document, at the
+ * address the request came in on (an absolute URI, as the reference's `format: uri` asks; every
+ * install serves it).
+ */
+export function verifyDocumentation(req: Request): string {
+  const host = req.get('host') ?? '';
+  const origin = `${req.protocol}://${/^[A-Za-z0-9.\-:[\]]{1,300}$/.test(host) ? host : 'localhost'}`;
+  return `${origin}/v1/openapi.json#/paths/${VERIFY_PATH.replaceAll('/', '~1')}/get`;
+}
+
+function verifyBody(r: VerifyResponse, documentation: string): z.infer<typeof AuditVerifyResponse> {
+  return {
+    chain_valid: r.chainValid,
+    events_checked: Number(r.eventsChecked),
+    events_verified: Number(r.eventsVerified),
+    broken_at_event_id: r.brokenAtEventId ?? null,
+    broken_at_sequence: r.brokenAtSequence !== undefined ? Number(r.brokenAtSequence) : null,
+    reason: REASON_NAMES[r.reason] ?? null,
+    scheme: {
+      algorithm: r.scheme?.algorithm ?? '',
+      chain_structure: r.scheme?.chainStructure ?? '',
+      hash_field: r.scheme?.hashField ?? '',
+      link_field: r.scheme?.linkField ?? '',
+      documentation,
+    },
+  };
+}
 
 /** The org's audit log (spec §4.7); the audit service checks that the caller is an owner or admin. */
-export function auditRoutes(
-  peers: Peers,
-  guards: { authenticated: RequestHandler[]; human: RequestHandler[] },
-): Router {
+export function auditRoutes(peers: Peers, guards: Guards): Router {
   const router = Router();
   const audit = peers.client(AuditServiceClient, 'audit');
   const call = unaryCaller(audit);
 
-  declareUncheckedRoute(router, guards, 'get', '/v1/audit/events', 'authenticated', async (req, res) => {
-    const action = req.query['action'];
-    if (action !== undefined && typeof action !== 'string')
-      throw new InvalidArgumentError('action', 'action must be given once, as a string');
-    const r = await call(audit.listEvents, {
-      limit: intParam(req, 'limit', 100, 1, 1000),
-      offset: intParam(req, 'offset', 0, 0, 2 ** 31 - 1),
-      action: action ?? '',
-    });
-    res.json({ events: r.events, count: Number(r.count) });
-  });
+  declareRoute(
+    router,
+    guards,
+    {
+      method: 'get',
+      path: '/v1/audit/events',
+      access: 'authenticated',
+      summary: "The org's audit records, newest first (owners and admins)",
+      tag: 'audit',
+      query: EventsQuery,
+      responses: { 200: { description: 'A page of records', schema: AuditEventsResponse } },
+    },
+    async (_req, res, { query }) => {
+      const r = await call(audit.listEvents, {
+        limit: query.limit ?? 100,
+        offset: query.offset ?? 0,
+        action: query.action ?? '',
+      });
+      res.json({ events: r.records.map(auditEventBody), count: Number(r.count) });
+    },
+  );
 
-  declareUncheckedRoute(router, guards, 'get', '/v1/audit/verify', 'authenticated', async (_req, res) => {
-    const r = await call(audit.verify, {});
-    res.json(r.result);
-  });
+  declareRoute(
+    router,
+    guards,
+    {
+      method: 'get',
+      path: VERIFY_PATH,
+      access: 'authenticated',
+      summary:
+        "Verify the org's hash chain: every record's HMAC-SHA256 and link, naming the first broken " +
+        'record (owners and admins)',
+      tag: 'audit',
+      query: z.object({}),
+      responses: { 200: { description: 'The verification result', schema: AuditVerifyResponse } },
+    },
+    async (req, res) => {
+      const r = await call(audit.verify, {});
+      res.json(verifyBody(r, verifyDocumentation(req)));
+    },
+  );
 
   return router;
 }

@@ -4,10 +4,11 @@ import {
   MAX_RETRIES,
   afterFailure,
   deliveryBody,
+  changedFields,
+  checkNewWebhook,
+  checkWebhookPatch,
   eventsField,
   openSecret,
-  parseWebhookInput,
-  parseWebhookPatch,
   retryDelayMs,
   sealSecret,
   signBody,
@@ -33,27 +34,31 @@ describe('webhook fields', () => {
       field: 'events',
       detail: expect.stringContaining('"audit.recorded"'),
     });
-    for (const bad of [undefined, [], 'policy.created', [1], ['*']]) {
+    for (const bad of [[], ['*'], [''], ['policy.created', 'policy.nope']]) {
       expect(refusal(() => eventsField(bad))?.field).toBe('events');
     }
   });
 
-  it('names the first refused field of a new webhook, unknown fields included', () => {
-    const ok = { url: 'https://example.com/h', events: ['policy.created'] };
-    expect(parseWebhookInput(ok)).toEqual({ ...ok, description: '' });
-    expect(refusal(() => parseWebhookInput({ ...ok, is_active: false }))?.field).toBe('is_active');
-    expect(refusal(() => parseWebhookInput({ ...ok, url: '' }))?.field).toBe('url');
-    expect(refusal(() => parseWebhookInput({ ...ok, description: 'a\u0000b' }))?.field).toBe('description');
-    expect(refusal(() => parseWebhookInput({ ...ok, description: 'x'.repeat(1001) }))?.field).toBe(
+  it('checks a new webhook: trimmed url, known events, a description the database can hold', () => {
+    const ok = { url: ' https://example.com/h ', events: ['policy.created'], description: '' };
+    expect(checkNewWebhook(ok)).toEqual({ ...ok, url: 'https://example.com/h' });
+    expect(refusal(() => checkNewWebhook({ ...ok, url: '  ' }))?.field).toBe('url');
+    expect(refusal(() => checkNewWebhook({ ...ok, description: 'a\u0000b' }))?.field).toBe('description');
+    expect(refusal(() => checkNewWebhook({ ...ok, description: 'x'.repeat(1001) }))?.field).toBe(
       'description',
     );
   });
 
-  it('patches only what is given and refuses an empty patch', () => {
-    expect(parseWebhookPatch({ is_active: false })).toEqual({ isActive: false });
-    expect(refusal(() => parseWebhookPatch({}))).toBeDefined();
-    expect(refusal(() => parseWebhookPatch({ is_active: 'false' }))?.field).toBe('is_active');
-    expect(refusal(() => parseWebhookPatch({ secret: 'x' }))?.field).toBe('secret');
+  it('patches only what is given, refuses an empty patch, and names what changed', () => {
+    expect(checkWebhookPatch({ isActive: false })).toEqual({ isActive: false });
+    expect(checkWebhookPatch({ description: '' })).toEqual({ description: '' });
+    expect(refusal(() => checkWebhookPatch({}))?.field).toBe('body');
+    expect(refusal(() => checkWebhookPatch({ events: [] }))?.field).toBe('events');
+    expect(changedFields({ isActive: true, url: 'https://a.example', description: '' })).toEqual([
+      'description',
+      'is_active',
+      'url',
+    ]);
   });
 });
 

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import { type EventEnvelope, isSubscribableEvent } from '@custos/events';
-import type { Webhook } from '@custos/proto/custos/webhook_dispatcher/v1/messages';
 import { InvalidArgumentError } from '@custos/service-kit';
+import type { Webhook, WebhookInput, WebhookPatch, WebhookRecord } from './webhook-types.js';
 
 /** The longest `description` accepted, in characters. */
 export const MAX_DESCRIPTION = 1000;
@@ -12,136 +12,83 @@ export const MAX_RETRIES = 5;
 /** Prefix of every signing secret, so a leaked one is recognisable. */
 export const SECRET_PREFIX = 'whsec_';
 
-const CREATE_FIELDS = new Set(['url', 'events', 'description']);
-const PATCH_FIELDS = new Set(['url', 'events', 'is_active', 'description']);
+/** The field names a patch changes, as the API and the audit records name them. */
+const PATCH_FIELD_NAMES: Record<keyof WebhookPatch, string> = {
+  url: 'url',
+  events: 'events',
+  description: 'description',
+  isActive: 'is_active',
+};
 
-/** A stored webhook, secret still sealed. */
-export interface WebhookRecord {
-  id: string;
-  orgId: string;
-  url: string;
-  events: string[];
-  description: string;
-  isActive: boolean;
-  secretSealed: string;
-  createdBy: string;
-  createdAt: Date;
-  updatedAt: Date;
-}
-
-/** Validated fields of a new webhook; the URL is checked by the destination rules separately. */
-export interface WebhookInput {
-  url: string;
-  events: string[];
-  description: string;
-}
-
-/** Validated fields of a PATCH; absent keys are left unchanged. */
-export interface WebhookPatch {
-  url?: string;
-  events?: string[];
-  description?: string;
-  isActive?: boolean;
-}
-
-function refuseUnknown(fields: Record<string, unknown>, allowed: Set<string>, what: string): void {
-  for (const k of Object.keys(fields)) {
-    if (!allowed.has(k)) {
-      throw new InvalidArgumentError(
-        k,
-        `${k.slice(0, 64)} is not a field of ${what} (${[...allowed].join(', ')})`,
-      );
-    }
-  }
-}
-
-/** The raw `url` field: a non-empty string (the destination rules then judge where it points). */
-export function urlField(v: unknown): string {
-  if (typeof v !== 'string' || v.trim() === '') {
-    throw new InvalidArgumentError('url', 'url is required and must be an https URL');
-  }
-  return v.trim();
+/** A destination URL, trimmed; the destination rules then judge where it points. */
+export function urlField(v: string): string {
+  const url = v.trim();
+  if (url === '') throw new InvalidArgumentError('url', 'url is required and must be an https URL');
+  return url;
 }
 
 /**
- * The `events` field: a non-empty array of event names of SPEC.md §6, returned sorted and without
- * repeats. The first unknown name is named in the refusal.
+ * Event names: at least one, each in the catalogue of subscribable events (SPEC.md §6); returned
+ * sorted and without repeats. The first name refused is named.
  */
-export function eventsField(v: unknown): string[] {
-  if (!Array.isArray(v) || v.length === 0) {
-    throw new InvalidArgumentError(
-      'events',
-      'events is required and must be a non-empty array of event names',
-    );
+export function eventsField(v: readonly string[]): string[] {
+  if (v.length === 0) {
+    throw new InvalidArgumentError('events', 'events must be a non-empty array of event names');
   }
   for (const e of v) {
-    if (typeof e !== 'string') throw new InvalidArgumentError('events', 'events must contain only strings');
     if (!isSubscribableEvent(e)) {
       const shown = JSON.stringify(e.slice(0, 100));
       throw new InvalidArgumentError('events', `events: ${shown} is not a subscribable event name`);
     }
   }
-  return [...new Set(v as string[])].sort();
+  return [...new Set(v)].sort();
 }
 
-function descriptionField(v: unknown): string {
-  if (v === undefined || v === null) return '';
-  if (typeof v !== 'string') throw new InvalidArgumentError('description', 'description must be a string');
+// The gateway checks the length and NUL too; a direct caller must not reach the database with them.
+function descriptionField(v: string): string {
   if (v.length > MAX_DESCRIPTION) {
     throw new InvalidArgumentError(
       'description',
       `description must be at most ${MAX_DESCRIPTION} characters`,
     );
   }
-  // Postgres text cannot hold NUL: refuse it here rather than fail the insert.
   if (v.includes('\u0000')) {
     throw new InvalidArgumentError('description', 'description must not contain NUL characters');
   }
   return v;
 }
 
-/** Validates the body of a new webhook, naming the first field it refuses (unknown fields too). */
-export function parseWebhookInput(fields: Record<string, unknown>): WebhookInput {
-  refuseUnknown(fields, CREATE_FIELDS, 'a new webhook');
+/** A new webhook's fields, checked and normalised (events sorted, URL trimmed). */
+export function checkNewWebhook(input: WebhookInput): WebhookInput {
   return {
-    url: urlField(fields['url']),
-    events: eventsField(fields['events']),
-    description: descriptionField(fields['description']),
+    url: urlField(input.url),
+    events: eventsField(input.events),
+    description: descriptionField(input.description),
   };
 }
 
-/** Validates a PATCH body: any of url, events, is_active, description; at least one. */
-export function parseWebhookPatch(fields: Record<string, unknown>): WebhookPatch {
-  refuseUnknown(fields, PATCH_FIELDS, 'a webhook update');
-  const patch: WebhookPatch = {};
-  if ('url' in fields) patch.url = urlField(fields['url']);
-  if ('events' in fields) patch.events = eventsField(fields['events']);
-  if ('description' in fields) patch.description = descriptionField(fields['description']);
-  if ('is_active' in fields) {
-    if (typeof fields['is_active'] !== 'boolean') {
-      throw new InvalidArgumentError('is_active', 'is_active must be true or false');
-    }
-    patch.isActive = fields['is_active'];
-  }
-  if (Object.keys(patch).length === 0) {
+/** A patch, checked and normalised like a new webhook; at least one field must be present. */
+export function checkWebhookPatch(patch: WebhookPatch): WebhookPatch {
+  const out: WebhookPatch = {};
+  if (patch.url !== undefined) out.url = urlField(patch.url);
+  if (patch.events !== undefined) out.events = eventsField(patch.events);
+  if (patch.description !== undefined) out.description = descriptionField(patch.description);
+  if (patch.isActive !== undefined) out.isActive = patch.isActive;
+  if (Object.keys(out).length === 0) {
     throw new InvalidArgumentError('body', 'give at least one of url, events, is_active, description');
   }
-  return patch;
+  return out;
 }
 
-/** The webhook as gRPC (and HTTP) returns it; never its secret. */
-export function webhookView(r: WebhookRecord): Webhook {
-  return {
-    id: r.id,
-    orgId: r.orgId,
-    url: r.url,
-    events: r.events,
-    description: r.description,
-    isActive: r.isActive,
-    createdBy: r.createdBy,
-    createdAt: r.createdAt.toISOString(),
-    updatedAt: r.updatedAt.toISOString(),
-  };
+/** The names of the fields a patch changes, sorted (for the audit record). */
+export function changedFields(patch: WebhookPatch): string[] {
+  return (Object.keys(patch) as Array<keyof WebhookPatch>).map((k) => PATCH_FIELD_NAMES[k]).sort();
+}
+
+/** The webhook without its sealed secret. */
+export function webhookOf(r: WebhookRecord): Webhook {
+  const { secretSealed: _sealed, ...webhook } = r;
+  return webhook;
 }
 
 /** A new signing secret: `whsec_` and 32 random bytes in hex. */

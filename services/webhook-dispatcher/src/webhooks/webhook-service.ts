@@ -1,32 +1,45 @@
 import { randomUUID } from 'node:crypto';
-import type { Principal, UserPrincipal } from '@custos/auth';
-import { writeAudit } from '@custos/events';
-import type { Delivery, Webhook } from '@custos/proto/custos/webhook_dispatcher/v1/messages';
-import {
-  ConflictError,
-  InvalidArgumentError,
-  NotFoundError,
-  PermissionDeniedError,
-  isUuid,
-} from '@custos/service-kit';
-import { outbox } from '../db/schema.js';
+import { type OrgAdmin, type Principal, requireHumanAdmin } from '@custos/auth';
+import { auditOf } from '@custos/events';
+import { ConflictError, InvalidArgumentError, NotFoundError, isUuid } from '@custos/service-kit';
+import { audit } from '../audit/webhook-dispatcher-audit.js';
 import { DestinationRefusedError } from '../delivery/destination.js';
 import {
   MAX_WEBHOOKS_PER_ORG,
-  type WebhookRecord,
+  changedFields,
+  checkNewWebhook,
+  checkWebhookPatch,
   newSecret,
-  parseWebhookInput,
-  parseWebhookPatch,
   sealSecret,
-  webhookView,
+  webhookOf,
 } from './webhook-fns.js';
-import type { DeliveryRecord, WebhookStore } from './webhook-store.js';
+import type { WebhookStore } from './webhook-store.js';
+import type {
+  DeliveryPage,
+  DeliveryQuery,
+  Webhook,
+  WebhookInput,
+  WebhookPatch,
+  WebhookRecord,
+} from './webhook-types.js';
 
 const STATUSES = new Set(['pending', 'succeeded', 'failed']);
+const MANAGE = 'manage webhooks';
 
 /** Dependencies of WebhookService. */
 export interface WebhookServiceDeps {
-  store: WebhookStore;
+  store: Pick<
+    WebhookStore,
+    | 'transaction'
+    | 'lockOrg'
+    | 'countByOrg'
+    | 'insert'
+    | 'listByOrg'
+    | 'get'
+    | 'update'
+    | 'delete'
+    | 'listDeliveries'
+  >;
   /** WEBHOOK_SECRET_KEY: seals signing secrets at rest. */
   secretKey: Buffer;
   /**
@@ -36,6 +49,13 @@ export interface WebhookServiceDeps {
   checkDestination: (url: string) => Promise<string>;
 }
 
+const resource = (r: WebhookRecord) => ({ type: 'webhook', id: r.id });
+
+/** The host of a stored URL: audit records name where deliveries go, never a path or query that may hold a token. */
+function hostOf(url: string): string {
+  return new URL(url).host;
+}
+
 /**
  * An org's webhooks (SPEC.md §4.8). Managing them, and reading their delivery history, is for the
  * org's human owners and admins; agents are refused (SPEC.md §5.8). Every change is audited in
@@ -43,15 +63,6 @@ export interface WebhookServiceDeps {
  */
 export class WebhookService {
   constructor(private readonly deps: WebhookServiceDeps) {}
-
-  private manage(p: Principal): UserPrincipal {
-    if (p.kind !== 'user')
-      throw new PermissionDeniedError('webhook management is for human users; agents may not');
-    if (p.role !== 'owner' && p.role !== 'admin') {
-      throw new PermissionDeniedError('only an org owner or admin may manage webhooks');
-    }
-    return p;
-  }
 
   private async destination(url: string): Promise<string> {
     try {
@@ -63,15 +74,15 @@ export class WebhookService {
     }
   }
 
-  async create(p: Principal, fields: Record<string, unknown>): Promise<{ webhook: Webhook; secret: string }> {
-    const caller = this.manage(p);
-    const input = parseWebhookInput(fields);
+  async create(p: Principal, fields: WebhookInput): Promise<{ webhook: Webhook; secret: string }> {
+    requireHumanAdmin(p, MANAGE);
+    const input = checkNewWebhook(fields);
     const url = await this.destination(input.url);
     const id = randomUUID();
     const secret = newSecret();
     const row = await this.deps.store.transaction(async (tx) => {
-      await this.deps.store.lockOrg(caller.orgId, tx);
-      if ((await this.deps.store.countByOrg(caller.orgId, tx)) >= MAX_WEBHOOKS_PER_ORG) {
+      await this.deps.store.lockOrg(p.orgId, tx);
+      if ((await this.deps.store.countByOrg(p.orgId, tx)) >= MAX_WEBHOOKS_PER_ORG) {
         throw new ConflictError(`an org may have at most ${MAX_WEBHOOKS_PER_ORG} webhooks`);
       }
       const r = await this.deps.store.insert(
@@ -79,45 +90,40 @@ export class WebhookService {
           ...input,
           url,
           id,
-          orgId: caller.orgId,
-          createdBy: caller.userId,
+          orgId: p.orgId,
+          createdBy: p.userId,
           secretSealed: sealSecret(this.deps.secretKey, id, secret),
         },
         tx,
       );
-      await writeAudit(
-        tx,
-        outbox,
-        auditOf(caller, 'webhook.created', r, { host: hostOf(r.url), events: r.events }),
-      );
+      await audit(tx, auditOf(p, 'webhook.created', resource(r), { host: hostOf(r.url), events: r.events }));
       return r;
     });
-    return { webhook: webhookView(row), secret };
+    return { webhook: webhookOf(row), secret };
   }
 
   async list(p: Principal): Promise<Webhook[]> {
-    const caller = this.manage(p);
-    return (await this.deps.store.listByOrg(caller.orgId)).map(webhookView);
+    requireHumanAdmin(p, MANAGE);
+    return (await this.deps.store.listByOrg(p.orgId)).map(webhookOf);
   }
 
   async get(p: Principal, id: string): Promise<Webhook> {
-    const caller = this.manage(p);
-    return webhookView(await this.found(caller, id));
+    requireHumanAdmin(p, MANAGE);
+    return webhookOf(await this.found(p, id));
   }
 
-  async update(p: Principal, id: string, fields: Record<string, unknown>): Promise<Webhook> {
-    const caller = this.manage(p);
-    await this.found(caller, id);
-    const patch = parseWebhookPatch(fields);
+  async update(p: Principal, id: string, fields: WebhookPatch): Promise<Webhook> {
+    requireHumanAdmin(p, MANAGE);
+    await this.found(p, id);
+    const patch = checkWebhookPatch(fields);
     if (patch.url !== undefined) patch.url = await this.destination(patch.url);
     const row = await this.deps.store.transaction(async (tx) => {
-      const r = await this.deps.store.update(caller.orgId, id.toLowerCase(), patch, tx);
+      const r = await this.deps.store.update(p.orgId, id.toLowerCase(), patch, tx);
       if (!r) throw new NotFoundError('webhook', id);
-      await writeAudit(
+      await audit(
         tx,
-        outbox,
-        auditOf(caller, 'webhook.updated', r, {
-          changed: Object.keys(fields).sort(),
+        auditOf(p, 'webhook.updated', resource(r), {
+          changed: changedFields(patch),
           host: hostOf(r.url),
           events: r.events,
           is_active: r.isActive,
@@ -125,79 +131,37 @@ export class WebhookService {
       );
       return r;
     });
-    return webhookView(row);
+    return webhookOf(row);
   }
 
   async delete(p: Principal, id: string): Promise<void> {
-    const caller = this.manage(p);
+    requireHumanAdmin(p, MANAGE);
     if (!isUuid(id)) throw new NotFoundError('webhook', id.slice(0, 64));
     await this.deps.store.transaction(async (tx) => {
-      const r = await this.deps.store.delete(caller.orgId, id.toLowerCase(), tx);
+      const r = await this.deps.store.delete(p.orgId, id.toLowerCase(), tx);
       if (!r) throw new NotFoundError('webhook', id);
-      await writeAudit(tx, outbox, auditOf(caller, 'webhook.deleted', r, { host: hostOf(r.url) }));
+      await audit(tx, auditOf(p, 'webhook.deleted', resource(r), { host: hostOf(r.url) }));
     });
   }
 
-  async deliveries(
-    p: Principal,
-    id: string,
-    q: { limit: number; offset: number; status: string },
-  ): Promise<{ deliveries: Delivery[]; count: number }> {
-    const caller = this.manage(p);
-    const hook = await this.found(caller, id);
-    if (q.status && !STATUSES.has(q.status)) {
+  async deliveries(p: Principal, id: string, q: DeliveryQuery): Promise<DeliveryPage> {
+    requireHumanAdmin(p, MANAGE);
+    const hook = await this.found(p, id);
+    // The gateway checks these too; a direct caller gets the same answers.
+    if (q.status !== undefined && !STATUSES.has(q.status)) {
       throw new InvalidArgumentError('status', 'status must be pending, succeeded or failed');
     }
-    const r = await this.deps.store.listDeliveries(hook.id, {
-      limit: q.limit > 0 ? Math.min(q.limit, 1000) : 100,
-      offset: Math.max(0, q.offset),
-      ...(q.status ? { status: q.status } : {}),
-    });
-    return { deliveries: r.deliveries.map(deliveryView), count: r.count };
+    if (!Number.isInteger(q.limit) || q.limit < 1 || q.limit > 1000)
+      throw new InvalidArgumentError('limit', 'limit must be an integer from 1 to 1000');
+    if (!Number.isInteger(q.offset) || q.offset < 0)
+      throw new InvalidArgumentError('offset', 'offset must be a non-negative integer');
+    return this.deps.store.listDeliveries(hook.id, q);
   }
 
-  private async found(caller: UserPrincipal, id: string): Promise<WebhookRecord> {
+  private async found(caller: OrgAdmin, id: string): Promise<WebhookRecord> {
     if (!isUuid(id)) throw new NotFoundError('webhook', id.slice(0, 64));
     const r = await this.deps.store.get(caller.orgId, id.toLowerCase());
     if (!r) throw new NotFoundError('webhook', id);
     return r;
   }
-}
-
-function deliveryView(d: DeliveryRecord): Delivery {
-  return {
-    id: d.id,
-    webhookId: d.webhookId,
-    eventId: d.eventId,
-    eventType: d.eventType,
-    status: d.status,
-    attemptCount: d.attemptCount,
-    nextAttemptAt: d.status === 'pending' ? d.nextAttemptAt.toISOString() : '',
-    createdAt: d.createdAt.toISOString(),
-    completedAt: d.completedAt ? d.completedAt.toISOString() : '',
-    attempts: d.attempts.map((a) => ({
-      attempt: a.attempt,
-      ...(a.statusCode !== null ? { statusCode: a.statusCode } : {}),
-      durationMs: a.durationMs,
-      error: a.error,
-      attemptedAt: a.attemptedAt.toISOString(),
-    })),
-  };
-}
-
-function auditOf(caller: UserPrincipal, action: string, r: WebhookRecord, metadata: Record<string, unknown>) {
-  return {
-    orgId: r.orgId,
-    actorType: 'user' as const,
-    actorId: caller.userId,
-    action,
-    resourceType: 'webhook',
-    resourceId: r.id,
-    metadata,
-  };
-}
-
-/** The host of a stored URL: audit records name where deliveries go, never a path or query that may hold a token. */
-function hostOf(url: string): string {
-  return new URL(url).host;
 }

@@ -2,29 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { and, asc, count, desc, eq, inArray, lte, sql } from 'drizzle-orm';
 import type { Database, Transaction } from '@custos/service-kit';
 import { deliveries, deliveryAttempts, webhooks } from '../db/schema.js';
-import type { WebhookInput, WebhookPatch, WebhookRecord } from './webhook-fns.js';
+import type {
+  DeliveryPage,
+  DeliveryQuery,
+  DeliveryRecord,
+  WebhookInput,
+  WebhookPatch,
+  WebhookRecord,
+} from './webhook-types.js';
 
 type Db = Database | Transaction;
-
-/** A stored delivery with its attempts. */
-export interface DeliveryRecord {
-  id: string;
-  webhookId: string;
-  eventId: string;
-  eventType: string;
-  status: 'pending' | 'succeeded' | 'failed';
-  attemptCount: number;
-  nextAttemptAt: Date;
-  createdAt: Date;
-  completedAt: Date | null;
-  attempts: Array<{
-    attempt: number;
-    statusCode: number | null;
-    durationMs: number;
-    error: string;
-    attemptedAt: Date;
-  }>;
-}
 
 /** A delivery a worker has claimed, with what it needs to send it. */
 export interface ClaimedDelivery {
@@ -244,10 +231,7 @@ export class WebhookStore {
   }
 
   /** A webhook's deliveries, newest first, with their attempts. */
-  async listDeliveries(
-    webhookId: string,
-    q: { limit: number; offset: number; status?: string },
-  ): Promise<{ deliveries: DeliveryRecord[]; count: number }> {
+  async listDeliveries(webhookId: string, q: DeliveryQuery): Promise<DeliveryPage> {
     const where = and(
       eq(deliveries.webhookId, webhookId),
       q.status ? eq(deliveries.status, q.status) : undefined,

@@ -8,6 +8,66 @@
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 import { Struct } from "../../../google/protobuf/struct.pb.js";
 
+/** BreakReason says why verification stopped at a record. */
+export enum BreakReason {
+  /** BREAK_REASON_UNSPECIFIED - Not broken. */
+  BREAK_REASON_UNSPECIFIED = 0,
+  /** BREAK_REASON_HMAC_MISMATCH - The record's HMAC does not match its fields: it was edited. */
+  BREAK_REASON_HMAC_MISMATCH = 1,
+  /** BREAK_REASON_SEQUENCE_GAP - The record's position is not the next one: a record before it was deleted. */
+  BREAK_REASON_SEQUENCE_GAP = 2,
+  /** BREAK_REASON_LINK_MISMATCH - The record does not link to the one before it: records were reordered. */
+  BREAK_REASON_LINK_MISMATCH = 3,
+  /**
+   * BREAK_REASON_HEAD_MISMATCH - The chain head names another end: records were removed from the end (the last intact one is
+   * named).
+   */
+  BREAK_REASON_HEAD_MISMATCH = 4,
+  UNRECOGNIZED = -1,
+}
+
+export function breakReasonFromJSON(object: any): BreakReason {
+  switch (object) {
+    case 0:
+    case "BREAK_REASON_UNSPECIFIED":
+      return BreakReason.BREAK_REASON_UNSPECIFIED;
+    case 1:
+    case "BREAK_REASON_HMAC_MISMATCH":
+      return BreakReason.BREAK_REASON_HMAC_MISMATCH;
+    case 2:
+    case "BREAK_REASON_SEQUENCE_GAP":
+      return BreakReason.BREAK_REASON_SEQUENCE_GAP;
+    case 3:
+    case "BREAK_REASON_LINK_MISMATCH":
+      return BreakReason.BREAK_REASON_LINK_MISMATCH;
+    case 4:
+    case "BREAK_REASON_HEAD_MISMATCH":
+      return BreakReason.BREAK_REASON_HEAD_MISMATCH;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return BreakReason.UNRECOGNIZED;
+  }
+}
+
+export function breakReasonToJSON(object: BreakReason): string {
+  switch (object) {
+    case BreakReason.BREAK_REASON_UNSPECIFIED:
+      return "BREAK_REASON_UNSPECIFIED";
+    case BreakReason.BREAK_REASON_HMAC_MISMATCH:
+      return "BREAK_REASON_HMAC_MISMATCH";
+    case BreakReason.BREAK_REASON_SEQUENCE_GAP:
+      return "BREAK_REASON_SEQUENCE_GAP";
+    case BreakReason.BREAK_REASON_LINK_MISMATCH:
+      return "BREAK_REASON_LINK_MISMATCH";
+    case BreakReason.BREAK_REASON_HEAD_MISMATCH:
+      return "BREAK_REASON_HEAD_MISMATCH";
+    case BreakReason.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** ListEventsRequest pages through the caller's org's records. */
 export interface ListEventsRequest {
   /** At most this many records (default 100, at most 1000). */
@@ -18,22 +78,98 @@ export interface ListEventsRequest {
   action: string;
 }
 
-/** ListEventsResponse carries records in their HTTP shape, newest first. */
+/** AuditEvent is one chained record (DECISIONS.md: audit). */
+export interface AuditEvent {
+  /** The record id (UUID): the id of the `audit.recorded` event that carried it. */
+  id: string;
+  /** The org whose chain holds it (UUID). */
+  orgId: string;
+  /** Position in the org's chain, from 1, without gaps. */
+  sequence: string;
+  /** Dotted action name, e.g. `secret.read`. */
+  action: string;
+  /** `user`, `agent`, `system` or `anonymous`. */
+  actorType: string;
+  /** The user or agent id; absent for an anonymous or system actor. */
+  actorId?:
+    | string
+    | undefined;
+  /** What was acted on, e.g. `secret`. */
+  resourceType: string;
+  /** Its identifier; absent when the action concerns no single resource. */
+  resourceId?:
+    | string
+    | undefined;
+  /**
+   * Facts about the action (free-form JSON, never a secret value), including `ip_address` and
+   * `request_id` when known, so the HMAC covers them.
+   */
+  details?:
+    | { [key: string]: any }
+    | undefined;
+  /** The client address of the request that caused the action, when known. */
+  ipAddress?:
+    | string
+    | undefined;
+  /** The request id of that request, when known. */
+  requestId?:
+    | string
+    | undefined;
+  /** When the action happened (RFC 3339, milliseconds, UTC). */
+  createdAt: string;
+  /** The `integrity_hash` of the record before it in the chain; 64 zeros for the first. */
+  prevHash: string;
+  /** Lowercase hex HMAC-SHA256 over the record's chained fields (DECISIONS.md: audit). */
+  integrityHash: string;
+}
+
+/** ListEventsResponse carries the records, newest first. */
 export interface ListEventsResponse {
-  /** The records as HTTP returns them. */
-  events: { [key: string]: any }[];
   /** How many records match the filter in all. */
   count: string;
+  /** The page of records, newest first. */
+  records: AuditEvent[];
 }
 
 /** VerifyRequest asks for the caller's org's chain to be checked. */
 export interface VerifyRequest {
 }
 
-/** VerifyResponse is the verification result in its HTTP shape. */
+/** VerifyScheme describes how records are chained, for a client that verifies on its own. */
+export interface VerifyScheme {
+  /** The MAC, `HMAC-SHA256`. */
+  algorithm: string;
+  /** What the MAC covers and how records link, in words. */
+  chainStructure: string;
+  /** The record field holding the MAC (`integrity_hash`). */
+  hashField: string;
+  /** The record field holding the previous record's MAC (`prev_hash`). */
+  linkField: string;
+}
+
+/** VerifyResponse is the verification result. */
 export interface VerifyResponse {
-  /** `{chain_valid, events_checked, events_verified, broken_at_event_id, reason, scheme}`. */
-  result?: { [key: string]: any } | undefined;
+  /** True when every record and the chain head check out. */
+  chainValid: boolean;
+  /** Records examined (verification stops at the first broken one). */
+  eventsChecked: string;
+  /** Records whose MAC and link check out. */
+  eventsVerified: string;
+  /**
+   * The first broken record; absent when the chain is valid, or when the head names records that
+   * are all gone.
+   */
+  brokenAtEventId?:
+    | string
+    | undefined;
+  /** The chain position of the first broken record; absent when the chain is valid. */
+  brokenAtSequence?:
+    | string
+    | undefined;
+  /** Why the chain is broken; BREAK_REASON_UNSPECIFIED when it is valid. */
+  reason: BreakReason;
+  /** How the chain is computed. */
+  scheme?: VerifyScheme | undefined;
 }
 
 /** RecordEventRequest describes one action of the calling principal. */
@@ -44,7 +180,7 @@ export interface RecordEventRequest {
   resourceType: string;
   /** Its identifier (e.g. `GET /v1/vaults`). */
   resourceId: string;
-  /** Facts about the action; never a secret value. */
+  /** Facts about the action (audit details, free-form JSON); never a secret value. */
   metadata?: { [key: string]: any } | undefined;
 }
 
@@ -146,17 +282,300 @@ export const ListEventsRequest: MessageFns<ListEventsRequest> = {
   },
 };
 
+function createBaseAuditEvent(): AuditEvent {
+  return {
+    id: "",
+    orgId: "",
+    sequence: "0",
+    action: "",
+    actorType: "",
+    actorId: undefined,
+    resourceType: "",
+    resourceId: undefined,
+    details: undefined,
+    ipAddress: undefined,
+    requestId: undefined,
+    createdAt: "",
+    prevHash: "",
+    integrityHash: "",
+  };
+}
+
+export const AuditEvent: MessageFns<AuditEvent> = {
+  encode(message: AuditEvent, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.orgId !== "") {
+      writer.uint32(18).string(message.orgId);
+    }
+    if (message.sequence !== "0") {
+      writer.uint32(24).int64(message.sequence);
+    }
+    if (message.action !== "") {
+      writer.uint32(34).string(message.action);
+    }
+    if (message.actorType !== "") {
+      writer.uint32(42).string(message.actorType);
+    }
+    if (message.actorId !== undefined) {
+      writer.uint32(50).string(message.actorId);
+    }
+    if (message.resourceType !== "") {
+      writer.uint32(58).string(message.resourceType);
+    }
+    if (message.resourceId !== undefined) {
+      writer.uint32(66).string(message.resourceId);
+    }
+    if (message.details !== undefined) {
+      Struct.encode(Struct.wrap(message.details), writer.uint32(74).fork()).join();
+    }
+    if (message.ipAddress !== undefined) {
+      writer.uint32(82).string(message.ipAddress);
+    }
+    if (message.requestId !== undefined) {
+      writer.uint32(90).string(message.requestId);
+    }
+    if (message.createdAt !== "") {
+      writer.uint32(98).string(message.createdAt);
+    }
+    if (message.prevHash !== "") {
+      writer.uint32(106).string(message.prevHash);
+    }
+    if (message.integrityHash !== "") {
+      writer.uint32(114).string(message.integrityHash);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuditEvent {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseAuditEvent();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.id = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.orgId = reader.string();
+          continue;
+        }
+        case 3: {
+          if (tag !== 24) {
+            break;
+          }
+
+          message.sequence = reader.int64().toString();
+          continue;
+        }
+        case 4: {
+          if (tag !== 34) {
+            break;
+          }
+
+          message.action = reader.string();
+          continue;
+        }
+        case 5: {
+          if (tag !== 42) {
+            break;
+          }
+
+          message.actorType = reader.string();
+          continue;
+        }
+        case 6: {
+          if (tag !== 50) {
+            break;
+          }
+
+          message.actorId = reader.string();
+          continue;
+        }
+        case 7: {
+          if (tag !== 58) {
+            break;
+          }
+
+          message.resourceType = reader.string();
+          continue;
+        }
+        case 8: {
+          if (tag !== 66) {
+            break;
+          }
+
+          message.resourceId = reader.string();
+          continue;
+        }
+        case 9: {
+          if (tag !== 74) {
+            break;
+          }
+
+          message.details = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+          continue;
+        }
+        case 10: {
+          if (tag !== 82) {
+            break;
+          }
+
+          message.ipAddress = reader.string();
+          continue;
+        }
+        case 11: {
+          if (tag !== 90) {
+            break;
+          }
+
+          message.requestId = reader.string();
+          continue;
+        }
+        case 12: {
+          if (tag !== 98) {
+            break;
+          }
+
+          message.createdAt = reader.string();
+          continue;
+        }
+        case 13: {
+          if (tag !== 106) {
+            break;
+          }
+
+          message.prevHash = reader.string();
+          continue;
+        }
+        case 14: {
+          if (tag !== 114) {
+            break;
+          }
+
+          message.integrityHash = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): AuditEvent {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      orgId: isSet(object.orgId) ? globalThis.String(object.orgId) : "",
+      sequence: isSet(object.sequence) ? globalThis.String(object.sequence) : "0",
+      action: isSet(object.action) ? globalThis.String(object.action) : "",
+      actorType: isSet(object.actorType) ? globalThis.String(object.actorType) : "",
+      actorId: isSet(object.actorId) ? globalThis.String(object.actorId) : undefined,
+      resourceType: isSet(object.resourceType) ? globalThis.String(object.resourceType) : "",
+      resourceId: isSet(object.resourceId) ? globalThis.String(object.resourceId) : undefined,
+      details: isObject(object.details) ? object.details : undefined,
+      ipAddress: isSet(object.ipAddress) ? globalThis.String(object.ipAddress) : undefined,
+      requestId: isSet(object.requestId) ? globalThis.String(object.requestId) : undefined,
+      createdAt: isSet(object.createdAt) ? globalThis.String(object.createdAt) : "",
+      prevHash: isSet(object.prevHash) ? globalThis.String(object.prevHash) : "",
+      integrityHash: isSet(object.integrityHash) ? globalThis.String(object.integrityHash) : "",
+    };
+  },
+
+  toJSON(message: AuditEvent): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.sequence !== "0") {
+      obj.sequence = message.sequence;
+    }
+    if (message.action !== "") {
+      obj.action = message.action;
+    }
+    if (message.actorType !== "") {
+      obj.actorType = message.actorType;
+    }
+    if (message.actorId !== undefined) {
+      obj.actorId = message.actorId;
+    }
+    if (message.resourceType !== "") {
+      obj.resourceType = message.resourceType;
+    }
+    if (message.resourceId !== undefined) {
+      obj.resourceId = message.resourceId;
+    }
+    if (message.details !== undefined) {
+      obj.details = message.details;
+    }
+    if (message.ipAddress !== undefined) {
+      obj.ipAddress = message.ipAddress;
+    }
+    if (message.requestId !== undefined) {
+      obj.requestId = message.requestId;
+    }
+    if (message.createdAt !== "") {
+      obj.createdAt = message.createdAt;
+    }
+    if (message.prevHash !== "") {
+      obj.prevHash = message.prevHash;
+    }
+    if (message.integrityHash !== "") {
+      obj.integrityHash = message.integrityHash;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AuditEvent>, I>>(base?: I): AuditEvent {
+    return AuditEvent.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AuditEvent>, I>>(object: I): AuditEvent {
+    const message = createBaseAuditEvent();
+    message.id = object.id ?? "";
+    message.orgId = object.orgId ?? "";
+    message.sequence = object.sequence ?? "0";
+    message.action = object.action ?? "";
+    message.actorType = object.actorType ?? "";
+    message.actorId = object.actorId ?? undefined;
+    message.resourceType = object.resourceType ?? "";
+    message.resourceId = object.resourceId ?? undefined;
+    message.details = object.details ?? undefined;
+    message.ipAddress = object.ipAddress ?? undefined;
+    message.requestId = object.requestId ?? undefined;
+    message.createdAt = object.createdAt ?? "";
+    message.prevHash = object.prevHash ?? "";
+    message.integrityHash = object.integrityHash ?? "";
+    return message;
+  },
+};
+
 function createBaseListEventsResponse(): ListEventsResponse {
-  return { events: [], count: "0" };
+  return { count: "0", records: [] };
 }
 
 export const ListEventsResponse: MessageFns<ListEventsResponse> = {
   encode(message: ListEventsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    for (const v of message.events) {
-      Struct.encode(Struct.wrap(v!), writer.uint32(10).fork()).join();
-    }
     if (message.count !== "0") {
       writer.uint32(16).int64(message.count);
+    }
+    for (const v of message.records) {
+      AuditEvent.encode(v!, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -168,20 +587,20 @@ export const ListEventsResponse: MessageFns<ListEventsResponse> = {
     while (reader.pos < end) {
       const tag = reader.uint32();
       switch (tag >>> 3) {
-        case 1: {
-          if (tag !== 10) {
-            break;
-          }
-
-          message.events.push(Struct.unwrap(Struct.decode(reader, reader.uint32())));
-          continue;
-        }
         case 2: {
           if (tag !== 16) {
             break;
           }
 
           message.count = reader.int64().toString();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.records.push(AuditEvent.decode(reader, reader.uint32()));
           continue;
         }
       }
@@ -195,18 +614,18 @@ export const ListEventsResponse: MessageFns<ListEventsResponse> = {
 
   fromJSON(object: any): ListEventsResponse {
     return {
-      events: globalThis.Array.isArray(object?.events) ? [...object.events] : [],
       count: isSet(object.count) ? globalThis.String(object.count) : "0",
+      records: globalThis.Array.isArray(object?.records) ? object.records.map((e: any) => AuditEvent.fromJSON(e)) : [],
     };
   },
 
   toJSON(message: ListEventsResponse): unknown {
     const obj: any = {};
-    if (message.events?.length) {
-      obj.events = message.events;
-    }
     if (message.count !== "0") {
       obj.count = message.count;
+    }
+    if (message.records?.length) {
+      obj.records = message.records.map((e) => AuditEvent.toJSON(e));
     }
     return obj;
   },
@@ -216,8 +635,8 @@ export const ListEventsResponse: MessageFns<ListEventsResponse> = {
   },
   fromPartial<I extends Exact<DeepPartial<ListEventsResponse>, I>>(object: I): ListEventsResponse {
     const message = createBaseListEventsResponse();
-    message.events = object.events?.map((e) => e) || [];
     message.count = object.count ?? "0";
+    message.records = object.records?.map((e) => AuditEvent.fromPartial(e)) || [];
     return message;
   },
 };
@@ -265,14 +684,148 @@ export const VerifyRequest: MessageFns<VerifyRequest> = {
   },
 };
 
+function createBaseVerifyScheme(): VerifyScheme {
+  return { algorithm: "", chainStructure: "", hashField: "", linkField: "" };
+}
+
+export const VerifyScheme: MessageFns<VerifyScheme> = {
+  encode(message: VerifyScheme, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.algorithm !== "") {
+      writer.uint32(10).string(message.algorithm);
+    }
+    if (message.chainStructure !== "") {
+      writer.uint32(18).string(message.chainStructure);
+    }
+    if (message.hashField !== "") {
+      writer.uint32(26).string(message.hashField);
+    }
+    if (message.linkField !== "") {
+      writer.uint32(34).string(message.linkField);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): VerifyScheme {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseVerifyScheme();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.algorithm = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.chainStructure = reader.string();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.hashField = reader.string();
+          continue;
+        }
+        case 4: {
+          if (tag !== 34) {
+            break;
+          }
+
+          message.linkField = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): VerifyScheme {
+    return {
+      algorithm: isSet(object.algorithm) ? globalThis.String(object.algorithm) : "",
+      chainStructure: isSet(object.chainStructure) ? globalThis.String(object.chainStructure) : "",
+      hashField: isSet(object.hashField) ? globalThis.String(object.hashField) : "",
+      linkField: isSet(object.linkField) ? globalThis.String(object.linkField) : "",
+    };
+  },
+
+  toJSON(message: VerifyScheme): unknown {
+    const obj: any = {};
+    if (message.algorithm !== "") {
+      obj.algorithm = message.algorithm;
+    }
+    if (message.chainStructure !== "") {
+      obj.chainStructure = message.chainStructure;
+    }
+    if (message.hashField !== "") {
+      obj.hashField = message.hashField;
+    }
+    if (message.linkField !== "") {
+      obj.linkField = message.linkField;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<VerifyScheme>, I>>(base?: I): VerifyScheme {
+    return VerifyScheme.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<VerifyScheme>, I>>(object: I): VerifyScheme {
+    const message = createBaseVerifyScheme();
+    message.algorithm = object.algorithm ?? "";
+    message.chainStructure = object.chainStructure ?? "";
+    message.hashField = object.hashField ?? "";
+    message.linkField = object.linkField ?? "";
+    return message;
+  },
+};
+
 function createBaseVerifyResponse(): VerifyResponse {
-  return { result: undefined };
+  return {
+    chainValid: false,
+    eventsChecked: "0",
+    eventsVerified: "0",
+    brokenAtEventId: undefined,
+    brokenAtSequence: undefined,
+    reason: 0,
+    scheme: undefined,
+  };
 }
 
 export const VerifyResponse: MessageFns<VerifyResponse> = {
   encode(message: VerifyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.result !== undefined) {
-      Struct.encode(Struct.wrap(message.result), writer.uint32(10).fork()).join();
+    if (message.chainValid !== false) {
+      writer.uint32(16).bool(message.chainValid);
+    }
+    if (message.eventsChecked !== "0") {
+      writer.uint32(24).int64(message.eventsChecked);
+    }
+    if (message.eventsVerified !== "0") {
+      writer.uint32(32).int64(message.eventsVerified);
+    }
+    if (message.brokenAtEventId !== undefined) {
+      writer.uint32(42).string(message.brokenAtEventId);
+    }
+    if (message.brokenAtSequence !== undefined) {
+      writer.uint32(48).int64(message.brokenAtSequence);
+    }
+    if (message.reason !== 0) {
+      writer.uint32(56).int32(message.reason);
+    }
+    if (message.scheme !== undefined) {
+      VerifyScheme.encode(message.scheme, writer.uint32(66).fork()).join();
     }
     return writer;
   },
@@ -284,12 +837,60 @@ export const VerifyResponse: MessageFns<VerifyResponse> = {
     while (reader.pos < end) {
       const tag = reader.uint32();
       switch (tag >>> 3) {
-        case 1: {
-          if (tag !== 10) {
+        case 2: {
+          if (tag !== 16) {
             break;
           }
 
-          message.result = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+          message.chainValid = reader.bool();
+          continue;
+        }
+        case 3: {
+          if (tag !== 24) {
+            break;
+          }
+
+          message.eventsChecked = reader.int64().toString();
+          continue;
+        }
+        case 4: {
+          if (tag !== 32) {
+            break;
+          }
+
+          message.eventsVerified = reader.int64().toString();
+          continue;
+        }
+        case 5: {
+          if (tag !== 42) {
+            break;
+          }
+
+          message.brokenAtEventId = reader.string();
+          continue;
+        }
+        case 6: {
+          if (tag !== 48) {
+            break;
+          }
+
+          message.brokenAtSequence = reader.int64().toString();
+          continue;
+        }
+        case 7: {
+          if (tag !== 56) {
+            break;
+          }
+
+          message.reason = reader.int32() as any;
+          continue;
+        }
+        case 8: {
+          if (tag !== 66) {
+            break;
+          }
+
+          message.scheme = VerifyScheme.decode(reader, reader.uint32());
           continue;
         }
       }
@@ -302,13 +903,39 @@ export const VerifyResponse: MessageFns<VerifyResponse> = {
   },
 
   fromJSON(object: any): VerifyResponse {
-    return { result: isObject(object.result) ? object.result : undefined };
+    return {
+      chainValid: isSet(object.chainValid) ? globalThis.Boolean(object.chainValid) : false,
+      eventsChecked: isSet(object.eventsChecked) ? globalThis.String(object.eventsChecked) : "0",
+      eventsVerified: isSet(object.eventsVerified) ? globalThis.String(object.eventsVerified) : "0",
+      brokenAtEventId: isSet(object.brokenAtEventId) ? globalThis.String(object.brokenAtEventId) : undefined,
+      brokenAtSequence: isSet(object.brokenAtSequence) ? globalThis.String(object.brokenAtSequence) : undefined,
+      reason: isSet(object.reason) ? breakReasonFromJSON(object.reason) : 0,
+      scheme: isSet(object.scheme) ? VerifyScheme.fromJSON(object.scheme) : undefined,
+    };
   },
 
   toJSON(message: VerifyResponse): unknown {
     const obj: any = {};
-    if (message.result !== undefined) {
-      obj.result = message.result;
+    if (message.chainValid !== false) {
+      obj.chainValid = message.chainValid;
+    }
+    if (message.eventsChecked !== "0") {
+      obj.eventsChecked = message.eventsChecked;
+    }
+    if (message.eventsVerified !== "0") {
+      obj.eventsVerified = message.eventsVerified;
+    }
+    if (message.brokenAtEventId !== undefined) {
+      obj.brokenAtEventId = message.brokenAtEventId;
+    }
+    if (message.brokenAtSequence !== undefined) {
+      obj.brokenAtSequence = message.brokenAtSequence;
+    }
+    if (message.reason !== 0) {
+      obj.reason = breakReasonToJSON(message.reason);
+    }
+    if (message.scheme !== undefined) {
+      obj.scheme = VerifyScheme.toJSON(message.scheme);
     }
     return obj;
   },
@@ -318,7 +945,15 @@ export const VerifyResponse: MessageFns<VerifyResponse> = {
   },
   fromPartial<I extends Exact<DeepPartial<VerifyResponse>, I>>(object: I): VerifyResponse {
     const message = createBaseVerifyResponse();
-    message.result = object.result ?? undefined;
+    message.chainValid = object.chainValid ?? false;
+    message.eventsChecked = object.eventsChecked ?? "0";
+    message.eventsVerified = object.eventsVerified ?? "0";
+    message.brokenAtEventId = object.brokenAtEventId ?? undefined;
+    message.brokenAtSequence = object.brokenAtSequence ?? undefined;
+    message.reason = object.reason ?? 0;
+    message.scheme = (object.scheme !== undefined && object.scheme !== null)
+      ? VerifyScheme.fromPartial(object.scheme)
+      : undefined;
     return message;
   },
 };

@@ -6,9 +6,8 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import { Struct } from "../../../google/protobuf/struct.pb.js";
 
-/** Webhook is one registered destination, in the shape HTTP returns. The secret is never part of it. */
+/** Webhook is one registered destination. The secret is never part of it. */
 export interface Webhook {
   /** The webhook (UUID). */
   id: string;
@@ -24,18 +23,20 @@ export interface Webhook {
   isActive: boolean;
   /** The user who created it (UUID). */
   createdBy: string;
-  /** RFC 3339 timestamps. */
+  /** When it was created (RFC 3339). */
   createdAt: string;
+  /** When it last changed (RFC 3339). */
   updatedAt: string;
 }
 
-/** CreateWebhookRequest carries the HTTP body of a new webhook. */
+/** CreateWebhookRequest describes a new webhook. */
 export interface CreateWebhookRequest {
-  /**
-   * The body fields exactly as HTTP names them (`url`, `events`, `description`); the service
-   * validates each one and names the field it refuses.
-   */
-  fields?: { [key: string]: any } | undefined;
+  /** Where deliveries are POSTed; the destination rules judge it (scheme, host, every address). */
+  url: string;
+  /** Subscribed event names (SPEC.md §6), at least one; repeats are dropped. */
+  events: string[];
+  /** Free text, at most 1000 characters; empty for none. */
+  description: string;
 }
 
 /** CreateWebhookResponse carries the new webhook and its secret. */
@@ -54,6 +55,7 @@ export interface ListWebhooksRequest {
 
 /** ListWebhooksResponse carries the webhooks, oldest first. */
 export interface ListWebhooksResponse {
+  /** The org's webhooks. */
   webhooks: Webhook[];
 }
 
@@ -65,19 +67,42 @@ export interface GetWebhookRequest {
 
 /** GetWebhookResponse carries the webhook. */
 export interface GetWebhookResponse {
+  /** The webhook. */
   webhook?: Webhook | undefined;
 }
 
-/** UpdateWebhookRequest carries the HTTP body of a PATCH. */
+/** EventNames is a list of event names whose presence matters (a PATCH that sets them). */
+export interface EventNames {
+  /** Event names (SPEC.md §6), at least one. */
+  names: string[];
+}
+
+/**
+ * UpdateWebhookRequest changes some fields of a webhook; an absent field is left unchanged, and at
+ * least one must be present.
+ */
 export interface UpdateWebhookRequest {
   /** The webhook (UUID). */
   webhookId: string;
-  /** Any of `url`, `events`, `is_active`, `description`; other fields are refused by name. */
-  fields?: { [key: string]: any } | undefined;
+  /** The new destination, judged like a new one. */
+  url?:
+    | string
+    | undefined;
+  /** The new subscriptions, replacing the old ones. */
+  events?:
+    | EventNames
+    | undefined;
+  /** Pause (false) or resume (true) deliveries. */
+  isActive?:
+    | boolean
+    | undefined;
+  /** The new description; empty clears it. */
+  description?: string | undefined;
 }
 
 /** UpdateWebhookResponse carries the webhook after the change. */
 export interface UpdateWebhookResponse {
+  /** The webhook as stored now. */
   webhook?: Webhook | undefined;
 }
 
@@ -102,10 +127,12 @@ export interface DeliveryAttempt {
   /** Time from the start of the request to the end of the response (or the failure). */
   durationMs: number;
   /**
-   * Why the try failed (e.g. `timeout after 10000 ms`, `HTTP 500`, `refused: ...`); empty on
+   * Why the try failed (e.g. `timeout after 10000 ms`, `HTTP 500`, `refused: ...`); absent on
    * success.
    */
-  error: string;
+  error?:
+    | string
+    | undefined;
   /** RFC 3339. */
   attemptedAt: string;
 }
@@ -124,11 +151,16 @@ export interface Delivery {
   status: string;
   /** Tries made so far. */
   attemptCount: number;
-  /** When the next try is due (RFC 3339); empty once the delivery is finished. */
-  nextAttemptAt: string;
-  /** RFC 3339 timestamps; completed_at is empty while pending. */
+  /** When the next try is due (RFC 3339); absent once the delivery is finished. */
+  nextAttemptAt?:
+    | string
+    | undefined;
+  /** When the event fanned out to this webhook (RFC 3339). */
   createdAt: string;
-  completedAt: string;
+  /** When it succeeded or failed for good (RFC 3339); absent while pending. */
+  completedAt?:
+    | string
+    | undefined;
   /** Every try, oldest first. */
   attempts: DeliveryAttempt[];
 }
@@ -147,6 +179,7 @@ export interface ListDeliveriesRequest {
 
 /** ListDeliveriesResponse carries the deliveries, newest first. */
 export interface ListDeliveriesResponse {
+  /** The page of deliveries. */
   deliveries: Delivery[];
   /** How many deliveries match the filter in all. */
   count: string;
@@ -351,13 +384,19 @@ export const Webhook: MessageFns<Webhook> = {
 };
 
 function createBaseCreateWebhookRequest(): CreateWebhookRequest {
-  return { fields: undefined };
+  return { url: "", events: [], description: "" };
 }
 
 export const CreateWebhookRequest: MessageFns<CreateWebhookRequest> = {
   encode(message: CreateWebhookRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.fields !== undefined) {
-      Struct.encode(Struct.wrap(message.fields), writer.uint32(10).fork()).join();
+    if (message.url !== "") {
+      writer.uint32(18).string(message.url);
+    }
+    for (const v of message.events) {
+      writer.uint32(26).string(v!);
+    }
+    if (message.description !== "") {
+      writer.uint32(34).string(message.description);
     }
     return writer;
   },
@@ -369,12 +408,28 @@ export const CreateWebhookRequest: MessageFns<CreateWebhookRequest> = {
     while (reader.pos < end) {
       const tag = reader.uint32();
       switch (tag >>> 3) {
-        case 1: {
-          if (tag !== 10) {
+        case 2: {
+          if (tag !== 18) {
             break;
           }
 
-          message.fields = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+          message.url = reader.string();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.events.push(reader.string());
+          continue;
+        }
+        case 4: {
+          if (tag !== 34) {
+            break;
+          }
+
+          message.description = reader.string();
           continue;
         }
       }
@@ -387,13 +442,23 @@ export const CreateWebhookRequest: MessageFns<CreateWebhookRequest> = {
   },
 
   fromJSON(object: any): CreateWebhookRequest {
-    return { fields: isObject(object.fields) ? object.fields : undefined };
+    return {
+      url: isSet(object.url) ? globalThis.String(object.url) : "",
+      events: globalThis.Array.isArray(object?.events) ? object.events.map((e: any) => globalThis.String(e)) : [],
+      description: isSet(object.description) ? globalThis.String(object.description) : "",
+    };
   },
 
   toJSON(message: CreateWebhookRequest): unknown {
     const obj: any = {};
-    if (message.fields !== undefined) {
-      obj.fields = message.fields;
+    if (message.url !== "") {
+      obj.url = message.url;
+    }
+    if (message.events?.length) {
+      obj.events = message.events;
+    }
+    if (message.description !== "") {
+      obj.description = message.description;
     }
     return obj;
   },
@@ -403,7 +468,9 @@ export const CreateWebhookRequest: MessageFns<CreateWebhookRequest> = {
   },
   fromPartial<I extends Exact<DeepPartial<CreateWebhookRequest>, I>>(object: I): CreateWebhookRequest {
     const message = createBaseCreateWebhookRequest();
-    message.fields = object.fields ?? undefined;
+    message.url = object.url ?? "";
+    message.events = object.events?.map((e) => e) || [];
+    message.description = object.description ?? "";
     return message;
   },
 };
@@ -707,8 +774,66 @@ export const GetWebhookResponse: MessageFns<GetWebhookResponse> = {
   },
 };
 
+function createBaseEventNames(): EventNames {
+  return { names: [] };
+}
+
+export const EventNames: MessageFns<EventNames> = {
+  encode(message: EventNames, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.names) {
+      writer.uint32(10).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EventNames {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseEventNames();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.names.push(reader.string());
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): EventNames {
+    return { names: globalThis.Array.isArray(object?.names) ? object.names.map((e: any) => globalThis.String(e)) : [] };
+  },
+
+  toJSON(message: EventNames): unknown {
+    const obj: any = {};
+    if (message.names?.length) {
+      obj.names = message.names;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EventNames>, I>>(base?: I): EventNames {
+    return EventNames.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EventNames>, I>>(object: I): EventNames {
+    const message = createBaseEventNames();
+    message.names = object.names?.map((e) => e) || [];
+    return message;
+  },
+};
+
 function createBaseUpdateWebhookRequest(): UpdateWebhookRequest {
-  return { webhookId: "", fields: undefined };
+  return { webhookId: "", url: undefined, events: undefined, isActive: undefined, description: undefined };
 }
 
 export const UpdateWebhookRequest: MessageFns<UpdateWebhookRequest> = {
@@ -716,8 +841,17 @@ export const UpdateWebhookRequest: MessageFns<UpdateWebhookRequest> = {
     if (message.webhookId !== "") {
       writer.uint32(10).string(message.webhookId);
     }
-    if (message.fields !== undefined) {
-      Struct.encode(Struct.wrap(message.fields), writer.uint32(18).fork()).join();
+    if (message.url !== undefined) {
+      writer.uint32(26).string(message.url);
+    }
+    if (message.events !== undefined) {
+      EventNames.encode(message.events, writer.uint32(34).fork()).join();
+    }
+    if (message.isActive !== undefined) {
+      writer.uint32(40).bool(message.isActive);
+    }
+    if (message.description !== undefined) {
+      writer.uint32(50).string(message.description);
     }
     return writer;
   },
@@ -737,12 +871,36 @@ export const UpdateWebhookRequest: MessageFns<UpdateWebhookRequest> = {
           message.webhookId = reader.string();
           continue;
         }
-        case 2: {
-          if (tag !== 18) {
+        case 3: {
+          if (tag !== 26) {
             break;
           }
 
-          message.fields = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+          message.url = reader.string();
+          continue;
+        }
+        case 4: {
+          if (tag !== 34) {
+            break;
+          }
+
+          message.events = EventNames.decode(reader, reader.uint32());
+          continue;
+        }
+        case 5: {
+          if (tag !== 40) {
+            break;
+          }
+
+          message.isActive = reader.bool();
+          continue;
+        }
+        case 6: {
+          if (tag !== 50) {
+            break;
+          }
+
+          message.description = reader.string();
           continue;
         }
       }
@@ -757,7 +915,10 @@ export const UpdateWebhookRequest: MessageFns<UpdateWebhookRequest> = {
   fromJSON(object: any): UpdateWebhookRequest {
     return {
       webhookId: isSet(object.webhookId) ? globalThis.String(object.webhookId) : "",
-      fields: isObject(object.fields) ? object.fields : undefined,
+      url: isSet(object.url) ? globalThis.String(object.url) : undefined,
+      events: isSet(object.events) ? EventNames.fromJSON(object.events) : undefined,
+      isActive: isSet(object.isActive) ? globalThis.Boolean(object.isActive) : undefined,
+      description: isSet(object.description) ? globalThis.String(object.description) : undefined,
     };
   },
 
@@ -766,8 +927,17 @@ export const UpdateWebhookRequest: MessageFns<UpdateWebhookRequest> = {
     if (message.webhookId !== "") {
       obj.webhookId = message.webhookId;
     }
-    if (message.fields !== undefined) {
-      obj.fields = message.fields;
+    if (message.url !== undefined) {
+      obj.url = message.url;
+    }
+    if (message.events !== undefined) {
+      obj.events = EventNames.toJSON(message.events);
+    }
+    if (message.isActive !== undefined) {
+      obj.isActive = message.isActive;
+    }
+    if (message.description !== undefined) {
+      obj.description = message.description;
     }
     return obj;
   },
@@ -778,7 +948,12 @@ export const UpdateWebhookRequest: MessageFns<UpdateWebhookRequest> = {
   fromPartial<I extends Exact<DeepPartial<UpdateWebhookRequest>, I>>(object: I): UpdateWebhookRequest {
     const message = createBaseUpdateWebhookRequest();
     message.webhookId = object.webhookId ?? "";
-    message.fields = object.fields ?? undefined;
+    message.url = object.url ?? undefined;
+    message.events = (object.events !== undefined && object.events !== null)
+      ? EventNames.fromPartial(object.events)
+      : undefined;
+    message.isActive = object.isActive ?? undefined;
+    message.description = object.description ?? undefined;
     return message;
   },
 };
@@ -945,7 +1120,7 @@ export const DeleteWebhookResponse: MessageFns<DeleteWebhookResponse> = {
 };
 
 function createBaseDeliveryAttempt(): DeliveryAttempt {
-  return { attempt: 0, statusCode: undefined, durationMs: 0, error: "", attemptedAt: "" };
+  return { attempt: 0, statusCode: undefined, durationMs: 0, error: undefined, attemptedAt: "" };
 }
 
 export const DeliveryAttempt: MessageFns<DeliveryAttempt> = {
@@ -959,7 +1134,7 @@ export const DeliveryAttempt: MessageFns<DeliveryAttempt> = {
     if (message.durationMs !== 0) {
       writer.uint32(24).int32(message.durationMs);
     }
-    if (message.error !== "") {
+    if (message.error !== undefined) {
       writer.uint32(34).string(message.error);
     }
     if (message.attemptedAt !== "") {
@@ -1029,7 +1204,7 @@ export const DeliveryAttempt: MessageFns<DeliveryAttempt> = {
       attempt: isSet(object.attempt) ? globalThis.Number(object.attempt) : 0,
       statusCode: isSet(object.statusCode) ? globalThis.Number(object.statusCode) : undefined,
       durationMs: isSet(object.durationMs) ? globalThis.Number(object.durationMs) : 0,
-      error: isSet(object.error) ? globalThis.String(object.error) : "",
+      error: isSet(object.error) ? globalThis.String(object.error) : undefined,
       attemptedAt: isSet(object.attemptedAt) ? globalThis.String(object.attemptedAt) : "",
     };
   },
@@ -1045,7 +1220,7 @@ export const DeliveryAttempt: MessageFns<DeliveryAttempt> = {
     if (message.durationMs !== 0) {
       obj.durationMs = Math.round(message.durationMs);
     }
-    if (message.error !== "") {
+    if (message.error !== undefined) {
       obj.error = message.error;
     }
     if (message.attemptedAt !== "") {
@@ -1062,7 +1237,7 @@ export const DeliveryAttempt: MessageFns<DeliveryAttempt> = {
     message.attempt = object.attempt ?? 0;
     message.statusCode = object.statusCode ?? undefined;
     message.durationMs = object.durationMs ?? 0;
-    message.error = object.error ?? "";
+    message.error = object.error ?? undefined;
     message.attemptedAt = object.attemptedAt ?? "";
     return message;
   },
@@ -1076,9 +1251,9 @@ function createBaseDelivery(): Delivery {
     eventType: "",
     status: "",
     attemptCount: 0,
-    nextAttemptAt: "",
+    nextAttemptAt: undefined,
     createdAt: "",
-    completedAt: "",
+    completedAt: undefined,
     attempts: [],
   };
 }
@@ -1103,13 +1278,13 @@ export const Delivery: MessageFns<Delivery> = {
     if (message.attemptCount !== 0) {
       writer.uint32(48).int32(message.attemptCount);
     }
-    if (message.nextAttemptAt !== "") {
+    if (message.nextAttemptAt !== undefined) {
       writer.uint32(58).string(message.nextAttemptAt);
     }
     if (message.createdAt !== "") {
       writer.uint32(66).string(message.createdAt);
     }
-    if (message.completedAt !== "") {
+    if (message.completedAt !== undefined) {
       writer.uint32(74).string(message.completedAt);
     }
     for (const v of message.attempts) {
@@ -1222,9 +1397,9 @@ export const Delivery: MessageFns<Delivery> = {
       eventType: isSet(object.eventType) ? globalThis.String(object.eventType) : "",
       status: isSet(object.status) ? globalThis.String(object.status) : "",
       attemptCount: isSet(object.attemptCount) ? globalThis.Number(object.attemptCount) : 0,
-      nextAttemptAt: isSet(object.nextAttemptAt) ? globalThis.String(object.nextAttemptAt) : "",
+      nextAttemptAt: isSet(object.nextAttemptAt) ? globalThis.String(object.nextAttemptAt) : undefined,
       createdAt: isSet(object.createdAt) ? globalThis.String(object.createdAt) : "",
-      completedAt: isSet(object.completedAt) ? globalThis.String(object.completedAt) : "",
+      completedAt: isSet(object.completedAt) ? globalThis.String(object.completedAt) : undefined,
       attempts: globalThis.Array.isArray(object?.attempts)
         ? object.attempts.map((e: any) => DeliveryAttempt.fromJSON(e))
         : [],
@@ -1251,13 +1426,13 @@ export const Delivery: MessageFns<Delivery> = {
     if (message.attemptCount !== 0) {
       obj.attemptCount = Math.round(message.attemptCount);
     }
-    if (message.nextAttemptAt !== "") {
+    if (message.nextAttemptAt !== undefined) {
       obj.nextAttemptAt = message.nextAttemptAt;
     }
     if (message.createdAt !== "") {
       obj.createdAt = message.createdAt;
     }
-    if (message.completedAt !== "") {
+    if (message.completedAt !== undefined) {
       obj.completedAt = message.completedAt;
     }
     if (message.attempts?.length) {
@@ -1277,9 +1452,9 @@ export const Delivery: MessageFns<Delivery> = {
     message.eventType = object.eventType ?? "";
     message.status = object.status ?? "";
     message.attemptCount = object.attemptCount ?? 0;
-    message.nextAttemptAt = object.nextAttemptAt ?? "";
+    message.nextAttemptAt = object.nextAttemptAt ?? undefined;
     message.createdAt = object.createdAt ?? "";
-    message.completedAt = object.completedAt ?? "";
+    message.completedAt = object.completedAt ?? undefined;
     message.attempts = object.attempts?.map((e) => DeliveryAttempt.fromPartial(e)) || [];
     return message;
   },
@@ -1483,10 +1658,6 @@ type DeepPartial<T> = T extends Builtin ? T
 type KeysOfUnion<T> = T extends T ? keyof T : never;
 type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
-
-function isObject(value: any): boolean {
-  return typeof value === "object" && value !== null;
-}
 
 function isSet(value: any): boolean {
   return value !== null && value !== undefined;
