@@ -1,4 +1,4 @@
-import { capsOf, isPlan, wireCaps } from './plan-fns.js';
+import { capsOf, isPlan, orgPlanOf } from './plan-fns.js';
 
 describe('plans', () => {
   it('has the caps DECISIONS.md lists', () => {
@@ -18,14 +18,7 @@ describe('plans', () => {
     expect(['', 'Free', 'gold', 'enterprise '].some(isPlan)).toBe(false);
   });
 
-  it('writes unlimited as -1 on the wire', () => {
-    expect(wireCaps('enterprise')).toEqual({
-      plan: 'enterprise',
-      maxVaults: '-1',
-      maxSecrets: '-1',
-      maxAgents: '-1',
-      maxRequestsPerMonth: '-1',
-    });
-    expect(wireCaps('free').maxAgents).toBe('2');
+  it('pairs a plan with its caps', () => {
+    expect(orgPlanOf('pro')).toEqual({ plan: 'pro', caps: capsOf('pro') });
   });
 });

@@ -1,14 +1,7 @@
+import type { OrgPlan, Plan, PlanCaps } from './plan-types.js';
+
 /** The plans an org can be on (DECISIONS.md "Tier caps"). */
 export const PLANS = ['free', 'pro', 'business', 'enterprise'] as [Plan, ...Plan[]];
-export type Plan = 'free' | 'pro' | 'business' | 'enterprise';
-
-/** A plan's caps; `null` means unlimited. */
-export interface PlanCaps {
-  vaults: number | null;
-  secrets: number | null;
-  agents: number | null;
-  requestsPerMonth: number | null;
-}
 
 const CAPS: Readonly<Record<Plan, PlanCaps>> = {
   free: { vaults: 3, secrets: 50, agents: 2, requestsPerMonth: 1_000 },
@@ -27,15 +20,7 @@ export function capsOf(plan: Plan): PlanCaps {
   return CAPS[plan];
 }
 
-/** The caps as the wire carries them: a decimal string, `-1` for unlimited. */
-export function wireCaps(plan: Plan) {
-  const c = capsOf(plan);
-  const n = (v: number | null) => String(v ?? -1);
-  return {
-    plan,
-    maxVaults: n(c.vaults),
-    maxSecrets: n(c.secrets),
-    maxAgents: n(c.agents),
-    maxRequestsPerMonth: n(c.requestsPerMonth),
-  };
+/** A plan with its caps. */
+export function orgPlanOf(plan: Plan): OrgPlan {
+  return { plan, caps: capsOf(plan) };
 }

@@ -1,7 +1,8 @@
 import { eq, sql } from 'drizzle-orm';
 import type { Database } from '@custos/service-kit';
 import { orgPlans } from '../db/schema.js';
-import { type Plan, isPlan } from './plan-fns.js';
+import { isPlan } from './plan-fns.js';
+import type { Plan } from './plan-types.js';
 
 /** SQL of org plan assignments. */
 export class PlanStore {
