@@ -1,4 +1,4 @@
-import { networkContains, normalizeCidr, parseIp, parseNetwork } from './cidr';
+import { formatNetwork, networkContains, normalizeCidr, parseIp, parseNetwork } from './cidr';
 
 describe('normalizeCidr', () => {
   it.each([
@@ -39,6 +39,15 @@ describe('normalizeCidr', () => {
     '1:2:3:4:5:6:7:8:9',
     '10.0.0.0/ 8',
     '10.0.0.0/0x8',
+    // Legacy IPv4 spellings that tools read differently are never guessed at.
+    '127.1',
+    '0x7f.0.0.1',
+    '2130706433',
+    '127.000.000.001',
+    '::ffff:010.0.0.1',
+    '::ffff:127.1',
+    ' 10.0.0.1',
+    '10.0.0.1 ',
   ])('refuses %j', (raw) => {
     expect(normalizeCidr(raw)).toBeUndefined();
   });
@@ -78,5 +87,26 @@ describe('networkContains', () => {
 describe('parseIp', () => {
   it('unwraps IPv4-mapped addresses', () => {
     expect(parseIp('::ffff:127.0.0.1')).toEqual({ family: 'ipv4', bytes: Uint8Array.from([127, 0, 0, 1]) });
+  });
+
+  it('keeps an IPv4-compatible address IPv6 (only ::ffff:0:0/96 is mapped)', () => {
+    expect(parseIp('::127.0.0.1')).toEqual({
+      family: 'ipv6',
+      bytes: Uint8Array.from([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 127, 0, 0, 1]),
+    });
+  });
+
+  it('refuses what is not an address', () => {
+    for (const raw of ['', 'localhost', '10.0.0.1/8', 'fe80::1%eth0', '1.2.3.4.5']) {
+      expect(parseIp(raw)).toBeUndefined();
+    }
+  });
+});
+
+describe('formatNetwork', () => {
+  it('writes what parseNetwork reads, canonically', () => {
+    for (const cidr of ['10.0.0.0/8', '2001:db8::/32', '::/0', '0.0.0.0/0', '::fffe:0:0/95', 'fe80::/10']) {
+      expect(formatNetwork(parseNetwork(cidr)!)).toBe(cidr);
+    }
   });
 });
