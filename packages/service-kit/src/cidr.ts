@@ -94,7 +94,5 @@ export function normalizeCidr(raw: string): string | undefined {
 export function networkContains(n: Network, ip: string): boolean {
   const a = parseIp(ip);
   if (!a || a.family !== n.family) return false;
-  return ipaddr
-    .fromByteArray(Array.from(a.bytes))
-    .match(ipaddr.fromByteArray(Array.from(n.bytes)), n.prefix);
+  return ipaddr.fromByteArray(Array.from(a.bytes)).match(ipaddr.fromByteArray(Array.from(n.bytes)), n.prefix);
 }
