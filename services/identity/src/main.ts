@@ -9,10 +9,15 @@ import { OrgServiceService } from '@custos/proto/custos/identity/v1/orgs';
 import { PolicyServiceClient } from '@custos/proto/custos/policy/v1/service';
 import { createGrpcClient, describeError } from '@custos/service-kit';
 import { AccountServiceService, accountService } from './account/account-module.js';
-import { AgentPeers } from './agents/agent-limits.js';
+import { AgentExchangeService } from './agents/agent-exchange-service.js';
 import { AgentService } from './agents/agent-service.js';
 import { AgentStore } from './agents/agent-store.js';
-import { RouterKeyServiceService, routerKeyGrpc } from './agents/router-key-grpc.js';
+import { RouterKeyService } from './agents/router-key-service.js';
+import { RouterKeyStore } from './agents/router-key-store.js';
+import { RouterKeyServiceService } from '@custos/proto/custos/identity/v1/router_keys';
+import { routerKeyGrpc } from './grpc/router-key-grpc.js';
+import { BillingClient } from './peers/billing-client.js';
+import { PolicyClient } from './peers/policy-client.js';
 import { configShape } from './config.js';
 import { PersonalKeyService } from './keys/personal-key-service.js';
 import { loadFederationKey } from './federation/federation-fns.js';
@@ -101,8 +106,11 @@ runDataService({
       billing.close();
       policy.close();
     });
-    const agentPeers = new AgentPeers(billing, policy);
-    const agents = new AgentService(new AgentStore(db), issuer, revocations, agentPeers);
+    const policyClient = new PolicyClient(policy);
+    const agentStore = new AgentStore(db);
+    const routerKeyStore = new RouterKeyStore(db);
+    const agents = new AgentService(agentStore, revocations, new BillingClient(billing));
+    const agentExchange = new AgentExchangeService(agentStore, routerKeyStore, issuer, policyClient);
     const userStore = new UserStore(db);
     const keys = new PersonalKeyService(db, userStore, issuer, revocations);
     const users = new UserService(
@@ -134,6 +142,7 @@ runDataService({
       identityGrpc({
         users,
         agents,
+        agentExchange,
         keys,
         ring,
         settings,
@@ -174,7 +183,7 @@ runDataService({
     );
     rt.grpc.add(
       RouterKeyServiceService,
-      routerKeyGrpc({ db, issuer, revocations, verifier, peers: agentPeers }),
+      routerKeyGrpc({ routerKeys: new RouterKeyService(routerKeyStore, agentStore, revocations), verifier }),
     );
     rt.grpc.add(
       FederationServiceService,
@@ -184,7 +193,7 @@ runDataService({
         users,
         key: federationKey,
         issuer: settings.issuers[0]!,
-        peers: agentPeers,
+        policy: policyClient,
         google: { clientIds: c.GOOGLE_CLIENT_IDS, issuers: c.GOOGLE_ISSUERS, jwksUrl: c.GOOGLE_JWKS_URL },
       }),
     );

@@ -1,59 +1,92 @@
-import express, { type RequestHandler, type Response, Router } from 'express';
+import express, { Router } from 'express';
+import { z } from 'zod/v4';
 import { FederationServiceClient } from '@custos/proto/custos/identity/v1/federation';
 import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
-import { body, str, tokenBody } from './auth-routes.js';
-import { declareUncheckedRoute } from './routes.js';
+import { SignInResponse, credential, noStore, signInBody } from './auth-routes.js';
+import { type Guards, declareRoute } from './routes.js';
+import { bodyOf } from './schemas.js';
 
-const noStore = (res: Response) => res.setHeader('Cache-Control', 'no-store');
+const TokenExchangeResponse = z.object({
+  access_token: z.string().describe('The RS256 federated token'),
+  issued_token_type: z.literal('urn:ietf:params:oauth:token-type:jwt'),
+  token_type: z.literal('Bearer'),
+  expires_in: z.number().int(),
+  scope: z.string().describe('The space-separated scopes the token carries'),
+});
+
+const field = (description: string) => z.string().optional().describe(description);
 
 /**
  * Federated tokens (RFC 8693 token exchange, spec §4.1 and §5.6) and Google sign-in. Both are
  * public: the credential travels in the body.
  */
-export function federationRoutes(
-  peers: Peers,
-  guards: { authenticated: RequestHandler[]; human: RequestHandler[] },
-): Router {
+export function federationRoutes(peers: Peers, guards: Guards): Router {
   const router = Router();
   const federation = peers.client(FederationServiceClient, 'identity');
   const call = unaryCaller(federation);
 
   // RFC 8693 clients send a form (RFC 6749 §4.1.3 style); the app parses only JSON elsewhere.
   router.post('/v1/auth/federated-token', express.urlencoded({ extended: false, limit: '64kb' }));
-  declareUncheckedRoute(router, guards, 'post', '/v1/auth/federated-token', 'public', async (req, res) => {
-    const b = body(req);
-    const r = await call(federation.exchangeFederatedToken, {
-      grantType: str(b, 'grant_type'),
-      subjectToken: str(b, 'subject_token'),
-      subjectTokenType: str(b, 'subject_token_type'),
-      audience: str(b, 'audience'),
-      scope: str(b, 'scope'),
-      requestedTokenType: str(b, 'requested_token_type'),
-    });
-    noStore(res);
-    res.json({
-      access_token: r.accessToken,
-      issued_token_type: r.issuedTokenType,
-      token_type: r.tokenType,
-      expires_in: r.expiresIn,
-      scope: r.scope,
-    });
-  });
-
-  declareUncheckedRoute(router, guards, 'post', '/v1/auth/google', 'public', async (req, res) => {
-    const r = await call(federation.googleSignIn, { idToken: str(body(req), 'id_token') });
-    noStore(res);
-    if (r.result?.$case === 'mfa') {
-      res.json({
-        mfa_required: true,
-        mfa_token: r.result.value.mfaToken,
-        expires_in: r.result.value.expiresIn,
+  declareRoute(
+    router,
+    guards,
+    {
+      method: 'post',
+      path: '/v1/auth/federated-token',
+      access: 'public',
+      summary: 'RFC 8693 token exchange: an agent JWT or `ocv_` key for an RS256 token to a relying party',
+      tag: 'auth',
+      body: bodyOf({
+        grant_type: field('`urn:ietf:params:oauth:grant-type:token-exchange`'),
+        subject_token: field('The agent JWT or `ocv_` key'),
+        subject_token_type: field(
+          '`urn:ietf:params:oauth:token-type:jwt` or `urn:1claw:params:oauth:token-type:api-key`',
+        ),
+        audience: field('One of the agent’s `federation_audiences`'),
+        scope: field('Space-separated subset of the agent’s scopes; empty: all of them'),
+        requested_token_type: field('Only `urn:ietf:params:oauth:token-type:jwt`'),
+      }),
+      responses: { 200: { description: 'The federated token', schema: TokenExchangeResponse } },
+    },
+    async (_req, res, { body }) => {
+      const r = await call(federation.exchangeFederatedToken, {
+        grantType: body.grant_type ?? '',
+        subjectToken: body.subject_token ?? '',
+        subjectTokenType: body.subject_token_type ?? '',
+        audience: body.audience ?? '',
+        scope: body.scope ?? '',
+        requestedTokenType: body.requested_token_type ?? '',
       });
-      return;
-    }
-    res.json(tokenBody(r.result?.value));
-  });
+      noStore(res);
+      res.json({
+        access_token: r.accessToken,
+        issued_token_type: r.issuedTokenType as 'urn:ietf:params:oauth:token-type:jwt',
+        token_type: r.tokenType as 'Bearer',
+        expires_in: r.expiresIn,
+        scope: r.scope,
+      } satisfies z.infer<typeof TokenExchangeResponse>);
+    },
+  );
+
+  declareRoute(
+    router,
+    guards,
+    {
+      method: 'post',
+      path: '/v1/auth/google',
+      access: 'public',
+      summary: 'Sign in with a Google ID token (the account is created on first use)',
+      tag: 'auth',
+      body: bodyOf({ id_token: credential('The Google ID token') }),
+      responses: { 200: { description: 'Tokens or an MFA challenge', schema: SignInResponse } },
+    },
+    async (_req, res, { body }) => {
+      const r = await call(federation.googleSignIn, { idToken: body.id_token ?? '' });
+      noStore(res);
+      res.json(signInBody(r.result));
+    },
+  );
 
   return router;
 }

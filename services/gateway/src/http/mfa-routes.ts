@@ -1,61 +1,127 @@
-import { type RequestHandler, type Response, Router } from 'express';
+import { Router } from 'express';
+import { z } from 'zod/v4';
 import { MfaServiceClient } from '@custos/proto/custos/identity/v1/mfa';
-import { CustosError, unaryCaller } from '@custos/service-kit';
+import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
-import { body, str, tokenBody } from './auth-routes.js';
-import { declareUncheckedRoute } from './routes.js';
+import { TokenResponse, credential, noStore, tokenBody } from './auth-routes.js';
+import { type Guards, declareRoute } from './routes.js';
+import { bodyOf } from './schemas.js';
 
-const noStore = (res: Response) => res.setHeader('Cache-Control', 'no-store');
+const StatusResponse = z.object({ enabled: z.boolean(), recovery_codes_remaining: z.number().int() });
+const code = z.string().optional().describe('A 6-digit TOTP code or a recovery code');
 
 /**
  * TOTP multi-factor authentication (DECISIONS.md "MFA"): enrolment, status and removal for the
  * signed-in human, and the public second step of a password sign-in that answered `mfa_required`.
+ * Identity's limit on invalid codes arrives as 429 with `retry_after` (the error handler sets
+ * `Retry-After` from it).
  */
-export function mfaRoutes(
-  peers: Peers,
-  guards: { authenticated: RequestHandler[]; human: RequestHandler[] },
-): Router {
+export function mfaRoutes(peers: Peers, guards: Guards): Router {
   const router = Router();
   const mfa = peers.client(MfaServiceClient, 'identity');
   const call = unaryCaller(mfa);
+  const tag = 'mfa';
 
-  declareUncheckedRoute(router, guards, 'post', '/v1/auth/mfa/setup', 'human', async (_req, res) => {
-    const r = await call(mfa.setupMfa, {});
-    noStore(res);
-    res.json({ secret: r.secret, otpauth_uri: r.otpauthUri });
-  });
+  declareRoute(
+    router,
+    guards,
+    {
+      method: 'post',
+      path: '/v1/auth/mfa/setup',
+      access: 'human',
+      summary: 'Start TOTP enrolment: a new secret and its otpauth URI',
+      tag,
+      responses: {
+        200: {
+          description: 'The pending secret',
+          schema: z.object({ secret: z.string().describe('Base32'), otpauth_uri: z.string() }),
+        },
+      },
+    },
+    async (_req, res) => {
+      const r = await call(mfa.setupMfa, {});
+      noStore(res);
+      res.json({ secret: r.secret, otpauth_uri: r.otpauthUri });
+    },
+  );
 
-  declareUncheckedRoute(router, guards, 'post', '/v1/auth/mfa/verify-setup', 'human', async (req, res) => {
-    const r = await call(mfa.verifyMfaSetup, { code: str(body(req), 'code') });
-    noStore(res);
-    res.json({ enabled: true, recovery_codes: r.recoveryCodes });
-  });
+  declareRoute(
+    router,
+    guards,
+    {
+      method: 'post',
+      path: '/v1/auth/mfa/verify-setup',
+      access: 'human',
+      summary: 'Confirm enrolment with a code; recovery codes are shown only here',
+      tag,
+      body: bodyOf({ code }),
+      responses: {
+        200: {
+          description: 'TOTP enabled',
+          schema: z.object({ enabled: z.literal(true), recovery_codes: z.array(z.string()) }),
+        },
+      },
+    },
+    async (_req, res, { body }) => {
+      const r = await call(mfa.verifyMfaSetup, { code: body.code ?? '' });
+      noStore(res);
+      res.json({ enabled: true, recovery_codes: r.recoveryCodes });
+    },
+  );
 
-  declareUncheckedRoute(router, guards, 'post', '/v1/auth/mfa/verify', 'public', async (req, res) => {
-    const b = body(req);
-    noStore(res);
-    try {
-      const r = await call(mfa.verifyMfa, { mfaToken: str(b, 'mfa_token'), code: str(b, 'code') });
+  declareRoute(
+    router,
+    guards,
+    {
+      method: 'post',
+      path: '/v1/auth/mfa/verify',
+      access: 'public',
+      summary: 'Complete a sign-in that answered `mfa_required`',
+      tag,
+      body: bodyOf({ mfa_token: credential('The `mfa_token` of the sign-in'), code }),
+      responses: { 200: { description: 'Signed in', schema: TokenResponse } },
+    },
+    async (_req, res, { body }) => {
+      noStore(res);
+      const r = await call(mfa.verifyMfa, { mfaToken: body.mfa_token ?? '', code: body.code ?? '' });
       res.json(tokenBody(r.tokens));
-    } catch (err) {
-      // Identity's per-user limit on invalid codes arrives as problem details; its hint also goes
-      // in the header clients look for.
-      const retryAfter = err instanceof CustosError ? err.extensions['retry_after'] : undefined;
-      if (retryAfter && (err as CustosError).kind === 'rate_limited')
-        res.setHeader('Retry-After', retryAfter);
-      throw err;
-    }
-  });
+    },
+  );
 
-  declareUncheckedRoute(router, guards, 'get', '/v1/auth/mfa/status', 'human', async (_req, res) => {
-    const r = await call(mfa.getMfaStatus, {});
-    res.json({ enabled: r.enabled, recovery_codes_remaining: r.recoveryCodesRemaining });
-  });
+  declareRoute(
+    router,
+    guards,
+    {
+      method: 'get',
+      path: '/v1/auth/mfa/status',
+      access: 'human',
+      summary: 'Whether TOTP is enabled and how many recovery codes are left',
+      tag,
+      responses: { 200: { description: 'The status', schema: StatusResponse } },
+    },
+    async (_req, res) => {
+      const r = await call(mfa.getMfaStatus, {});
+      res.json({ enabled: r.enabled, recovery_codes_remaining: r.recoveryCodesRemaining });
+    },
+  );
 
-  declareUncheckedRoute(router, guards, 'post', '/v1/auth/mfa/disable', 'human', async (req, res) => {
-    await call(mfa.disableMfa, { code: str(body(req), 'code') });
-    res.json({ enabled: false, recovery_codes_remaining: 0 });
-  });
+  declareRoute(
+    router,
+    guards,
+    {
+      method: 'post',
+      path: '/v1/auth/mfa/disable',
+      access: 'human',
+      summary: 'Turn TOTP off with a TOTP or recovery code',
+      tag,
+      body: bodyOf({ code }),
+      responses: { 200: { description: 'TOTP disabled', schema: StatusResponse } },
+    },
+    async (_req, res, { body }) => {
+      await call(mfa.disableMfa, { code: body.code ?? '' });
+      res.json({ enabled: false, recovery_codes_remaining: 0 });
+    },
+  );
 
   return router;
 }

@@ -1,4 +1,12 @@
-import { DEFAULT_AGENT_SETTINGS, agentAccess } from './agent-fns';
+import { InvalidArgumentError } from '@custos/service-kit';
+import {
+  DEFAULT_AGENT_SETTINGS,
+  agentAccess,
+  agentTokenTtl,
+  changedFieldNames,
+  checkAgentChange,
+} from './agent-fns';
+import { settingsFromStored, settingsToStored } from './agent-settings-fns';
 
 const A = '11111111-1111-4111-8111-111111111111';
 const B = '22222222-2222-4222-8222-222222222222';
@@ -25,7 +33,110 @@ describe('agentAccess', () => {
   });
 
   it('joins the vaults of the settings and of the grants once each', () => {
-    const s = { ...DEFAULT_AGENT_SETTINGS, vault_ids: [A] };
+    const s = { ...DEFAULT_AGENT_SETTINGS, vaultIds: [A] };
     expect(agentAccess(s, { scopes: [], vaultIds: [B, A] }).vaultIds).toEqual([A, B]);
+  });
+});
+
+describe('checkAgentChange', () => {
+  const fieldOf = (fn: () => unknown) => {
+    try {
+      fn();
+    } catch (err) {
+      return err instanceof InvalidArgumentError ? err.field : 'not a 400';
+    }
+    return undefined;
+  };
+
+  it('requires a name on create and trims it', () => {
+    expect(fieldOf(() => checkAgentChange({ settings: {} }, 'create'))).toBe('name');
+    expect(checkAgentChange({ name: '  bot ', settings: {} }, 'create').name).toBe('bot');
+    expect(fieldOf(() => checkAgentChange({ name: '   ', settings: {} }, 'update'))).toBe('name');
+  });
+
+  it('names the field a direct caller got wrong', () => {
+    const now = Date.parse('2030-01-01T00:00:00Z');
+    const cases: Array<[Parameters<typeof checkAgentChange>[0]['settings'], string]> = [
+      [{ tokenTtlSeconds: 5 }, 'token_ttl_seconds'],
+      [{ federatedTokenTtlSeconds: 7200 }, 'federated_token_ttl_seconds'],
+      [{ environment: 'staging' as 'custom' }, 'environment'],
+      [{ addressScreeningPolicy: { mode: 'sometimes' as 'off' } }, 'address_screening_policy.mode'],
+      [{ scopes: ['ok/*', 'no spaces'] }, 'scopes[1]'],
+      [{ vaultIds: ['nope'] }, 'vault_ids[0]'],
+      [{ apiKeyExpiresAt: '2029-12-31T23:59:59Z' }, 'api_key_expires_at'],
+      [{ apiKeyExpiresAt: 'tomorrow' }, 'api_key_expires_at'],
+    ];
+    for (const [settings, field] of cases) {
+      expect(fieldOf(() => checkAgentChange({ name: 'x', settings }, 'create', now))).toBe(field);
+    }
+    expect(fieldOf(() => checkAgentChange({ isActive: true, settings: {} }, 'update'))).toBeUndefined();
+    expect(fieldOf(() => checkAgentChange({ name: 'x', isActive: true, settings: {} }, 'create'))).toBe(
+      'is_active',
+    );
+  });
+
+  it('lists the API names of the fields a change sets, sorted', () => {
+    expect(
+      changedFieldNames({ description: 'd', settings: { tokenTtlSeconds: 60, usdcDailyLimitUsd: null } }),
+    ).toEqual(['description', 'token_ttl_seconds', 'usdc_daily_limit_usd']);
+  });
+
+  it('caps the token lifetime at the key expiry', () => {
+    const now = Date.parse('2030-01-01T00:00:00Z');
+    const s = { ...DEFAULT_AGENT_SETTINGS, apiKeyExpiresAt: '2030-01-01T00:01:30Z' };
+    expect(agentTokenTtl(s, now)).toBe(90);
+    expect(agentTokenTtl(DEFAULT_AGENT_SETTINGS, now)).toBe(3600);
+  });
+});
+
+describe('stored settings', () => {
+  it('round-trips every setting under its API name', () => {
+    const s = {
+      ...DEFAULT_AGENT_SETTINGS,
+      scopes: ['deploy/**'],
+      proxyConfig: { allowed_models: ['m'], camelCase: 1 },
+      perChainGuardrails: { ethereum: { gasDailyBudgetNative: '0.5', toAllowlist: ['0xab'] } },
+      actionApprovalPolicy: {
+        rules: [
+          {
+            conditions: [{ type: 'chain_in' as const, chains: ['base'] }],
+            riskTier: 2,
+            approval: { minApprovals: 2, perRoleMinimums: { admin: 1 } },
+          },
+        ],
+      },
+      usdcDailyLimitUsd: 25,
+    };
+    const stored = settingsToStored(s);
+    expect(stored).toMatchObject({
+      scopes: ['deploy/**'],
+      usdc_daily_limit_usd: 25,
+      proxy_config: { allowed_models: ['m'], camelCase: 1 },
+      per_chain_guardrails: { ethereum: { gas_daily_budget_native: '0.5', to_allowlist: ['0xab'] } },
+      action_approval_policy: {
+        rules: [
+          {
+            conditions: [{ type: 'chain_in', chains: ['base'] }],
+            risk_tier: 2,
+            approval: { min_approvals: 2, per_role_minimums: { admin: 1 } },
+          },
+        ],
+      },
+    });
+    expect(settingsFromStored(JSON.parse(JSON.stringify(stored)) as Record<string, unknown>)).toEqual(s);
+  });
+
+  it('reads rows written before a setting existed or was typed', () => {
+    const s = settingsFromStored({
+      vault_ids: [A],
+      execution_guardrails: { enforcement: 'enforce', extra: 1 },
+      per_chain_guardrails: { base: { gas_daily_budget_native: '1', colour: 'blue' } },
+    });
+    expect(s).toEqual({
+      ...DEFAULT_AGENT_SETTINGS,
+      vaultIds: [A],
+      executionGuardrails: { enforcement: 'enforce' },
+      perChainGuardrails: { base: { gasDailyBudgetNative: '1' } },
+    });
   });
 });

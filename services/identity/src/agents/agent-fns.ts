@@ -1,163 +1,167 @@
-import { z } from 'zod';
 import { InvalidArgumentError, isUuid } from '@custos/service-kit';
-
-// Secret-path globs: path characters plus `*` (one segment) and `**` (any number of segments).
-const SCOPE = /^[A-Za-z0-9_\-/*.]{1,256}$/;
-const DECIMAL = /^\d{1,30}(\.\d{1,18})?$/;
-
-/** A non-negative amount, as a JSON number or a decimal string; stored as a decimal string. */
-const amount = z
-  .union([z.number().nonnegative().finite(), z.string().regex(DECIMAL, 'must be a non-negative decimal')])
-  .transform((v) => String(v));
-
-const guardrail = z
-  .object({ gas_daily_budget_native: amount.optional() })
-  .catchall(z.union([z.string(), z.number(), z.boolean(), z.array(z.string()), z.null()]));
-
-/** The environments an agent can be scoped to (spec §2.4). */
-export const AGENT_ENVIRONMENTS = ['production', 'preview', 'development', 'custom'] as const;
+import {
+  AGENT_ENVIRONMENTS,
+  type AgentAccess,
+  type AgentChange,
+  type AgentSettings,
+  EIP712_POLICIES,
+  ENFORCEMENT_MODES,
+  type NullableSetting,
+  SCREENING_MODES,
+} from './agent-types.js';
 
 /**
- * Every settable agent field of spec §2.4 (and the reference's limits an agent carries), with its
- * rule. Unknown fields are refused, so a typo never passes silently.
+ * The name of every setting in the API, in audit records and in stored settings (the order is the
+ * order agents are shown in).
  */
-const settingsShape = {
-  scopes: z.array(z.string().regex(SCOPE, 'must be a secret-path pattern')).max(100).nullable(),
-  vault_ids: z.array(z.string().refine((v) => isUuid(v), 'must be a UUID')).max(100),
-  intents_api_enabled: z.boolean(),
-  message_signing_enabled: z.boolean(),
-  raw_signing_enabled: z.boolean(),
-  execution_intents_enabled: z.boolean(),
-  proxy_enabled: z.boolean(),
-  proxy_config: z.record(z.unknown()).nullable(),
-  federation_enabled: z.boolean(),
-  federation_audiences: z.array(z.string().url('must be a URL')).max(50),
-  federated_token_ttl_seconds: z.number().int().min(60).max(3600),
-  token_ttl_seconds: z.number().int().min(60).max(86400),
-  api_key_expires_at: z
-    .string()
-    .datetime({ offset: true, message: 'must be an ISO 8601 date-time' })
-    .nullable(),
-  action_approval_policy: z.record(z.unknown()).nullable(),
-  address_screening_policy: z.object({ mode: z.enum(['off', 'deny', 'approve']) }).strict(),
-  execution_guardrails: z
-    .object({ enforcement: z.enum(['log', 'enforce']).default('log') })
-    .catchall(z.unknown()),
-  per_chain_guardrails: z.record(z.string().regex(/^[a-z0-9_-]{1,40}$/, 'must be a chain name'), guardrail),
-  tx_max_value_eth: amount.nullable(),
-  tx_daily_limit_eth: amount.nullable(),
-  tx_max_per_day: z.number().int().nonnegative().nullable(),
-  max_fee_per_gas_gwei: z.number().nonnegative().finite().nullable(),
-  max_gas_limit: z.number().int().nonnegative().nullable(),
-  tx_to_allowlist: z.array(z.string().max(128)).max(1000),
-  tx_allowed_chains: z.array(z.string().max(40)).max(100),
-  eip712_domain_allowlist: z.array(z.string().max(256)).max(1000),
-  eip712_default_policy: z.enum(['allow', 'deny']),
-  usdc_daily_limit_usd: z.number().nonnegative().finite().nullable(),
-  environment: z.enum(AGENT_ENVIRONMENTS),
-  env_auto_resolve: z.boolean(),
-  intents_require_tee: z.boolean(),
-  execution_require_tee: z.boolean(),
+export const SETTING_NAMES: { readonly [K in keyof AgentSettings]: string } = {
+  scopes: 'scopes',
+  vaultIds: 'vault_ids',
+  intentsApiEnabled: 'intents_api_enabled',
+  messageSigningEnabled: 'message_signing_enabled',
+  rawSigningEnabled: 'raw_signing_enabled',
+  executionIntentsEnabled: 'execution_intents_enabled',
+  proxyEnabled: 'proxy_enabled',
+  proxyConfig: 'proxy_config',
+  federationEnabled: 'federation_enabled',
+  federationAudiences: 'federation_audiences',
+  federatedTokenTtlSeconds: 'federated_token_ttl_seconds',
+  tokenTtlSeconds: 'token_ttl_seconds',
+  apiKeyExpiresAt: 'api_key_expires_at',
+  actionApprovalPolicy: 'action_approval_policy',
+  addressScreeningPolicy: 'address_screening_policy',
+  executionGuardrails: 'execution_guardrails',
+  perChainGuardrails: 'per_chain_guardrails',
+  txMaxValueEth: 'tx_max_value_eth',
+  txDailyLimitEth: 'tx_daily_limit_eth',
+  txMaxPerDay: 'tx_max_per_day',
+  maxFeePerGasGwei: 'max_fee_per_gas_gwei',
+  maxGasLimit: 'max_gas_limit',
+  txToAllowlist: 'tx_to_allowlist',
+  txAllowedChains: 'tx_allowed_chains',
+  eip712DomainAllowlist: 'eip712_domain_allowlist',
+  eip712DefaultPolicy: 'eip712_default_policy',
+  usdcDailyLimitUsd: 'usdc_daily_limit_usd',
+  environment: 'environment',
+  envAutoResolve: 'env_auto_resolve',
+  intentsRequireTee: 'intents_require_tee',
+  executionRequireTee: 'execution_require_tee',
 };
-
-/** The stored settings of an agent. */
-export type AgentSettings = { [K in keyof typeof settingsShape]: z.infer<(typeof settingsShape)[K]> };
 
 /** Settings of a new agent before the caller's fields apply. */
 export const DEFAULT_AGENT_SETTINGS: AgentSettings = {
   scopes: null,
-  vault_ids: [],
-  intents_api_enabled: false,
-  message_signing_enabled: false,
-  raw_signing_enabled: false,
-  execution_intents_enabled: false,
-  proxy_enabled: false,
-  proxy_config: null,
-  federation_enabled: false,
-  federation_audiences: [],
-  federated_token_ttl_seconds: 900,
-  token_ttl_seconds: 3600,
-  api_key_expires_at: null,
-  action_approval_policy: null,
-  address_screening_policy: { mode: 'off' },
-  execution_guardrails: { enforcement: 'log' },
-  per_chain_guardrails: {},
-  tx_max_value_eth: null,
-  tx_daily_limit_eth: null,
-  tx_max_per_day: null,
-  max_fee_per_gas_gwei: null,
-  max_gas_limit: null,
-  tx_to_allowlist: [],
-  tx_allowed_chains: [],
-  eip712_domain_allowlist: [],
-  eip712_default_policy: 'deny',
-  usdc_daily_limit_usd: null,
+  vaultIds: [],
+  intentsApiEnabled: false,
+  messageSigningEnabled: false,
+  rawSigningEnabled: false,
+  executionIntentsEnabled: false,
+  proxyEnabled: false,
+  proxyConfig: null,
+  federationEnabled: false,
+  federationAudiences: [],
+  federatedTokenTtlSeconds: 900,
+  tokenTtlSeconds: 3600,
+  apiKeyExpiresAt: null,
+  actionApprovalPolicy: null,
+  addressScreeningPolicy: { mode: 'off' },
+  executionGuardrails: { enforcement: 'log' },
+  perChainGuardrails: {},
+  txMaxValueEth: null,
+  txDailyLimitEth: null,
+  txMaxPerDay: null,
+  maxFeePerGasGwei: null,
+  maxGasLimit: null,
+  txToAllowlist: [],
+  txAllowedChains: [],
+  eip712DomainAllowlist: [],
+  eip712DefaultPolicy: 'deny',
+  usdcDailyLimitUsd: null,
   environment: 'production',
-  env_auto_resolve: false,
-  intents_require_tee: false,
-  execution_require_tee: false,
+  envAutoResolve: false,
+  intentsRequireTee: false,
+  executionRequireTee: false,
 };
 
-const nameRule = z.string().trim().min(1, 'is required').max(100, 'must be at most 100 characters');
-const descriptionRule = z.string().max(1000, 'must be at most 1000 characters');
+/** The settings that can be cleared with null, by their API names. */
+export const NULLABLE_SETTINGS: ReadonlyMap<string, NullableSetting> = new Map(
+  (Object.keys(DEFAULT_AGENT_SETTINGS) as Array<keyof AgentSettings>)
+    .filter((k) => DEFAULT_AGENT_SETTINGS[k] === null)
+    .map((k) => [SETTING_NAMES[k], k as NullableSetting]),
+);
 
-/** Fields a caller sends to create or change an agent, validated. */
-export interface AgentInput {
-  name?: string;
-  description?: string;
-  isActive?: boolean;
-  settings: Partial<AgentSettings>;
+// Secret-path globs: path characters plus `*` (one segment) and `**` (any number of segments).
+const SCOPE = /^[A-Za-z0-9_\-/*.]{1,256}$/;
+
+function refuse(field: string, why: string): never {
+  throw new InvalidArgumentError(field, `${field} ${why}`);
 }
 
-function fail(field: string, issue: z.ZodIssue): never {
-  const path = [field, ...issue.path.map(String)].join('.');
-  throw new InvalidArgumentError(path, `${path} ${issue.message.replace(/^Invalid input$/, 'is invalid')}`);
+function oneOf<T extends string>(field: string, value: T | undefined, allowed: readonly string[]): void {
+  if (value !== undefined && !allowed.includes(value)) refuse(field, `must be one of ${allowed.join(', ')}`);
+}
+
+function intIn(field: string, value: number | undefined, min: number, max: number): void {
+  if (value !== undefined && (!Number.isInteger(value) || value < min || value > max))
+    refuse(field, `must be an integer from ${min} to ${max}`);
 }
 
 /**
- * Validates the fields of a create or update body. Every problem is a 400 that names the field;
- * `null` is accepted only where it clears something (e.g. `usdc_daily_limit_usd: null` = no cap).
+ * The rules identity keeps whoever calls it (the gateway checks every field's shape first): a
+ * name on create, lengths, ranges, enums, scope patterns, vault ids, and a key expiry in the future.
+ * Returns the change with the name trimmed.
  */
-export function parseAgentInput(fields: Record<string, unknown>, mode: 'create' | 'update'): AgentInput {
-  const input: AgentInput = { settings: {} };
-  for (const [field, value] of Object.entries(fields)) {
-    if (field === 'name') {
-      const r = nameRule.safeParse(value);
-      if (!r.success) fail(field, r.error.issues[0]!);
-      input.name = r.data;
-    } else if (field === 'description') {
-      const r = descriptionRule.safeParse(value ?? '');
-      if (!r.success) fail(field, r.error.issues[0]!);
-      input.description = r.data;
-    } else if (field === 'is_active' && mode === 'update') {
-      if (typeof value !== 'boolean') throw new InvalidArgumentError(field, `${field} must be a boolean`);
-      input.isActive = value;
-    } else if (Object.hasOwn(settingsShape, field)) {
-      const rule = settingsShape[field as keyof typeof settingsShape];
-      const r = rule.safeParse(value);
-      if (!r.success) fail(field, r.error.issues[0]!);
-      (input.settings as Record<string, unknown>)[field] = r.data;
-    } else {
-      throw new InvalidArgumentError(field, `${field} is not a field of an agent`);
-    }
+export function checkAgentChange(
+  change: AgentChange,
+  mode: 'create' | 'update',
+  now = Date.now(),
+): AgentChange {
+  const name = change.name?.trim();
+  if (mode === 'create' && name === undefined) refuse('name', 'is required');
+  if (name !== undefined && (name.length === 0 || name.length > 100))
+    refuse('name', 'must be 1 to 100 characters');
+  if (change.description !== undefined && change.description.length > 1000)
+    refuse('description', 'must be at most 1000 characters');
+  if (mode === 'create' && change.isActive !== undefined)
+    refuse('is_active', 'is not a field of a new agent');
+  const s = change.settings;
+  intIn('token_ttl_seconds', s.tokenTtlSeconds, 60, 86400);
+  intIn('federated_token_ttl_seconds', s.federatedTokenTtlSeconds, 60, 3600);
+  oneOf('environment', s.environment, AGENT_ENVIRONMENTS);
+  oneOf('eip712_default_policy', s.eip712DefaultPolicy, EIP712_POLICIES);
+  oneOf('address_screening_policy.mode', s.addressScreeningPolicy?.mode, SCREENING_MODES);
+  oneOf('execution_guardrails.enforcement', s.executionGuardrails?.enforcement, ENFORCEMENT_MODES);
+  s.scopes?.forEach((p, i) => SCOPE.test(p) || refuse(`scopes[${i}]`, 'must be a secret-path pattern'));
+  s.vaultIds?.forEach((v, i) => isUuid(v) || refuse(`vault_ids[${i}]`, 'must be a UUID'));
+  if (s.apiKeyExpiresAt) {
+    const at = Date.parse(s.apiKeyExpiresAt);
+    if (Number.isNaN(at)) refuse('api_key_expires_at', 'must be an ISO 8601 date-time');
+    if (at <= now) refuse('api_key_expires_at', 'must be in the future');
   }
-  if (mode === 'create' && input.name === undefined)
-    throw new InvalidArgumentError('name', 'name is required');
-  if (input.settings.api_key_expires_at && Date.parse(input.settings.api_key_expires_at) <= Date.now()) {
-    throw new InvalidArgumentError('api_key_expires_at', 'api_key_expires_at must be in the future');
-  }
-  return input;
+  return name === undefined ? change : { ...change, name };
 }
 
-/** The settings stored for an agent: what is stored, over the defaults (new fields get defaults). */
-export function effectiveSettings(stored: Record<string, unknown>): AgentSettings {
-  return { ...DEFAULT_AGENT_SETTINGS, ...stored } as AgentSettings;
+/** The API names of the fields a change sets, sorted: what an audit record of it lists. */
+export function changedFieldNames(change: AgentChange): string[] {
+  const names = [
+    ...(['name', 'description', 'isActive'] as const)
+      .filter((k) => change[k] !== undefined)
+      .map((k) => (k === 'isActive' ? 'is_active' : k)),
+    ...(Object.keys(change.settings) as Array<keyof AgentSettings>).map((k) => SETTING_NAMES[k]),
+  ];
+  return names.sort();
 }
 
-/** The access claims of an agent token. */
-export interface AgentAccess {
-  scopes: string[];
-  vaultIds: string[];
+/** Seconds an agent token may live: the agent's TTL, never past the key's expiry (spec §5.5). */
+export function agentTokenTtl(s: AgentSettings, now = Date.now()): number {
+  if (!s.apiKeyExpiresAt) return s.tokenTtlSeconds;
+  const untilExpiry = Math.max(1, Math.floor((Date.parse(s.apiKeyExpiresAt) - now) / 1000));
+  return Math.min(s.tokenTtlSeconds, untilExpiry);
+}
+
+/** Whether the agent's API key has expired. */
+export function agentKeyExpired(s: AgentSettings, now = Date.now()): boolean {
+  return s.apiKeyExpiresAt !== null && Date.parse(s.apiKeyExpiresAt) <= now;
 }
 
 /**
@@ -167,6 +171,6 @@ export interface AgentAccess {
 export function agentAccess(s: AgentSettings, grants: { scopes: string[]; vaultIds: string[] }): AgentAccess {
   return {
     scopes: s.scopes ?? [...new Set(grants.scopes)],
-    vaultIds: [...new Set([...s.vault_ids, ...grants.vaultIds])],
+    vaultIds: [...new Set([...s.vaultIds, ...grants.vaultIds])],
   };
 }

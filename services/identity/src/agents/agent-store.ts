@@ -1,11 +1,33 @@
 import { and, asc, count, eq, isNull } from 'drizzle-orm';
 import type { Database, Transaction } from '@custos/service-kit';
 import { agentKeys, agents } from '../db/schema.js';
+import { settingsFromStored, settingsToStored } from './agent-settings-fns.js';
+import type { Agent, AgentSettings } from './agent-types.js';
 
 type Tx = Transaction | Database;
+type AgentRow = typeof agents.$inferSelect;
 
-/** An agent row. */
-export type AgentRow = typeof agents.$inferSelect;
+/** A live agent key: its lookup id, its agent and the hash of its secret. */
+export interface AgentKeyRow {
+  id: string;
+  agentId: string;
+  secretHash: string;
+}
+
+function agentOf(row: AgentRow): Agent {
+  return {
+    id: row.id,
+    orgId: row.orgId,
+    name: row.name,
+    description: row.description,
+    isActive: row.isActive,
+    createdBy: row.createdBy,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+    lastActiveAt: row.lastActiveAt,
+    settings: settingsFromStored(row.settings),
+  };
+}
 
 /** SQL of agents and their API keys. Every method takes an optional transaction. */
 export class AgentStore {
@@ -18,37 +40,35 @@ export class AgentStore {
 
   /** Inserts an agent. */
   async insert(
-    row: {
-      orgId: string;
-      name: string;
-      description: string;
-      settings: Record<string, unknown>;
-      createdBy: string;
-    },
+    row: { orgId: string; name: string; description: string; settings: AgentSettings; createdBy: string },
     tx: Tx = this.db,
-  ): Promise<AgentRow> {
-    const [created] = await tx.insert(agents).values(row).returning();
-    return created!;
+  ): Promise<Agent> {
+    const [created] = await tx
+      .insert(agents)
+      .values({ ...row, settings: settingsToStored(row.settings) })
+      .returning();
+    return agentOf(created!);
   }
 
   /** An agent of an org (undefined when it belongs to another org). */
-  async findInOrg(id: string, orgId: string, tx: Tx = this.db): Promise<AgentRow | undefined> {
+  async findInOrg(id: string, orgId: string, tx: Tx = this.db): Promise<Agent | undefined> {
     const rows = await tx
       .select()
       .from(agents)
       .where(and(eq(agents.id, id), eq(agents.orgId, orgId)));
-    return rows[0];
+    return rows[0] && agentOf(rows[0]);
   }
 
   /** An agent by id. */
-  async findById(id: string, tx: Tx = this.db): Promise<AgentRow | undefined> {
+  async findById(id: string, tx: Tx = this.db): Promise<Agent | undefined> {
     const rows = await tx.select().from(agents).where(eq(agents.id, id));
-    return rows[0];
+    return rows[0] && agentOf(rows[0]);
   }
 
   /** The agents of an org, oldest first. */
-  listInOrg(orgId: string): Promise<AgentRow[]> {
-    return this.db.select().from(agents).where(eq(agents.orgId, orgId)).orderBy(asc(agents.createdAt));
+  async listInOrg(orgId: string, tx: Tx = this.db): Promise<Agent[]> {
+    const rows = await tx.select().from(agents).where(eq(agents.orgId, orgId)).orderBy(asc(agents.createdAt));
+    return rows.map(agentOf);
   }
 
   /** How many active agents the org has (under the caller's cap lock, in its transaction). */
@@ -63,19 +83,24 @@ export class AgentStore {
   /** Writes changed columns. */
   async update(
     id: string,
-    change: Partial<Pick<AgentRow, 'name' | 'description' | 'isActive' | 'settings' | 'lastActiveAt'>>,
+    change: Partial<Pick<Agent, 'name' | 'description' | 'isActive' | 'settings' | 'lastActiveAt'>>,
     tx: Tx = this.db,
-  ): Promise<AgentRow> {
+  ): Promise<Agent> {
+    const { settings, ...columns } = change;
     const [row] = await tx
       .update(agents)
-      .set({ ...change, updatedAt: new Date() })
+      .set({
+        ...columns,
+        ...(settings ? { settings: settingsToStored(settings) } : {}),
+        updatedAt: new Date(),
+      })
       .where(eq(agents.id, id))
       .returning();
-    return row!;
+    return agentOf(row!);
   }
 
   /** Stores a key (only its hash). */
-  async insertKey(row: { id: string; agentId: string; secretHash: string }, tx: Tx = this.db): Promise<void> {
+  async insertKey(row: AgentKeyRow, tx: Tx = this.db): Promise<void> {
     await tx.insert(agentKeys).values(row);
   }
 
@@ -90,8 +115,8 @@ export class AgentStore {
   }
 
   /** A live (unrevoked) key by its id part. */
-  async findLiveKey(id: string): Promise<{ id: string; agentId: string; secretHash: string } | undefined> {
-    const rows = await this.db
+  async findLiveKey(id: string, tx: Tx = this.db): Promise<AgentKeyRow | undefined> {
+    const rows = await tx
       .select({ id: agentKeys.id, agentId: agentKeys.agentId, secretHash: agentKeys.secretHash })
       .from(agentKeys)
       .where(and(eq(agentKeys.id, id), isNull(agentKeys.revokedAt)));

@@ -7,7 +7,7 @@ type Tx = Transaction | Database;
 /** A router key row (its secret only as a hash). */
 export type RouterKeyRow = typeof routerKeys.$inferSelect;
 
-/** SQL of router keys. The writes take an optional transaction. */
+/** SQL of router keys. Every method takes an optional transaction. */
 export class RouterKeyStore {
   constructor(private readonly db: Database) {}
 
@@ -28,8 +28,8 @@ export class RouterKeyStore {
   }
 
   /** How many unrevoked keys an agent holds. */
-  async countLive(agentId: string): Promise<number> {
-    const rows = await this.db
+  async countLive(agentId: string, tx: Tx = this.db): Promise<number> {
+    const rows = await tx
       .select({ id: routerKeys.id })
       .from(routerKeys)
       .where(and(eq(routerKeys.agentId, agentId), isNull(routerKeys.revokedAt)));
@@ -37,8 +37,8 @@ export class RouterKeyStore {
   }
 
   /** An agent's keys, revoked ones included, oldest first. */
-  listForAgent(agentId: string): Promise<RouterKeyRow[]> {
-    return this.db
+  listForAgent(agentId: string, tx: Tx = this.db): Promise<RouterKeyRow[]> {
+    return tx
       .select()
       .from(routerKeys)
       .where(eq(routerKeys.agentId, agentId))
@@ -56,8 +56,8 @@ export class RouterKeyStore {
   }
 
   /** A live (unrevoked) key by its lookup id. */
-  async findLive(tokenId: string): Promise<RouterKeyRow | undefined> {
-    const rows = await this.db
+  async findLive(tokenId: string, tx: Tx = this.db): Promise<RouterKeyRow | undefined> {
+    const rows = await tx
       .select()
       .from(routerKeys)
       .where(and(eq(routerKeys.tokenId, tokenId), isNull(routerKeys.revokedAt)));

@@ -1,7 +1,7 @@
 import type { TokenVerifier } from '@custos/auth';
 import type { FederationServiceServer } from '@custos/proto/custos/identity/v1/federation';
 import type { AsyncService, Database } from '@custos/service-kit';
-import type { AgentPeers } from '../agents/agent-limits.js';
+import type { PolicyClient } from '../peers/policy-client.js';
 import { AgentStore } from '../agents/agent-store.js';
 import { GoogleIdTokenVerifier } from '../google/google-id-token.js';
 import { GoogleSignInService, type SignInStarter } from '../google/google-signin-service.js';
@@ -50,7 +50,7 @@ export function federationService(deps: {
   users: SignInStarter;
   key: FederationKey | undefined;
   issuer: string;
-  peers: AgentPeers;
+  policy: PolicyClient;
   google: { clientIds: string[]; issuers: string[]; jwksUrl: string };
 }): AsyncService<FederationServiceServer> {
   const googleVerifier =
@@ -61,7 +61,7 @@ export function federationService(deps: {
       deps.verifier,
       deps.key,
       deps.issuer,
-      deps.peers,
+      deps.policy,
     ),
     google: new GoogleSignInService(
       googleVerifier,

@@ -5,9 +5,10 @@ import {
   UnauthenticatedError,
   UnavailableError,
 } from '@custos/service-kit';
-import { effectiveSettings } from '../agents/agent-fns.js';
-import type { AgentPeers } from '../agents/agent-limits.js';
-import type { AgentRow, AgentStore } from '../agents/agent-store.js';
+import { agentAccess, agentKeyExpired } from '../agents/agent-fns.js';
+import type { AgentStore } from '../agents/agent-store.js';
+import type { Agent } from '../agents/agent-types.js';
+import type { PolicyClient } from '../peers/policy-client.js';
 import { audit } from '../audit/identity-audit.js';
 import { SECRET_TOKEN_PREFIXES, parseSecretToken, secretMatches } from '../credentials/secret-token-fns.js';
 import { newTokenId } from '../tokens/signing-key-fns.js';
@@ -45,7 +46,7 @@ export interface FederatedTokenView {
 
 /** The agent behind a subject token, and what that token allows. */
 interface Subject {
-  agent: AgentRow;
+  agent: Agent;
   /** Scopes the subject token can pass on. */
   scopes: string[];
   /** Unix seconds after which the subject credential no longer counts (Infinity: no limit). */
@@ -63,7 +64,7 @@ export class FederationService {
     private readonly verifier: TokenVerifier,
     private readonly key: FederationKey | undefined,
     private readonly issuer: string,
-    private readonly peers: AgentPeers,
+    private readonly policy: Pick<PolicyClient, 'agentGrants'>,
   ) {}
 
   /** Checks the request and the agent's federation settings, then mints the token. */
@@ -88,9 +89,9 @@ export class FederationService {
       req.subjectTokenType === JWT_TOKEN_TYPE
         ? await this.fromJwt(req.subjectToken)
         : await this.fromApiKey(req.subjectToken);
-    const s = effectiveSettings(subject.agent.settings);
-    if (!s.federation_enabled) throw new PermissionDeniedError('federation is not enabled for this agent');
-    if (!s.federation_audiences.includes(req.audience))
+    const s = subject.agent.settings;
+    if (!s.federationEnabled) throw new PermissionDeniedError('federation is not enabled for this agent');
+    if (!s.federationAudiences.includes(req.audience))
       throw new PermissionDeniedError('audience is not one of the agent\u2019s federation audiences');
     const granted = narrowScopes(subject.scopes, req.scope);
     if (!granted.ok)
@@ -100,7 +101,7 @@ export class FederationService {
     // Never outlives the credential it came from.
     const ttl = Math.max(
       1,
-      Math.min(s.federated_token_ttl_seconds, MAX_FEDERATED_TTL_SECONDS, subject.validUntil - now),
+      Math.min(s.federatedTokenTtlSeconds, MAX_FEDERATED_TTL_SECONDS, subject.validUntil - now),
     );
     const scope = granted.scopes.join(' ');
     const jti = newTokenId();
@@ -157,7 +158,7 @@ export class FederationService {
     if (p.kind !== 'agent') throw new PermissionDeniedError('only agent tokens can be exchanged');
     const agent = await this.liveAgent(p.agentId, p.orgId);
     // The token passes on no more than it carries, nor more than the agent holds now.
-    const { scopes: current } = await this.peers.tokenAccess(agent, effectiveSettings(agent.settings));
+    const { scopes: current } = await this.access(agent);
     return { agent, scopes: p.scopes.filter((x) => current.includes(x)), validUntil: p.expiresAt };
   }
 
@@ -169,13 +170,18 @@ export class FederationService {
     if (!key || !secretMatches(parsed.secret, key.secretHash))
       throw new UnauthenticatedError(SUBJECT_REFUSED);
     const agent = await this.liveAgent(key.agentId);
-    const s = effectiveSettings(agent.settings);
-    const expiresAt = s.api_key_expires_at ? Math.floor(Date.parse(s.api_key_expires_at) / 1000) : Infinity;
-    if (expiresAt <= Date.now() / 1000) throw new UnauthenticatedError(SUBJECT_REFUSED);
-    return { agent, scopes: (await this.peers.tokenAccess(agent, s)).scopes, validUntil: expiresAt };
+    const s = agent.settings;
+    if (agentKeyExpired(s)) throw new UnauthenticatedError(SUBJECT_REFUSED);
+    const expiresAt = s.apiKeyExpiresAt ? Math.floor(Date.parse(s.apiKeyExpiresAt) / 1000) : Infinity;
+    return { agent, scopes: (await this.access(agent)).scopes, validUntil: expiresAt };
   }
 
-  private async liveAgent(agentId: string, orgId?: string): Promise<AgentRow> {
+  /** What the agent's next token would carry. */
+  private async access(agent: Agent) {
+    return agentAccess(agent.settings, await this.policy.agentGrants(agent));
+  }
+
+  private async liveAgent(agentId: string, orgId?: string): Promise<Agent> {
     const agent = await this.agents.findById(agentId);
     if (!agent?.isActive || (orgId !== undefined && agent.orgId !== orgId))
       throw new UnauthenticatedError(SUBJECT_REFUSED);

@@ -2,9 +2,11 @@ import type { TokenVerifier } from '@custos/auth';
 import type { IdentityServiceServer } from '@custos/proto/custos/identity/v1/service';
 import type { ApiKey, TokenSet, UserProfile } from '@custos/proto/custos/identity/v1/messages';
 import type { AsyncService } from '@custos/service-kit';
+import type { AgentExchangeService } from '../agents/agent-exchange-service.js';
 import type { AgentService } from '../agents/agent-service.js';
 import type { ApiKeyView, PersonalKeyService } from '../keys/personal-key-service.js';
 import type { SigningKeyRing } from '../tokens/signing-key-store.js';
+import { agentChangeOf, agentMessage } from './agent-messages.js';
 import { callerResolver } from './caller.js';
 import type { TokenSettings } from '../tokens/token-issuer.js';
 import type { UserService } from '../users/user-service.js';
@@ -50,6 +52,7 @@ function profile(u: User): UserProfile {
 export function identityGrpc(deps: {
   users: UserService;
   agents: AgentService;
+  agentExchange: AgentExchangeService;
   keys: PersonalKeyService;
   ring: SigningKeyRing;
   settings: TokenSettings;
@@ -107,30 +110,31 @@ export function identityGrpc(deps: {
       return { profile: profile(u) };
     },
     async createAgent(req, call) {
-      const r = await deps.agents.create(await caller(call), req.fields ?? {});
-      return { agent: r.agent, apiKey: r.apiKey };
+      const r = await deps.agents.create(await caller(call), agentChangeOf(req.fields));
+      return { agent: agentMessage(r.agent), apiKey: r.apiKey };
     },
     async listAgents(_req, call) {
-      return { agents: await deps.agents.list(await caller(call)) };
+      return { agents: (await deps.agents.list(await caller(call))).map(agentMessage) };
     },
     async getAgent(req, call) {
-      return { agent: await deps.agents.get(await caller(call), req.agentId) };
+      return { agent: agentMessage(await deps.agents.get(await caller(call), req.agentId)) };
     },
     async updateAgent(req, call) {
-      return { agent: await deps.agents.update(await caller(call), req.agentId, req.fields ?? {}) };
+      const p = await caller(call);
+      return { agent: agentMessage(await deps.agents.update(p, req.agentId, agentChangeOf(req.fields))) };
     },
     async deactivateAgent(req, call) {
       await deps.agents.deactivate(await caller(call), req.agentId);
       return {};
     },
     async getSelfAgent(_req, call) {
-      return { agent: await deps.agents.self(await caller(call)) };
+      return { agent: agentMessage(await deps.agents.self(await caller(call))) };
     },
     async rotateAgentKey(req, call) {
       return { apiKey: await deps.agents.rotateKey(await caller(call), req.agentId) };
     },
-    async exchangeAgentKey(req) {
-      const t = await deps.agents.exchange(req.agentId, req.apiKey);
+    async exchangeAgentCredential(req) {
+      const t = await deps.agentExchange.exchange(req.apiKey, req.agentId);
       return {
         tokens: { accessToken: t.token, tokenType: 'Bearer', expiresIn: t.expiresIn, refreshToken: '' },
       };

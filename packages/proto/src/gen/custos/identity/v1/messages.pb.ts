@@ -6,7 +6,6 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import { Struct } from "../../../google/protobuf/struct.pb.js";
 
 /** GetJwksRequest has no fields. */
 export interface GetJwksRequest {
@@ -26,6 +25,7 @@ export interface GetJwksResponse {
 
 /** TokenSet is what every successful sign-in returns. */
 export interface TokenSet {
+  /** The access JWT. */
   accessToken: string;
   /** Always `Bearer`. */
   tokenType: string;
@@ -37,7 +37,9 @@ export interface TokenSet {
 
 /** SignupRequest creates an account with a password. */
 export interface SignupRequest {
+  /** The account's e-mail address. */
   email: string;
+  /** The password; it must meet the password policy. */
   password: string;
   /** Optional display name; also names the new org. */
   displayName: string;
@@ -45,7 +47,9 @@ export interface SignupRequest {
 
 /** SignupResponse says whether the user must verify the e-mail first. */
 export interface SignupResponse {
+  /** A message for the user. */
   message: string;
+  /** The address, normalised (trimmed, lower-case). */
   email: string;
   /** True when a verification e-mail was sent and sign-in waits for it. */
   verificationRequired: boolean;
@@ -55,38 +59,54 @@ export interface SignupResponse {
 
 /** VerifyEmailRequest carries the token from the verification e-mail. */
 export interface VerifyEmailRequest {
+  /** The `cse_` token. */
   token: string;
 }
 
 /** VerifyEmailResponse signs the user in. */
 export interface VerifyEmailResponse {
+  /** Access and refresh tokens of the new session. */
   tokens?: TokenSet | undefined;
 }
 
 /** LoginRequest is an e-mail and password sign-in. */
 export interface LoginRequest {
+  /** The account's e-mail address (any case). */
   email: string;
+  /** The password. */
   password: string;
 }
 
 /** MfaChallenge is returned instead of tokens when the user has a second factor. */
 export interface MfaChallenge {
+  /** The single-use token to send with the code to `POST /v1/auth/mfa/verify`. */
   mfaToken: string;
+  /** Seconds until the challenge expires. */
   expiresIn: number;
 }
 
 /** LoginResponse is either tokens or an MFA challenge. */
 export interface LoginResponse {
-  result?: { $case: "tokens"; value: TokenSet } | { $case: "mfa"; value: MfaChallenge } | undefined;
+  /** Tokens of the new session, or an MFA challenge when the user has TOTP. */
+  result?:
+    | //
+    /** Access and refresh tokens of the new session. */
+    { $case: "tokens"; value: TokenSet }
+    | //
+    /** The challenge to complete with `POST /v1/auth/mfa/verify`. */
+    { $case: "mfa"; value: MfaChallenge }
+    | undefined;
 }
 
 /** RefreshSessionRequest carries a refresh token. */
 export interface RefreshSessionRequest {
+  /** The `csr_` refresh token (single use). */
   refreshToken: string;
 }
 
 /** RefreshSessionResponse carries the new access and refresh tokens. */
 export interface RefreshSessionResponse {
+  /** The new tokens. */
   tokens?: TokenSet | undefined;
 }
 
@@ -100,18 +120,25 @@ export interface RevokeSessionResponse {
 
 /** UserProfile is the public view of a user. */
 export interface UserProfile {
+  /** The user's id (UUID). */
   id: string;
+  /** The user's e-mail address. */
   email: string;
+  /** The display name; empty when unset. */
   displayName: string;
   /** `password` (or `google`, `passkey` as those arrive). */
   authMethod: string;
   /** Role in the user's org: `owner`, `admin` or `member`. */
   role: string;
+  /** Whether the address is verified. */
   emailVerified: boolean;
+  /** Whether the user accepts marketing e-mail. */
   marketingEmails: boolean;
+  /** Whether TOTP is enabled. */
   totpEnabled: boolean;
   /** RFC 3339. */
   createdAt: string;
+  /** The user's org (UUID). */
   orgId: string;
 }
 
@@ -121,119 +148,47 @@ export interface GetProfileRequest {
 
 /** GetProfileResponse carries the caller's profile. */
 export interface GetProfileResponse {
+  /** The profile. */
   profile?: UserProfile | undefined;
 }
 
 /** UpdateProfileRequest changes only the fields that are set. */
 export interface UpdateProfileRequest {
-  displayName?: string | undefined;
+  /** The new display name (at most 100 printable characters). */
+  displayName?:
+    | string
+    | undefined;
+  /** The new marketing preference. */
   marketingEmails?: boolean | undefined;
 }
 
 /** UpdateProfileResponse carries the updated profile. */
 export interface UpdateProfileResponse {
+  /** The profile after the change. */
   profile?: UserProfile | undefined;
-}
-
-/**
- * CreateAgentRequest carries the agent fields of spec §2.4 exactly as the HTTP body names them;
- * identity validates each one and names the field it refuses.
- */
-export interface CreateAgentRequest {
-  fields?: { [key: string]: any } | undefined;
-}
-
-/** CreateAgentResponse carries the agent (HTTP shape) and its API key, shown only here. */
-export interface CreateAgentResponse {
-  agent?: { [key: string]: any } | undefined;
-  apiKey: string;
-}
-
-/** ListAgentsRequest has no fields: the caller's org is listed. */
-export interface ListAgentsRequest {
-}
-
-/** ListAgentsResponse lists agents in their HTTP shape. */
-export interface ListAgentsResponse {
-  agents: { [key: string]: any }[];
-}
-
-/** GetAgentRequest names an agent. */
-export interface GetAgentRequest {
-  agentId: string;
-}
-
-/** GetAgentResponse carries the agent in its HTTP shape. */
-export interface GetAgentResponse {
-  agent?: { [key: string]: any } | undefined;
-}
-
-/** UpdateAgentRequest carries the fields to change, as the HTTP body names them. */
-export interface UpdateAgentRequest {
-  agentId: string;
-  fields?: { [key: string]: any } | undefined;
-}
-
-/** UpdateAgentResponse carries the updated agent. */
-export interface UpdateAgentResponse {
-  agent?: { [key: string]: any } | undefined;
-}
-
-/** DeactivateAgentRequest names an agent. */
-export interface DeactivateAgentRequest {
-  agentId: string;
-}
-
-/** DeactivateAgentResponse has no fields. */
-export interface DeactivateAgentResponse {
-}
-
-/** GetSelfAgentRequest has no fields: the calling agent is the subject. */
-export interface GetSelfAgentRequest {
-}
-
-/** GetSelfAgentResponse carries the agent's own profile. */
-export interface GetSelfAgentResponse {
-  agent?: { [key: string]: any } | undefined;
-}
-
-/** RotateAgentKeyRequest names an agent. */
-export interface RotateAgentKeyRequest {
-  agentId: string;
-}
-
-/** RotateAgentKeyResponse carries the new key, shown only here. */
-export interface RotateAgentKeyResponse {
-  apiKey: string;
-}
-
-/** ExchangeAgentKeyRequest is `POST /v1/auth/agent-token`. */
-export interface ExchangeAgentKeyRequest {
-  /** Optional: the key alone identifies the agent. */
-  agentId: string;
-  apiKey: string;
-}
-
-/** ExchangeAgentKeyResponse carries the agent's access token (no refresh token). */
-export interface ExchangeAgentKeyResponse {
-  tokens?: TokenSet | undefined;
 }
 
 /** ApiKey is the public view of a personal API key. */
 export interface ApiKey {
+  /** The key's id (UUID). */
   id: string;
+  /** The name the user gave it. */
   name: string;
   /** The non-secret start of the key (`csk_` and its lookup id), to recognise it. */
   keyPrefix: string;
+  /** False once revoked or expired. */
   isActive: boolean;
-  /** RFC 3339; empty when unset. */
+  /** RFC 3339. */
   createdAt: string;
+  /** RFC 3339; empty for a key that does not expire. */
   expiresAt: string;
+  /** RFC 3339; empty when never used. */
   lastUsedAt: string;
 }
 
 /** CreateApiKeyRequest names the key and optionally when it expires. */
 export interface CreateApiKeyRequest {
+  /** The key's name (1 to 100 characters). */
   name: string;
   /** RFC 3339; empty for a key that does not expire. */
   expiresAt: string;
@@ -241,7 +196,11 @@ export interface CreateApiKeyRequest {
 
 /** CreateApiKeyResponse carries the key's view and the key itself, shown only here. */
 export interface CreateApiKeyResponse {
-  key?: ApiKey | undefined;
+  /** The key's public view. */
+  key?:
+    | ApiKey
+    | undefined;
+  /** The `csk_` key. */
   apiKey: string;
 }
 
@@ -251,11 +210,13 @@ export interface ListApiKeysRequest {
 
 /** ListApiKeysResponse lists the caller's keys. */
 export interface ListApiKeysResponse {
+  /** The keys, oldest first, without secrets. */
   keys: ApiKey[];
 }
 
 /** RevokeApiKeyRequest names a key by id. */
 export interface RevokeApiKeyRequest {
+  /** The key's id (UUID). */
   keyId: string;
 }
 
@@ -265,11 +226,13 @@ export interface RevokeApiKeyResponse {
 
 /** ExchangeApiKeyRequest is `POST /v1/auth/api-key-token`. */
 export interface ExchangeApiKeyRequest {
+  /** The `csk_` key. */
   apiKey: string;
 }
 
 /** ExchangeApiKeyResponse carries a user access token (no refresh token). */
 export interface ExchangeApiKeyResponse {
+  /** The access token, `Bearer`, and its lifetime. */
   tokens?: TokenSet | undefined;
 }
 
@@ -1756,945 +1719,6 @@ export const UpdateProfileResponse: MessageFns<UpdateProfileResponse> = {
   },
 };
 
-function createBaseCreateAgentRequest(): CreateAgentRequest {
-  return { fields: undefined };
-}
-
-export const CreateAgentRequest: MessageFns<CreateAgentRequest> = {
-  encode(message: CreateAgentRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.fields !== undefined) {
-      Struct.encode(Struct.wrap(message.fields), writer.uint32(10).fork()).join();
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): CreateAgentRequest {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const end = length === undefined ? reader.len : reader.pos + length;
-    const message = createBaseCreateAgentRequest();
-    while (reader.pos < end) {
-      const tag = reader.uint32();
-      switch (tag >>> 3) {
-        case 1: {
-          if (tag !== 10) {
-            break;
-          }
-
-          message.fields = Struct.unwrap(Struct.decode(reader, reader.uint32()));
-          continue;
-        }
-      }
-      if ((tag & 7) === 4 || tag === 0) {
-        break;
-      }
-      reader.skip(tag & 7);
-    }
-    return message;
-  },
-
-  fromJSON(object: any): CreateAgentRequest {
-    return { fields: isObject(object.fields) ? object.fields : undefined };
-  },
-
-  toJSON(message: CreateAgentRequest): unknown {
-    const obj: any = {};
-    if (message.fields !== undefined) {
-      obj.fields = message.fields;
-    }
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<CreateAgentRequest>, I>>(base?: I): CreateAgentRequest {
-    return CreateAgentRequest.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<CreateAgentRequest>, I>>(object: I): CreateAgentRequest {
-    const message = createBaseCreateAgentRequest();
-    message.fields = object.fields ?? undefined;
-    return message;
-  },
-};
-
-function createBaseCreateAgentResponse(): CreateAgentResponse {
-  return { agent: undefined, apiKey: "" };
-}
-
-export const CreateAgentResponse: MessageFns<CreateAgentResponse> = {
-  encode(message: CreateAgentResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.agent !== undefined) {
-      Struct.encode(Struct.wrap(message.agent), writer.uint32(10).fork()).join();
-    }
-    if (message.apiKey !== "") {
-      writer.uint32(18).string(message.apiKey);
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): CreateAgentResponse {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const end = length === undefined ? reader.len : reader.pos + length;
-    const message = createBaseCreateAgentResponse();
-    while (reader.pos < end) {
-      const tag = reader.uint32();
-      switch (tag >>> 3) {
-        case 1: {
-          if (tag !== 10) {
-            break;
-          }
-
-          message.agent = Struct.unwrap(Struct.decode(reader, reader.uint32()));
-          continue;
-        }
-        case 2: {
-          if (tag !== 18) {
-            break;
-          }
-
-          message.apiKey = reader.string();
-          continue;
-        }
-      }
-      if ((tag & 7) === 4 || tag === 0) {
-        break;
-      }
-      reader.skip(tag & 7);
-    }
-    return message;
-  },
-
-  fromJSON(object: any): CreateAgentResponse {
-    return {
-      agent: isObject(object.agent) ? object.agent : undefined,
-      apiKey: isSet(object.apiKey) ? globalThis.String(object.apiKey) : "",
-    };
-  },
-
-  toJSON(message: CreateAgentResponse): unknown {
-    const obj: any = {};
-    if (message.agent !== undefined) {
-      obj.agent = message.agent;
-    }
-    if (message.apiKey !== "") {
-      obj.apiKey = message.apiKey;
-    }
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<CreateAgentResponse>, I>>(base?: I): CreateAgentResponse {
-    return CreateAgentResponse.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<CreateAgentResponse>, I>>(object: I): CreateAgentResponse {
-    const message = createBaseCreateAgentResponse();
-    message.agent = object.agent ?? undefined;
-    message.apiKey = object.apiKey ?? "";
-    return message;
-  },
-};
-
-function createBaseListAgentsRequest(): ListAgentsRequest {
-  return {};
-}
-
-export const ListAgentsRequest: MessageFns<ListAgentsRequest> = {
-  encode(_: ListAgentsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): ListAgentsRequest {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const end = length === undefined ? reader.len : reader.pos + length;
-    const message = createBaseListAgentsRequest();
-    while (reader.pos < end) {
-      const tag = reader.uint32();
-      switch (tag >>> 3) {
-      }
-      if ((tag & 7) === 4 || tag === 0) {
-        break;
-      }
-      reader.skip(tag & 7);
-    }
-    return message;
-  },
-
-  fromJSON(_: any): ListAgentsRequest {
-    return {};
-  },
-
-  toJSON(_: ListAgentsRequest): unknown {
-    const obj: any = {};
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<ListAgentsRequest>, I>>(base?: I): ListAgentsRequest {
-    return ListAgentsRequest.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<ListAgentsRequest>, I>>(_: I): ListAgentsRequest {
-    const message = createBaseListAgentsRequest();
-    return message;
-  },
-};
-
-function createBaseListAgentsResponse(): ListAgentsResponse {
-  return { agents: [] };
-}
-
-export const ListAgentsResponse: MessageFns<ListAgentsResponse> = {
-  encode(message: ListAgentsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    for (const v of message.agents) {
-      Struct.encode(Struct.wrap(v!), writer.uint32(10).fork()).join();
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): ListAgentsResponse {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const end = length === undefined ? reader.len : reader.pos + length;
-    const message = createBaseListAgentsResponse();
-    while (reader.pos < end) {
-      const tag = reader.uint32();
-      switch (tag >>> 3) {
-        case 1: {
-          if (tag !== 10) {
-            break;
-          }
-
-          message.agents.push(Struct.unwrap(Struct.decode(reader, reader.uint32())));
-          continue;
-        }
-      }
-      if ((tag & 7) === 4 || tag === 0) {
-        break;
-      }
-      reader.skip(tag & 7);
-    }
-    return message;
-  },
-
-  fromJSON(object: any): ListAgentsResponse {
-    return { agents: globalThis.Array.isArray(object?.agents) ? [...object.agents] : [] };
-  },
-
-  toJSON(message: ListAgentsResponse): unknown {
-    const obj: any = {};
-    if (message.agents?.length) {
-      obj.agents = message.agents;
-    }
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<ListAgentsResponse>, I>>(base?: I): ListAgentsResponse {
-    return ListAgentsResponse.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<ListAgentsResponse>, I>>(object: I): ListAgentsResponse {
-    const message = createBaseListAgentsResponse();
-    message.agents = object.agents?.map((e) => e) || [];
-    return message;
-  },
-};
-
-function createBaseGetAgentRequest(): GetAgentRequest {
-  return { agentId: "" };
-}
-
-export const GetAgentRequest: MessageFns<GetAgentRequest> = {
-  encode(message: GetAgentRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.agentId !== "") {
-      writer.uint32(10).string(message.agentId);
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): GetAgentRequest {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const end = length === undefined ? reader.len : reader.pos + length;
-    const message = createBaseGetAgentRequest();
-    while (reader.pos < end) {
-      const tag = reader.uint32();
-      switch (tag >>> 3) {
-        case 1: {
-          if (tag !== 10) {
-            break;
-          }
-
-          message.agentId = reader.string();
-          continue;
-        }
-      }
-      if ((tag & 7) === 4 || tag === 0) {
-        break;
-      }
-      reader.skip(tag & 7);
-    }
-    return message;
-  },
-
-  fromJSON(object: any): GetAgentRequest {
-    return { agentId: isSet(object.agentId) ? globalThis.String(object.agentId) : "" };
-  },
-
-  toJSON(message: GetAgentRequest): unknown {
-    const obj: any = {};
-    if (message.agentId !== "") {
-      obj.agentId = message.agentId;
-    }
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<GetAgentRequest>, I>>(base?: I): GetAgentRequest {
-    return GetAgentRequest.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<GetAgentRequest>, I>>(object: I): GetAgentRequest {
-    const message = createBaseGetAgentRequest();
-    message.agentId = object.agentId ?? "";
-    return message;
-  },
-};
-
-function createBaseGetAgentResponse(): GetAgentResponse {
-  return { agent: undefined };
-}
-
-export const GetAgentResponse: MessageFns<GetAgentResponse> = {
-  encode(message: GetAgentResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.agent !== undefined) {
-      Struct.encode(Struct.wrap(message.agent), writer.uint32(10).fork()).join();
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): GetAgentResponse {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const end = length === undefined ? reader.len : reader.pos + length;
-    const message = createBaseGetAgentResponse();
-    while (reader.pos < end) {
-      const tag = reader.uint32();
-      switch (tag >>> 3) {
-        case 1: {
-          if (tag !== 10) {
-            break;
-          }
-
-          message.agent = Struct.unwrap(Struct.decode(reader, reader.uint32()));
-          continue;
-        }
-      }
-      if ((tag & 7) === 4 || tag === 0) {
-        break;
-      }
-      reader.skip(tag & 7);
-    }
-    return message;
-  },
-
-  fromJSON(object: any): GetAgentResponse {
-    return { agent: isObject(object.agent) ? object.agent : undefined };
-  },
-
-  toJSON(message: GetAgentResponse): unknown {
-    const obj: any = {};
-    if (message.agent !== undefined) {
-      obj.agent = message.agent;
-    }
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<GetAgentResponse>, I>>(base?: I): GetAgentResponse {
-    return GetAgentResponse.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<GetAgentResponse>, I>>(object: I): GetAgentResponse {
-    const message = createBaseGetAgentResponse();
-    message.agent = object.agent ?? undefined;
-    return message;
-  },
-};
-
-function createBaseUpdateAgentRequest(): UpdateAgentRequest {
-  return { agentId: "", fields: undefined };
-}
-
-export const UpdateAgentRequest: MessageFns<UpdateAgentRequest> = {
-  encode(message: UpdateAgentRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.agentId !== "") {
-      writer.uint32(10).string(message.agentId);
-    }
-    if (message.fields !== undefined) {
-      Struct.encode(Struct.wrap(message.fields), writer.uint32(18).fork()).join();
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): UpdateAgentRequest {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const end = length === undefined ? reader.len : reader.pos + length;
-    const message = createBaseUpdateAgentRequest();
-    while (reader.pos < end) {
-      const tag = reader.uint32();
-      switch (tag >>> 3) {
-        case 1: {
-          if (tag !== 10) {
-            break;
-          }
-
-          message.agentId = reader.string();
-          continue;
-        }
-        case 2: {
-          if (tag !== 18) {
-            break;
-          }
-
-          message.fields = Struct.unwrap(Struct.decode(reader, reader.uint32()));
-          continue;
-        }
-      }
-      if ((tag & 7) === 4 || tag === 0) {
-        break;
-      }
-      reader.skip(tag & 7);
-    }
-    return message;
-  },
-
-  fromJSON(object: any): UpdateAgentRequest {
-    return {
-      agentId: isSet(object.agentId) ? globalThis.String(object.agentId) : "",
-      fields: isObject(object.fields) ? object.fields : undefined,
-    };
-  },
-
-  toJSON(message: UpdateAgentRequest): unknown {
-    const obj: any = {};
-    if (message.agentId !== "") {
-      obj.agentId = message.agentId;
-    }
-    if (message.fields !== undefined) {
-      obj.fields = message.fields;
-    }
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<UpdateAgentRequest>, I>>(base?: I): UpdateAgentRequest {
-    return UpdateAgentRequest.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<UpdateAgentRequest>, I>>(object: I): UpdateAgentRequest {
-    const message = createBaseUpdateAgentRequest();
-    message.agentId = object.agentId ?? "";
-    message.fields = object.fields ?? undefined;
-    return message;
-  },
-};
-
-function createBaseUpdateAgentResponse(): UpdateAgentResponse {
-  return { agent: undefined };
-}
-
-export const UpdateAgentResponse: MessageFns<UpdateAgentResponse> = {
-  encode(message: UpdateAgentResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.agent !== undefined) {
-      Struct.encode(Struct.wrap(message.agent), writer.uint32(10).fork()).join();
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): UpdateAgentResponse {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const end = length === undefined ? reader.len : reader.pos + length;
-    const message = createBaseUpdateAgentResponse();
-    while (reader.pos < end) {
-      const tag = reader.uint32();
-      switch (tag >>> 3) {
-        case 1: {
-          if (tag !== 10) {
-            break;
-          }
-
-          message.agent = Struct.unwrap(Struct.decode(reader, reader.uint32()));
-          continue;
-        }
-      }
-      if ((tag & 7) === 4 || tag === 0) {
-        break;
-      }
-      reader.skip(tag & 7);
-    }
-    return message;
-  },
-
-  fromJSON(object: any): UpdateAgentResponse {
-    return { agent: isObject(object.agent) ? object.agent : undefined };
-  },
-
-  toJSON(message: UpdateAgentResponse): unknown {
-    const obj: any = {};
-    if (message.agent !== undefined) {
-      obj.agent = message.agent;
-    }
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<UpdateAgentResponse>, I>>(base?: I): UpdateAgentResponse {
-    return UpdateAgentResponse.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<UpdateAgentResponse>, I>>(object: I): UpdateAgentResponse {
-    const message = createBaseUpdateAgentResponse();
-    message.agent = object.agent ?? undefined;
-    return message;
-  },
-};
-
-function createBaseDeactivateAgentRequest(): DeactivateAgentRequest {
-  return { agentId: "" };
-}
-
-export const DeactivateAgentRequest: MessageFns<DeactivateAgentRequest> = {
-  encode(message: DeactivateAgentRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.agentId !== "") {
-      writer.uint32(10).string(message.agentId);
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): DeactivateAgentRequest {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const end = length === undefined ? reader.len : reader.pos + length;
-    const message = createBaseDeactivateAgentRequest();
-    while (reader.pos < end) {
-      const tag = reader.uint32();
-      switch (tag >>> 3) {
-        case 1: {
-          if (tag !== 10) {
-            break;
-          }
-
-          message.agentId = reader.string();
-          continue;
-        }
-      }
-      if ((tag & 7) === 4 || tag === 0) {
-        break;
-      }
-      reader.skip(tag & 7);
-    }
-    return message;
-  },
-
-  fromJSON(object: any): DeactivateAgentRequest {
-    return { agentId: isSet(object.agentId) ? globalThis.String(object.agentId) : "" };
-  },
-
-  toJSON(message: DeactivateAgentRequest): unknown {
-    const obj: any = {};
-    if (message.agentId !== "") {
-      obj.agentId = message.agentId;
-    }
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<DeactivateAgentRequest>, I>>(base?: I): DeactivateAgentRequest {
-    return DeactivateAgentRequest.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<DeactivateAgentRequest>, I>>(object: I): DeactivateAgentRequest {
-    const message = createBaseDeactivateAgentRequest();
-    message.agentId = object.agentId ?? "";
-    return message;
-  },
-};
-
-function createBaseDeactivateAgentResponse(): DeactivateAgentResponse {
-  return {};
-}
-
-export const DeactivateAgentResponse: MessageFns<DeactivateAgentResponse> = {
-  encode(_: DeactivateAgentResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): DeactivateAgentResponse {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const end = length === undefined ? reader.len : reader.pos + length;
-    const message = createBaseDeactivateAgentResponse();
-    while (reader.pos < end) {
-      const tag = reader.uint32();
-      switch (tag >>> 3) {
-      }
-      if ((tag & 7) === 4 || tag === 0) {
-        break;
-      }
-      reader.skip(tag & 7);
-    }
-    return message;
-  },
-
-  fromJSON(_: any): DeactivateAgentResponse {
-    return {};
-  },
-
-  toJSON(_: DeactivateAgentResponse): unknown {
-    const obj: any = {};
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<DeactivateAgentResponse>, I>>(base?: I): DeactivateAgentResponse {
-    return DeactivateAgentResponse.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<DeactivateAgentResponse>, I>>(_: I): DeactivateAgentResponse {
-    const message = createBaseDeactivateAgentResponse();
-    return message;
-  },
-};
-
-function createBaseGetSelfAgentRequest(): GetSelfAgentRequest {
-  return {};
-}
-
-export const GetSelfAgentRequest: MessageFns<GetSelfAgentRequest> = {
-  encode(_: GetSelfAgentRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): GetSelfAgentRequest {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const end = length === undefined ? reader.len : reader.pos + length;
-    const message = createBaseGetSelfAgentRequest();
-    while (reader.pos < end) {
-      const tag = reader.uint32();
-      switch (tag >>> 3) {
-      }
-      if ((tag & 7) === 4 || tag === 0) {
-        break;
-      }
-      reader.skip(tag & 7);
-    }
-    return message;
-  },
-
-  fromJSON(_: any): GetSelfAgentRequest {
-    return {};
-  },
-
-  toJSON(_: GetSelfAgentRequest): unknown {
-    const obj: any = {};
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<GetSelfAgentRequest>, I>>(base?: I): GetSelfAgentRequest {
-    return GetSelfAgentRequest.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<GetSelfAgentRequest>, I>>(_: I): GetSelfAgentRequest {
-    const message = createBaseGetSelfAgentRequest();
-    return message;
-  },
-};
-
-function createBaseGetSelfAgentResponse(): GetSelfAgentResponse {
-  return { agent: undefined };
-}
-
-export const GetSelfAgentResponse: MessageFns<GetSelfAgentResponse> = {
-  encode(message: GetSelfAgentResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.agent !== undefined) {
-      Struct.encode(Struct.wrap(message.agent), writer.uint32(10).fork()).join();
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): GetSelfAgentResponse {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const end = length === undefined ? reader.len : reader.pos + length;
-    const message = createBaseGetSelfAgentResponse();
-    while (reader.pos < end) {
-      const tag = reader.uint32();
-      switch (tag >>> 3) {
-        case 1: {
-          if (tag !== 10) {
-            break;
-          }
-
-          message.agent = Struct.unwrap(Struct.decode(reader, reader.uint32()));
-          continue;
-        }
-      }
-      if ((tag & 7) === 4 || tag === 0) {
-        break;
-      }
-      reader.skip(tag & 7);
-    }
-    return message;
-  },
-
-  fromJSON(object: any): GetSelfAgentResponse {
-    return { agent: isObject(object.agent) ? object.agent : undefined };
-  },
-
-  toJSON(message: GetSelfAgentResponse): unknown {
-    const obj: any = {};
-    if (message.agent !== undefined) {
-      obj.agent = message.agent;
-    }
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<GetSelfAgentResponse>, I>>(base?: I): GetSelfAgentResponse {
-    return GetSelfAgentResponse.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<GetSelfAgentResponse>, I>>(object: I): GetSelfAgentResponse {
-    const message = createBaseGetSelfAgentResponse();
-    message.agent = object.agent ?? undefined;
-    return message;
-  },
-};
-
-function createBaseRotateAgentKeyRequest(): RotateAgentKeyRequest {
-  return { agentId: "" };
-}
-
-export const RotateAgentKeyRequest: MessageFns<RotateAgentKeyRequest> = {
-  encode(message: RotateAgentKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.agentId !== "") {
-      writer.uint32(10).string(message.agentId);
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): RotateAgentKeyRequest {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const end = length === undefined ? reader.len : reader.pos + length;
-    const message = createBaseRotateAgentKeyRequest();
-    while (reader.pos < end) {
-      const tag = reader.uint32();
-      switch (tag >>> 3) {
-        case 1: {
-          if (tag !== 10) {
-            break;
-          }
-
-          message.agentId = reader.string();
-          continue;
-        }
-      }
-      if ((tag & 7) === 4 || tag === 0) {
-        break;
-      }
-      reader.skip(tag & 7);
-    }
-    return message;
-  },
-
-  fromJSON(object: any): RotateAgentKeyRequest {
-    return { agentId: isSet(object.agentId) ? globalThis.String(object.agentId) : "" };
-  },
-
-  toJSON(message: RotateAgentKeyRequest): unknown {
-    const obj: any = {};
-    if (message.agentId !== "") {
-      obj.agentId = message.agentId;
-    }
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<RotateAgentKeyRequest>, I>>(base?: I): RotateAgentKeyRequest {
-    return RotateAgentKeyRequest.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<RotateAgentKeyRequest>, I>>(object: I): RotateAgentKeyRequest {
-    const message = createBaseRotateAgentKeyRequest();
-    message.agentId = object.agentId ?? "";
-    return message;
-  },
-};
-
-function createBaseRotateAgentKeyResponse(): RotateAgentKeyResponse {
-  return { apiKey: "" };
-}
-
-export const RotateAgentKeyResponse: MessageFns<RotateAgentKeyResponse> = {
-  encode(message: RotateAgentKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.apiKey !== "") {
-      writer.uint32(10).string(message.apiKey);
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): RotateAgentKeyResponse {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const end = length === undefined ? reader.len : reader.pos + length;
-    const message = createBaseRotateAgentKeyResponse();
-    while (reader.pos < end) {
-      const tag = reader.uint32();
-      switch (tag >>> 3) {
-        case 1: {
-          if (tag !== 10) {
-            break;
-          }
-
-          message.apiKey = reader.string();
-          continue;
-        }
-      }
-      if ((tag & 7) === 4 || tag === 0) {
-        break;
-      }
-      reader.skip(tag & 7);
-    }
-    return message;
-  },
-
-  fromJSON(object: any): RotateAgentKeyResponse {
-    return { apiKey: isSet(object.apiKey) ? globalThis.String(object.apiKey) : "" };
-  },
-
-  toJSON(message: RotateAgentKeyResponse): unknown {
-    const obj: any = {};
-    if (message.apiKey !== "") {
-      obj.apiKey = message.apiKey;
-    }
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<RotateAgentKeyResponse>, I>>(base?: I): RotateAgentKeyResponse {
-    return RotateAgentKeyResponse.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<RotateAgentKeyResponse>, I>>(object: I): RotateAgentKeyResponse {
-    const message = createBaseRotateAgentKeyResponse();
-    message.apiKey = object.apiKey ?? "";
-    return message;
-  },
-};
-
-function createBaseExchangeAgentKeyRequest(): ExchangeAgentKeyRequest {
-  return { agentId: "", apiKey: "" };
-}
-
-export const ExchangeAgentKeyRequest: MessageFns<ExchangeAgentKeyRequest> = {
-  encode(message: ExchangeAgentKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.agentId !== "") {
-      writer.uint32(10).string(message.agentId);
-    }
-    if (message.apiKey !== "") {
-      writer.uint32(18).string(message.apiKey);
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): ExchangeAgentKeyRequest {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const end = length === undefined ? reader.len : reader.pos + length;
-    const message = createBaseExchangeAgentKeyRequest();
-    while (reader.pos < end) {
-      const tag = reader.uint32();
-      switch (tag >>> 3) {
-        case 1: {
-          if (tag !== 10) {
-            break;
-          }
-
-          message.agentId = reader.string();
-          continue;
-        }
-        case 2: {
-          if (tag !== 18) {
-            break;
-          }
-
-          message.apiKey = reader.string();
-          continue;
-        }
-      }
-      if ((tag & 7) === 4 || tag === 0) {
-        break;
-      }
-      reader.skip(tag & 7);
-    }
-    return message;
-  },
-
-  fromJSON(object: any): ExchangeAgentKeyRequest {
-    return {
-      agentId: isSet(object.agentId) ? globalThis.String(object.agentId) : "",
-      apiKey: isSet(object.apiKey) ? globalThis.String(object.apiKey) : "",
-    };
-  },
-
-  toJSON(message: ExchangeAgentKeyRequest): unknown {
-    const obj: any = {};
-    if (message.agentId !== "") {
-      obj.agentId = message.agentId;
-    }
-    if (message.apiKey !== "") {
-      obj.apiKey = message.apiKey;
-    }
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<ExchangeAgentKeyRequest>, I>>(base?: I): ExchangeAgentKeyRequest {
-    return ExchangeAgentKeyRequest.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<ExchangeAgentKeyRequest>, I>>(object: I): ExchangeAgentKeyRequest {
-    const message = createBaseExchangeAgentKeyRequest();
-    message.agentId = object.agentId ?? "";
-    message.apiKey = object.apiKey ?? "";
-    return message;
-  },
-};
-
-function createBaseExchangeAgentKeyResponse(): ExchangeAgentKeyResponse {
-  return { tokens: undefined };
-}
-
-export const ExchangeAgentKeyResponse: MessageFns<ExchangeAgentKeyResponse> = {
-  encode(message: ExchangeAgentKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.tokens !== undefined) {
-      TokenSet.encode(message.tokens, writer.uint32(10).fork()).join();
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): ExchangeAgentKeyResponse {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const end = length === undefined ? reader.len : reader.pos + length;
-    const message = createBaseExchangeAgentKeyResponse();
-    while (reader.pos < end) {
-      const tag = reader.uint32();
-      switch (tag >>> 3) {
-        case 1: {
-          if (tag !== 10) {
-            break;
-          }
-
-          message.tokens = TokenSet.decode(reader, reader.uint32());
-          continue;
-        }
-      }
-      if ((tag & 7) === 4 || tag === 0) {
-        break;
-      }
-      reader.skip(tag & 7);
-    }
-    return message;
-  },
-
-  fromJSON(object: any): ExchangeAgentKeyResponse {
-    return { tokens: isSet(object.tokens) ? TokenSet.fromJSON(object.tokens) : undefined };
-  },
-
-  toJSON(message: ExchangeAgentKeyResponse): unknown {
-    const obj: any = {};
-    if (message.tokens !== undefined) {
-      obj.tokens = TokenSet.toJSON(message.tokens);
-    }
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<ExchangeAgentKeyResponse>, I>>(base?: I): ExchangeAgentKeyResponse {
-    return ExchangeAgentKeyResponse.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<ExchangeAgentKeyResponse>, I>>(object: I): ExchangeAgentKeyResponse {
-    const message = createBaseExchangeAgentKeyResponse();
-    message.tokens = (object.tokens !== undefined && object.tokens !== null)
-      ? TokenSet.fromPartial(object.tokens)
-      : undefined;
-    return message;
-  },
-};
-
 function createBaseApiKey(): ApiKey {
   return { id: "", name: "", keyPrefix: "", isActive: false, createdAt: "", expiresAt: "", lastUsedAt: "" };
 }
@@ -3335,10 +2359,6 @@ type DeepPartial<T> = T extends Builtin ? T
 type KeysOfUnion<T> = T extends T ? keyof T : never;
 type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
-
-function isObject(value: any): boolean {
-  return typeof value === "object" && value !== null;
-}
 
 function isSet(value: any): boolean {
   return value !== null && value !== undefined;

@@ -18,8 +18,6 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
-import { Struct } from "../../../google/protobuf/struct.pb.js";
-import { TokenSet } from "./messages.pb.js";
 
 /** RouterKey is the public view of a router key (never its secret). */
 export interface RouterKey {
@@ -45,15 +43,16 @@ export interface RouterKey {
   revokedAt: string;
 }
 
-/** CreateRouterKeyRequest names the agent and carries the HTTP body's optional limits. */
+/** CreateRouterKeyRequest names the agent and the key's optional limits. */
 export interface CreateRouterKeyRequest {
   /** The agent to issue the key for (UUID). */
   agentId: string;
-  /**
-   * The body fields exactly as HTTP names them (`max_concurrent_streams`, `spend_cap_micro_usd`);
-   * identity validates each one and names the field it refuses.
-   */
-  fields?: { [key: string]: any } | undefined;
+  /** The most streams a proxy may hold open at once for this key; absent means no limit. */
+  maxConcurrentStreams?:
+    | number
+    | undefined;
+  /** The spend cap of the key in millionths of a US dollar; absent means no cap. */
+  spendCapMicroUsd?: string | undefined;
 }
 
 /** CreateRouterKeyResponse carries the new key's view and the key itself, shown only here. */
@@ -88,20 +87,6 @@ export interface RevokeRouterKeyRequest {
 
 /** RevokeRouterKeyResponse is empty: the key is revoked. */
 export interface RevokeRouterKeyResponse {
-}
-
-/** ExchangeRouterKeyRequest carries the presented router key. */
-export interface ExchangeRouterKeyRequest {
-  /** The router key (`sk-proxy-v1-…`). */
-  apiKey: string;
-  /** The agent id when the caller sent one; it must then be the key's agent. */
-  agentId: string;
-}
-
-/** ExchangeRouterKeyResponse carries the minted token (no refresh token). */
-export interface ExchangeRouterKeyResponse {
-  /** The access token, `Bearer`, and its lifetime in seconds (60). */
-  tokens?: TokenSet | undefined;
 }
 
 function createBaseRouterKey(): RouterKey {
@@ -288,7 +273,7 @@ export const RouterKey: MessageFns<RouterKey> = {
 };
 
 function createBaseCreateRouterKeyRequest(): CreateRouterKeyRequest {
-  return { agentId: "", fields: undefined };
+  return { agentId: "", maxConcurrentStreams: undefined, spendCapMicroUsd: undefined };
 }
 
 export const CreateRouterKeyRequest: MessageFns<CreateRouterKeyRequest> = {
@@ -296,8 +281,11 @@ export const CreateRouterKeyRequest: MessageFns<CreateRouterKeyRequest> = {
     if (message.agentId !== "") {
       writer.uint32(10).string(message.agentId);
     }
-    if (message.fields !== undefined) {
-      Struct.encode(Struct.wrap(message.fields), writer.uint32(18).fork()).join();
+    if (message.maxConcurrentStreams !== undefined) {
+      writer.uint32(24).int32(message.maxConcurrentStreams);
+    }
+    if (message.spendCapMicroUsd !== undefined) {
+      writer.uint32(32).int64(message.spendCapMicroUsd);
     }
     return writer;
   },
@@ -317,12 +305,20 @@ export const CreateRouterKeyRequest: MessageFns<CreateRouterKeyRequest> = {
           message.agentId = reader.string();
           continue;
         }
-        case 2: {
-          if (tag !== 18) {
+        case 3: {
+          if (tag !== 24) {
             break;
           }
 
-          message.fields = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+          message.maxConcurrentStreams = reader.int32();
+          continue;
+        }
+        case 4: {
+          if (tag !== 32) {
+            break;
+          }
+
+          message.spendCapMicroUsd = reader.int64().toString();
           continue;
         }
       }
@@ -337,7 +333,10 @@ export const CreateRouterKeyRequest: MessageFns<CreateRouterKeyRequest> = {
   fromJSON(object: any): CreateRouterKeyRequest {
     return {
       agentId: isSet(object.agentId) ? globalThis.String(object.agentId) : "",
-      fields: isObject(object.fields) ? object.fields : undefined,
+      maxConcurrentStreams: isSet(object.maxConcurrentStreams)
+        ? globalThis.Number(object.maxConcurrentStreams)
+        : undefined,
+      spendCapMicroUsd: isSet(object.spendCapMicroUsd) ? globalThis.String(object.spendCapMicroUsd) : undefined,
     };
   },
 
@@ -346,8 +345,11 @@ export const CreateRouterKeyRequest: MessageFns<CreateRouterKeyRequest> = {
     if (message.agentId !== "") {
       obj.agentId = message.agentId;
     }
-    if (message.fields !== undefined) {
-      obj.fields = message.fields;
+    if (message.maxConcurrentStreams !== undefined) {
+      obj.maxConcurrentStreams = Math.round(message.maxConcurrentStreams);
+    }
+    if (message.spendCapMicroUsd !== undefined) {
+      obj.spendCapMicroUsd = message.spendCapMicroUsd;
     }
     return obj;
   },
@@ -358,7 +360,8 @@ export const CreateRouterKeyRequest: MessageFns<CreateRouterKeyRequest> = {
   fromPartial<I extends Exact<DeepPartial<CreateRouterKeyRequest>, I>>(object: I): CreateRouterKeyRequest {
     const message = createBaseCreateRouterKeyRequest();
     message.agentId = object.agentId ?? "";
-    message.fields = object.fields ?? undefined;
+    message.maxConcurrentStreams = object.maxConcurrentStreams ?? undefined;
+    message.spendCapMicroUsd = object.spendCapMicroUsd ?? undefined;
     return message;
   },
 };
@@ -674,145 +677,9 @@ export const RevokeRouterKeyResponse: MessageFns<RevokeRouterKeyResponse> = {
   },
 };
 
-function createBaseExchangeRouterKeyRequest(): ExchangeRouterKeyRequest {
-  return { apiKey: "", agentId: "" };
-}
-
-export const ExchangeRouterKeyRequest: MessageFns<ExchangeRouterKeyRequest> = {
-  encode(message: ExchangeRouterKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.apiKey !== "") {
-      writer.uint32(10).string(message.apiKey);
-    }
-    if (message.agentId !== "") {
-      writer.uint32(18).string(message.agentId);
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): ExchangeRouterKeyRequest {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const end = length === undefined ? reader.len : reader.pos + length;
-    const message = createBaseExchangeRouterKeyRequest();
-    while (reader.pos < end) {
-      const tag = reader.uint32();
-      switch (tag >>> 3) {
-        case 1: {
-          if (tag !== 10) {
-            break;
-          }
-
-          message.apiKey = reader.string();
-          continue;
-        }
-        case 2: {
-          if (tag !== 18) {
-            break;
-          }
-
-          message.agentId = reader.string();
-          continue;
-        }
-      }
-      if ((tag & 7) === 4 || tag === 0) {
-        break;
-      }
-      reader.skip(tag & 7);
-    }
-    return message;
-  },
-
-  fromJSON(object: any): ExchangeRouterKeyRequest {
-    return {
-      apiKey: isSet(object.apiKey) ? globalThis.String(object.apiKey) : "",
-      agentId: isSet(object.agentId) ? globalThis.String(object.agentId) : "",
-    };
-  },
-
-  toJSON(message: ExchangeRouterKeyRequest): unknown {
-    const obj: any = {};
-    if (message.apiKey !== "") {
-      obj.apiKey = message.apiKey;
-    }
-    if (message.agentId !== "") {
-      obj.agentId = message.agentId;
-    }
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<ExchangeRouterKeyRequest>, I>>(base?: I): ExchangeRouterKeyRequest {
-    return ExchangeRouterKeyRequest.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<ExchangeRouterKeyRequest>, I>>(object: I): ExchangeRouterKeyRequest {
-    const message = createBaseExchangeRouterKeyRequest();
-    message.apiKey = object.apiKey ?? "";
-    message.agentId = object.agentId ?? "";
-    return message;
-  },
-};
-
-function createBaseExchangeRouterKeyResponse(): ExchangeRouterKeyResponse {
-  return { tokens: undefined };
-}
-
-export const ExchangeRouterKeyResponse: MessageFns<ExchangeRouterKeyResponse> = {
-  encode(message: ExchangeRouterKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.tokens !== undefined) {
-      TokenSet.encode(message.tokens, writer.uint32(10).fork()).join();
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): ExchangeRouterKeyResponse {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const end = length === undefined ? reader.len : reader.pos + length;
-    const message = createBaseExchangeRouterKeyResponse();
-    while (reader.pos < end) {
-      const tag = reader.uint32();
-      switch (tag >>> 3) {
-        case 1: {
-          if (tag !== 10) {
-            break;
-          }
-
-          message.tokens = TokenSet.decode(reader, reader.uint32());
-          continue;
-        }
-      }
-      if ((tag & 7) === 4 || tag === 0) {
-        break;
-      }
-      reader.skip(tag & 7);
-    }
-    return message;
-  },
-
-  fromJSON(object: any): ExchangeRouterKeyResponse {
-    return { tokens: isSet(object.tokens) ? TokenSet.fromJSON(object.tokens) : undefined };
-  },
-
-  toJSON(message: ExchangeRouterKeyResponse): unknown {
-    const obj: any = {};
-    if (message.tokens !== undefined) {
-      obj.tokens = TokenSet.toJSON(message.tokens);
-    }
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<ExchangeRouterKeyResponse>, I>>(base?: I): ExchangeRouterKeyResponse {
-    return ExchangeRouterKeyResponse.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<ExchangeRouterKeyResponse>, I>>(object: I): ExchangeRouterKeyResponse {
-    const message = createBaseExchangeRouterKeyResponse();
-    message.tokens = (object.tokens !== undefined && object.tokens !== null)
-      ? TokenSet.fromPartial(object.tokens)
-      : undefined;
-    return message;
-  },
-};
-
 /**
- * RouterKeyService manages the router keys (`sk-proxy-v1-`) of proxy-enabled agents and exchanges
- * one for a 60-second agent token carrying a `router_key` claim (SPEC.md §4.1, §4.4, §5.4).
+ * RouterKeyService manages the router keys (`sk-proxy-v1-`) of proxy-enabled agents (SPEC.md §4.4,
+ * §5.4); IdentityService.ExchangeAgentCredential exchanges one for a 60-second agent token.
  * Management calls carry the caller's bearer JWT in the `authorization` metadata; only an owner or
  * admin of the agent's org may make them.
  */
@@ -854,18 +721,6 @@ export const RouterKeyServiceService = {
       Buffer.from(RevokeRouterKeyResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RevokeRouterKeyResponse => RevokeRouterKeyResponse.decode(value),
   },
-  /** ExchangeRouterKey exchanges a router key for a 60-second agent access token. */
-  exchangeRouterKey: {
-    path: "/custos.identity.v1.RouterKeyService/ExchangeRouterKey",
-    requestStream: false,
-    responseStream: false,
-    requestSerialize: (value: ExchangeRouterKeyRequest): Buffer =>
-      Buffer.from(ExchangeRouterKeyRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ExchangeRouterKeyRequest => ExchangeRouterKeyRequest.decode(value),
-    responseSerialize: (value: ExchangeRouterKeyResponse): Buffer =>
-      Buffer.from(ExchangeRouterKeyResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ExchangeRouterKeyResponse => ExchangeRouterKeyResponse.decode(value),
-  },
 } as const;
 
 export interface RouterKeyServiceServer extends UntypedServiceImplementation {
@@ -875,8 +730,6 @@ export interface RouterKeyServiceServer extends UntypedServiceImplementation {
   listRouterKeys: handleUnaryCall<ListRouterKeysRequest, ListRouterKeysResponse>;
   /** RevokeRouterKey revokes a router key and every token minted from it. */
   revokeRouterKey: handleUnaryCall<RevokeRouterKeyRequest, RevokeRouterKeyResponse>;
-  /** ExchangeRouterKey exchanges a router key for a 60-second agent access token. */
-  exchangeRouterKey: handleUnaryCall<ExchangeRouterKeyRequest, ExchangeRouterKeyResponse>;
 }
 
 export interface RouterKeyServiceClient extends Client {
@@ -928,22 +781,6 @@ export interface RouterKeyServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RevokeRouterKeyResponse) => void,
   ): ClientUnaryCall;
-  /** ExchangeRouterKey exchanges a router key for a 60-second agent access token. */
-  exchangeRouterKey(
-    request: ExchangeRouterKeyRequest,
-    callback: (error: ServiceError | null, response: ExchangeRouterKeyResponse) => void,
-  ): ClientUnaryCall;
-  exchangeRouterKey(
-    request: ExchangeRouterKeyRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ExchangeRouterKeyResponse) => void,
-  ): ClientUnaryCall;
-  exchangeRouterKey(
-    request: ExchangeRouterKeyRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ExchangeRouterKeyResponse) => void,
-  ): ClientUnaryCall;
 }
 
 export const RouterKeyServiceClient = makeGenericClientConstructor(
@@ -967,10 +804,6 @@ type DeepPartial<T> = T extends Builtin ? T
 type KeysOfUnion<T> = T extends T ? keyof T : never;
 type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
-
-function isObject(value: any): boolean {
-  return typeof value === "object" && value !== null;
-}
 
 function isSet(value: any): boolean {
   return value !== null && value !== undefined;

@@ -20,24 +20,30 @@ import {
 import {
   CreateAgentRequest,
   CreateAgentResponse,
-  CreateApiKeyRequest,
-  CreateApiKeyResponse,
   DeactivateAgentRequest,
   DeactivateAgentResponse,
-  ExchangeAgentKeyRequest,
-  ExchangeAgentKeyResponse,
-  ExchangeApiKeyRequest,
-  ExchangeApiKeyResponse,
+  ExchangeAgentCredentialRequest,
+  ExchangeAgentCredentialResponse,
   GetAgentRequest,
   GetAgentResponse,
-  GetJwksRequest,
-  GetJwksResponse,
-  GetProfileRequest,
-  GetProfileResponse,
   GetSelfAgentRequest,
   GetSelfAgentResponse,
   ListAgentsRequest,
   ListAgentsResponse,
+  RotateAgentKeyRequest,
+  RotateAgentKeyResponse,
+  UpdateAgentRequest,
+  UpdateAgentResponse,
+} from "./agents.pb.js";
+import {
+  CreateApiKeyRequest,
+  CreateApiKeyResponse,
+  ExchangeApiKeyRequest,
+  ExchangeApiKeyResponse,
+  GetJwksRequest,
+  GetJwksResponse,
+  GetProfileRequest,
+  GetProfileResponse,
   ListApiKeysRequest,
   ListApiKeysResponse,
   LoginRequest,
@@ -48,12 +54,8 @@ import {
   RevokeApiKeyResponse,
   RevokeSessionRequest,
   RevokeSessionResponse,
-  RotateAgentKeyRequest,
-  RotateAgentKeyResponse,
   SignupRequest,
   SignupResponse,
-  UpdateAgentRequest,
-  UpdateAgentResponse,
   UpdateProfileRequest,
   UpdateProfileResponse,
   VerifyEmailRequest,
@@ -226,17 +228,23 @@ export const IdentityServiceService = {
       Buffer.from(RotateAgentKeyResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RotateAgentKeyResponse => RotateAgentKeyResponse.decode(value),
   },
-  /** ExchangeAgentKey exchanges an agent API key (with or without the agent id) for an agent JWT. */
-  exchangeAgentKey: {
-    path: "/custos.identity.v1.IdentityService/ExchangeAgentKey",
+  /**
+   * ExchangeAgentCredential exchanges an agent credential for an agent JWT: an agent API key
+   * (`ocv_`, with or without the agent id) for a token of the agent's lifetime, or a router key
+   * (`sk-proxy-v1-`) for a 60-second token with a `router_key` claim. Every refusal is the same
+   * UNAUTHENTICATED `invalid agent credentials`.
+   */
+  exchangeAgentCredential: {
+    path: "/custos.identity.v1.IdentityService/ExchangeAgentCredential",
     requestStream: false,
     responseStream: false,
-    requestSerialize: (value: ExchangeAgentKeyRequest): Buffer =>
-      Buffer.from(ExchangeAgentKeyRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ExchangeAgentKeyRequest => ExchangeAgentKeyRequest.decode(value),
-    responseSerialize: (value: ExchangeAgentKeyResponse): Buffer =>
-      Buffer.from(ExchangeAgentKeyResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ExchangeAgentKeyResponse => ExchangeAgentKeyResponse.decode(value),
+    requestSerialize: (value: ExchangeAgentCredentialRequest): Buffer =>
+      Buffer.from(ExchangeAgentCredentialRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ExchangeAgentCredentialRequest => ExchangeAgentCredentialRequest.decode(value),
+    responseSerialize: (value: ExchangeAgentCredentialResponse): Buffer =>
+      Buffer.from(ExchangeAgentCredentialResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ExchangeAgentCredentialResponse =>
+      ExchangeAgentCredentialResponse.decode(value),
   },
   /** CreateApiKey issues a personal API key (`csk_`) for the signed-in user; shown once. */
   createApiKey: {
@@ -315,8 +323,13 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
   getSelfAgent: handleUnaryCall<GetSelfAgentRequest, GetSelfAgentResponse>;
   /** RotateAgentKey issues a new API key; the old key and tokens minted from it stop working. */
   rotateAgentKey: handleUnaryCall<RotateAgentKeyRequest, RotateAgentKeyResponse>;
-  /** ExchangeAgentKey exchanges an agent API key (with or without the agent id) for an agent JWT. */
-  exchangeAgentKey: handleUnaryCall<ExchangeAgentKeyRequest, ExchangeAgentKeyResponse>;
+  /**
+   * ExchangeAgentCredential exchanges an agent credential for an agent JWT: an agent API key
+   * (`ocv_`, with or without the agent id) for a token of the agent's lifetime, or a router key
+   * (`sk-proxy-v1-`) for a 60-second token with a `router_key` claim. Every refusal is the same
+   * UNAUTHENTICATED `invalid agent credentials`.
+   */
+  exchangeAgentCredential: handleUnaryCall<ExchangeAgentCredentialRequest, ExchangeAgentCredentialResponse>;
   /** CreateApiKey issues a personal API key (`csk_`) for the signed-in user; shown once. */
   createApiKey: handleUnaryCall<CreateApiKeyRequest, CreateApiKeyResponse>;
   /** ListApiKeys lists the signed-in user's personal keys (never the secret). */
@@ -568,21 +581,26 @@ export interface IdentityServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RotateAgentKeyResponse) => void,
   ): ClientUnaryCall;
-  /** ExchangeAgentKey exchanges an agent API key (with or without the agent id) for an agent JWT. */
-  exchangeAgentKey(
-    request: ExchangeAgentKeyRequest,
-    callback: (error: ServiceError | null, response: ExchangeAgentKeyResponse) => void,
+  /**
+   * ExchangeAgentCredential exchanges an agent credential for an agent JWT: an agent API key
+   * (`ocv_`, with or without the agent id) for a token of the agent's lifetime, or a router key
+   * (`sk-proxy-v1-`) for a 60-second token with a `router_key` claim. Every refusal is the same
+   * UNAUTHENTICATED `invalid agent credentials`.
+   */
+  exchangeAgentCredential(
+    request: ExchangeAgentCredentialRequest,
+    callback: (error: ServiceError | null, response: ExchangeAgentCredentialResponse) => void,
   ): ClientUnaryCall;
-  exchangeAgentKey(
-    request: ExchangeAgentKeyRequest,
+  exchangeAgentCredential(
+    request: ExchangeAgentCredentialRequest,
     metadata: Metadata,
-    callback: (error: ServiceError | null, response: ExchangeAgentKeyResponse) => void,
+    callback: (error: ServiceError | null, response: ExchangeAgentCredentialResponse) => void,
   ): ClientUnaryCall;
-  exchangeAgentKey(
-    request: ExchangeAgentKeyRequest,
+  exchangeAgentCredential(
+    request: ExchangeAgentCredentialRequest,
     metadata: Metadata,
     options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ExchangeAgentKeyResponse) => void,
+    callback: (error: ServiceError | null, response: ExchangeAgentCredentialResponse) => void,
   ): ClientUnaryCall;
   /** CreateApiKey issues a personal API key (`csk_`) for the signed-in user; shown once. */
   createApiKey(

@@ -1,0 +1,145 @@
+/** The environments an agent can be scoped to (spec §2.4). */
+export const AGENT_ENVIRONMENTS = ['production', 'preview', 'development', 'custom'] as const;
+/** One of AGENT_ENVIRONMENTS. */
+export type AgentEnvironment = (typeof AGENT_ENVIRONMENTS)[number];
+
+/** What a transaction to a screened address does. */
+export const SCREENING_MODES = ['off', 'deny', 'approve'] as const;
+/** Whether execution guardrails only log or also refuse. */
+export const ENFORCEMENT_MODES = ['log', 'enforce'] as const;
+/** What EIP-712 domains off the allowlist get. */
+export const EIP712_POLICIES = ['allow', 'deny'] as const;
+/** The condition types of an approval rule (the reference's ConsensusCondition). */
+export const APPROVAL_CONDITION_TYPES = [
+  'value_above',
+  'chain_in',
+  'to_address_in',
+  'function_selector_in',
+  'erc20_amount_above',
+  'intent_type_in',
+  'action_in',
+  'action_kind_in',
+  'always',
+] as const;
+
+/** A per-chain override of the transaction limits; amounts are decimal strings. */
+export interface ChainGuardrail {
+  maxValue?: string;
+  dailyLimit?: string;
+  toAllowlist?: string[];
+  gasDailyBudgetNative?: string;
+}
+
+/** One condition of an approval rule; `type` says which other field it reads. */
+export interface ApprovalCondition {
+  type: (typeof APPROVAL_CONDITION_TYPES)[number];
+  thresholdWei?: string;
+  thresholdGwei?: number;
+  chains?: string[];
+  addresses?: string[];
+  selectors?: string[];
+  thresholdRaw?: string;
+  intentTypes?: string[];
+  actions?: string[];
+  actionKinds?: string[];
+}
+
+/** A consensus requirement of an approval rule. */
+export interface ApprovalRequirement {
+  minApprovals: number;
+  requiredRoles?: string[];
+  perRoleMinimums?: Record<string, number>;
+  requireCredentialTypes?: string[];
+}
+
+/** A rule that sends an agent's matching actions to humans (DECISIONS.md, consensus vocabulary). */
+export interface ApprovalRule {
+  conditions: ApprovalCondition[];
+  riskTier: number;
+  approval?: ApprovalRequirement;
+  expirySecs?: number;
+}
+
+/** The approval rules of an agent. */
+export interface ActionApprovalPolicy {
+  rules: ApprovalRule[];
+}
+
+/** The policy settings of an agent (spec §2.4); null means unset (no limit, no cap, from grants). */
+export interface AgentSettings {
+  scopes: string[] | null;
+  vaultIds: string[];
+  intentsApiEnabled: boolean;
+  messageSigningEnabled: boolean;
+  rawSigningEnabled: boolean;
+  executionIntentsEnabled: boolean;
+  proxyEnabled: boolean;
+  proxyConfig: Record<string, unknown> | null;
+  federationEnabled: boolean;
+  federationAudiences: string[];
+  federatedTokenTtlSeconds: number;
+  tokenTtlSeconds: number;
+  /** ISO 8601, as the caller sent it. */
+  apiKeyExpiresAt: string | null;
+  actionApprovalPolicy: ActionApprovalPolicy | null;
+  addressScreeningPolicy: { mode: (typeof SCREENING_MODES)[number] };
+  executionGuardrails: { enforcement: (typeof ENFORCEMENT_MODES)[number] };
+  perChainGuardrails: Record<string, ChainGuardrail>;
+  txMaxValueEth: string | null;
+  txDailyLimitEth: string | null;
+  txMaxPerDay: number | null;
+  maxFeePerGasGwei: number | null;
+  maxGasLimit: number | null;
+  txToAllowlist: string[];
+  txAllowedChains: string[];
+  eip712DomainAllowlist: string[];
+  eip712DefaultPolicy: (typeof EIP712_POLICIES)[number];
+  usdcDailyLimitUsd: number | null;
+  environment: AgentEnvironment;
+  envAutoResolve: boolean;
+  intentsRequireTee: boolean;
+  executionRequireTee: boolean;
+}
+
+/** The settings that may be null, i.e. cleared. */
+export type NullableSetting = {
+  [K in keyof AgentSettings]: null extends AgentSettings[K] ? K : never;
+}[keyof AgentSettings];
+
+/** An agent as identity's rules see it. */
+export interface Agent {
+  id: string;
+  orgId: string;
+  name: string;
+  description: string;
+  isActive: boolean;
+  createdBy: string;
+  createdAt: Date;
+  updatedAt: Date;
+  lastActiveAt: Date | null;
+  settings: AgentSettings;
+}
+
+/**
+ * What a create or update sets: absent fields stay as they are (on create: their defaults); a
+ * nullable setting given as null is cleared.
+ */
+export interface AgentChange {
+  name?: string;
+  description?: string;
+  /** Update only. */
+  isActive?: boolean;
+  settings: Partial<AgentSettings>;
+}
+
+/** The access claims of an agent token. */
+export interface AgentAccess {
+  scopes: string[];
+  vaultIds: string[];
+}
+
+/** A minted agent access token, as the exchange answers it. */
+export interface AgentToken {
+  token: string;
+  expiresIn: number;
+}
