@@ -1,5 +1,6 @@
 // Lint rules for the whole workspace. Beyond style, they hold the package boundaries of
 // CONVENTIONS.md: no import of another package's src/, no import cycles, no undeclared dependencies.
+// Boundaries are judged on resolved paths, not on import text: tools/lint-tests proves it.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
@@ -31,6 +32,9 @@ export default tseslint.config(
       'import-x/no-cycle': ['error', { ignoreExternal: true }],
       'import-x/no-extraneous-dependencies': ['error', { includeTypes: true }],
       'import-x/no-self-import': 'error',
+      // A relative import that resolves into another workspace package (`../../identity/src/x`
+      // from vault-crypto) is refused whatever its spelling; packages meet through their exports.
+      'import-x/no-relative-packages': 'error',
       'no-restricted-imports': [
         'error',
         {
