@@ -8,12 +8,9 @@ export const configShape = {
   ...natsConfigShape,
   REDIS_URL: env.url('Redis URL; token revocations are read there.', ['redis', 'rediss']),
   IDENTITY_ADDR: env
-    .address('host:port of the identity service (token signing keys, agents and org members).')
+    .address("host:port of the identity service (the keys that verify callers' tokens).")
     .default('127.0.0.1:50051'),
-  VAULT_CRYPTO_ADDR: env
-    .address('host:port of the vault-crypto service (who owns a vault).')
-    .default('127.0.0.1:50052'),
   GRPC_DEADLINE_MS: env
-    .int('Deadline of a call to a peer service, in milliseconds.', 100, 60000)
+    .int('Deadline of a call to identity for its token keys, in milliseconds.', 100, 60000)
     .default(5000),
 };

@@ -5,14 +5,15 @@ import { BillingServiceClient } from '@custos/proto/custos/billing/v1/service';
 import { PolicyServiceClient } from '@custos/proto/custos/policy/v1/service';
 import { VaultCryptoServiceService } from '@custos/proto/custos/vault_crypto/v1/service';
 import { createGrpcClient } from '@custos/service-kit';
-import { AccessControl } from './access/access-control.js';
-import { AuditTrail } from './access/audit-trail.js';
-import { OrgLimits } from './access/org-limits.js';
+import { AccessService } from './access/access-service.js';
+import { VaultCryptoAudit } from './audit/vault-crypto-audit.js';
 import { configShape } from './config.js';
 import { SCHEMA, outbox } from './db/schema.js';
 import { vaultCryptoGrpc } from './grpc/vault-crypto-grpc.js';
 import { OrgKeyRing } from './keys/org-key-ring.js';
 import { createKmsProvider } from './kms/kms-factory.js';
+import { BillingClient } from './peers/billing-client.js';
+import { PolicyClient } from './peers/policy-client.js';
 import { EnvService } from './secrets/env-service.js';
 import { SecretService } from './secrets/secret-service.js';
 import { SecretStore } from './secrets/secret-store.js';
@@ -59,10 +60,10 @@ runDataService({
       },
       rt.logger,
     );
-    const access = new AccessControl(policy);
-    const limits = new OrgLimits(billing);
+    const access = new AccessService(new PolicyClient(policy));
+    const limits = new BillingClient(billing);
     const vaultStore = new VaultStore(db);
-    const audit = new AuditTrail(db, rt.logger);
+    const audit = new VaultCryptoAudit(db, rt.logger);
     const vaults = new VaultService(vaultStore, access, limits, ring, audit);
     const secrets = new SecretService(
       { vaults: vaultStore, secrets: new SecretStore(db), access, limits, ring, audit, logger: rt.logger },

@@ -2,18 +2,12 @@ import net from 'node:net';
 import { InvalidArgumentError } from '@custos/service-kit';
 import type { Conditions, PrincipalType, TimeWindow } from './grant-types.js';
 
-const CONDITION_KEYS = new Set(['ip_cidrs', 'time_window', 'environment_in']);
-const WINDOW_KEYS = new Set(['start', 'end', 'timezone', 'days']);
 /** Weekday names of `time_window.days`, Monday first. */
 export const WEEKDAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
 const CLOCK = /^([01]\d|2[0-3]):([0-5]\d)$/;
 const MAX_CIDRS = 100;
 const MAX_ENVIRONMENTS = 20;
 const ENVIRONMENT = /^[A-Za-z0-9_.-]{1,64}$/;
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** Strips the IPv4-mapped IPv6 prefix so one client has one spelling. */
 export function normalizeIp(ip: string): string {
@@ -109,106 +103,80 @@ export function conditionsHold(
   c: Conditions,
   facts: { clientIp?: string | undefined; environment?: string | undefined; now: Date },
 ): boolean {
-  if (c.ip_cidrs && !ipInCidrs(facts.clientIp, c.ip_cidrs)) return false;
-  if (c.time_window && !inTimeWindow(c.time_window, facts.now)) return false;
-  if (
-    c.environment_in &&
-    (facts.environment === undefined || !c.environment_in.includes(facts.environment))
-  ) {
+  if (c.ipCidrs && !ipInCidrs(facts.clientIp, c.ipCidrs)) return false;
+  if (c.timeWindow && !inTimeWindow(c.timeWindow, facts.now)) return false;
+  if (c.environmentIn && (facts.environment === undefined || !c.environmentIn.includes(facts.environment))) {
     return false;
   }
   return true;
 }
 
-function stringList(v: unknown, field: string, max: number): string[] {
-  if (!Array.isArray(v) || v.length === 0 || v.length > max) {
+function list(v: readonly string[], field: string, max: number): string[] {
+  if (v.length === 0 || v.length > max) {
     throw new InvalidArgumentError(field, `${field} must be a list of 1 to ${max} strings`);
   }
-  for (const s of v) {
-    if (typeof s !== 'string') throw new InvalidArgumentError(field, `${field} must hold only strings`);
-  }
-  return [...new Set(v as string[])];
+  return [...new Set(v)];
 }
 
-function parseTimeWindow(v: unknown): TimeWindow {
+function checkTimeWindow(w: TimeWindow): TimeWindow {
   const field = 'conditions.time_window';
-  if (!isObject(v)) {
-    throw new InvalidArgumentError(field, `${field} must be an object {start, end, timezone?, days?}`);
-  }
-  for (const k of Object.keys(v)) {
-    if (!WINDOW_KEYS.has(k))
-      throw new InvalidArgumentError(`${field}.${k}`, `${field}.${k} is not a field of a time window`);
-  }
   const clock = (k: 'start' | 'end') => {
-    const s = v[k];
-    if (typeof s !== 'string' || !CLOCK.test(s)) {
+    if (!CLOCK.test(w[k])) {
       throw new InvalidArgumentError(
         `${field}.${k}`,
         `${field}.${k} must be a time of day HH:MM (00:00 to 23:59)`,
       );
     }
-    return s;
+    return w[k];
   };
   const out: TimeWindow = { start: clock('start'), end: clock('end') };
   if (out.start === out.end) {
     throw new InvalidArgumentError(`${field}.end`, `${field}.end must differ from ${field}.start`);
   }
-  const tz = v['timezone'];
-  if (tz !== undefined && tz !== null) {
-    if (typeof tz !== 'string' || tz.length > 64 || !isTimeZone(tz)) {
+  if (w.timezone !== undefined) {
+    if (w.timezone.length > 64 || !isTimeZone(w.timezone)) {
       throw new InvalidArgumentError(
         `${field}.timezone`,
         `${field}.timezone must be an IANA time zone, e.g. Europe/Berlin`,
       );
     }
-    out.timezone = tz;
+    out.timezone = w.timezone;
   }
-  const days = v['days'];
-  if (days !== undefined && days !== null) {
-    const list = stringList(days, `${field}.days`, 7);
-    if (!list.every((d) => (WEEKDAYS as readonly string[]).includes(d))) {
+  if (w.days !== undefined) {
+    const days = list(w.days, `${field}.days`, 7);
+    if (!days.every((d) => (WEEKDAYS as readonly string[]).includes(d))) {
       throw new InvalidArgumentError(
         `${field}.days`,
         `${field}.days must name weekdays ${WEEKDAYS.join(', ')}`,
       );
     }
-    out.days = WEEKDAYS.filter((d) => list.includes(d));
+    out.days = WEEKDAYS.filter((d) => days.includes(d));
   }
   return out;
 }
 
 /**
- * Validates a grant's `conditions`, naming the first refused member with its dotted path. Null
- * or absent means no conditions. `environment_in` scopes agents; a user has no environment.
+ * Checks a grant's conditions and normalises them (duplicates dropped, weekdays in order), naming
+ * the first refused one with its dotted path. `environment_in` scopes agents; a user has none.
  */
-export function parseConditions(v: unknown, principalType: PrincipalType): Conditions {
-  if (v === undefined || v === null) return {};
-  if (!isObject(v)) throw new InvalidArgumentError('conditions', 'conditions must be a JSON object');
-  for (const k of Object.keys(v)) {
-    if (!CONDITION_KEYS.has(k)) {
-      throw new InvalidArgumentError(
-        `conditions.${k}`,
-        `conditions.${k} is not a supported condition (ip_cidrs, time_window, environment_in)`,
-      );
-    }
-  }
+export function checkConditions(c: Conditions | undefined, principalType: PrincipalType): Conditions {
   const out: Conditions = {};
-  if (v['ip_cidrs'] !== undefined && v['ip_cidrs'] !== null) {
+  if (!c) return out;
+  if (c.ipCidrs !== undefined) {
     const field = 'conditions.ip_cidrs';
-    const list = stringList(v['ip_cidrs'], field, MAX_CIDRS);
-    for (const c of list) {
-      if (!parseCidr(c)) {
+    const cidrs = list(c.ipCidrs, field, MAX_CIDRS);
+    for (const cidr of cidrs) {
+      if (!parseCidr(cidr)) {
         throw new InvalidArgumentError(
           field,
-          `${field}: "${c.slice(0, 64)}" is not an IPv4/IPv6 address or CIDR`,
+          `${field}: "${cidr.slice(0, 64)}" is not an IPv4/IPv6 address or CIDR`,
         );
       }
     }
-    out.ip_cidrs = list;
+    out.ipCidrs = cidrs;
   }
-  if (v['time_window'] !== undefined && v['time_window'] !== null)
-    out.time_window = parseTimeWindow(v['time_window']);
-  if (v['environment_in'] !== undefined && v['environment_in'] !== null) {
+  if (c.timeWindow !== undefined) out.timeWindow = checkTimeWindow(c.timeWindow);
+  if (c.environmentIn !== undefined) {
     const field = 'conditions.environment_in';
     if (principalType !== 'agent') {
       throw new InvalidArgumentError(
@@ -216,14 +184,37 @@ export function parseConditions(v: unknown, principalType: PrincipalType): Condi
         `${field} applies to agent grants only (a user has no environment)`,
       );
     }
-    const list = stringList(v['environment_in'], field, MAX_ENVIRONMENTS);
-    if (!list.every((e) => ENVIRONMENT.test(e))) {
+    const envs = list(c.environmentIn, field, MAX_ENVIRONMENTS);
+    if (!envs.every((e) => ENVIRONMENT.test(e))) {
       throw new InvalidArgumentError(
         field,
         `${field} must hold environment names (letters, digits, . _ -; 1 to 64)`,
       );
     }
-    out.environment_in = list;
+    out.environmentIn = envs;
   }
   return out;
+}
+
+/** The JSON a grant's conditions are stored and announced in (`{ip_cidrs?, time_window?, environment_in?}`). */
+export function conditionsJson(c: Conditions): Record<string, unknown> {
+  return {
+    ...(c.ipCidrs ? { ip_cidrs: [...c.ipCidrs] } : {}),
+    ...(c.timeWindow ? { time_window: { ...c.timeWindow } } : {}),
+    ...(c.environmentIn ? { environment_in: [...c.environmentIn] } : {}),
+  };
+}
+
+/** The conditions of their stored JSON (written by `conditionsJson`). */
+export function conditionsOfJson(json: unknown): Conditions {
+  const j = (json ?? {}) as {
+    ip_cidrs?: string[];
+    time_window?: TimeWindow;
+    environment_in?: string[];
+  };
+  return {
+    ...(j.ip_cidrs ? { ipCidrs: j.ip_cidrs } : {}),
+    ...(j.time_window ? { timeWindow: j.time_window } : {}),
+    ...(j.environment_in ? { environmentIn: j.environment_in } : {}),
+  };
 }

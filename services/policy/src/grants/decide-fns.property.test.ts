@@ -60,8 +60,8 @@ const grantsArb = fc.array(grantArb, { maxLength: 8 }).map((gs) =>
       secretPathPattern: g.secretPathPattern,
       permissions: g.permissions,
       conditions: {
-        ...(g.ipCidrs ? { ip_cidrs: g.ipCidrs } : {}),
-        ...(g.environmentIn ? { environment_in: g.environmentIn } : {}),
+        ...(g.ipCidrs ? { ipCidrs: g.ipCidrs } : {}),
+        ...(g.environmentIn ? { environmentIn: g.environmentIn } : {}),
       },
       effect: g.effect,
       priority: g.priority,
@@ -98,12 +98,12 @@ function refDecide(grants: readonly Grant[], r: DecisionRequest): Decision {
       (g.expiresAt === null || g.expiresAt > r.now) &&
       g.permissions.includes(r.permission) &&
       refMatch(g.secretPathPattern.split('/'), r.path.split('/')) &&
-      (!g.conditions.ip_cidrs ||
-        g.conditions.ip_cidrs.some(
+      (!g.conditions.ipCidrs ||
+        g.conditions.ipCidrs.some(
           (c) => r.clientIp !== undefined && r.clientIp.startsWith(CIDR_PREFIX[c]!),
         )) &&
-      (!g.conditions.environment_in ||
-        (r.environment !== undefined && g.conditions.environment_in.includes(r.environment))),
+      (!g.conditions.environmentIn ||
+        (r.environment !== undefined && g.conditions.environmentIn.includes(r.environment))),
   );
   if (applicable.length === 0) return { allowed: false, policyId: '', reason: 'no_match' };
   const top = Math.max(...applicable.map((g) => g.priority));

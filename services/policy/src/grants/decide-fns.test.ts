@@ -51,8 +51,8 @@ describe('decide', () => {
       grant({ permissions: ['write'] }),
       grant({ secretPathPattern: 'dev/*' }),
       grant({ expiresAt: NOW }),
-      grant({ conditions: { ip_cidrs: ['192.168.0.0/16'] } }),
-      grant({ conditions: { environment_in: ['preview'] } }),
+      grant({ conditions: { ipCidrs: ['192.168.0.0/16'] } }),
+      grant({ conditions: { environmentIn: ['preview'] } }),
     ];
     expect(decide(others, request())).toMatchObject({ allowed: false, reason: 'no_match' });
   });
@@ -64,7 +64,7 @@ describe('decide', () => {
     });
   });
   it('allows with the matching grant', () => {
-    const g = grant({ secretPathPattern: 'prod/*', conditions: { ip_cidrs: ['10.0.0.0/8'] } });
+    const g = grant({ secretPathPattern: 'prod/*', conditions: { ipCidrs: ['10.0.0.0/8'] } });
     expect(decide([g], request())).toEqual({ allowed: true, policyId: g.id, reason: 'allow' });
   });
   it('lets deny win at equal priority, and a higher priority win over either', () => {
@@ -89,7 +89,7 @@ describe('decide', () => {
   it('ignores an expired deny and a deny whose conditions do not hold', () => {
     const allow = grant();
     const expired = grant({ effect: 'deny', expiresAt: new Date(NOW.getTime() - 1) });
-    const elsewhere = grant({ effect: 'deny', conditions: { ip_cidrs: ['192.168.0.0/16'] } });
+    const elsewhere = grant({ effect: 'deny', conditions: { ipCidrs: ['192.168.0.0/16'] } });
     expect(decide([allow, expired, elsewhere], request())).toMatchObject({
       allowed: true,
       policyId: allow.id,

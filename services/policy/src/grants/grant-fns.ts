@@ -1,42 +1,37 @@
 import { InvalidArgumentError, isUuid } from '@custos/service-kit';
-import { parseConditions } from './condition-fns.js';
+import { checkConditions, conditionsJson } from './condition-fns.js';
 import {
-  type Conditions,
+  CLEARABLE_FIELDS,
+  type ClearableField,
   EFFECTS,
   type Effect,
-  type Grant,
+  type GrantChange,
+  type GrantChangeRequest,
+  type GrantInput,
+  type GrantRecord,
+  type GrantRequest,
   PERMISSIONS,
   PRINCIPAL_TYPES,
   type Permission,
   type PrincipalType,
 } from './grant-types.js';
 
+// The gateway checks the shape of a request (types, required and unknown fields) before any RPC;
+// these functions hold the rules of a grant's values, and re-check enums and ranges cheaply so a
+// direct caller cannot store what the gateway would refuse.
+
 const LITERAL_SEGMENT = /^[A-Za-z0-9_-]+$/;
 const MAX_PATTERN = 512;
 /** The highest priority a grant may have (the lowest is 0, the default). */
 export const MAX_PRIORITY = 1_000_000;
-
-const CREATE_FIELDS = new Set([
-  'secret_path_pattern',
-  'principal_type',
-  'principal_id',
-  'permissions',
-  'conditions',
-  'effect',
-  'priority',
-  'expires_at',
-]);
-const IMMUTABLE_FIELDS = new Set(['principal_type', 'principal_id']);
 
 /**
  * A secret-path glob (DECISIONS.md): `/`-separated segments, each `*` (one segment), `**` (zero
  * or more) or a literal of the characters a secret path allows. A `*` inside a literal such as
  * `db-*` is refused rather than silently matched as text.
  */
-export function secretPathPattern(v: unknown, field = 'secret_path_pattern'): string {
-  if (typeof v !== 'string' || v.length === 0) {
-    throw new InvalidArgumentError(field, `${field} is required and must be a non-empty string`);
-  }
+export function secretPathPattern(v: string, field = 'secret_path_pattern'): string {
+  if (v.length === 0) throw new InvalidArgumentError(field, `${field} must not be empty`);
   if (v.length > MAX_PATTERN)
     throw new InvalidArgumentError(field, `${field} must be at most ${MAX_PATTERN} characters`);
   for (const seg of v.split('/')) {
@@ -50,52 +45,49 @@ export function secretPathPattern(v: unknown, field = 'secret_path_pattern'): st
   return v;
 }
 
-function principalType(v: unknown): PrincipalType {
-  if (typeof v !== 'string' || !(PRINCIPAL_TYPES as readonly string[]).includes(v)) {
+function principalType(v: string): PrincipalType {
+  if (!(PRINCIPAL_TYPES as readonly string[]).includes(v)) {
     throw new InvalidArgumentError('principal_type', 'principal_type must be user or agent');
   }
   return v as PrincipalType;
 }
 
-function principalId(v: unknown): string {
-  if (typeof v !== 'string' || !isUuid(v))
-    throw new InvalidArgumentError('principal_id', 'principal_id must be a UUID');
+function principalId(v: string): string {
+  if (!isUuid(v)) throw new InvalidArgumentError('principal_id', 'principal_id must be a UUID');
   return v.toLowerCase();
 }
 
 /** A non-empty subset of read/write, deduplicated in canonical order. */
-export function permissions(v: unknown): Permission[] {
-  if (!Array.isArray(v) || v.length === 0) {
+export function permissions(v: readonly string[]): Permission[] {
+  if (v.length === 0) {
     throw new InvalidArgumentError('permissions', 'permissions must be a non-empty list of read, write');
   }
-  for (const p of v) {
-    if (typeof p !== 'string' || !(PERMISSIONS as readonly string[]).includes(p)) {
-      throw new InvalidArgumentError('permissions', 'permissions may hold only read and write');
-    }
+  if (!v.every((p) => (PERMISSIONS as readonly string[]).includes(p))) {
+    throw new InvalidArgumentError('permissions', 'permissions may hold only read and write');
   }
   return PERMISSIONS.filter((p) => v.includes(p));
 }
 
-function effect(v: unknown): Effect {
-  if (v === undefined || v === null) return 'allow';
-  if (typeof v !== 'string' || !(EFFECTS as readonly string[]).includes(v)) {
+function effect(v: string | undefined): Effect {
+  if (v === undefined) return 'allow';
+  if (!(EFFECTS as readonly string[]).includes(v)) {
     throw new InvalidArgumentError('effect', 'effect must be allow or deny');
   }
   return v as Effect;
 }
 
-function priority(v: unknown): number {
-  if (v === undefined || v === null) return 0;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > MAX_PRIORITY) {
+function priority(v: number | undefined): number {
+  if (v === undefined) return 0;
+  if (!Number.isInteger(v) || v < 0 || v > MAX_PRIORITY) {
     throw new InvalidArgumentError('priority', `priority must be an integer from 0 to ${MAX_PRIORITY}`);
   }
   return v;
 }
 
-/** An optional ISO 8601 date-time in the future; null clears. */
-export function expiresAt(v: unknown, now: Date, field = 'expires_at'): Date | null {
-  if (v === undefined || v === null) return null;
-  if (typeof v !== 'string' || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/.test(v) || Number.isNaN(Date.parse(v))) {
+/** An optional RFC 3339 date-time in the future; absent means never. */
+export function expiresAt(v: string | undefined, now: Date, field = 'expires_at'): Date | null {
+  if (v === undefined) return null;
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/.test(v) || Number.isNaN(Date.parse(v))) {
     throw new InvalidArgumentError(field, `${field} must be an ISO 8601 date-time`);
   }
   const t = new Date(v);
@@ -103,111 +95,91 @@ export function expiresAt(v: unknown, now: Date, field = 'expires_at'): Date | n
   return t;
 }
 
-/** The fields of a new grant, validated. */
-export interface GrantInput {
-  secretPathPattern: string;
-  principalType: PrincipalType;
-  principalId: string;
-  permissions: Permission[];
-  conditions: Conditions;
-  effect: Effect;
-  priority: number;
-  expiresAt: Date | null;
-}
-
-/** The fields a partial update changes; absent ones keep their value. */
-export type GrantChange = Partial<Omit<GrantInput, 'principalType' | 'principalId'>>;
-
-function refuseUnknown(fields: Record<string, unknown>): void {
-  for (const k of Object.keys(fields)) {
-    if (!CREATE_FIELDS.has(k)) throw new InvalidArgumentError(k, `${k} is not a field of a policy`);
-  }
-}
-
-/** Validates a create body field by field, naming the first refused one. */
-export function parseGrantInput(fields: Record<string, unknown>, now: Date): GrantInput {
-  refuseUnknown(fields);
-  const type = principalType(fields['principal_type']);
+/** Checks a new grant field by field, naming the first refused one, and fills the defaults. */
+export function checkGrantInput(r: GrantRequest, now: Date): GrantInput {
+  const type = principalType(r.principalType);
   return {
-    secretPathPattern: secretPathPattern(fields['secret_path_pattern']),
+    secretPathPattern: secretPathPattern(r.secretPathPattern),
     principalType: type,
-    principalId: principalId(fields['principal_id']),
-    permissions: permissions(fields['permissions']),
-    conditions: parseConditions(fields['conditions'], type),
-    effect: effect(fields['effect']),
-    priority: priority(fields['priority']),
-    expiresAt: expiresAt(fields['expires_at'], now),
+    principalId: principalId(r.principalId),
+    permissions: permissions(r.permissions),
+    conditions: checkConditions(r.conditions, type),
+    effect: effect(r.effect),
+    priority: priority(r.priority),
+    expiresAt: expiresAt(r.expiresAt, now),
   };
+}
+
+function clearedFields(cleared: readonly string[]): Set<ClearableField> {
+  for (const f of cleared) {
+    if (!(CLEARABLE_FIELDS as readonly string[]).includes(f)) {
+      throw new InvalidArgumentError(f, `${f} cannot be cleared; send a value instead`);
+    }
+  }
+  return new Set(cleared as ClearableField[]);
 }
 
 /**
- * Validates a partial update of a grant of `type`. The principal cannot change (a different
- * principal is a different grant: delete and create); an explicit null resets a field to its
- * default (no conditions, allow, priority 0, no expiry).
+ * Checks a partial update of a grant of `type`: present fields change, cleared ones go back to
+ * their default (no conditions, allow, priority 0, no expiry). The principal never changes (a
+ * different principal is a different grant: delete and create).
  */
-export function parseGrantChange(
-  fields: Record<string, unknown>,
-  type: PrincipalType,
-  now: Date,
-): GrantChange {
-  refuseUnknown(fields);
-  for (const k of IMMUTABLE_FIELDS) {
-    if (k in fields)
-      throw new InvalidArgumentError(k, `${k} cannot be changed; delete the policy and create another`);
-  }
-  const has = (k: string) => k in fields;
+export function checkGrantChange(r: GrantChangeRequest, type: PrincipalType, now: Date): GrantChange {
+  const cleared = clearedFields(r.cleared);
+  const set = (f: ClearableField, present: boolean) => {
+    if (present && cleared.has(f)) throw new InvalidArgumentError(f, `${f} cannot be both set and cleared`);
+    return present || cleared.has(f);
+  };
   return {
-    ...(has('secret_path_pattern')
-      ? { secretPathPattern: secretPathPattern(fields['secret_path_pattern']) }
+    ...(r.secretPathPattern !== undefined
+      ? { secretPathPattern: secretPathPattern(r.secretPathPattern) }
       : {}),
-    ...(has('permissions') ? { permissions: permissions(fields['permissions']) } : {}),
-    ...(has('conditions') ? { conditions: parseConditions(fields['conditions'], type) } : {}),
-    ...(has('effect') ? { effect: effect(fields['effect']) } : {}),
-    ...(has('priority') ? { priority: priority(fields['priority']) } : {}),
-    ...(has('expires_at') ? { expiresAt: expiresAt(fields['expires_at'], now) } : {}),
+    ...(r.permissions?.length ? { permissions: permissions(r.permissions) } : {}),
+    ...(set('conditions', r.conditions !== undefined)
+      ? { conditions: checkConditions(r.conditions, type) }
+      : {}),
+    ...(set('effect', r.effect !== undefined) ? { effect: effect(r.effect) } : {}),
+    ...(set('priority', r.priority !== undefined) ? { priority: priority(r.priority) } : {}),
+    ...(set('expires_at', r.expiresAt !== undefined) ? { expiresAt: expiresAt(r.expiresAt, now) } : {}),
   };
 }
 
-/** A stored grant with its bookkeeping. */
-export interface GrantRecord extends Grant {
-  orgId: string;
-  createdBy: string;
-  updatedAt: Date;
-}
-
-/** The grant as HTTP returns it (the reference's PolicyResponse plus `updated_at`). */
-export function grantView(g: GrantRecord): Record<string, unknown> {
+/** A grant's facts as its events and audit records carry them (a grant holds no secret). */
+function grantFacts(g: GrantRecord): Record<string, unknown> {
   return {
-    id: g.id,
     vault_id: g.vaultId,
     secret_path_pattern: g.secretPathPattern,
     principal_type: g.principalType,
     principal_id: g.principalId,
     permissions: [...g.permissions],
-    conditions: { ...g.conditions },
+    conditions: conditionsJson(g.conditions),
     effect: g.effect,
     priority: g.priority,
     expires_at: g.expiresAt?.toISOString() ?? null,
     created_by: g.createdBy,
-    created_by_type: 'user',
-    created_at: g.createdAt.toISOString(),
-    updated_at: g.updatedAt.toISOString(),
   };
 }
 
-/** What a policy event says: the grant's facts, never a secret (there is none in a grant). */
+/** What a `policy.*` event says (the event catalogue's payload). */
 export function grantEventData(g: GrantRecord, actorId: string, changed?: string[]): Record<string, unknown> {
-  const { created_by_type: _t, ...view } = grantView(g);
-  return { policy_id: g.id, ...view, actor_type: 'user', actor_id: actorId, ...(changed ? { changed } : {}) };
+  return {
+    policy_id: g.id,
+    id: g.id,
+    ...grantFacts(g),
+    created_at: g.createdAt.toISOString(),
+    updated_at: g.updatedAt.toISOString(),
+    actor_type: 'user',
+    actor_id: actorId,
+    ...(changed ? { changed } : {}),
+  };
 }
 
-/** What an audit record of a grant change says: the grant's facts (a grant holds no secret). */
-export function grantAuditMetadata(g: GrantRecord, changed?: string[]): Record<string, unknown> {
-  const { id: _id, created_at: _c, updated_at: _u, created_by_type: _t, ...view } = grantView(g);
-  return { ...view, ...(changed ? { changed } : {}) };
+/** The details of an audit record of a grant change. */
+export function grantAuditDetails(g: GrantRecord, changed?: string[]): Record<string, unknown> {
+  return { ...grantFacts(g), ...(changed ? { changed } : {}) };
 }
 
-/** The HTTP names of the fields a change touches, in a stable order. */
+/** The names of the fields a change touches, in a stable order (as events and audit name them). */
 export function changedFields(c: GrantChange): string[] {
   const names: Array<[keyof GrantChange, string]> = [
     ['secretPathPattern', 'secret_path_pattern'],

@@ -1,82 +1,66 @@
-import type { Principal, UserPrincipal } from '@custos/auth';
-import { writeAudit, writeEvent } from '@custos/events';
+import { type Principal, type UserPrincipal, isOrgAdmin, requireHuman } from '@custos/auth';
+import { writeEvent } from '@custos/events';
 import { InvalidArgumentError, NotFoundError, PermissionDeniedError, isUuid } from '@custos/service-kit';
+import { grantAudit, writePolicyAudit } from '../audit/policy-audit.js';
 import { outbox } from '../db/schema.js';
 import { agentScopes, decide } from './decide-fns.js';
-import {
-  type GrantRecord,
-  changedFields,
-  grantAuditMetadata,
-  grantEventData,
-  grantView,
-  parseGrantChange,
-  parseGrantInput,
-} from './grant-fns.js';
-import type { GrantPeers, VaultOwner } from './grant-peers.js';
+import { changedFields, checkGrantChange, checkGrantInput, grantEventData } from './grant-fns.js';
 import type { GrantStore } from './grant-store.js';
-import { type Decision, PERMISSIONS, type Permission } from './grant-types.js';
-
-/** The audit record of a change to a grant (written in the change's transaction). */
-function grantAudit(caller: UserPrincipal, action: string, g: GrantRecord, changed?: string[]) {
-  return {
-    orgId: g.orgId,
-    actorType: 'user' as const,
-    actorId: caller.userId,
-    action,
-    resourceType: 'policy',
-    resourceId: g.id,
-    metadata: grantAuditMetadata(g, changed),
-  };
-}
-
-/** A vault whose grants the caller may manage, with the caller. */
-interface Managed {
-  caller: UserPrincipal;
-  vault: VaultOwner;
-}
+import {
+  type Decision,
+  type GrantChangeRequest,
+  type GrantRecord,
+  type GrantRequest,
+  PERMISSIONS,
+  type Permission,
+  type VaultFacts,
+} from './grant-types.js';
 
 /**
  * Grants (SPEC §2.3) and access decisions. Managing a vault's grants is for humans only: an owner
- * or admin of the vault's org, or the user who created the vault. Each change writes its
- * `policy.*` event and its `policy.*` audit record in the same transaction.
+ * or admin of the vault's org, or the user who created the vault. Who owns the vault and whether a
+ * grant's principal is in the org arrive as facts in the request (see VaultFacts): this service
+ * calls no other. Each change writes its `policy.*` event and its `policy.*` audit record in the
+ * same transaction.
  */
 export class GrantService {
   constructor(
     private readonly store: GrantStore,
-    private readonly peers: GrantPeers,
     private readonly clock: () => Date = () => new Date(),
   ) {}
 
-  private async manage(p: Principal, vaultId: string): Promise<Managed> {
-    if (p.kind !== 'user') throw new PermissionDeniedError('agents may not manage policies');
-    if (!isUuid(vaultId)) throw new NotFoundError('vault', vaultId);
-    const vault = await this.peers.vault(vaultId.toLowerCase());
-    if (vault.orgId !== p.orgId) throw new NotFoundError('vault', vaultId);
+  private manage(p: Principal, vault: VaultFacts): UserPrincipal {
+    requireHuman(p, 'manage policies');
+    if (!isUuid(vault.vaultId) || vault.orgId !== p.orgId) throw new NotFoundError('vault', vault.vaultId);
     if (vault.isSystem) throw new PermissionDeniedError('system vaults have no policies');
     const creator = vault.createdByType === 'user' && vault.createdBy === p.userId;
-    if (!creator && p.role !== 'owner' && p.role !== 'admin') {
+    if (!creator && !isOrgAdmin(p)) {
       throw new PermissionDeniedError(
         'only an org owner or admin, or the vault creator, may manage its policies',
       );
     }
-    return { caller: p, vault };
+    return p;
   }
 
-  /** Adds a grant on a vault; its principal must be a member or an agent of the vault's org. */
+  /**
+   * Adds a grant on a vault; its principal must be a member or an agent of the vault's org
+   * (`principalInOrg`, as identity told the caller).
+   */
   async create(
     p: Principal,
-    vaultId: string,
-    fields: Record<string, unknown>,
-  ): Promise<Record<string, unknown>> {
-    const { caller, vault } = await this.manage(p, vaultId);
-    const input = parseGrantInput(fields, this.clock());
-    if (!(await this.peers.principalExists(input.principalType, input.principalId))) {
+    vault: VaultFacts,
+    request: GrantRequest,
+    principalInOrg: boolean,
+  ): Promise<GrantRecord> {
+    const caller = this.manage(p, vault);
+    const input = checkGrantInput(request, this.clock());
+    if (!principalInOrg) {
       throw new InvalidArgumentError(
         'principal_id',
         `principal_id does not name ${input.principalType === 'agent' ? 'an agent' : 'a member'} of this org`,
       );
     }
-    const g = await this.store.transaction(async (tx) => {
+    return this.store.transaction(async (tx) => {
       const row = await this.store.insert(
         { ...input, orgId: vault.orgId, vaultId: vault.vaultId, createdBy: caller.userId },
         tx,
@@ -86,37 +70,36 @@ export class GrantService {
         orgId: row.orgId,
         data: grantEventData(row, caller.userId),
       });
-      await writeAudit(tx, outbox, grantAudit(caller, 'policy.created', row));
+      await writePolicyAudit(tx, grantAudit(caller, 'policy.created', row));
       return row;
     });
-    return grantView(g);
   }
 
   /** A vault's grants, expired ones included, oldest first. */
-  async list(p: Principal, vaultId: string): Promise<Record<string, unknown>[]> {
-    const { vault } = await this.manage(p, vaultId);
-    return (await this.store.listByVault(vault.vaultId)).map(grantView);
+  async list(p: Principal, vault: VaultFacts): Promise<GrantRecord[]> {
+    this.manage(p, vault);
+    return this.store.listByVault(vault.vaultId);
   }
 
-  private async existing(vault: VaultOwner, policyId: string): Promise<GrantRecord> {
+  private async existing(vault: VaultFacts, policyId: string): Promise<GrantRecord> {
     const g = isUuid(policyId) ? await this.store.get(vault.vaultId, policyId.toLowerCase()) : undefined;
     if (!g) throw new NotFoundError('policy', policyId);
     return g;
   }
 
-  /** Changes the fields present. */
+  /** Changes the fields present and resets the cleared ones. */
   async update(
     p: Principal,
-    vaultId: string,
+    vault: VaultFacts,
     policyId: string,
-    fields: Record<string, unknown>,
-  ): Promise<Record<string, unknown>> {
-    const { caller, vault } = await this.manage(p, vaultId);
+    request: GrantChangeRequest,
+  ): Promise<GrantRecord> {
+    const caller = this.manage(p, vault);
     const before = await this.existing(vault, policyId);
-    const change = parseGrantChange(fields, before.principalType, this.clock());
+    const change = checkGrantChange(request, before.principalType, this.clock());
     const changed = changedFields(change);
-    if (changed.length === 0) return grantView(before);
-    const g = await this.store.transaction(async (tx) => {
+    if (changed.length === 0) return before;
+    return this.store.transaction(async (tx) => {
       const row = await this.store.update(vault.vaultId, before.id, change, tx);
       if (!row) throw new NotFoundError('policy', policyId);
       await writeEvent(tx, outbox, {
@@ -124,15 +107,14 @@ export class GrantService {
         orgId: row.orgId,
         data: grantEventData(row, caller.userId, changed),
       });
-      await writeAudit(tx, outbox, grantAudit(caller, 'policy.updated', row, changed));
+      await writePolicyAudit(tx, grantAudit(caller, 'policy.updated', row, changed));
       return row;
     });
-    return grantView(g);
   }
 
   /** Removes a grant. */
-  async delete(p: Principal, vaultId: string, policyId: string): Promise<void> {
-    const { caller, vault } = await this.manage(p, vaultId);
+  async delete(p: Principal, vault: VaultFacts, policyId: string): Promise<void> {
+    const caller = this.manage(p, vault);
     const before = await this.existing(vault, policyId);
     await this.store.transaction(async (tx) => {
       const row = await this.store.delete(vault.vaultId, before.id, tx);
@@ -142,7 +124,7 @@ export class GrantService {
         orgId: row.orgId,
         data: grantEventData(row, caller.userId),
       });
-      await writeAudit(tx, outbox, grantAudit(caller, 'policy.deleted', row));
+      await writePolicyAudit(tx, grantAudit(caller, 'policy.deleted', row));
     });
   }
 

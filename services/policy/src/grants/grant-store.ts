@@ -1,8 +1,15 @@
 import { and, asc, eq, gt, isNull, or } from 'drizzle-orm';
 import type { Database, Transaction } from '@custos/service-kit';
 import { grants } from '../db/schema.js';
-import type { GrantChange, GrantInput, GrantRecord } from './grant-fns.js';
-import type { Conditions, Effect, Permission, PrincipalType } from './grant-types.js';
+import { conditionsJson, conditionsOfJson } from './condition-fns.js';
+import type {
+  Effect,
+  GrantChange,
+  GrantInput,
+  GrantRecord,
+  Permission,
+  PrincipalType,
+} from './grant-types.js';
 
 type Row = typeof grants.$inferSelect;
 type Db = Database | Transaction;
@@ -16,7 +23,7 @@ function toRecord(r: Row): GrantRecord {
     principalType: r.principalType as PrincipalType,
     principalId: r.principalId,
     permissions: r.permissions as Permission[],
-    conditions: (r.conditions ?? {}) as Conditions,
+    conditions: conditionsOfJson(r.conditions),
     effect: r.effect as Effect,
     priority: r.priority,
     expiresAt: r.expiresAt,
@@ -42,7 +49,10 @@ export class GrantStore {
     row: GrantInput & { orgId: string; vaultId: string; createdBy: string },
     tx: Db = this.db,
   ): Promise<GrantRecord> {
-    const [r] = await tx.insert(grants).values(row).returning();
+    const [r] = await tx
+      .insert(grants)
+      .values({ ...row, conditions: conditionsJson(row.conditions) })
+      .returning();
     return toRecord(r!);
   }
 
@@ -74,7 +84,11 @@ export class GrantStore {
   ): Promise<GrantRecord | undefined> {
     const [r] = await tx
       .update(grants)
-      .set({ ...change, updatedAt: new Date() })
+      .set({
+        ...change,
+        ...(change.conditions ? { conditions: conditionsJson(change.conditions) } : {}),
+        updatedAt: new Date(),
+      })
       .where(and(eq(grants.id, id), eq(grants.vaultId, vaultId)))
       .returning();
     return r ? toRecord(r) : undefined;

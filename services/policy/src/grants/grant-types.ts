@@ -27,11 +27,11 @@ export interface TimeWindow {
 /** The conditions a grant applies under; every present one must hold. */
 export interface Conditions {
   /** The client's address must lie in one of these CIDRs (or be one of these addresses). */
-  ip_cidrs?: string[];
+  ipCidrs?: string[];
   /** The request must fall inside this window. */
-  time_window?: TimeWindow;
+  timeWindow?: TimeWindow;
   /** The agent's `environment` claim must be one of these. */
-  environment_in?: string[];
+  environmentIn?: string[];
 }
 
 /** A grant as the rules see it. */
@@ -48,6 +48,79 @@ export interface Grant {
   expiresAt: Date | null;
   createdAt: Date;
 }
+
+/** A grant as stored, with its bookkeeping. */
+export interface GrantRecord extends Grant {
+  orgId: string;
+  createdBy: string;
+  updatedAt: Date;
+}
+
+/**
+ * Who owns a vault, as vault-crypto's DescribeVault told the gateway, which asked with the
+ * caller's token. The policy service calls no other service (the call graph stays a DAG:
+ * gateway → {identity, vault-crypto, policy}, vault-crypto → policy, identity → policy); it trusts
+ * these facts from its callers, as the mTLS caller allow-lists will make explicit.
+ */
+export interface VaultFacts {
+  vaultId: string;
+  orgId: string;
+  createdBy: string;
+  /** `user`, `agent` or `system`. */
+  createdByType: string;
+  isSystem: boolean;
+}
+
+/** A new grant as a caller asks for it (unchecked; see `checkGrantInput`). */
+export interface GrantRequest {
+  secretPathPattern: string;
+  principalType: string;
+  principalId: string;
+  permissions: readonly string[];
+  /** Absent or empty: unconditional. */
+  conditions?: Conditions | undefined;
+  /** Absent: `allow`. */
+  effect?: string | undefined;
+  /** Absent: 0. */
+  priority?: number | undefined;
+  /** RFC 3339; absent: never expires. */
+  expiresAt?: string | undefined;
+}
+
+/** The fields of a grant that a partial update may reset to their default. */
+export const CLEARABLE_FIELDS = ['conditions', 'effect', 'priority', 'expires_at'] as const;
+/** A field a partial update may reset. */
+export type ClearableField = (typeof CLEARABLE_FIELDS)[number];
+
+/**
+ * A partial update as a caller asks for it (unchecked; see `checkGrantChange`): absent fields
+ * keep their value, `cleared` ones go back to their default.
+ */
+export interface GrantChangeRequest {
+  secretPathPattern?: string | undefined;
+  /** Absent or empty: unchanged. */
+  permissions?: readonly string[] | undefined;
+  conditions?: Conditions | undefined;
+  effect?: string | undefined;
+  priority?: number | undefined;
+  expiresAt?: string | undefined;
+  cleared: readonly string[];
+}
+
+/** The checked fields of a new grant. */
+export interface GrantInput {
+  secretPathPattern: string;
+  principalType: PrincipalType;
+  principalId: string;
+  permissions: Permission[];
+  conditions: Conditions;
+  effect: Effect;
+  priority: number;
+  expiresAt: Date | null;
+}
+
+/** The checked fields a partial update changes; absent ones keep their value. */
+export type GrantChange = Partial<Omit<GrantInput, 'principalType' | 'principalId'>>;
 
 /** What a decision is about: who asks, from where, when, for what. */
 export interface DecisionRequest {

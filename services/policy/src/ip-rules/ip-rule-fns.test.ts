@@ -1,9 +1,10 @@
 import { CustosError } from '@custos/service-kit';
-import { MAX_DESCRIPTION, parseIpRuleInput } from './ip-rule-fns';
+import { MAX_DESCRIPTION, checkIpRuleInput } from './ip-rule-fns';
+import type { IpRuleRequest } from './ip-rule-types';
 
-function refusal(fields: Record<string, unknown>): { field?: string; kind: string } {
+function refusal(r: IpRuleRequest): { field?: string; kind: string } {
   try {
-    parseIpRuleInput(fields);
+    checkIpRuleInput(r);
   } catch (err) {
     if (err instanceof CustosError) return { kind: err.kind, field: err.field };
     throw err;
@@ -11,31 +12,29 @@ function refusal(fields: Record<string, unknown>): { field?: string; kind: strin
   throw new Error('accepted');
 }
 
-describe('parseIpRuleInput', () => {
-  it('normalises the network and defaults the description', () => {
-    expect(parseIpRuleInput({ cidr: '10.1.2.3/8', rule_type: 'allow' })).toEqual({
+describe('checkIpRuleInput', () => {
+  it('normalises the network', () => {
+    expect(checkIpRuleInput({ cidr: '10.1.2.3/8', ruleType: 'allow', description: '' })).toEqual({
       cidr: '10.0.0.0/8',
       ruleType: 'allow',
       description: '',
     });
+    expect(checkIpRuleInput({ cidr: '2001:DB8::1', ruleType: 'block', description: 'x' }).cidr).toBe(
+      '2001:db8::1/128',
+    );
   });
 
-  it('reads the reference name deny as block', () => {
-    expect(parseIpRuleInput({ cidr: '::1', rule_type: 'deny', description: 'x' }).ruleType).toBe('block');
-  });
-
+  // The gateway refuses wrong types, unknown fields and reads `deny` as `block`; these are the
+  // rules a direct caller meets.
   it.each([
-    [{ rule_type: 'allow' }, 'cidr'],
-    [{ cidr: 42, rule_type: 'allow' }, 'cidr'],
-    [{ cidr: '10.0.0.0/40', rule_type: 'allow' }, 'cidr'],
-    [{ cidr: 'x'.repeat(1000), rule_type: 'allow' }, 'cidr'],
-    [{ cidr: '10.0.0.0/8' }, 'rule_type'],
-    [{ cidr: '10.0.0.0/8', rule_type: 'Allow' }, 'rule_type'],
-    [{ cidr: '10.0.0.0/8', rule_type: 'allow', description: 5 }, 'description'],
-    [{ cidr: '10.0.0.0/8', rule_type: 'allow', description: 'd'.repeat(MAX_DESCRIPTION + 1) }, 'description'],
-    [{ cidr: '10.0.0.0/8', rule_type: 'allow', description: 'a\u0000b' }, 'description'],
-    [{ cidr: '10.0.0.0/8', rule_type: 'allow', label: 'office' }, 'label'],
-  ])('refuses %j naming %s', (fields, field) => {
-    expect(refusal(fields)).toEqual({ kind: 'invalid_argument', field });
+    [{ cidr: '', ruleType: 'allow', description: '' }, 'cidr'],
+    [{ cidr: '10.0.0.0/40', ruleType: 'allow', description: '' }, 'cidr'],
+    [{ cidr: 'x'.repeat(1000), ruleType: 'allow', description: '' }, 'cidr'],
+    [{ cidr: '10.0.0.0/8', ruleType: '', description: '' }, 'rule_type'],
+    [{ cidr: '10.0.0.0/8', ruleType: 'deny', description: '' }, 'rule_type'],
+    [{ cidr: '10.0.0.0/8', ruleType: 'allow', description: 'd'.repeat(MAX_DESCRIPTION + 1) }, 'description'],
+    [{ cidr: '10.0.0.0/8', ruleType: 'allow', description: 'a\u0000b' }, 'description'],
+  ])('refuses %j naming %s', (r, field) => {
+    expect(refusal(r)).toEqual({ kind: 'invalid_argument', field });
   });
 });

@@ -1,10 +1,5 @@
 import { InvalidArgumentError, normalizeCidr } from '@custos/service-kit';
-import type { IpRule } from '@custos/proto/custos/policy/v1/messages';
-
-/** The kinds of IP rule (SPEC §2.5). */
-export const RULE_TYPES = ['allow', 'block'] as const;
-/** `allow` or `block`. */
-export type RuleType = (typeof RULE_TYPES)[number];
+import type { IpRuleInput, IpRuleRequest, RuleType } from './ip-rule-types.js';
 
 /** The longest `description` accepted, in characters. */
 export const MAX_DESCRIPTION = 1000;
@@ -13,37 +8,15 @@ export const MAX_RULES_PER_ORG = 1000;
 // Longer than any IPv6 CIDR text; anything longer is refused before it is parsed.
 const MAX_CIDR_TEXT = 64;
 
-const FIELDS = new Set(['cidr', 'rule_type', 'description']);
-
-/** A validated new rule. */
-export interface IpRuleInput {
-  cidr: string;
-  ruleType: RuleType;
-  description: string;
-}
-
-/** A stored rule. */
-export interface IpRuleRecord extends IpRuleInput {
-  id: string;
-  orgId: string;
-  createdBy: string;
-  createdByType: 'user' | 'agent';
-  createdAt: Date;
-}
-
-/**
- * The rule type: `allow` or `block`. `deny` (the 0.53 reference's name) is read as `block`, so
- * older clients keep working; the rule is stored and returned as `block`.
- */
-export function ruleType(v: unknown): RuleType {
+/** The rule type: `allow` or `block` (the gateway reads the 0.53 reference's `deny` as `block`). */
+export function ruleType(v: string): RuleType {
   if (v === 'allow' || v === 'block') return v;
-  if (v === 'deny') return 'block';
   throw new InvalidArgumentError('rule_type', 'rule_type is required and must be allow or block');
 }
 
 /** An IPv4 or IPv6 address or CIDR, normalised (see normalizeCidr). */
-export function cidr(v: unknown): string {
-  if (typeof v !== 'string' || v.length === 0) {
+export function cidr(v: string): string {
+  if (v.length === 0) {
     throw new InvalidArgumentError('cidr', 'cidr is required and must be an IPv4 or IPv6 CIDR');
   }
   const n = v.length <= MAX_CIDR_TEXT ? normalizeCidr(v.trim()) : undefined;
@@ -56,9 +29,7 @@ export function cidr(v: unknown): string {
   return n;
 }
 
-function description(v: unknown): string {
-  if (v === undefined || v === null) return '';
-  if (typeof v !== 'string') throw new InvalidArgumentError('description', 'description must be a string');
+function description(v: string): string {
   if (v.length > MAX_DESCRIPTION) {
     throw new InvalidArgumentError(
       'description',
@@ -72,30 +43,7 @@ function description(v: unknown): string {
   return v;
 }
 
-/** Validates the body of a new rule, naming the first field it refuses (unknown fields too). */
-export function parseIpRuleInput(fields: Record<string, unknown>): IpRuleInput {
-  for (const k of Object.keys(fields)) {
-    if (!FIELDS.has(k)) {
-      throw new InvalidArgumentError(k, `${k} is not a field of an IP rule (cidr, rule_type, description)`);
-    }
-  }
-  return {
-    cidr: cidr(fields['cidr']),
-    ruleType: ruleType(fields['rule_type']),
-    description: description(fields['description']),
-  };
-}
-
-/** The rule as gRPC (and HTTP) returns it. */
-export function ipRuleView(r: IpRuleRecord): IpRule {
-  return {
-    id: r.id,
-    orgId: r.orgId,
-    cidr: r.cidr,
-    ruleType: r.ruleType,
-    description: r.description,
-    createdBy: r.createdBy,
-    createdByType: r.createdByType,
-    createdAt: r.createdAt.toISOString(),
-  };
+/** Checks a new rule, naming the first field it refuses, and normalises its network. */
+export function checkIpRuleInput(r: IpRuleRequest): IpRuleInput {
+  return { cidr: cidr(r.cidr), ruleType: ruleType(r.ruleType), description: description(r.description) };
 }

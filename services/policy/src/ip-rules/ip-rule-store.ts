@@ -1,7 +1,7 @@
 import { and, asc, count, eq, sql } from 'drizzle-orm';
 import type { Database, Transaction } from '@custos/service-kit';
 import { ipRules } from '../db/schema.js';
-import type { IpRuleInput, IpRuleRecord, RuleType } from './ip-rule-fns.js';
+import type { IpRuleInput, IpRuleRecord, RuleType } from './ip-rule-types.js';
 
 type Row = typeof ipRules.$inferSelect;
 type Db = Database | Transaction;

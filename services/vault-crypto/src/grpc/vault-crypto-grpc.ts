@@ -9,7 +9,7 @@ import type { EnvService } from '../secrets/env-service.js';
 import { encodeValue } from '../secrets/secret-fns.js';
 import type { SecretService } from '../secrets/secret-service.js';
 import type { SecretRow } from '../secrets/secret-store.js';
-import { shareRpcs } from '../shares/share-grpc.js';
+import { shareRpcs } from './share-grpc.js';
 import type { ShareService } from '../shares/share-service.js';
 import type { VaultService } from '../vaults/vault-service.js';
 import type { VaultRow } from '../vaults/vault-store.js';
@@ -82,8 +82,19 @@ export function vaultCryptoGrpc(deps: {
       };
     },
     async putSecret(req) {
-      const row = await deps.secrets.put(await caller(), req.vaultId, req.path, req.fields ?? {});
-      return { secret: secretMessage(row) };
+      try {
+        const row = await deps.secrets.put(await caller(), req.vaultId, req.path, {
+          type: req.type,
+          value: req.value,
+          metadata: req.metadata,
+          expiresAt: req.expiresAt,
+          maxAccessCount: req.maxAccessCount === undefined ? undefined : Number(req.maxAccessCount),
+          rotationPolicy: req.rotationPolicy,
+        });
+        return { secret: secretMessage(row) };
+      } finally {
+        req.value.fill(0);
+      }
     },
     async getSecret(req) {
       const r = await deps.secrets.read(await caller(), req.vaultId, req.path, req.version, req.passkeyToken);
@@ -111,7 +122,11 @@ export function vaultCryptoGrpc(deps: {
       return { secret: secretMessage(row) };
     },
     async rotateSecret(req) {
-      const row = await deps.secrets.rotate(await caller(), req.vaultId, req.path, req.fields ?? {});
+      const row = await deps.secrets.rotate(await caller(), req.vaultId, req.path, {
+        length: req.length,
+        charset: req.charset,
+        type: req.type,
+      });
       return { secret: secretMessage(row) };
     },
     async resolveEnvVars(req) {

@@ -1,6 +1,6 @@
 import type { Principal } from '@custos/auth';
 import { InvalidArgumentError, isUuid } from '@custos/service-kit';
-import type { AccessControl } from '../access/access-control.js';
+import type { AccessService } from '../access/access-service.js';
 import type { VaultStore } from '../vaults/vault-store.js';
 import { parseEnvBundle, secretPath } from './secret-fns.js';
 import { type SecretService, requirePasskeyUnlock } from './secret-service.js';
@@ -35,7 +35,7 @@ export function bundlePath(environment: string, branch?: string): string {
 export class EnvService {
   constructor(
     private readonly vaults: VaultStore,
-    private readonly access: AccessControl,
+    private readonly access: AccessService,
     private readonly secrets: SecretService,
   ) {}
 
@@ -78,7 +78,7 @@ export class EnvService {
     return { vars, sources, environment, gitBranch: branch, resolvedAt: new Date() };
   }
 
-  private canSee(p: Principal, v: Parameters<AccessControl['visible']>[1]): boolean {
+  private canSee(p: Principal, v: Parameters<AccessService['visible']>[1]): boolean {
     try {
       this.access.visible(p, v, v?.id ?? '');
       return true;

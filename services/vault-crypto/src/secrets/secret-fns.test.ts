@@ -3,10 +3,11 @@ import {
   encodeValue,
   generateValue,
   parseEnvBundle,
-  parseRotateInput,
-  parseSecretInput,
+  checkRotateInput,
+  checkSecretInput,
   secretPath,
 } from './secret-fns';
+import type { SecretRequest } from './secret-types';
 
 const now = new Date('2026-01-01T00:00:00Z');
 
@@ -30,23 +31,24 @@ describe('secretPath', () => {
   );
 });
 
-describe('parseSecretInput', () => {
-  it('defaults the type to note and decodes base64 values', () => {
-    const s = parseSecretInput({ value: 'AP8=', value_encoding: 'base64' }, now);
+describe('checkSecretInput', () => {
+  const v = (text: string) => Buffer.from(text);
+  it('defaults the type to note', () => {
+    const s = checkSecretInput({ type: '', value: Buffer.from([0, 255]) }, now);
     expect(s.type).toBe('note');
     expect(s.value).toEqual(Buffer.from([0, 255]));
-    expect(s).toMatchObject({ metadata: null, expiresAt: null, maxAccessCount: null });
+    expect(s).toMatchObject({ metadata: null, expiresAt: null, maxAccessCount: null, rotationPolicy: null });
   });
 
   it('keeps the optional fields', () => {
-    const s = parseSecretInput(
+    const s = checkSecretInput(
       {
         type: 'api_key',
-        value: 'k',
+        value: v('k'),
         metadata: { a: 1 },
-        expires_at: '2026-02-01T00:00:00Z',
-        max_access_count: 3,
-        rotation_policy: { days: 30 },
+        expiresAt: '2026-02-01T00:00:00Z',
+        maxAccessCount: 3,
+        rotationPolicy: { days: 30 },
       },
       now,
     );
@@ -59,25 +61,20 @@ describe('parseSecretInput', () => {
     });
   });
 
+  // The gateway refuses wrong types, unknown fields and bad encodings; these are the rules a
+  // direct caller meets.
   it.each([
-    [{ value: 'v', type: 'x' }, 'type'],
-    [{}, 'value'],
-    [{ value: null }, 'value'],
-    [{ value: 'v', value_encoding: 'hex' }, 'value_encoding'],
-    [{ value: 'a', value_encoding: 'base64' }, 'value'],
-    [{ value: 'v', metadata: 'x' }, 'metadata'],
-    [{ value: 'v', metadata: { big: 'x'.repeat(17000) } }, 'metadata'],
-    [{ value: 'v', max_access_count: 1.5 }, 'max_access_count'],
-    [{ value: 'v', max_access_count: '3' }, 'max_access_count'],
-    [{ value: 'v', expires_at: '2025-01-01T00:00:00Z' }, 'expires_at'],
-    [{ value: 'v', expires_at: 12 }, 'expires_at'],
-    [{ value: 'v', rotation_policy: [] }, 'rotation_policy'],
-    [{ value: 'v', extra: 1 }, 'extra'],
-    [{ value: 'x'.repeat(256 * 1024 + 1) }, 'value'],
-    [{ value: '[]', type: 'env_bundle' }, 'value'],
-    [{ value: '{"1A":"x"}', type: 'env_bundle' }, 'value'],
-  ])('refuses %j naming %s', (fields, field) => {
-    expect(fieldOf(() => parseSecretInput(fields as Record<string, unknown>, now))).toBe(field);
+    [{ type: 'x' }, 'type'],
+    [{ metadata: { big: 'x'.repeat(17000) } }, 'metadata'],
+    [{ maxAccessCount: 1.5 }, 'max_access_count'],
+    [{ maxAccessCount: 0 }, 'max_access_count'],
+    [{ expiresAt: '2025-01-01T00:00:00Z' }, 'expires_at'],
+    [{ expiresAt: 'tomorrow' }, 'expires_at'],
+    [{ value: Buffer.alloc(256 * 1024 + 1) }, 'value'],
+    [{ type: 'env_bundle', value: v('[]') }, 'value'],
+    [{ type: 'env_bundle', value: v('{"1A":"x"}') }, 'value'],
+  ] as Array<[Partial<SecretRequest>, string]>)('refuses %j naming %s', (patch, field) => {
+    expect(fieldOf(() => checkSecretInput({ type: 'note', value: v('v'), ...patch }, now))).toBe(field);
   });
 });
 
@@ -96,11 +93,11 @@ describe('env bundles', () => {
 
 describe('rotation', () => {
   it('validates the body and generates values of the charset and length', () => {
-    expect(parseRotateInput({})).toEqual({ length: 32, charset: 'alphanumeric', type: undefined });
-    expect(fieldOf(() => parseRotateInput({ length: 7 }))).toBe('length');
-    expect(fieldOf(() => parseRotateInput({ charset: 'x' }))).toBe('charset');
-    expect(fieldOf(() => parseRotateInput({ type: 'env_bundle' }))).toBe('type');
-    expect(fieldOf(() => parseRotateInput({ foo: 1 }))).toBe('foo');
+    expect(checkRotateInput({})).toEqual({ length: 32, charset: 'alphanumeric', type: undefined });
+    expect(fieldOf(() => checkRotateInput({ length: 7 }))).toBe('length');
+    expect(fieldOf(() => checkRotateInput({ charset: 'x' }))).toBe('charset');
+    expect(fieldOf(() => checkRotateInput({ charset: 'toString' }))).toBe('charset');
+    expect(fieldOf(() => checkRotateInput({ type: 'env_bundle' }))).toBe('type');
     expect(generateValue({ length: 64, charset: 'hex' }).toString()).toMatch(/^[0-9a-f]{64}$/);
     expect(generateValue({ length: 50, charset: 'alphanumeric' }).toString()).toMatch(/^[A-Za-z0-9]{50}$/);
     expect(generateValue({ length: 50, charset: 'ascii' }).toString()).toMatch(/^[!-~]{50}$/);
@@ -111,11 +108,14 @@ describe('rotation', () => {
 describe('NUL in JSON fields', () => {
   it('refuses metadata and rotation_policy holding U+0000, naming the field', () => {
     const now = new Date();
-    expect(fieldOf(() => parseSecretInput({ value: 'v', metadata: { a: 'x\u0000' } }, now))).toBe('metadata');
-    expect(fieldOf(() => parseSecretInput({ value: 'v', metadata: { ['k\u0000']: 1 } }, now))).toBe(
+    const value = Buffer.from('v');
+    expect(fieldOf(() => checkSecretInput({ type: '', value, metadata: { a: 'x\u0000' } }, now))).toBe(
       'metadata',
     );
-    expect(fieldOf(() => parseSecretInput({ value: 'v', rotation_policy: { d: ['\u0000'] } }, now))).toBe(
+    expect(fieldOf(() => checkSecretInput({ type: '', value, metadata: { ['k\u0000']: 1 } }, now))).toBe(
+      'metadata',
+    );
+    expect(fieldOf(() => checkSecretInput({ type: '', value, rotationPolicy: { d: ['\u0000'] } }, now))).toBe(
       'rotation_policy',
     );
   });

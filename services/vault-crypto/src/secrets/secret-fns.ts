@@ -1,18 +1,15 @@
 import { randomInt } from 'node:crypto';
 import { InvalidArgumentError } from '@custos/service-kit';
-
-/** Secret types of SPEC §2.1. */
-export const SECRET_TYPES = [
-  'password',
-  'api_key',
-  'private_key',
-  'certificate',
-  'file',
-  'note',
-  'ssh_key',
-  'env_bundle',
-] as const;
-export type SecretType = (typeof SECRET_TYPES)[number];
+import {
+  CHARSETS,
+  type Charset,
+  type RotateInput,
+  type RotateRequest,
+  SECRET_TYPES,
+  type SecretInput,
+  type SecretRequest,
+  type SecretType,
+} from './secret-types.js';
 
 /** Types an agent whose token has `intents_api_enabled` may not read directly (SPEC §2.1). */
 export const KEY_MATERIAL_TYPES: ReadonlySet<string> = new Set(['private_key', 'ssh_key']);
@@ -41,34 +38,14 @@ export function secretPath(raw: string, field = 'path'): string {
   return raw;
 }
 
-/** A validated PUT body (SPEC §4.3). */
-export interface SecretInput {
-  type: SecretType;
-  value: Buffer;
-  metadata: Record<string, unknown> | null;
-  expiresAt: Date | null;
-  maxAccessCount: number | null;
-  rotationPolicy: Record<string, unknown> | null;
-}
-
-const PUT_FIELDS = new Set([
-  'type',
-  'value',
-  'value_encoding',
-  'metadata',
-  'expires_at',
-  'max_access_count',
-  'rotation_policy',
-]);
-
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** Parses an optional ISO 8601 time in the future; null clears. */
-export function futureTime(v: unknown, field: string, now: Date): Date | null {
-  if (v === undefined || v === null) return null;
-  if (typeof v !== 'string' || !/^\d{4}-\d{2}-\d{2}T/.test(v) || Number.isNaN(Date.parse(v))) {
+/** Parses an optional RFC 3339 time in the future; absent means none. */
+export function futureTime(v: string | undefined, field: string, now: Date): Date | null {
+  if (v === undefined) return null;
+  if (!/^\d{4}-\d{2}-\d{2}T/.test(v) || Number.isNaN(Date.parse(v))) {
     throw new InvalidArgumentError(field, `${field} must be an ISO 8601 date-time`);
   }
   const t = new Date(v);
@@ -76,41 +53,28 @@ export function futureTime(v: unknown, field: string, now: Date): Date | null {
   return t;
 }
 
-/** The secret type of a body, `note` when absent. */
-export function secretType(v: unknown, fallback: SecretType = 'note'): SecretType {
-  if (v === undefined || v === null) return fallback;
-  if (typeof v !== 'string' || !(SECRET_TYPES as readonly string[]).includes(v)) {
+/** A secret type, `fallback` when absent or empty. */
+export function secretType(v: string | undefined, fallback: SecretType = 'note'): SecretType {
+  if (v === undefined || v === '') return fallback;
+  if (!(SECRET_TYPES as readonly string[]).includes(v)) {
     throw new InvalidArgumentError('type', `type must be one of ${SECRET_TYPES.join(', ')}`);
   }
   return v as SecretType;
 }
 
-/** Validates a PUT body field by field, naming the first bad one. */
-export function parseSecretInput(fields: Record<string, unknown>, now: Date): SecretInput {
-  for (const k of Object.keys(fields)) {
-    if (!PUT_FIELDS.has(k)) throw new InvalidArgumentError(k, `${k} is not a field of a secret`);
-  }
-  const type = secretType(fields['type']);
-  const raw = fields['value'];
-  if (typeof raw !== 'string')
-    throw new InvalidArgumentError('value', 'value is required and must be a string');
-  const encoding = fields['value_encoding'] ?? 'utf8';
-  let value: Buffer;
-  if (encoding === 'utf8') value = Buffer.from(raw, 'utf8');
-  else if (encoding === 'base64') {
-    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(raw) || raw.length % 4 !== 0) {
-      throw new InvalidArgumentError('value', 'value is not valid base64');
-    }
-    value = Buffer.from(raw, 'base64');
-  } else throw new InvalidArgumentError('value_encoding', 'value_encoding must be utf8 or base64');
-  if (value.length > MAX_VALUE_BYTES) {
+/**
+ * Checks a new version, naming the first refused field: the type, the value's size (and, for an
+ * env bundle, its JSON), metadata and rotation policy that Postgres can store, a future expiry, a
+ * positive read limit. The gateway has checked types and decoded the value already.
+ */
+export function checkSecretInput(r: SecretRequest, now: Date): SecretInput {
+  const type = secretType(r.type);
+  if (r.value.length > MAX_VALUE_BYTES) {
     throw new InvalidArgumentError('value', `value must be at most ${MAX_VALUE_BYTES} bytes`);
   }
-  if (type === 'env_bundle') parseEnvBundle(value);
-
-  const metadata = fields['metadata'];
-  if (metadata !== undefined && metadata !== null) {
-    if (!isObject(metadata)) throw new InvalidArgumentError('metadata', 'metadata must be a JSON object');
+  if (type === 'env_bundle') parseEnvBundle(r.value);
+  const metadata = r.metadata ?? null;
+  if (metadata) {
     if (holdsNul(metadata))
       throw new InvalidArgumentError('metadata', 'metadata must not contain NUL characters');
     if (Buffer.byteLength(JSON.stringify(metadata)) > MAX_METADATA_BYTES) {
@@ -120,28 +84,21 @@ export function parseSecretInput(fields: Record<string, unknown>, now: Date): Se
       );
     }
   }
-  const mac = fields['max_access_count'];
-  if (
-    mac !== undefined &&
-    mac !== null &&
-    (typeof mac !== 'number' || !Number.isSafeInteger(mac) || mac < 1)
-  ) {
+  const mac = r.maxAccessCount;
+  if (mac !== undefined && (!Number.isSafeInteger(mac) || mac < 1)) {
     throw new InvalidArgumentError('max_access_count', 'max_access_count must be a positive integer');
   }
-  const rotation = fields['rotation_policy'];
-  if (rotation !== undefined && rotation !== null && !isObject(rotation)) {
-    throw new InvalidArgumentError('rotation_policy', 'rotation_policy must be a JSON object');
-  }
-  if (rotation && holdsNul(rotation)) {
+  const rotationPolicy = r.rotationPolicy ?? null;
+  if (rotationPolicy && holdsNul(rotationPolicy)) {
     throw new InvalidArgumentError('rotation_policy', 'rotation_policy must not contain NUL characters');
   }
   return {
     type,
-    value,
-    metadata: isObject(metadata) ? metadata : null,
-    expiresAt: futureTime(fields['expires_at'], 'expires_at', now),
-    maxAccessCount: typeof mac === 'number' ? mac : null,
-    rotationPolicy: isObject(rotation) ? rotation : null,
+    value: r.value,
+    metadata,
+    expiresAt: futureTime(r.expiresAt, 'expires_at', now),
+    maxAccessCount: mac ?? null,
+    rotationPolicy,
   };
 }
 
@@ -177,37 +134,19 @@ export function parseEnvBundle(value: Buffer): Record<string, string> {
   return out;
 }
 
-const CHARSETS = {
-  hex: '0123456789abcdef',
-  alphanumeric: 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789',
-  base64: 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/',
-  ascii: Array.from({ length: 94 }, (_, i) => String.fromCharCode(33 + i)).join(''),
-} as const;
-
-/** A validated rotate body (DECISIONS.md "Server-side rotation"). */
-export interface RotateInput {
-  length: number;
-  charset: keyof typeof CHARSETS;
-  type: SecretType | undefined;
-}
-
-/** Validates a rotate body: `length` 8..4096 (default 32), `charset` (default alphanumeric), `type`. */
-export function parseRotateInput(fields: Record<string, unknown>): RotateInput {
-  for (const k of Object.keys(fields)) {
-    if (!['length', 'charset', 'type'].includes(k))
-      throw new InvalidArgumentError(k, `${k} is not a rotate field`);
-  }
-  const length = fields['length'] ?? 32;
-  if (typeof length !== 'number' || !Number.isInteger(length) || length < 8 || length > 4096) {
+/** Checks a rotation: `length` 8..4096 (default 32), `charset` (default alphanumeric), `type`. */
+export function checkRotateInput(r: RotateRequest): RotateInput {
+  const length = r.length ?? 32;
+  if (!Number.isInteger(length) || length < 8 || length > 4096) {
     throw new InvalidArgumentError('length', 'length must be an integer from 8 to 4096');
   }
-  const charset = fields['charset'] ?? 'alphanumeric';
-  if (typeof charset !== 'string' || !Object.hasOwn(CHARSETS, charset)) {
+  const charset = r.charset ?? 'alphanumeric';
+  if (!Object.hasOwn(CHARSETS, charset)) {
     throw new InvalidArgumentError('charset', 'charset must be hex, base64, alphanumeric or ascii');
   }
-  const type = fields['type'] === undefined ? undefined : secretType(fields['type']);
+  const type = r.type === undefined ? undefined : secretType(r.type);
   if (type === 'env_bundle') throw new InvalidArgumentError('type', 'an env_bundle cannot be generated');
-  return { length, charset: charset as keyof typeof CHARSETS, type };
+  return { length, charset: charset as Charset, type };
 }
 
 /** A random value of `length` characters from the charset, drawn without modulo bias. */

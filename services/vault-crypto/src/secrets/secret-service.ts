@@ -1,4 +1,4 @@
-import type { Principal } from '@custos/auth';
+import { type Principal, actorOf } from '@custos/auth';
 import {
   ExpiringLru,
   GoneError,
@@ -10,9 +10,8 @@ import {
   type Transaction,
   isUuid,
 } from '@custos/service-kit';
-import { type AccessControl, actorOf } from '../access/access-control.js';
-import type { AuditTrail } from '../access/audit-trail.js';
-import type { OrgLimits } from '../access/org-limits.js';
+import type { AccessService } from '../access/access-service.js';
+import type { VaultCryptoAudit } from '../audit/vault-crypto-audit.js';
 import {
   type VersionAddress,
   dataKeyAad,
@@ -24,17 +23,18 @@ import {
   wrapDataKey,
 } from '../crypto/envelope-fns.js';
 import type { OrgKeyRing } from '../keys/org-key-ring.js';
+import type { BillingClient } from '../peers/billing-client.js';
 import type { VaultRow, VaultStore } from '../vaults/vault-store.js';
 import {
   KEY_MATERIAL_TYPES,
-  type SecretInput,
+  checkRotateInput,
+  checkSecretInput,
   generateValue,
-  parseRotateInput,
-  parseSecretInput,
   secretPath,
   secretType,
 } from './secret-fns.js';
 import type { SecretRow, SecretStore } from './secret-store.js';
+import type { RotateRequest, SecretInput, SecretRequest } from './secret-types.js';
 
 /** Settings of the data-key cache (SPEC §8: 300 s, 5,000 entries). */
 export interface DataKeyCacheOptions {
@@ -79,10 +79,10 @@ export class SecretService {
     private readonly deps: {
       vaults: VaultStore;
       secrets: SecretStore;
-      access: AccessControl;
-      limits: OrgLimits;
+      access: AccessService;
+      limits: Pick<BillingClient, 'limitsOf'>;
       ring: OrgKeyRing;
-      audit: AuditTrail;
+      audit: VaultCryptoAudit;
       logger: Logger;
     },
     private readonly cache: DataKeyCacheOptions,
@@ -97,29 +97,19 @@ export class SecretService {
   }
 
   /** Stores a new version at a path (PUT). */
-  async put(
-    p: Principal,
-    vaultId: string,
-    rawPath: string,
-    fields: Record<string, unknown>,
-  ): Promise<SecretRow> {
+  async put(p: Principal, vaultId: string, rawPath: string, request: SecretRequest): Promise<SecretRow> {
     const path = secretPath(rawPath);
     const v = await this.vault(p, vaultId);
-    const input = parseSecretInput(fields, new Date());
+    const input = checkSecretInput(request, new Date());
     await this.deps.access.authorize(p, v, path, 'write');
     return this.store(p, v, path, input, 'secret.write');
   }
 
   /** Stores a new version with a server-generated value (secret-rotate). */
-  async rotate(
-    p: Principal,
-    vaultId: string,
-    rawPath: string,
-    fields: Record<string, unknown>,
-  ): Promise<SecretRow> {
+  async rotate(p: Principal, vaultId: string, rawPath: string, request: RotateRequest): Promise<SecretRow> {
     const path = secretPath(rawPath);
     const v = await this.vault(p, vaultId);
-    const input = parseRotateInput(fields);
+    const input = checkRotateInput(request);
     await this.deps.access.authorize(p, v, path, 'write');
     const previous = await this.deps.secrets.find(v.id, path);
     const value = generateValue(input);
@@ -152,17 +142,17 @@ export class SecretService {
     input: SecretInput,
     action: 'secret.write' | 'secret.rotated',
   ): Promise<SecretRow> {
-    const limits = await this.deps.limits.of(v.orgId);
+    const limits = await this.deps.limits.limitsOf(v.orgId);
     // The ring hands out a copy of the KEK, zeroed below: a cache eviction meanwhile cannot touch it.
     const kek = await this.deps.ring.active(v.orgId);
     const actor = actorOf(p);
     const audit = (tx: Transaction, r: SecretRow) =>
-      this.deps.audit.by(p, {
+      this.deps.audit.by(
+        p,
         action,
-        resourceType: 'secret',
-        resourceId: r.id,
-        metadata: { vault_id: v.id, path, version: r.version, type: r.type },
-      })(tx);
+        { type: 'secret', id: r.id },
+        { vault_id: v.id, path, version: r.version, type: r.type },
+      )(tx);
     // The data key is zeroed as soon as it is wrapped; the KEK when the insert is done.
     const row = await this.deps.audit
       .failClosed(action, () =>
@@ -185,8 +175,8 @@ export class SecretService {
                 expiresAt: input.expiresAt,
                 maxAccessCount: input.maxAccessCount,
                 rotationPolicy: input.rotationPolicy,
-                createdBy: actor.id,
-                createdByType: actor.type,
+                createdBy: actor.actorId,
+                createdByType: actor.actorType,
               };
             } finally {
               dataKey.fill(0);
@@ -242,18 +232,18 @@ export class SecretService {
       throw new GoneError('this secret has expired');
     const value = await this.openVersion(found);
     try {
-      const audit = this.deps.audit.by(p, {
-        action: 'secret.read',
-        resourceType: 'secret',
-        resourceId: found.id,
-        metadata: {
+      const audit = this.deps.audit.by(
+        p,
+        'secret.read',
+        { type: 'secret', id: found.id },
+        {
           vault_id: v.id,
           path: found.path,
           version: found.version,
           type: found.type,
           ...(purpose ? { purpose } : {}),
         },
-      });
+      );
       const row = await this.deps.audit.failClosed('secret.read', () =>
         this.deps.secrets.recordRead(found, (tx) => audit(tx)),
       );
@@ -342,12 +332,12 @@ export class SecretService {
     const path = secretPath(rawPath);
     const v = await this.vault(p, vaultId);
     await this.deps.access.authorize(p, v, path, 'write');
-    const audit = this.deps.audit.by(p, {
-      action: 'secret.deleted',
-      resourceType: 'secret',
-      resourceId: `${v.id}/${path}`,
-      metadata: { vault_id: v.id, path },
-    });
+    const audit = this.deps.audit.by(
+      p,
+      'secret.deleted',
+      { type: 'secret', id: `${v.id}/${path}` },
+      { vault_id: v.id, path },
+    );
     const done = await this.deps.audit.failClosed('secret.deleted', () =>
       this.deps.secrets.softDelete(v.id, path, (tx) => audit(tx)),
     );
@@ -362,12 +352,12 @@ export class SecretService {
     const v = await this.vault(p, vaultId);
     await this.deps.access.authorize(p, v, path, 'write');
     const audit = (tx: Transaction, r: SecretRow) =>
-      this.deps.audit.by(p, {
-        action: 'secret.version_disabled',
-        resourceType: 'secret',
-        resourceId: r.id,
-        metadata: { vault_id: v.id, path, version },
-      })(tx);
+      this.deps.audit.by(
+        p,
+        'secret.version_disabled',
+        { type: 'secret', id: r.id },
+        { vault_id: v.id, path, version },
+      )(tx);
     const row = await this.deps.audit.failClosed('secret.version_disabled', () =>
       this.deps.secrets.disable(v.id, path, version, audit),
     );

@@ -4,7 +4,7 @@ import { secretVersions, vaults } from '../db/schema.js';
 
 /** A stored secret version (ciphertext included). */
 export type SecretRow = typeof secretVersions.$inferSelect;
-/** An audit record written inside a store method's transaction (see AuditTrail). */
+/** An audit record written inside a store method's transaction (see VaultCryptoAudit). */
 export type AuditStep<R> = (tx: Transaction, row: R) => Promise<unknown>;
 /** What a new version stores besides its address and number. */
 export type NewVersion = Omit<typeof secretVersions.$inferInsert, 'vaultId' | 'orgId' | 'path' | 'version'>;

@@ -3,12 +3,13 @@ import {
   MAX_PASSPHRASE_ATTEMPTS,
   allowlistEntry,
   ipAllowed,
-  parseIpAllowlist,
-  parseShareInput,
+  checkIpAllowlist,
+  checkShareInput,
   retryAfterSeconds,
   shareState,
 } from './share-fns';
 import { hashPassphrase, verifyPassphrase } from './share-passphrase';
+import type { ShareRequest } from './share-types';
 
 const NOW = new Date('2030-01-01T00:00:00Z');
 const IN_A_DAY = '2030-01-02T00:00:00Z';
@@ -24,9 +25,10 @@ function fieldOf(fn: () => unknown): string | undefined {
   return undefined;
 }
 
-describe('parseShareInput', () => {
+describe('checkShareInput', () => {
+  const link: ShareRequest = { recipientType: 'anyone_with_link', expiresAt: IN_A_DAY };
   it('accepts each recipient type with the fields it needs, and defaults to one open', () => {
-    expect(parseShareInput({ recipient_type: 'anyone_with_link', expires_at: IN_A_DAY }, NOW)).toEqual({
+    expect(checkShareInput(link, NOW)).toEqual({
       recipientType: 'anyone_with_link',
       recipientId: undefined,
       email: undefined,
@@ -36,62 +38,57 @@ describe('parseShareInput', () => {
       ipAllowlist: undefined,
     });
     expect(
-      parseShareInput(
+      checkShareInput(
         {
-          recipient_type: 'external_email',
+          recipientType: 'external_email',
           email: ' Bob@Example.COM ',
-          expires_at: IN_A_DAY,
-          max_access_count: 3,
+          expiresAt: IN_A_DAY,
+          maxAccessCount: 3,
         },
         NOW,
       ),
     ).toMatchObject({ email: 'bob@example.com', maxAccessCount: 3 });
     expect(
-      parseShareInput({ recipient_type: 'user', recipient_id: ID.toUpperCase(), expires_at: IN_A_DAY }, NOW),
+      checkShareInput({ recipientType: 'user', recipientId: ID.toUpperCase(), expiresAt: IN_A_DAY }, NOW),
     ).toMatchObject({ recipientId: ID });
     expect(
-      parseShareInput(
+      checkShareInput(
         {
-          recipient_type: 'creator',
-          expires_at: IN_A_DAY,
+          recipientType: 'creator',
+          expiresAt: IN_A_DAY,
           passphrase: 'correct horse',
-          ip_allowlist: ['10.0.0.0/8', '2001:DB8::1'],
-          permissions: ['read'],
+          ipAllowlist: ['10.0.0.0/8', '2001:DB8::1'],
         },
         NOW,
       ),
     ).toMatchObject({ passphrase: 'correct horse', ipAllowlist: ['10.0.0.0/8', '2001:db8::1'] });
+    expect(checkShareInput({ ...link, ipAllowlist: [] }, NOW).ipAllowlist).toBeUndefined();
   });
 
+  // The gateway refuses wrong types, missing and unknown fields; these are the rules a direct
+  // caller meets.
   it.each([
-    [{ expires_at: IN_A_DAY }, 'recipient_type'],
-    [{ recipient_type: 'everyone', expires_at: IN_A_DAY }, 'recipient_type'],
-    [{ recipient_type: 'anyone_with_link' }, 'expires_at'],
-    [{ recipient_type: 'anyone_with_link', expires_at: 'soon' }, 'expires_at'],
-    [{ recipient_type: 'anyone_with_link', expires_at: '2029-12-31T00:00:00Z' }, 'expires_at'],
-    [{ recipient_type: 'anyone_with_link', expires_at: '2030-02-01T00:00:01Z' }, 'expires_at'],
-    [{ recipient_type: 'anyone_with_link', expires_at: IN_A_DAY, max_access_count: 0 }, 'max_access_count'],
-    [{ recipient_type: 'anyone_with_link', expires_at: IN_A_DAY, max_access_count: 1.5 }, 'max_access_count'],
-    [
-      { recipient_type: 'anyone_with_link', expires_at: IN_A_DAY, max_access_count: 1001 },
-      'max_access_count',
-    ],
-    [{ recipient_type: 'anyone_with_link', expires_at: IN_A_DAY, max_access_count: '2' }, 'max_access_count'],
-    [{ recipient_type: 'external_email', expires_at: IN_A_DAY }, 'email'],
-    [{ recipient_type: 'external_email', email: 'not-an-email', expires_at: IN_A_DAY }, 'email'],
-    [{ recipient_type: 'anyone_with_link', email: 'a@b.co', expires_at: IN_A_DAY }, 'email'],
-    [{ recipient_type: 'user', expires_at: IN_A_DAY }, 'recipient_id'],
-    [{ recipient_type: 'agent', recipient_id: 'bot', expires_at: IN_A_DAY }, 'recipient_id'],
-    [{ recipient_type: 'creator', recipient_id: ID, expires_at: IN_A_DAY }, 'recipient_id'],
-    [{ recipient_type: 'creator', expires_at: IN_A_DAY, passphrase: 'short' }, 'passphrase'],
-    [{ recipient_type: 'creator', expires_at: IN_A_DAY, passphrase: 12345678 }, 'passphrase'],
-    [{ recipient_type: 'creator', expires_at: IN_A_DAY, ip_allowlist: [] }, 'ip_allowlist'],
-    [{ recipient_type: 'creator', expires_at: IN_A_DAY, ip_allowlist: ['10.0.0.0/33'] }, 'ip_allowlist'],
-    [{ recipient_type: 'creator', expires_at: IN_A_DAY, ip_allowlist: 'any' }, 'ip_allowlist'],
-    [{ recipient_type: 'creator', expires_at: IN_A_DAY, permissions: ['write'] }, 'permissions'],
-    [{ recipient_type: 'creator', expires_at: IN_A_DAY, colour: 'red' }, 'colour'],
-  ])('refuses %j naming %s', (body, field) => {
-    expect(fieldOf(() => parseShareInput(body as Record<string, unknown>, NOW))).toBe(field);
+    [{ recipientType: '' }, 'recipient_type'],
+    [{ recipientType: 'everyone' }, 'recipient_type'],
+    [{ expiresAt: '' }, 'expires_at'],
+    [{ expiresAt: 'soon' }, 'expires_at'],
+    [{ expiresAt: '2029-12-31T00:00:00Z' }, 'expires_at'],
+    [{ expiresAt: '2030-02-01T00:00:01Z' }, 'expires_at'],
+    [{ maxAccessCount: 0 }, 'max_access_count'],
+    [{ maxAccessCount: 1.5 }, 'max_access_count'],
+    [{ maxAccessCount: 1001 }, 'max_access_count'],
+    [{ recipientType: 'external_email' }, 'email'],
+    [{ recipientType: 'external_email', email: 'not-an-email' }, 'email'],
+    [{ email: 'a@b.co' }, 'email'],
+    [{ recipientType: 'user' }, 'recipient_id'],
+    [{ recipientType: 'agent', recipientId: 'bot' }, 'recipient_id'],
+    [{ recipientType: 'creator', recipientId: ID }, 'recipient_id'],
+    [{ passphrase: 'short' }, 'passphrase'],
+    [{ passphrase: 'p'.repeat(257) }, 'passphrase'],
+    [{ ipAllowlist: ['10.0.0.0/33'] }, 'ip_allowlist'],
+    [{ ipAllowlist: Array.from({ length: 101 }, (_, i) => `10.0.0.${i}`) }, 'ip_allowlist'],
+  ] as Array<[Partial<ShareRequest>, string]>)('refuses %j naming %s', (patch, field) => {
+    expect(fieldOf(() => checkShareInput({ ...link, ...patch }, NOW))).toBe(field);
   });
 });
 
@@ -103,8 +100,8 @@ describe('IP allowlists', () => {
     for (const bad of ['10.0.0.256', '10.0.0.0/8/1', 'host.example', '10.0.0.0/-1', '::/129', '']) {
       expect(fieldOf(() => allowlistEntry(bad, 2))).toBe('ip_allowlist');
     }
-    expect(parseIpAllowlist(['10.0.0.1', '10.0.0.1'])).toEqual(['10.0.0.1']);
-    expect(parseIpAllowlist(null)).toBeUndefined();
+    expect(checkIpAllowlist(['10.0.0.1', '10.0.0.1'])).toEqual(['10.0.0.1']);
+    expect(checkIpAllowlist(undefined)).toBeUndefined();
   });
 
   it('matches IPv4, IPv4-mapped IPv6 and IPv6 clients; no address never matches', () => {

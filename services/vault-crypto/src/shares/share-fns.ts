@@ -6,10 +6,7 @@ import {
   isUuid,
 } from '@custos/service-kit';
 import { futureTime } from '../secrets/secret-fns.js';
-
-/** Recipient types of a share (the reference's CreateShareRequest). */
-export const RECIPIENT_TYPES = ['creator', 'external_email', 'user', 'agent', 'anyone_with_link'] as const;
-export type RecipientType = (typeof RECIPIENT_TYPES)[number];
+import { RECIPIENT_TYPES, type RecipientType, type ShareInput, type ShareRequest } from './share-types.js';
 
 /** Recipient types only a human may create: the value leaves the org's principals (SPEC §4.6). */
 export const HUMAN_ONLY_RECIPIENTS: ReadonlySet<RecipientType> = new Set([
@@ -33,38 +30,8 @@ const MAX_ALLOWLIST = 100;
 const EMAIL =
   /^[^\s@"<>()[\]\\,;:]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$/;
 
-const CREATE_FIELDS = new Set([
-  'recipient_type',
-  'recipient_id',
-  'email',
-  'expires_at',
-  'max_access_count',
-  'passphrase',
-  'ip_allowlist',
-  'permissions',
-]);
-
-/** A validated share-creation body. */
-export interface ShareInput {
-  recipientType: RecipientType;
-  /** The named user or agent (`user`, `agent`); undefined otherwise. */
-  recipientId: string | undefined;
-  /** Lower-cased (`external_email`); undefined otherwise. */
-  email: string | undefined;
-  expiresAt: Date;
-  maxAccessCount: number;
-  passphrase: string | undefined;
-  /** Normalised IPs and CIDRs; undefined: any address. */
-  ipAllowlist: string[] | undefined;
-}
-
-function present(v: unknown): boolean {
-  return v !== undefined && v !== null;
-}
-
 /** An e-mail address as stored: trimmed, lower-cased, at most 254 characters. */
-export function shareEmail(raw: unknown): string {
-  if (typeof raw !== 'string') throw new InvalidArgumentError('email', 'email must be a string');
+export function shareEmail(raw: string): string {
   const email = raw.trim().toLowerCase();
   if (email.length === 0 || email.length > 254 || !EMAIL.test(email)) {
     throw new InvalidArgumentError('email', 'email must be an e-mail address');
@@ -77,8 +44,8 @@ export function shareEmail(raw: unknown): string {
  * canonical form of service-kit's cidr (host bits cleared; a single host without its prefix).
  * Throws a 400 naming `ip_allowlist`.
  */
-export function allowlistEntry(raw: unknown, index: number): string {
-  const network = typeof raw === 'string' && raw.length <= 64 ? parseNetwork(raw.trim()) : undefined;
+export function allowlistEntry(raw: string, index: number): string {
+  const network = raw.length <= 64 ? parseNetwork(raw.trim()) : undefined;
   if (!network) {
     throw new InvalidArgumentError('ip_allowlist', `ip_allowlist[${index}] must be an IP address or a CIDR`);
   }
@@ -87,10 +54,10 @@ export function allowlistEntry(raw: unknown, index: number): string {
   return text.endsWith(host) ? text.slice(0, -host.length) : text;
 }
 
-/** The allowlist of a body: 1 to 100 entries; absent or null means any address. */
-export function parseIpAllowlist(raw: unknown): string[] | undefined {
-  if (!present(raw)) return undefined;
-  if (!Array.isArray(raw) || raw.length === 0 || raw.length > MAX_ALLOWLIST) {
+/** An allowlist of 1 to 100 entries, normalised; absent or empty means any address. */
+export function checkIpAllowlist(raw: readonly string[] | undefined): string[] | undefined {
+  if (raw === undefined || raw.length === 0) return undefined;
+  if (raw.length > MAX_ALLOWLIST) {
     throw new InvalidArgumentError(
       'ip_allowlist',
       `ip_allowlist must be an array of 1 to ${MAX_ALLOWLIST} IP addresses or CIDRs`,
@@ -109,81 +76,63 @@ export function ipAllowed(allowlist: readonly string[], ip: string | undefined):
 }
 
 /**
- * Validates a share-creation body field by field, naming the first bad one: `recipient_type`
- * (required), `recipient_id` (required for `user`/`agent`, refused otherwise), `email` (required
- * for `external_email`, refused otherwise), `expires_at` (required, in the future, at most 30 days
- * ahead), `max_access_count` (1..1000, default 1), `passphrase` (8..256 characters),
- * `ip_allowlist`, `permissions` (only `["read"]`). Unknown fields are refused.
+ * Checks a share, naming the first refused field: `recipient_type`, `recipient_id` (a UUID for
+ * `user`/`agent` shares, refused otherwise), `email` (for `external_email` shares only), `expires_at`
+ * (in the future, at most 30 days ahead), `max_access_count` (1..1000, default 1), `passphrase`
+ * (8..256 characters), `ip_allowlist` (normalised).
  */
-export function parseShareInput(fields: Record<string, unknown>, now: Date): ShareInput {
-  for (const k of Object.keys(fields)) {
-    if (!CREATE_FIELDS.has(k)) throw new InvalidArgumentError(k, `${k} is not a field of a share`);
-  }
-  const type = fields['recipient_type'];
-  if (typeof type !== 'string' || !(RECIPIENT_TYPES as readonly string[]).includes(type)) {
+export function checkShareInput(r: ShareRequest, now: Date): ShareInput {
+  if (!(RECIPIENT_TYPES as readonly string[]).includes(r.recipientType)) {
     throw new InvalidArgumentError(
       'recipient_type',
       `recipient_type must be one of ${RECIPIENT_TYPES.join(', ')}`,
     );
   }
-  const recipientType = type as RecipientType;
+  const recipientType = r.recipientType as RecipientType;
 
   let recipientId: string | undefined;
-  const rawId = fields['recipient_id'];
   if (recipientType === 'user' || recipientType === 'agent') {
-    if (typeof rawId !== 'string' || !isUuid(rawId)) {
+    if (r.recipientId === undefined || !isUuid(r.recipientId)) {
       throw new InvalidArgumentError('recipient_id', `recipient_id must be the UUID of the ${recipientType}`);
     }
-    recipientId = rawId.toLowerCase();
-  } else if (present(rawId)) {
+    recipientId = r.recipientId.toLowerCase();
+  } else if (r.recipientId !== undefined) {
     throw new InvalidArgumentError('recipient_id', `recipient_id is only for user and agent shares`);
   }
 
   let email: string | undefined;
   if (recipientType === 'external_email') {
-    if (!present(fields['email']))
+    if (r.email === undefined)
       throw new InvalidArgumentError('email', 'email is required for external_email shares');
-    email = shareEmail(fields['email']);
-  } else if (present(fields['email'])) {
+    email = shareEmail(r.email);
+  } else if (r.email !== undefined) {
     throw new InvalidArgumentError('email', 'email is only for external_email shares');
   }
 
-  if (!present(fields['expires_at'])) throw new InvalidArgumentError('expires_at', 'expires_at is required');
-  const expiresAt = futureTime(fields['expires_at'], 'expires_at', now)!;
+  const expiresAt = futureTime(r.expiresAt || undefined, 'expires_at', now);
+  if (!expiresAt) throw new InvalidArgumentError('expires_at', 'expires_at is required');
   if (expiresAt.getTime() > now.getTime() + MAX_SHARE_TTL_MS) {
     throw new InvalidArgumentError('expires_at', 'expires_at must be at most 30 days ahead');
   }
 
-  const mac = fields['max_access_count'] ?? DEFAULT_SHARE_ACCESS_COUNT;
-  if (typeof mac !== 'number' || !Number.isInteger(mac) || mac < 1 || mac > MAX_SHARE_ACCESS_COUNT) {
+  const mac = r.maxAccessCount ?? DEFAULT_SHARE_ACCESS_COUNT;
+  if (!Number.isInteger(mac) || mac < 1 || mac > MAX_SHARE_ACCESS_COUNT) {
     throw new InvalidArgumentError(
       'max_access_count',
       `max_access_count must be an integer from 1 to ${MAX_SHARE_ACCESS_COUNT}`,
     );
   }
 
-  const rawPass = fields['passphrase'];
   let passphrase: string | undefined;
-  if (present(rawPass)) {
-    const length = typeof rawPass === 'string' ? [...rawPass].length : -1;
-    if (typeof rawPass !== 'string' || length < PASSPHRASE_MIN || length > PASSPHRASE_MAX) {
+  if (r.passphrase !== undefined) {
+    const length = [...r.passphrase].length;
+    if (length < PASSPHRASE_MIN || length > PASSPHRASE_MAX) {
       throw new InvalidArgumentError(
         'passphrase',
         `passphrase must be a string of ${PASSPHRASE_MIN} to ${PASSPHRASE_MAX} characters`,
       );
     }
-    passphrase = rawPass;
-  }
-
-  const permissions = fields['permissions'];
-  if (
-    present(permissions) &&
-    (!Array.isArray(permissions) || permissions.length === 0 || permissions.some((p) => p !== 'read'))
-  ) {
-    throw new InvalidArgumentError(
-      'permissions',
-      'permissions may only be ["read"]: a share reveals a value',
-    );
+    passphrase = r.passphrase;
   }
 
   return {
@@ -193,7 +142,7 @@ export function parseShareInput(fields: Record<string, unknown>, now: Date): Sha
     expiresAt,
     maxAccessCount: mac,
     passphrase,
-    ipAllowlist: parseIpAllowlist(fields['ip_allowlist']),
+    ipAllowlist: checkIpAllowlist(r.ipAllowlist),
   };
 }
 

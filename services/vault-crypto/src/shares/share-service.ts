@@ -1,5 +1,5 @@
-import type { Principal } from '@custos/auth';
-import { type AuditRecordInput, writeAudit, writeEvent } from '@custos/events';
+import { type Principal, actorOf, isOrgAdmin } from '@custos/auth';
+import { type AuditRecordInput, auditOf, writeEvent } from '@custos/events';
 import {
   ConflictError,
   GoneError,
@@ -10,7 +10,8 @@ import {
   UnauthenticatedError,
   isUuid,
 } from '@custos/service-kit';
-import { type AccessControl, actorOf } from '../access/access-control.js';
+import type { AccessService } from '../access/access-service.js';
+import { writeVaultCryptoAudit } from '../audit/vault-crypto-audit.js';
 import type { outbox } from '../db/schema.js';
 import { KEY_MATERIAL_TYPES } from '../secrets/secret-fns.js';
 import { type SecretService, requirePasskeyUnlock } from '../secrets/secret-service.js';
@@ -21,14 +22,15 @@ import {
   MAX_PASSPHRASE_ATTEMPTS,
   SHARE_CREATIONS_PER_MINUTE,
   type ShareState,
+  checkShareInput,
   goneDetail,
   ipAllowed,
-  parseShareInput,
   retryAfterSeconds,
   shareState,
 } from './share-fns.js';
 import { hashPassphrase, verifyPassphrase } from './share-passphrase.js';
 import type { ShareRow, ShareStore } from './share-store.js';
+import type { ShareRequest } from './share-types.js';
 
 /** An opened share: the counted share, the version it pins and the value (the caller zeroes it). */
 export interface OpenedShare {
@@ -47,7 +49,7 @@ function recipientKind(s: ShareRow): 'user' | 'agent' | undefined {
 /** Whether the principal is the share's named recipient. */
 function isRecipient(p: Principal, s: ShareRow): boolean {
   const a = actorOf(p);
-  return p.orgId === s.orgId && recipientKind(s) === a.type && s.recipientId === a.id;
+  return p.orgId === s.orgId && recipientKind(s) === a.actorType && s.recipientId === a.actorId;
 }
 
 /** Whether a secret version can still be read at `now` (live, enabled, unexpired, not exhausted). */
@@ -61,12 +63,27 @@ function versionReadable(row: SecretRow | undefined, now: Date): row is SecretRo
   );
 }
 
-type Actor = Pick<AuditRecordInput, 'actorType' | 'actorId'>;
-
-function actorFor(p: Principal | undefined): Actor {
-  if (!p) return { actorType: 'anonymous', actorId: null };
-  const a = actorOf(p);
-  return { actorType: a.type, actorId: a.id };
+/**
+ * The audit record of a share action: the signed-in caller's (auditOf), or an anonymous opener's
+ * (a link needs no token). The share's org is the record's org in both cases.
+ */
+function shareAudit(
+  s: Pick<ShareRow, 'id' | 'orgId'>,
+  caller: Principal | undefined,
+  action: string,
+  details: Record<string, unknown>,
+): AuditRecordInput {
+  const resource = { type: 'share', id: s.id };
+  if (caller) return { ...auditOf(caller, action, resource, details), orgId: s.orgId };
+  return {
+    orgId: s.orgId,
+    actorType: 'anonymous',
+    actorId: null,
+    action,
+    resourceType: resource.type,
+    resourceId: resource.id,
+    metadata: details,
+  };
 }
 
 /**
@@ -80,7 +97,7 @@ export class ShareService {
     private readonly deps: {
       store: ShareStore;
       vaults: VaultStore;
-      access: AccessControl;
+      access: AccessService;
       secrets: SecretService;
       outbox: typeof outbox;
     },
@@ -89,28 +106,21 @@ export class ShareService {
   private audit(
     tx: Transaction,
     s: Pick<ShareRow, 'id' | 'orgId'>,
-    actor: Actor,
+    caller: Principal | undefined,
     action: string,
-    metadata: Record<string, unknown>,
+    details: Record<string, unknown>,
   ): Promise<string> {
-    return writeAudit(tx, this.deps.outbox, {
-      orgId: s.orgId,
-      ...actor,
-      action,
-      resourceType: 'share',
-      resourceId: s.id,
-      metadata,
-    });
+    return writeVaultCryptoAudit(tx, shareAudit(s, caller, action, details));
   }
 
   /** Creates a share of the version `secretId` (SPEC §4.6); see docs/decisions.md for the rules. */
   async create(
     p: Principal,
     secretId: string,
-    fields: Record<string, unknown>,
+    request: ShareRequest,
     passkeyToken: string,
   ): Promise<ShareRow> {
-    const input = parseShareInput(fields, new Date());
+    const input = checkShareInput(request, new Date());
     if (p.kind === 'agent' && HUMAN_ONLY_RECIPIENTS.has(input.recipientType)) {
       throw new PermissionDeniedError(`agents cannot create ${input.recipientType} shares; humans only`);
     }
@@ -147,8 +157,8 @@ export class ShareService {
         secretVersionId: row.id,
         vaultId: row.vaultId,
         path: row.path,
-        createdBy: actor.id,
-        createdByType: actor.type,
+        createdBy: actor.actorId,
+        createdByType: actor.actorType,
         recipientType: input.recipientType,
         recipientId,
         recipientEmail: input.email ?? null,
@@ -157,7 +167,7 @@ export class ShareService {
         expiresAt: input.expiresAt,
         maxAccessCount: input.maxAccessCount,
       });
-      await this.audit(tx, share, actorFor(p), 'share.created', {
+      await this.audit(tx, share, p, 'share.created', {
         secret_version_id: row.id,
         vault_id: row.vaultId,
         path: row.path,
@@ -196,13 +206,13 @@ export class ShareService {
   /** The shares the caller created, newest first. */
   async outbound(p: Principal): Promise<ShareRow[]> {
     const a = actorOf(p);
-    return this.deps.store.listOutbound(p.orgId, a.id, a.type);
+    return this.deps.store.listOutbound(p.orgId, a.actorId, a.actorType);
   }
 
   /** The unrevoked shares addressed to the caller, newest first. */
   async inbound(p: Principal): Promise<ShareRow[]> {
     const a = actorOf(p);
-    return this.deps.store.listInbound(p.orgId, a.id, a.type);
+    return this.deps.store.listInbound(p.orgId, a.actorId, a.actorType);
   }
 
   /** A share of the caller's org; another org's, an unknown id or a non-UUID is 404. */
@@ -222,16 +232,10 @@ export class ShareService {
     const outcome = await this.deps.store.transaction(async (tx) => {
       const changed = await this.deps.store.decide(tx, s.id, decision);
       if (!changed) return this.deps.store.get(s.id, tx);
-      await this.audit(
-        tx,
-        changed,
-        actorFor(p),
-        decision === 'accept' ? 'share.accepted' : 'share.declined',
-        {
-          secret_version_id: changed.secretVersionId,
-          recipient_type: changed.recipientType,
-        },
-      );
+      await this.audit(tx, changed, p, decision === 'accept' ? 'share.accepted' : 'share.declined', {
+        secret_version_id: changed.secretVersionId,
+        recipient_type: changed.recipientType,
+      });
       return undefined;
     });
     if (!outcome) return;
@@ -246,14 +250,13 @@ export class ShareService {
   async revoke(p: Principal, shareId: string): Promise<void> {
     const s = await this.ofOrg(p, shareId);
     const a = actorOf(p);
-    const creator = s.createdBy === a.id && s.createdByType === a.type;
-    const admin = p.kind === 'user' && (p.role === 'owner' || p.role === 'admin');
-    if (!creator && !admin)
+    const creator = s.createdBy === a.actorId && s.createdByType === a.actorType;
+    if (!creator && !isOrgAdmin(p))
       throw new PermissionDeniedError("only the share's creator or an org admin may revoke it");
     await this.deps.store.transaction(async (tx) => {
       const revoked = await this.deps.store.revoke(tx, s.id);
       if (!revoked) return;
-      await this.audit(tx, revoked, actorFor(p), 'share.revoked', {
+      await this.audit(tx, revoked, p, 'share.revoked', {
         secret_version_id: revoked.secretVersionId,
         recipient_type: revoked.recipientType,
         access_count: revoked.accessCount,
@@ -270,7 +273,7 @@ export class ShareService {
     err: Error,
   ): Promise<never> {
     await this.deps.store.transaction((tx) =>
-      this.audit(tx, s, actorFor(caller), 'share.access_denied', {
+      this.audit(tx, s, caller, 'share.access_denied', {
         reason,
         secret_version_id: s.secretVersionId,
         recipient_type: s.recipientType,
@@ -390,7 +393,7 @@ export class ShareService {
       const counted = await this.deps.store.transaction(async (tx) => {
         const share = await this.deps.store.countAccess(tx, s.id, slot);
         if (!share) return undefined;
-        await this.audit(tx, share, actorFor(caller), 'share.accessed', {
+        await this.audit(tx, share, caller, 'share.accessed', {
           secret_version_id: share.secretVersionId,
           vault_id: share.vaultId,
           path: share.path,

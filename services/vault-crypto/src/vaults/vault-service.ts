@@ -1,4 +1,4 @@
-import type { Principal } from '@custos/auth';
+import { type Principal, actorOf, requireHumanAdmin } from '@custos/auth';
 import {
   ConflictError,
   NotFoundError,
@@ -6,12 +6,14 @@ import {
   ResourceLimitExceededError,
   isUuid,
 } from '@custos/service-kit';
-import { type AccessControl, actorOf, managesVault } from '../access/access-control.js';
-import type { AuditTrail } from '../access/audit-trail.js';
-import type { OrgLimits } from '../access/org-limits.js';
+import { managesVault } from '../access/access-fns.js';
+import type { AccessService } from '../access/access-service.js';
+import type { VaultCryptoAudit } from '../audit/vault-crypto-audit.js';
 import type { OrgKeyRing } from '../keys/org-key-ring.js';
+import type { BillingClient } from '../peers/billing-client.js';
 import { vaultDescription, vaultName } from './vault-fns.js';
 import type { VaultRow, VaultStore } from './vault-store.js';
+import type { VaultRequest } from './vault-types.js';
 
 /** Vault rules: names, visibility, ownership, the tier cap, and the org key's rotation. */
 export class VaultService {
@@ -19,30 +21,24 @@ export class VaultService {
 
   constructor(
     private readonly store: VaultStore,
-    private readonly access: AccessControl,
-    private readonly limits: OrgLimits,
+    private readonly access: AccessService,
+    private readonly limits: Pick<BillingClient, 'limitsOf'>,
     private readonly ring: OrgKeyRing,
-    private readonly audit: AuditTrail,
+    private readonly audit: VaultCryptoAudit,
   ) {}
 
   /** Creates a vault in the caller's org. */
-  async create(p: Principal, input: { name: string; description: string }): Promise<VaultRow> {
+  async create(p: Principal, input: VaultRequest): Promise<VaultRow> {
     const name = vaultName(input.name);
     const description = vaultDescription(input.description);
     await this.ensureSystemVaults(p.orgId);
-    const limits = await this.limits.of(p.orgId);
+    const limits = await this.limits.limitsOf(p.orgId);
     const actor = actorOf(p);
     const r = await this.audit.failClosed('vault.created', () =>
       this.store.create(
-        { orgId: p.orgId, name, description, createdBy: actor.id, createdByType: actor.type },
+        { orgId: p.orgId, name, description, createdBy: actor.actorId, createdByType: actor.actorType },
         limits.maxVaults,
-        (tx, vault) =>
-          this.audit.by(p, {
-            action: 'vault.created',
-            resourceType: 'vault',
-            resourceId: vault.id,
-            metadata: { name },
-          })(tx),
+        (tx, vault) => this.audit.by(p, 'vault.created', { type: 'vault', id: vault.id }, { name })(tx),
       ),
     );
     if ('refused' in r) {
@@ -78,28 +74,16 @@ export class VaultService {
     const v = await this.get(p, id);
     if (!managesVault(p, v))
       throw new PermissionDeniedError('only the vault creator or an org admin may delete it');
-    const audit = this.audit.by(p, {
-      action: 'vault.deleted',
-      resourceType: 'vault',
-      resourceId: v.id,
-      metadata: { name: v.name },
-    });
+    const audit = this.audit.by(p, 'vault.deleted', { type: 'vault', id: v.id }, { name: v.name });
     const done = await this.audit.failClosed('vault.deleted', () => this.store.delete(v.id, audit));
     if (!done) throw new NotFoundError('vault', id);
   }
 
   /** Starts a new version of the caller's org key-encryption key (org owners and admins). */
   async rotateOrgKey(p: Principal): Promise<number> {
-    if (p.kind !== 'user' || (p.role !== 'owner' && p.role !== 'admin')) {
-      throw new PermissionDeniedError('only an org owner or admin may rotate the org key');
-    }
+    requireHumanAdmin(p, 'rotate the org key');
     const version = await this.ring.rotate(p.orgId);
-    await this.audit.now(p, {
-      action: 'org_key.rotated',
-      resourceType: 'org_key',
-      resourceId: p.orgId,
-      metadata: { kek_version: version },
-    });
+    await this.audit.now(p, 'org_key.rotated', { type: 'org_key', id: p.orgId }, { kek_version: version });
     return version;
   }
 

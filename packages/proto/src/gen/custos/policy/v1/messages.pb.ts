@@ -6,52 +6,208 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import { Struct } from "../../../google/protobuf/struct.pb.js";
 
-/** CreatePolicyRequest names the vault and carries the HTTP body. */
+/**
+ * VaultFacts is what the gateway learned about a vault from vault-crypto's DescribeVault, asked
+ * with the caller's own token (so it answers only for the caller's org). The policy service calls
+ * no other service: it applies its rules (who may manage a vault's grants) to these facts.
+ */
+export interface VaultFacts {
+  /** The org that owns the vault (UUID). */
+  orgId: string;
+  /** Who created the vault (user or agent UUID; the org id for a system vault). */
+  createdBy: string;
+  /** `user`, `agent` or `system`. */
+  createdByType: string;
+  /** True for the system vaults `__agent-keys` and `__treasury-keys`, which have no grants. */
+  isSystem: boolean;
+}
+
+/**
+ * TimeWindow is a daily window of local time: `start` inclusive, `end` exclusive; a `start` later
+ * than `end` spans midnight.
+ */
+export interface TimeWindow {
+  /** `HH:MM`, 24-hour clock. */
+  start: string;
+  /** `HH:MM`, 24-hour clock; differs from `start`. */
+  end: string;
+  /** The IANA time zone the clock times are read in; absent means UTC. */
+  timezone?:
+    | string
+    | undefined;
+  /** Local weekdays (`mon` … `sun`) on which the window opens; empty means every day. */
+  days: string[];
+}
+
+/**
+ * GrantConditions are the conditions a grant applies under; every one present must hold. An
+ * empty list means the condition is absent (an empty list is never a valid condition).
+ */
+export interface GrantConditions {
+  /** The client's address must lie in one of these networks (addresses or CIDRs). */
+  ipCidrs: string[];
+  /** The request must fall inside this window; absent means any time. */
+  timeWindow?:
+    | TimeWindow
+    | undefined;
+  /** The agent's `environment` claim must be one of these (agent grants only). */
+  environmentIn: string[];
+}
+
+/** Policy is one grant on a vault (SPEC.md §2.3). */
+export interface Policy {
+  /** The grant (UUID). */
+  id: string;
+  /** The vault it applies to (UUID). */
+  vaultId: string;
+  /** The secret-path glob it covers (`*` one segment, `**` any number). */
+  secretPathPattern: string;
+  /** `user` or `agent`. */
+  principalType: string;
+  /** The user or agent (UUID). */
+  principalId: string;
+  /** A non-empty subset of `read`, `write`, in that order. */
+  permissions: string[];
+  /** The conditions it applies under; empty when unconditional. */
+  conditions?:
+    | GrantConditions
+    | undefined;
+  /** `allow` or `deny`. */
+  effect: string;
+  /** Higher wins; 0 to 1,000,000. */
+  priority: number;
+  /** When it stops applying (RFC 3339); absent when it never expires. */
+  expiresAt?:
+    | string
+    | undefined;
+  /** The user who created it (UUID). */
+  createdBy: string;
+  /** `user`: only people manage grants. */
+  createdByType: string;
+  /** When it was created (RFC 3339). */
+  createdAt: string;
+  /** When it last changed (RFC 3339). */
+  updatedAt: string;
+}
+
+/** GrantInput is a new grant as the caller asked for it. */
+export interface GrantInput {
+  /** The secret-path glob (`/`-separated segments, each `*`, `**` or a literal). */
+  secretPathPattern: string;
+  /** `user` or `agent`. */
+  principalType: string;
+  /** The user or agent (UUID). */
+  principalId: string;
+  /** A non-empty subset of `read`, `write`. */
+  permissions: string[];
+  /** The conditions; absent means unconditional. */
+  conditions?:
+    | GrantConditions
+    | undefined;
+  /** `allow` or `deny`; absent means `allow`. */
+  effect?:
+    | string
+    | undefined;
+  /** 0 to 1,000,000; absent means 0. */
+  priority?:
+    | number
+    | undefined;
+  /** When the grant stops applying (RFC 3339, in the future); absent means never. */
+  expiresAt?: string | undefined;
+}
+
+/**
+ * GrantChange is a partial update of a grant: absent fields keep their value, fields named in
+ * `cleared_fields` go back to their default. The principal never changes.
+ */
+export interface GrantChange {
+  /** A new secret-path glob. */
+  secretPathPattern?:
+    | string
+    | undefined;
+  /** New permissions; empty keeps them (a grant always has at least one). */
+  permissions: string[];
+  /** New conditions. */
+  conditions?:
+    | GrantConditions
+    | undefined;
+  /** A new effect. */
+  effect?:
+    | string
+    | undefined;
+  /** A new priority. */
+  priority?:
+    | number
+    | undefined;
+  /** A new expiry (RFC 3339, in the future). */
+  expiresAt?:
+    | string
+    | undefined;
+  /**
+   * Fields reset to their default: `conditions` (none), `effect` (`allow`), `priority` (0),
+   * `expires_at` (never). A field may not be both set and cleared.
+   */
+  clearedFields: string[];
+}
+
+/** CreatePolicyRequest names the vault, the facts about it and the new grant. */
 export interface CreatePolicyRequest {
   /** The vault the grant applies to (UUID). */
   vaultId: string;
+  /** Who owns the vault, as vault-crypto told the gateway. */
+  vault?:
+    | VaultFacts
+    | undefined;
+  /** The grant. */
+  grant?:
+    | GrantInput
+    | undefined;
   /**
-   * The body fields exactly as HTTP names them (`secret_path_pattern`, `principal_type`,
-   * `principal_id`, `permissions`, `conditions`, `effect`, `priority`, `expires_at`); the policy
-   * service validates each one and names the field it refuses.
+   * Whether the grant's principal is a member (user) or an agent of the caller's org, as identity
+   * told the gateway.
    */
-  fields?: { [key: string]: any } | undefined;
+  principalInOrg: boolean;
 }
 
-/** CreatePolicyResponse carries the new grant in its HTTP shape. */
+/** CreatePolicyResponse carries the new grant. */
 export interface CreatePolicyResponse {
-  /** The grant as HTTP returns it. */
-  policy?: { [key: string]: any } | undefined;
+  /** The grant as stored. */
+  policy?: Policy | undefined;
 }
 
 /** ListPoliciesRequest names the vault whose grants are listed. */
 export interface ListPoliciesRequest {
   /** The vault (UUID). */
   vaultId: string;
+  /** Who owns the vault, as vault-crypto told the gateway. */
+  vault?: VaultFacts | undefined;
 }
 
-/** ListPoliciesResponse lists grants in their HTTP shape, oldest first. */
+/** ListPoliciesResponse lists grants, oldest first. */
 export interface ListPoliciesResponse {
-  /** The grants as HTTP returns them. */
-  policies: { [key: string]: any }[];
+  /** The grants. */
+  policies: Policy[];
 }
 
-/** UpdatePolicyRequest names the grant and carries the fields to change. */
+/** UpdatePolicyRequest names the grant and carries the change. */
 export interface UpdatePolicyRequest {
   /** The vault (UUID). */
   vaultId: string;
   /** The grant (UUID). */
   policyId: string;
-  /** The fields to change, as HTTP names them; absent fields keep their value. */
-  fields?: { [key: string]: any } | undefined;
+  /** Who owns the vault, as vault-crypto told the gateway. */
+  vault?:
+    | VaultFacts
+    | undefined;
+  /** What changes. */
+  change?: GrantChange | undefined;
 }
 
 /** UpdatePolicyResponse carries the updated grant. */
 export interface UpdatePolicyResponse {
-  /** The grant as HTTP returns it. */
-  policy?: { [key: string]: any } | undefined;
+  /** The grant as stored. */
+  policy?: Policy | undefined;
 }
 
 /** DeletePolicyRequest names the grant to remove. */
@@ -60,6 +216,8 @@ export interface DeletePolicyRequest {
   vaultId: string;
   /** The grant (UUID). */
   policyId: string;
+  /** Who owns the vault, as vault-crypto told the gateway. */
+  vault?: VaultFacts | undefined;
 }
 
 /** DeletePolicyResponse has no fields. */
@@ -104,7 +262,7 @@ export interface GetAgentScopesResponse {
   vaultIds: string[];
 }
 
-/** IpRule is one IP allow or block rule of an org (SPEC.md §2.5), in the shape HTTP returns. */
+/** IpRule is one IP allow or block rule of an org (SPEC.md §2.5). */
 export interface IpRule {
   /** The rule (UUID). */
   id: string;
@@ -137,13 +295,14 @@ export interface ListIpRulesResponse {
   rules: IpRule[];
 }
 
-/** CreateIpRuleRequest carries the HTTP body of a new rule. */
+/** CreateIpRuleRequest describes a new rule. */
 export interface CreateIpRuleRequest {
-  /**
-   * The body fields exactly as HTTP names them (`cidr`, `rule_type`, `description`); the policy
-   * service validates each one and names the field it refuses.
-   */
-  fields?: { [key: string]: any } | undefined;
+  /** An IPv4 or IPv6 address or CIDR; stored normalised. */
+  cidr: string;
+  /** `allow` or `block`. */
+  ruleType: string;
+  /** Free text, at most 1,000 characters; empty for none. */
+  description: string;
 }
 
 /** CreateIpRuleResponse carries the new rule. */
@@ -172,8 +331,962 @@ export interface GetOrgIpRulesResponse {
   rules: IpRule[];
 }
 
+function createBaseVaultFacts(): VaultFacts {
+  return { orgId: "", createdBy: "", createdByType: "", isSystem: false };
+}
+
+export const VaultFacts: MessageFns<VaultFacts> = {
+  encode(message: VaultFacts, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.createdBy !== "") {
+      writer.uint32(18).string(message.createdBy);
+    }
+    if (message.createdByType !== "") {
+      writer.uint32(26).string(message.createdByType);
+    }
+    if (message.isSystem !== false) {
+      writer.uint32(32).bool(message.isSystem);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): VaultFacts {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseVaultFacts();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.orgId = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.createdBy = reader.string();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.createdByType = reader.string();
+          continue;
+        }
+        case 4: {
+          if (tag !== 32) {
+            break;
+          }
+
+          message.isSystem = reader.bool();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): VaultFacts {
+    return {
+      orgId: isSet(object.orgId) ? globalThis.String(object.orgId) : "",
+      createdBy: isSet(object.createdBy) ? globalThis.String(object.createdBy) : "",
+      createdByType: isSet(object.createdByType) ? globalThis.String(object.createdByType) : "",
+      isSystem: isSet(object.isSystem) ? globalThis.Boolean(object.isSystem) : false,
+    };
+  },
+
+  toJSON(message: VaultFacts): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.createdBy !== "") {
+      obj.createdBy = message.createdBy;
+    }
+    if (message.createdByType !== "") {
+      obj.createdByType = message.createdByType;
+    }
+    if (message.isSystem !== false) {
+      obj.isSystem = message.isSystem;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<VaultFacts>, I>>(base?: I): VaultFacts {
+    return VaultFacts.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<VaultFacts>, I>>(object: I): VaultFacts {
+    const message = createBaseVaultFacts();
+    message.orgId = object.orgId ?? "";
+    message.createdBy = object.createdBy ?? "";
+    message.createdByType = object.createdByType ?? "";
+    message.isSystem = object.isSystem ?? false;
+    return message;
+  },
+};
+
+function createBaseTimeWindow(): TimeWindow {
+  return { start: "", end: "", timezone: undefined, days: [] };
+}
+
+export const TimeWindow: MessageFns<TimeWindow> = {
+  encode(message: TimeWindow, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.start !== "") {
+      writer.uint32(10).string(message.start);
+    }
+    if (message.end !== "") {
+      writer.uint32(18).string(message.end);
+    }
+    if (message.timezone !== undefined) {
+      writer.uint32(26).string(message.timezone);
+    }
+    for (const v of message.days) {
+      writer.uint32(34).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TimeWindow {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseTimeWindow();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.start = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.end = reader.string();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.timezone = reader.string();
+          continue;
+        }
+        case 4: {
+          if (tag !== 34) {
+            break;
+          }
+
+          message.days.push(reader.string());
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): TimeWindow {
+    return {
+      start: isSet(object.start) ? globalThis.String(object.start) : "",
+      end: isSet(object.end) ? globalThis.String(object.end) : "",
+      timezone: isSet(object.timezone) ? globalThis.String(object.timezone) : undefined,
+      days: globalThis.Array.isArray(object?.days) ? object.days.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: TimeWindow): unknown {
+    const obj: any = {};
+    if (message.start !== "") {
+      obj.start = message.start;
+    }
+    if (message.end !== "") {
+      obj.end = message.end;
+    }
+    if (message.timezone !== undefined) {
+      obj.timezone = message.timezone;
+    }
+    if (message.days?.length) {
+      obj.days = message.days;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TimeWindow>, I>>(base?: I): TimeWindow {
+    return TimeWindow.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TimeWindow>, I>>(object: I): TimeWindow {
+    const message = createBaseTimeWindow();
+    message.start = object.start ?? "";
+    message.end = object.end ?? "";
+    message.timezone = object.timezone ?? undefined;
+    message.days = object.days?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseGrantConditions(): GrantConditions {
+  return { ipCidrs: [], timeWindow: undefined, environmentIn: [] };
+}
+
+export const GrantConditions: MessageFns<GrantConditions> = {
+  encode(message: GrantConditions, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.ipCidrs) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.timeWindow !== undefined) {
+      TimeWindow.encode(message.timeWindow, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.environmentIn) {
+      writer.uint32(26).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GrantConditions {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseGrantConditions();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.ipCidrs.push(reader.string());
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.timeWindow = TimeWindow.decode(reader, reader.uint32());
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.environmentIn.push(reader.string());
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): GrantConditions {
+    return {
+      ipCidrs: globalThis.Array.isArray(object?.ipCidrs) ? object.ipCidrs.map((e: any) => globalThis.String(e)) : [],
+      timeWindow: isSet(object.timeWindow) ? TimeWindow.fromJSON(object.timeWindow) : undefined,
+      environmentIn: globalThis.Array.isArray(object?.environmentIn)
+        ? object.environmentIn.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: GrantConditions): unknown {
+    const obj: any = {};
+    if (message.ipCidrs?.length) {
+      obj.ipCidrs = message.ipCidrs;
+    }
+    if (message.timeWindow !== undefined) {
+      obj.timeWindow = TimeWindow.toJSON(message.timeWindow);
+    }
+    if (message.environmentIn?.length) {
+      obj.environmentIn = message.environmentIn;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GrantConditions>, I>>(base?: I): GrantConditions {
+    return GrantConditions.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GrantConditions>, I>>(object: I): GrantConditions {
+    const message = createBaseGrantConditions();
+    message.ipCidrs = object.ipCidrs?.map((e) => e) || [];
+    message.timeWindow = (object.timeWindow !== undefined && object.timeWindow !== null)
+      ? TimeWindow.fromPartial(object.timeWindow)
+      : undefined;
+    message.environmentIn = object.environmentIn?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBasePolicy(): Policy {
+  return {
+    id: "",
+    vaultId: "",
+    secretPathPattern: "",
+    principalType: "",
+    principalId: "",
+    permissions: [],
+    conditions: undefined,
+    effect: "",
+    priority: 0,
+    expiresAt: undefined,
+    createdBy: "",
+    createdByType: "",
+    createdAt: "",
+    updatedAt: "",
+  };
+}
+
+export const Policy: MessageFns<Policy> = {
+  encode(message: Policy, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.vaultId !== "") {
+      writer.uint32(18).string(message.vaultId);
+    }
+    if (message.secretPathPattern !== "") {
+      writer.uint32(26).string(message.secretPathPattern);
+    }
+    if (message.principalType !== "") {
+      writer.uint32(34).string(message.principalType);
+    }
+    if (message.principalId !== "") {
+      writer.uint32(42).string(message.principalId);
+    }
+    for (const v of message.permissions) {
+      writer.uint32(50).string(v!);
+    }
+    if (message.conditions !== undefined) {
+      GrantConditions.encode(message.conditions, writer.uint32(58).fork()).join();
+    }
+    if (message.effect !== "") {
+      writer.uint32(66).string(message.effect);
+    }
+    if (message.priority !== 0) {
+      writer.uint32(72).int32(message.priority);
+    }
+    if (message.expiresAt !== undefined) {
+      writer.uint32(82).string(message.expiresAt);
+    }
+    if (message.createdBy !== "") {
+      writer.uint32(90).string(message.createdBy);
+    }
+    if (message.createdByType !== "") {
+      writer.uint32(98).string(message.createdByType);
+    }
+    if (message.createdAt !== "") {
+      writer.uint32(106).string(message.createdAt);
+    }
+    if (message.updatedAt !== "") {
+      writer.uint32(114).string(message.updatedAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Policy {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBasePolicy();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.id = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.vaultId = reader.string();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.secretPathPattern = reader.string();
+          continue;
+        }
+        case 4: {
+          if (tag !== 34) {
+            break;
+          }
+
+          message.principalType = reader.string();
+          continue;
+        }
+        case 5: {
+          if (tag !== 42) {
+            break;
+          }
+
+          message.principalId = reader.string();
+          continue;
+        }
+        case 6: {
+          if (tag !== 50) {
+            break;
+          }
+
+          message.permissions.push(reader.string());
+          continue;
+        }
+        case 7: {
+          if (tag !== 58) {
+            break;
+          }
+
+          message.conditions = GrantConditions.decode(reader, reader.uint32());
+          continue;
+        }
+        case 8: {
+          if (tag !== 66) {
+            break;
+          }
+
+          message.effect = reader.string();
+          continue;
+        }
+        case 9: {
+          if (tag !== 72) {
+            break;
+          }
+
+          message.priority = reader.int32();
+          continue;
+        }
+        case 10: {
+          if (tag !== 82) {
+            break;
+          }
+
+          message.expiresAt = reader.string();
+          continue;
+        }
+        case 11: {
+          if (tag !== 90) {
+            break;
+          }
+
+          message.createdBy = reader.string();
+          continue;
+        }
+        case 12: {
+          if (tag !== 98) {
+            break;
+          }
+
+          message.createdByType = reader.string();
+          continue;
+        }
+        case 13: {
+          if (tag !== 106) {
+            break;
+          }
+
+          message.createdAt = reader.string();
+          continue;
+        }
+        case 14: {
+          if (tag !== 114) {
+            break;
+          }
+
+          message.updatedAt = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): Policy {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      vaultId: isSet(object.vaultId) ? globalThis.String(object.vaultId) : "",
+      secretPathPattern: isSet(object.secretPathPattern) ? globalThis.String(object.secretPathPattern) : "",
+      principalType: isSet(object.principalType) ? globalThis.String(object.principalType) : "",
+      principalId: isSet(object.principalId) ? globalThis.String(object.principalId) : "",
+      permissions: globalThis.Array.isArray(object?.permissions)
+        ? object.permissions.map((e: any) => globalThis.String(e))
+        : [],
+      conditions: isSet(object.conditions) ? GrantConditions.fromJSON(object.conditions) : undefined,
+      effect: isSet(object.effect) ? globalThis.String(object.effect) : "",
+      priority: isSet(object.priority) ? globalThis.Number(object.priority) : 0,
+      expiresAt: isSet(object.expiresAt) ? globalThis.String(object.expiresAt) : undefined,
+      createdBy: isSet(object.createdBy) ? globalThis.String(object.createdBy) : "",
+      createdByType: isSet(object.createdByType) ? globalThis.String(object.createdByType) : "",
+      createdAt: isSet(object.createdAt) ? globalThis.String(object.createdAt) : "",
+      updatedAt: isSet(object.updatedAt) ? globalThis.String(object.updatedAt) : "",
+    };
+  },
+
+  toJSON(message: Policy): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.vaultId !== "") {
+      obj.vaultId = message.vaultId;
+    }
+    if (message.secretPathPattern !== "") {
+      obj.secretPathPattern = message.secretPathPattern;
+    }
+    if (message.principalType !== "") {
+      obj.principalType = message.principalType;
+    }
+    if (message.principalId !== "") {
+      obj.principalId = message.principalId;
+    }
+    if (message.permissions?.length) {
+      obj.permissions = message.permissions;
+    }
+    if (message.conditions !== undefined) {
+      obj.conditions = GrantConditions.toJSON(message.conditions);
+    }
+    if (message.effect !== "") {
+      obj.effect = message.effect;
+    }
+    if (message.priority !== 0) {
+      obj.priority = Math.round(message.priority);
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt;
+    }
+    if (message.createdBy !== "") {
+      obj.createdBy = message.createdBy;
+    }
+    if (message.createdByType !== "") {
+      obj.createdByType = message.createdByType;
+    }
+    if (message.createdAt !== "") {
+      obj.createdAt = message.createdAt;
+    }
+    if (message.updatedAt !== "") {
+      obj.updatedAt = message.updatedAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Policy>, I>>(base?: I): Policy {
+    return Policy.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Policy>, I>>(object: I): Policy {
+    const message = createBasePolicy();
+    message.id = object.id ?? "";
+    message.vaultId = object.vaultId ?? "";
+    message.secretPathPattern = object.secretPathPattern ?? "";
+    message.principalType = object.principalType ?? "";
+    message.principalId = object.principalId ?? "";
+    message.permissions = object.permissions?.map((e) => e) || [];
+    message.conditions = (object.conditions !== undefined && object.conditions !== null)
+      ? GrantConditions.fromPartial(object.conditions)
+      : undefined;
+    message.effect = object.effect ?? "";
+    message.priority = object.priority ?? 0;
+    message.expiresAt = object.expiresAt ?? undefined;
+    message.createdBy = object.createdBy ?? "";
+    message.createdByType = object.createdByType ?? "";
+    message.createdAt = object.createdAt ?? "";
+    message.updatedAt = object.updatedAt ?? "";
+    return message;
+  },
+};
+
+function createBaseGrantInput(): GrantInput {
+  return {
+    secretPathPattern: "",
+    principalType: "",
+    principalId: "",
+    permissions: [],
+    conditions: undefined,
+    effect: undefined,
+    priority: undefined,
+    expiresAt: undefined,
+  };
+}
+
+export const GrantInput: MessageFns<GrantInput> = {
+  encode(message: GrantInput, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.secretPathPattern !== "") {
+      writer.uint32(10).string(message.secretPathPattern);
+    }
+    if (message.principalType !== "") {
+      writer.uint32(18).string(message.principalType);
+    }
+    if (message.principalId !== "") {
+      writer.uint32(26).string(message.principalId);
+    }
+    for (const v of message.permissions) {
+      writer.uint32(34).string(v!);
+    }
+    if (message.conditions !== undefined) {
+      GrantConditions.encode(message.conditions, writer.uint32(42).fork()).join();
+    }
+    if (message.effect !== undefined) {
+      writer.uint32(50).string(message.effect);
+    }
+    if (message.priority !== undefined) {
+      writer.uint32(56).int32(message.priority);
+    }
+    if (message.expiresAt !== undefined) {
+      writer.uint32(66).string(message.expiresAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GrantInput {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseGrantInput();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.secretPathPattern = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.principalType = reader.string();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.principalId = reader.string();
+          continue;
+        }
+        case 4: {
+          if (tag !== 34) {
+            break;
+          }
+
+          message.permissions.push(reader.string());
+          continue;
+        }
+        case 5: {
+          if (tag !== 42) {
+            break;
+          }
+
+          message.conditions = GrantConditions.decode(reader, reader.uint32());
+          continue;
+        }
+        case 6: {
+          if (tag !== 50) {
+            break;
+          }
+
+          message.effect = reader.string();
+          continue;
+        }
+        case 7: {
+          if (tag !== 56) {
+            break;
+          }
+
+          message.priority = reader.int32();
+          continue;
+        }
+        case 8: {
+          if (tag !== 66) {
+            break;
+          }
+
+          message.expiresAt = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): GrantInput {
+    return {
+      secretPathPattern: isSet(object.secretPathPattern) ? globalThis.String(object.secretPathPattern) : "",
+      principalType: isSet(object.principalType) ? globalThis.String(object.principalType) : "",
+      principalId: isSet(object.principalId) ? globalThis.String(object.principalId) : "",
+      permissions: globalThis.Array.isArray(object?.permissions)
+        ? object.permissions.map((e: any) => globalThis.String(e))
+        : [],
+      conditions: isSet(object.conditions) ? GrantConditions.fromJSON(object.conditions) : undefined,
+      effect: isSet(object.effect) ? globalThis.String(object.effect) : undefined,
+      priority: isSet(object.priority) ? globalThis.Number(object.priority) : undefined,
+      expiresAt: isSet(object.expiresAt) ? globalThis.String(object.expiresAt) : undefined,
+    };
+  },
+
+  toJSON(message: GrantInput): unknown {
+    const obj: any = {};
+    if (message.secretPathPattern !== "") {
+      obj.secretPathPattern = message.secretPathPattern;
+    }
+    if (message.principalType !== "") {
+      obj.principalType = message.principalType;
+    }
+    if (message.principalId !== "") {
+      obj.principalId = message.principalId;
+    }
+    if (message.permissions?.length) {
+      obj.permissions = message.permissions;
+    }
+    if (message.conditions !== undefined) {
+      obj.conditions = GrantConditions.toJSON(message.conditions);
+    }
+    if (message.effect !== undefined) {
+      obj.effect = message.effect;
+    }
+    if (message.priority !== undefined) {
+      obj.priority = Math.round(message.priority);
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GrantInput>, I>>(base?: I): GrantInput {
+    return GrantInput.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GrantInput>, I>>(object: I): GrantInput {
+    const message = createBaseGrantInput();
+    message.secretPathPattern = object.secretPathPattern ?? "";
+    message.principalType = object.principalType ?? "";
+    message.principalId = object.principalId ?? "";
+    message.permissions = object.permissions?.map((e) => e) || [];
+    message.conditions = (object.conditions !== undefined && object.conditions !== null)
+      ? GrantConditions.fromPartial(object.conditions)
+      : undefined;
+    message.effect = object.effect ?? undefined;
+    message.priority = object.priority ?? undefined;
+    message.expiresAt = object.expiresAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseGrantChange(): GrantChange {
+  return {
+    secretPathPattern: undefined,
+    permissions: [],
+    conditions: undefined,
+    effect: undefined,
+    priority: undefined,
+    expiresAt: undefined,
+    clearedFields: [],
+  };
+}
+
+export const GrantChange: MessageFns<GrantChange> = {
+  encode(message: GrantChange, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.secretPathPattern !== undefined) {
+      writer.uint32(10).string(message.secretPathPattern);
+    }
+    for (const v of message.permissions) {
+      writer.uint32(18).string(v!);
+    }
+    if (message.conditions !== undefined) {
+      GrantConditions.encode(message.conditions, writer.uint32(26).fork()).join();
+    }
+    if (message.effect !== undefined) {
+      writer.uint32(34).string(message.effect);
+    }
+    if (message.priority !== undefined) {
+      writer.uint32(40).int32(message.priority);
+    }
+    if (message.expiresAt !== undefined) {
+      writer.uint32(50).string(message.expiresAt);
+    }
+    for (const v of message.clearedFields) {
+      writer.uint32(58).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GrantChange {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseGrantChange();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.secretPathPattern = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.permissions.push(reader.string());
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.conditions = GrantConditions.decode(reader, reader.uint32());
+          continue;
+        }
+        case 4: {
+          if (tag !== 34) {
+            break;
+          }
+
+          message.effect = reader.string();
+          continue;
+        }
+        case 5: {
+          if (tag !== 40) {
+            break;
+          }
+
+          message.priority = reader.int32();
+          continue;
+        }
+        case 6: {
+          if (tag !== 50) {
+            break;
+          }
+
+          message.expiresAt = reader.string();
+          continue;
+        }
+        case 7: {
+          if (tag !== 58) {
+            break;
+          }
+
+          message.clearedFields.push(reader.string());
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): GrantChange {
+    return {
+      secretPathPattern: isSet(object.secretPathPattern) ? globalThis.String(object.secretPathPattern) : undefined,
+      permissions: globalThis.Array.isArray(object?.permissions)
+        ? object.permissions.map((e: any) => globalThis.String(e))
+        : [],
+      conditions: isSet(object.conditions) ? GrantConditions.fromJSON(object.conditions) : undefined,
+      effect: isSet(object.effect) ? globalThis.String(object.effect) : undefined,
+      priority: isSet(object.priority) ? globalThis.Number(object.priority) : undefined,
+      expiresAt: isSet(object.expiresAt) ? globalThis.String(object.expiresAt) : undefined,
+      clearedFields: globalThis.Array.isArray(object?.clearedFields)
+        ? object.clearedFields.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: GrantChange): unknown {
+    const obj: any = {};
+    if (message.secretPathPattern !== undefined) {
+      obj.secretPathPattern = message.secretPathPattern;
+    }
+    if (message.permissions?.length) {
+      obj.permissions = message.permissions;
+    }
+    if (message.conditions !== undefined) {
+      obj.conditions = GrantConditions.toJSON(message.conditions);
+    }
+    if (message.effect !== undefined) {
+      obj.effect = message.effect;
+    }
+    if (message.priority !== undefined) {
+      obj.priority = Math.round(message.priority);
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt;
+    }
+    if (message.clearedFields?.length) {
+      obj.clearedFields = message.clearedFields;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GrantChange>, I>>(base?: I): GrantChange {
+    return GrantChange.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GrantChange>, I>>(object: I): GrantChange {
+    const message = createBaseGrantChange();
+    message.secretPathPattern = object.secretPathPattern ?? undefined;
+    message.permissions = object.permissions?.map((e) => e) || [];
+    message.conditions = (object.conditions !== undefined && object.conditions !== null)
+      ? GrantConditions.fromPartial(object.conditions)
+      : undefined;
+    message.effect = object.effect ?? undefined;
+    message.priority = object.priority ?? undefined;
+    message.expiresAt = object.expiresAt ?? undefined;
+    message.clearedFields = object.clearedFields?.map((e) => e) || [];
+    return message;
+  },
+};
+
 function createBaseCreatePolicyRequest(): CreatePolicyRequest {
-  return { vaultId: "", fields: undefined };
+  return { vaultId: "", vault: undefined, grant: undefined, principalInOrg: false };
 }
 
 export const CreatePolicyRequest: MessageFns<CreatePolicyRequest> = {
@@ -181,8 +1294,14 @@ export const CreatePolicyRequest: MessageFns<CreatePolicyRequest> = {
     if (message.vaultId !== "") {
       writer.uint32(10).string(message.vaultId);
     }
-    if (message.fields !== undefined) {
-      Struct.encode(Struct.wrap(message.fields), writer.uint32(18).fork()).join();
+    if (message.vault !== undefined) {
+      VaultFacts.encode(message.vault, writer.uint32(26).fork()).join();
+    }
+    if (message.grant !== undefined) {
+      GrantInput.encode(message.grant, writer.uint32(34).fork()).join();
+    }
+    if (message.principalInOrg !== false) {
+      writer.uint32(40).bool(message.principalInOrg);
     }
     return writer;
   },
@@ -202,12 +1321,28 @@ export const CreatePolicyRequest: MessageFns<CreatePolicyRequest> = {
           message.vaultId = reader.string();
           continue;
         }
-        case 2: {
-          if (tag !== 18) {
+        case 3: {
+          if (tag !== 26) {
             break;
           }
 
-          message.fields = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+          message.vault = VaultFacts.decode(reader, reader.uint32());
+          continue;
+        }
+        case 4: {
+          if (tag !== 34) {
+            break;
+          }
+
+          message.grant = GrantInput.decode(reader, reader.uint32());
+          continue;
+        }
+        case 5: {
+          if (tag !== 40) {
+            break;
+          }
+
+          message.principalInOrg = reader.bool();
           continue;
         }
       }
@@ -222,7 +1357,9 @@ export const CreatePolicyRequest: MessageFns<CreatePolicyRequest> = {
   fromJSON(object: any): CreatePolicyRequest {
     return {
       vaultId: isSet(object.vaultId) ? globalThis.String(object.vaultId) : "",
-      fields: isObject(object.fields) ? object.fields : undefined,
+      vault: isSet(object.vault) ? VaultFacts.fromJSON(object.vault) : undefined,
+      grant: isSet(object.grant) ? GrantInput.fromJSON(object.grant) : undefined,
+      principalInOrg: isSet(object.principalInOrg) ? globalThis.Boolean(object.principalInOrg) : false,
     };
   },
 
@@ -231,8 +1368,14 @@ export const CreatePolicyRequest: MessageFns<CreatePolicyRequest> = {
     if (message.vaultId !== "") {
       obj.vaultId = message.vaultId;
     }
-    if (message.fields !== undefined) {
-      obj.fields = message.fields;
+    if (message.vault !== undefined) {
+      obj.vault = VaultFacts.toJSON(message.vault);
+    }
+    if (message.grant !== undefined) {
+      obj.grant = GrantInput.toJSON(message.grant);
+    }
+    if (message.principalInOrg !== false) {
+      obj.principalInOrg = message.principalInOrg;
     }
     return obj;
   },
@@ -243,7 +1386,13 @@ export const CreatePolicyRequest: MessageFns<CreatePolicyRequest> = {
   fromPartial<I extends Exact<DeepPartial<CreatePolicyRequest>, I>>(object: I): CreatePolicyRequest {
     const message = createBaseCreatePolicyRequest();
     message.vaultId = object.vaultId ?? "";
-    message.fields = object.fields ?? undefined;
+    message.vault = (object.vault !== undefined && object.vault !== null)
+      ? VaultFacts.fromPartial(object.vault)
+      : undefined;
+    message.grant = (object.grant !== undefined && object.grant !== null)
+      ? GrantInput.fromPartial(object.grant)
+      : undefined;
+    message.principalInOrg = object.principalInOrg ?? false;
     return message;
   },
 };
@@ -255,7 +1404,7 @@ function createBaseCreatePolicyResponse(): CreatePolicyResponse {
 export const CreatePolicyResponse: MessageFns<CreatePolicyResponse> = {
   encode(message: CreatePolicyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.policy !== undefined) {
-      Struct.encode(Struct.wrap(message.policy), writer.uint32(10).fork()).join();
+      Policy.encode(message.policy, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -267,12 +1416,12 @@ export const CreatePolicyResponse: MessageFns<CreatePolicyResponse> = {
     while (reader.pos < end) {
       const tag = reader.uint32();
       switch (tag >>> 3) {
-        case 1: {
-          if (tag !== 10) {
+        case 2: {
+          if (tag !== 18) {
             break;
           }
 
-          message.policy = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+          message.policy = Policy.decode(reader, reader.uint32());
           continue;
         }
       }
@@ -285,13 +1434,13 @@ export const CreatePolicyResponse: MessageFns<CreatePolicyResponse> = {
   },
 
   fromJSON(object: any): CreatePolicyResponse {
-    return { policy: isObject(object.policy) ? object.policy : undefined };
+    return { policy: isSet(object.policy) ? Policy.fromJSON(object.policy) : undefined };
   },
 
   toJSON(message: CreatePolicyResponse): unknown {
     const obj: any = {};
     if (message.policy !== undefined) {
-      obj.policy = message.policy;
+      obj.policy = Policy.toJSON(message.policy);
     }
     return obj;
   },
@@ -301,19 +1450,24 @@ export const CreatePolicyResponse: MessageFns<CreatePolicyResponse> = {
   },
   fromPartial<I extends Exact<DeepPartial<CreatePolicyResponse>, I>>(object: I): CreatePolicyResponse {
     const message = createBaseCreatePolicyResponse();
-    message.policy = object.policy ?? undefined;
+    message.policy = (object.policy !== undefined && object.policy !== null)
+      ? Policy.fromPartial(object.policy)
+      : undefined;
     return message;
   },
 };
 
 function createBaseListPoliciesRequest(): ListPoliciesRequest {
-  return { vaultId: "" };
+  return { vaultId: "", vault: undefined };
 }
 
 export const ListPoliciesRequest: MessageFns<ListPoliciesRequest> = {
   encode(message: ListPoliciesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.vaultId !== "") {
       writer.uint32(10).string(message.vaultId);
+    }
+    if (message.vault !== undefined) {
+      VaultFacts.encode(message.vault, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -333,6 +1487,14 @@ export const ListPoliciesRequest: MessageFns<ListPoliciesRequest> = {
           message.vaultId = reader.string();
           continue;
         }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.vault = VaultFacts.decode(reader, reader.uint32());
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -343,13 +1505,19 @@ export const ListPoliciesRequest: MessageFns<ListPoliciesRequest> = {
   },
 
   fromJSON(object: any): ListPoliciesRequest {
-    return { vaultId: isSet(object.vaultId) ? globalThis.String(object.vaultId) : "" };
+    return {
+      vaultId: isSet(object.vaultId) ? globalThis.String(object.vaultId) : "",
+      vault: isSet(object.vault) ? VaultFacts.fromJSON(object.vault) : undefined,
+    };
   },
 
   toJSON(message: ListPoliciesRequest): unknown {
     const obj: any = {};
     if (message.vaultId !== "") {
       obj.vaultId = message.vaultId;
+    }
+    if (message.vault !== undefined) {
+      obj.vault = VaultFacts.toJSON(message.vault);
     }
     return obj;
   },
@@ -360,6 +1528,9 @@ export const ListPoliciesRequest: MessageFns<ListPoliciesRequest> = {
   fromPartial<I extends Exact<DeepPartial<ListPoliciesRequest>, I>>(object: I): ListPoliciesRequest {
     const message = createBaseListPoliciesRequest();
     message.vaultId = object.vaultId ?? "";
+    message.vault = (object.vault !== undefined && object.vault !== null)
+      ? VaultFacts.fromPartial(object.vault)
+      : undefined;
     return message;
   },
 };
@@ -371,7 +1542,7 @@ function createBaseListPoliciesResponse(): ListPoliciesResponse {
 export const ListPoliciesResponse: MessageFns<ListPoliciesResponse> = {
   encode(message: ListPoliciesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.policies) {
-      Struct.encode(Struct.wrap(v!), writer.uint32(10).fork()).join();
+      Policy.encode(v!, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -383,12 +1554,12 @@ export const ListPoliciesResponse: MessageFns<ListPoliciesResponse> = {
     while (reader.pos < end) {
       const tag = reader.uint32();
       switch (tag >>> 3) {
-        case 1: {
-          if (tag !== 10) {
+        case 2: {
+          if (tag !== 18) {
             break;
           }
 
-          message.policies.push(Struct.unwrap(Struct.decode(reader, reader.uint32())));
+          message.policies.push(Policy.decode(reader, reader.uint32()));
           continue;
         }
       }
@@ -401,13 +1572,15 @@ export const ListPoliciesResponse: MessageFns<ListPoliciesResponse> = {
   },
 
   fromJSON(object: any): ListPoliciesResponse {
-    return { policies: globalThis.Array.isArray(object?.policies) ? [...object.policies] : [] };
+    return {
+      policies: globalThis.Array.isArray(object?.policies) ? object.policies.map((e: any) => Policy.fromJSON(e)) : [],
+    };
   },
 
   toJSON(message: ListPoliciesResponse): unknown {
     const obj: any = {};
     if (message.policies?.length) {
-      obj.policies = message.policies;
+      obj.policies = message.policies.map((e) => Policy.toJSON(e));
     }
     return obj;
   },
@@ -417,13 +1590,13 @@ export const ListPoliciesResponse: MessageFns<ListPoliciesResponse> = {
   },
   fromPartial<I extends Exact<DeepPartial<ListPoliciesResponse>, I>>(object: I): ListPoliciesResponse {
     const message = createBaseListPoliciesResponse();
-    message.policies = object.policies?.map((e) => e) || [];
+    message.policies = object.policies?.map((e) => Policy.fromPartial(e)) || [];
     return message;
   },
 };
 
 function createBaseUpdatePolicyRequest(): UpdatePolicyRequest {
-  return { vaultId: "", policyId: "", fields: undefined };
+  return { vaultId: "", policyId: "", vault: undefined, change: undefined };
 }
 
 export const UpdatePolicyRequest: MessageFns<UpdatePolicyRequest> = {
@@ -434,8 +1607,11 @@ export const UpdatePolicyRequest: MessageFns<UpdatePolicyRequest> = {
     if (message.policyId !== "") {
       writer.uint32(18).string(message.policyId);
     }
-    if (message.fields !== undefined) {
-      Struct.encode(Struct.wrap(message.fields), writer.uint32(26).fork()).join();
+    if (message.vault !== undefined) {
+      VaultFacts.encode(message.vault, writer.uint32(34).fork()).join();
+    }
+    if (message.change !== undefined) {
+      GrantChange.encode(message.change, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -463,12 +1639,20 @@ export const UpdatePolicyRequest: MessageFns<UpdatePolicyRequest> = {
           message.policyId = reader.string();
           continue;
         }
-        case 3: {
-          if (tag !== 26) {
+        case 4: {
+          if (tag !== 34) {
             break;
           }
 
-          message.fields = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+          message.vault = VaultFacts.decode(reader, reader.uint32());
+          continue;
+        }
+        case 5: {
+          if (tag !== 42) {
+            break;
+          }
+
+          message.change = GrantChange.decode(reader, reader.uint32());
           continue;
         }
       }
@@ -484,7 +1668,8 @@ export const UpdatePolicyRequest: MessageFns<UpdatePolicyRequest> = {
     return {
       vaultId: isSet(object.vaultId) ? globalThis.String(object.vaultId) : "",
       policyId: isSet(object.policyId) ? globalThis.String(object.policyId) : "",
-      fields: isObject(object.fields) ? object.fields : undefined,
+      vault: isSet(object.vault) ? VaultFacts.fromJSON(object.vault) : undefined,
+      change: isSet(object.change) ? GrantChange.fromJSON(object.change) : undefined,
     };
   },
 
@@ -496,8 +1681,11 @@ export const UpdatePolicyRequest: MessageFns<UpdatePolicyRequest> = {
     if (message.policyId !== "") {
       obj.policyId = message.policyId;
     }
-    if (message.fields !== undefined) {
-      obj.fields = message.fields;
+    if (message.vault !== undefined) {
+      obj.vault = VaultFacts.toJSON(message.vault);
+    }
+    if (message.change !== undefined) {
+      obj.change = GrantChange.toJSON(message.change);
     }
     return obj;
   },
@@ -509,7 +1697,12 @@ export const UpdatePolicyRequest: MessageFns<UpdatePolicyRequest> = {
     const message = createBaseUpdatePolicyRequest();
     message.vaultId = object.vaultId ?? "";
     message.policyId = object.policyId ?? "";
-    message.fields = object.fields ?? undefined;
+    message.vault = (object.vault !== undefined && object.vault !== null)
+      ? VaultFacts.fromPartial(object.vault)
+      : undefined;
+    message.change = (object.change !== undefined && object.change !== null)
+      ? GrantChange.fromPartial(object.change)
+      : undefined;
     return message;
   },
 };
@@ -521,7 +1714,7 @@ function createBaseUpdatePolicyResponse(): UpdatePolicyResponse {
 export const UpdatePolicyResponse: MessageFns<UpdatePolicyResponse> = {
   encode(message: UpdatePolicyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.policy !== undefined) {
-      Struct.encode(Struct.wrap(message.policy), writer.uint32(10).fork()).join();
+      Policy.encode(message.policy, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -533,12 +1726,12 @@ export const UpdatePolicyResponse: MessageFns<UpdatePolicyResponse> = {
     while (reader.pos < end) {
       const tag = reader.uint32();
       switch (tag >>> 3) {
-        case 1: {
-          if (tag !== 10) {
+        case 2: {
+          if (tag !== 18) {
             break;
           }
 
-          message.policy = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+          message.policy = Policy.decode(reader, reader.uint32());
           continue;
         }
       }
@@ -551,13 +1744,13 @@ export const UpdatePolicyResponse: MessageFns<UpdatePolicyResponse> = {
   },
 
   fromJSON(object: any): UpdatePolicyResponse {
-    return { policy: isObject(object.policy) ? object.policy : undefined };
+    return { policy: isSet(object.policy) ? Policy.fromJSON(object.policy) : undefined };
   },
 
   toJSON(message: UpdatePolicyResponse): unknown {
     const obj: any = {};
     if (message.policy !== undefined) {
-      obj.policy = message.policy;
+      obj.policy = Policy.toJSON(message.policy);
     }
     return obj;
   },
@@ -567,13 +1760,15 @@ export const UpdatePolicyResponse: MessageFns<UpdatePolicyResponse> = {
   },
   fromPartial<I extends Exact<DeepPartial<UpdatePolicyResponse>, I>>(object: I): UpdatePolicyResponse {
     const message = createBaseUpdatePolicyResponse();
-    message.policy = object.policy ?? undefined;
+    message.policy = (object.policy !== undefined && object.policy !== null)
+      ? Policy.fromPartial(object.policy)
+      : undefined;
     return message;
   },
 };
 
 function createBaseDeletePolicyRequest(): DeletePolicyRequest {
-  return { vaultId: "", policyId: "" };
+  return { vaultId: "", policyId: "", vault: undefined };
 }
 
 export const DeletePolicyRequest: MessageFns<DeletePolicyRequest> = {
@@ -583,6 +1778,9 @@ export const DeletePolicyRequest: MessageFns<DeletePolicyRequest> = {
     }
     if (message.policyId !== "") {
       writer.uint32(18).string(message.policyId);
+    }
+    if (message.vault !== undefined) {
+      VaultFacts.encode(message.vault, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -610,6 +1808,14 @@ export const DeletePolicyRequest: MessageFns<DeletePolicyRequest> = {
           message.policyId = reader.string();
           continue;
         }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.vault = VaultFacts.decode(reader, reader.uint32());
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -623,6 +1829,7 @@ export const DeletePolicyRequest: MessageFns<DeletePolicyRequest> = {
     return {
       vaultId: isSet(object.vaultId) ? globalThis.String(object.vaultId) : "",
       policyId: isSet(object.policyId) ? globalThis.String(object.policyId) : "",
+      vault: isSet(object.vault) ? VaultFacts.fromJSON(object.vault) : undefined,
     };
   },
 
@@ -634,6 +1841,9 @@ export const DeletePolicyRequest: MessageFns<DeletePolicyRequest> = {
     if (message.policyId !== "") {
       obj.policyId = message.policyId;
     }
+    if (message.vault !== undefined) {
+      obj.vault = VaultFacts.toJSON(message.vault);
+    }
     return obj;
   },
 
@@ -644,6 +1854,9 @@ export const DeletePolicyRequest: MessageFns<DeletePolicyRequest> = {
     const message = createBaseDeletePolicyRequest();
     message.vaultId = object.vaultId ?? "";
     message.policyId = object.policyId ?? "";
+    message.vault = (object.vault !== undefined && object.vault !== null)
+      ? VaultFacts.fromPartial(object.vault)
+      : undefined;
     return message;
   },
 };
@@ -1326,13 +2539,19 @@ export const ListIpRulesResponse: MessageFns<ListIpRulesResponse> = {
 };
 
 function createBaseCreateIpRuleRequest(): CreateIpRuleRequest {
-  return { fields: undefined };
+  return { cidr: "", ruleType: "", description: "" };
 }
 
 export const CreateIpRuleRequest: MessageFns<CreateIpRuleRequest> = {
   encode(message: CreateIpRuleRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.fields !== undefined) {
-      Struct.encode(Struct.wrap(message.fields), writer.uint32(10).fork()).join();
+    if (message.cidr !== "") {
+      writer.uint32(18).string(message.cidr);
+    }
+    if (message.ruleType !== "") {
+      writer.uint32(26).string(message.ruleType);
+    }
+    if (message.description !== "") {
+      writer.uint32(34).string(message.description);
     }
     return writer;
   },
@@ -1344,12 +2563,28 @@ export const CreateIpRuleRequest: MessageFns<CreateIpRuleRequest> = {
     while (reader.pos < end) {
       const tag = reader.uint32();
       switch (tag >>> 3) {
-        case 1: {
-          if (tag !== 10) {
+        case 2: {
+          if (tag !== 18) {
             break;
           }
 
-          message.fields = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+          message.cidr = reader.string();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.ruleType = reader.string();
+          continue;
+        }
+        case 4: {
+          if (tag !== 34) {
+            break;
+          }
+
+          message.description = reader.string();
           continue;
         }
       }
@@ -1362,13 +2597,23 @@ export const CreateIpRuleRequest: MessageFns<CreateIpRuleRequest> = {
   },
 
   fromJSON(object: any): CreateIpRuleRequest {
-    return { fields: isObject(object.fields) ? object.fields : undefined };
+    return {
+      cidr: isSet(object.cidr) ? globalThis.String(object.cidr) : "",
+      ruleType: isSet(object.ruleType) ? globalThis.String(object.ruleType) : "",
+      description: isSet(object.description) ? globalThis.String(object.description) : "",
+    };
   },
 
   toJSON(message: CreateIpRuleRequest): unknown {
     const obj: any = {};
-    if (message.fields !== undefined) {
-      obj.fields = message.fields;
+    if (message.cidr !== "") {
+      obj.cidr = message.cidr;
+    }
+    if (message.ruleType !== "") {
+      obj.ruleType = message.ruleType;
+    }
+    if (message.description !== "") {
+      obj.description = message.description;
     }
     return obj;
   },
@@ -1378,7 +2623,9 @@ export const CreateIpRuleRequest: MessageFns<CreateIpRuleRequest> = {
   },
   fromPartial<I extends Exact<DeepPartial<CreateIpRuleRequest>, I>>(object: I): CreateIpRuleRequest {
     const message = createBaseCreateIpRuleRequest();
-    message.fields = object.fields ?? undefined;
+    message.cidr = object.cidr ?? "";
+    message.ruleType = object.ruleType ?? "";
+    message.description = object.description ?? "";
     return message;
   },
 };
@@ -1655,10 +2902,6 @@ type DeepPartial<T> = T extends Builtin ? T
 type KeysOfUnion<T> = T extends T ? keyof T : never;
 type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
-
-function isObject(value: any): boolean {
-  return typeof value === "object" && value !== null;
-}
 
 function isSet(value: any): boolean {
   return value !== null && value !== undefined;

@@ -42,15 +42,18 @@ import {
 
 /**
  * PolicyService owns grants (secret-path policies) and IP rules, and answers access decisions
- * (SPEC.md §2.3, §2.5, §4.3, §4.7). Calls carry the caller's bearer JWT in the `authorization` metadata and the client's
- * address in `x-custos-client-ip`; the service verifies the JWT itself and never takes a principal
- * from a request body. Every service also serves grpc.health.v1.Health.
+ * (SPEC.md §2.3, §2.5, §4.3, §4.7). Calls carry the caller's bearer JWT in the `authorization`
+ * metadata and the client's address in `x-custos-client-ip`; the service verifies the JWT itself
+ * and never takes a principal from a request body. It calls no other service: facts that live
+ * elsewhere (who owns a vault, whether a principal is in the org) arrive in the request, gathered
+ * by the gateway with the caller's token. Every service also serves grpc.health.v1.Health.
  */
 export type PolicyServiceService = typeof PolicyServiceService;
 export const PolicyServiceService = {
   /**
    * CreatePolicy adds a grant on a vault. Only an owner or admin of the vault's org, or the user
-   * who created the vault, may manage its grants; agents never may.
+   * who created the vault (judged on the request's VaultFacts), may manage its grants; agents
+   * never may; system vaults have none.
    */
   createPolicy: {
     path: "/custos.policy.v1.PolicyService/CreatePolicy",
@@ -181,7 +184,8 @@ export const PolicyServiceService = {
 export interface PolicyServiceServer extends UntypedServiceImplementation {
   /**
    * CreatePolicy adds a grant on a vault. Only an owner or admin of the vault's org, or the user
-   * who created the vault, may manage its grants; agents never may.
+   * who created the vault (judged on the request's VaultFacts), may manage its grants; agents
+   * never may; system vaults have none.
    */
   createPolicy: handleUnaryCall<CreatePolicyRequest, CreatePolicyResponse>;
   /** ListPolicies lists a vault's grants, expired ones included. */
@@ -223,7 +227,8 @@ export interface PolicyServiceServer extends UntypedServiceImplementation {
 export interface PolicyServiceClient extends Client {
   /**
    * CreatePolicy adds a grant on a vault. Only an owner or admin of the vault's org, or the user
-   * who created the vault, may manage its grants; agents never may.
+   * who created the vault (judged on the request's VaultFacts), may manage its grants; agents
+   * never may; system vaults have none.
    */
   createPolicy(
     request: CreatePolicyRequest,

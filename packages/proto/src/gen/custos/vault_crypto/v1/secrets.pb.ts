@@ -38,17 +38,33 @@ export interface SecretMetadata {
   createdBy: string;
 }
 
-/** PutSecretRequest names the path and carries the HTTP body. */
+/** PutSecretRequest names the path and carries the new version. */
 export interface PutSecretRequest {
   /** The vault (UUID). */
   vaultId: string;
   /** The secret path. */
   path: string;
   /**
-   * The body fields exactly as HTTP names them (`type`, `value`, `value_encoding`, `metadata`,
-   * `expires_at`, `max_access_count`, `rotation_policy`); each is validated by name.
+   * The type: password, api_key, private_key, certificate, file, note, ssh_key or env_bundle;
+   * empty means `note`.
    */
-  fields?: { [key: string]: any } | undefined;
+  type: string;
+  /** The value's bytes (at most 256 KiB); an env_bundle holds a JSON object of names to strings. */
+  value: Buffer;
+  /** The caller's metadata object (free-form JSON, at most 16 KiB); absent when none. */
+  metadata?:
+    | { [key: string]: any }
+    | undefined;
+  /** After this the version reads as 410 (RFC 3339, in the future); absent: never. */
+  expiresAt?:
+    | string
+    | undefined;
+  /** Reads allowed before the version reads as 410 (at least 1); absent: unlimited. */
+  maxAccessCount?:
+    | string
+    | undefined;
+  /** The caller's rotation policy (free-form JSON); absent when none. */
+  rotationPolicy?: { [key: string]: any } | undefined;
 }
 
 /** PutSecretResponse carries the new version's metadata. */
@@ -137,14 +153,22 @@ export interface DisableSecretVersionResponse {
   secret?: SecretMetadata | undefined;
 }
 
-/** RotateSecretRequest names the path and carries the HTTP body. */
+/** RotateSecretRequest names the path and how to generate the new value. */
 export interface RotateSecretRequest {
   /** The vault (UUID). */
   vaultId: string;
   /** The secret path. */
   path: string;
-  /** The body fields as HTTP names them (`length`, `charset`, `type`). */
-  fields?: { [key: string]: any } | undefined;
+  /** Characters to generate, 8 to 4096; absent: 32. */
+  length?:
+    | number
+    | undefined;
+  /** `hex`, `base64`, `alphanumeric` or `ascii`; absent: `alphanumeric`. */
+  charset?:
+    | string
+    | undefined;
+  /** The new version's type (not env_bundle); absent: the previous version's, or `password`. */
+  type?: string | undefined;
 }
 
 /** RotateSecretResponse carries the new version's metadata. */
@@ -420,7 +444,16 @@ export const SecretMetadata: MessageFns<SecretMetadata> = {
 };
 
 function createBasePutSecretRequest(): PutSecretRequest {
-  return { vaultId: "", path: "", fields: undefined };
+  return {
+    vaultId: "",
+    path: "",
+    type: "",
+    value: Buffer.alloc(0),
+    metadata: undefined,
+    expiresAt: undefined,
+    maxAccessCount: undefined,
+    rotationPolicy: undefined,
+  };
 }
 
 export const PutSecretRequest: MessageFns<PutSecretRequest> = {
@@ -431,8 +464,23 @@ export const PutSecretRequest: MessageFns<PutSecretRequest> = {
     if (message.path !== "") {
       writer.uint32(18).string(message.path);
     }
-    if (message.fields !== undefined) {
-      Struct.encode(Struct.wrap(message.fields), writer.uint32(26).fork()).join();
+    if (message.type !== "") {
+      writer.uint32(34).string(message.type);
+    }
+    if (message.value.length !== 0) {
+      writer.uint32(42).bytes(message.value);
+    }
+    if (message.metadata !== undefined) {
+      Struct.encode(Struct.wrap(message.metadata), writer.uint32(50).fork()).join();
+    }
+    if (message.expiresAt !== undefined) {
+      writer.uint32(58).string(message.expiresAt);
+    }
+    if (message.maxAccessCount !== undefined) {
+      writer.uint32(64).int64(message.maxAccessCount);
+    }
+    if (message.rotationPolicy !== undefined) {
+      Struct.encode(Struct.wrap(message.rotationPolicy), writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -460,12 +508,52 @@ export const PutSecretRequest: MessageFns<PutSecretRequest> = {
           message.path = reader.string();
           continue;
         }
-        case 3: {
-          if (tag !== 26) {
+        case 4: {
+          if (tag !== 34) {
             break;
           }
 
-          message.fields = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+          message.type = reader.string();
+          continue;
+        }
+        case 5: {
+          if (tag !== 42) {
+            break;
+          }
+
+          message.value = Buffer.from(reader.bytes());
+          continue;
+        }
+        case 6: {
+          if (tag !== 50) {
+            break;
+          }
+
+          message.metadata = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+          continue;
+        }
+        case 7: {
+          if (tag !== 58) {
+            break;
+          }
+
+          message.expiresAt = reader.string();
+          continue;
+        }
+        case 8: {
+          if (tag !== 64) {
+            break;
+          }
+
+          message.maxAccessCount = reader.int64().toString();
+          continue;
+        }
+        case 9: {
+          if (tag !== 74) {
+            break;
+          }
+
+          message.rotationPolicy = Struct.unwrap(Struct.decode(reader, reader.uint32()));
           continue;
         }
       }
@@ -481,7 +569,12 @@ export const PutSecretRequest: MessageFns<PutSecretRequest> = {
     return {
       vaultId: isSet(object.vaultId) ? globalThis.String(object.vaultId) : "",
       path: isSet(object.path) ? globalThis.String(object.path) : "",
-      fields: isObject(object.fields) ? object.fields : undefined,
+      type: isSet(object.type) ? globalThis.String(object.type) : "",
+      value: isSet(object.value) ? Buffer.from(bytesFromBase64(object.value)) : Buffer.alloc(0),
+      metadata: isObject(object.metadata) ? object.metadata : undefined,
+      expiresAt: isSet(object.expiresAt) ? globalThis.String(object.expiresAt) : undefined,
+      maxAccessCount: isSet(object.maxAccessCount) ? globalThis.String(object.maxAccessCount) : undefined,
+      rotationPolicy: isObject(object.rotationPolicy) ? object.rotationPolicy : undefined,
     };
   },
 
@@ -493,8 +586,23 @@ export const PutSecretRequest: MessageFns<PutSecretRequest> = {
     if (message.path !== "") {
       obj.path = message.path;
     }
-    if (message.fields !== undefined) {
-      obj.fields = message.fields;
+    if (message.type !== "") {
+      obj.type = message.type;
+    }
+    if (message.value.length !== 0) {
+      obj.value = base64FromBytes(message.value);
+    }
+    if (message.metadata !== undefined) {
+      obj.metadata = message.metadata;
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt;
+    }
+    if (message.maxAccessCount !== undefined) {
+      obj.maxAccessCount = message.maxAccessCount;
+    }
+    if (message.rotationPolicy !== undefined) {
+      obj.rotationPolicy = message.rotationPolicy;
     }
     return obj;
   },
@@ -506,7 +614,12 @@ export const PutSecretRequest: MessageFns<PutSecretRequest> = {
     const message = createBasePutSecretRequest();
     message.vaultId = object.vaultId ?? "";
     message.path = object.path ?? "";
-    message.fields = object.fields ?? undefined;
+    message.type = object.type ?? "";
+    message.value = object.value ?? Buffer.alloc(0);
+    message.metadata = object.metadata ?? undefined;
+    message.expiresAt = object.expiresAt ?? undefined;
+    message.maxAccessCount = object.maxAccessCount ?? undefined;
+    message.rotationPolicy = object.rotationPolicy ?? undefined;
     return message;
   },
 };
@@ -1321,7 +1434,7 @@ export const DisableSecretVersionResponse: MessageFns<DisableSecretVersionRespon
 };
 
 function createBaseRotateSecretRequest(): RotateSecretRequest {
-  return { vaultId: "", path: "", fields: undefined };
+  return { vaultId: "", path: "", length: undefined, charset: undefined, type: undefined };
 }
 
 export const RotateSecretRequest: MessageFns<RotateSecretRequest> = {
@@ -1332,8 +1445,14 @@ export const RotateSecretRequest: MessageFns<RotateSecretRequest> = {
     if (message.path !== "") {
       writer.uint32(18).string(message.path);
     }
-    if (message.fields !== undefined) {
-      Struct.encode(Struct.wrap(message.fields), writer.uint32(26).fork()).join();
+    if (message.length !== undefined) {
+      writer.uint32(32).int32(message.length);
+    }
+    if (message.charset !== undefined) {
+      writer.uint32(42).string(message.charset);
+    }
+    if (message.type !== undefined) {
+      writer.uint32(50).string(message.type);
     }
     return writer;
   },
@@ -1361,12 +1480,28 @@ export const RotateSecretRequest: MessageFns<RotateSecretRequest> = {
           message.path = reader.string();
           continue;
         }
-        case 3: {
-          if (tag !== 26) {
+        case 4: {
+          if (tag !== 32) {
             break;
           }
 
-          message.fields = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+          message.length = reader.int32();
+          continue;
+        }
+        case 5: {
+          if (tag !== 42) {
+            break;
+          }
+
+          message.charset = reader.string();
+          continue;
+        }
+        case 6: {
+          if (tag !== 50) {
+            break;
+          }
+
+          message.type = reader.string();
           continue;
         }
       }
@@ -1382,7 +1517,9 @@ export const RotateSecretRequest: MessageFns<RotateSecretRequest> = {
     return {
       vaultId: isSet(object.vaultId) ? globalThis.String(object.vaultId) : "",
       path: isSet(object.path) ? globalThis.String(object.path) : "",
-      fields: isObject(object.fields) ? object.fields : undefined,
+      length: isSet(object.length) ? globalThis.Number(object.length) : undefined,
+      charset: isSet(object.charset) ? globalThis.String(object.charset) : undefined,
+      type: isSet(object.type) ? globalThis.String(object.type) : undefined,
     };
   },
 
@@ -1394,8 +1531,14 @@ export const RotateSecretRequest: MessageFns<RotateSecretRequest> = {
     if (message.path !== "") {
       obj.path = message.path;
     }
-    if (message.fields !== undefined) {
-      obj.fields = message.fields;
+    if (message.length !== undefined) {
+      obj.length = Math.round(message.length);
+    }
+    if (message.charset !== undefined) {
+      obj.charset = message.charset;
+    }
+    if (message.type !== undefined) {
+      obj.type = message.type;
     }
     return obj;
   },
@@ -1407,7 +1550,9 @@ export const RotateSecretRequest: MessageFns<RotateSecretRequest> = {
     const message = createBaseRotateSecretRequest();
     message.vaultId = object.vaultId ?? "";
     message.path = object.path ?? "";
-    message.fields = object.fields ?? undefined;
+    message.length = object.length ?? undefined;
+    message.charset = object.charset ?? undefined;
+    message.type = object.type ?? undefined;
     return message;
   },
 };
@@ -1885,6 +2030,14 @@ export const ResolveEnvVarsResponse_SourcesEntry: MessageFns<ResolveEnvVarsRespo
     return message;
   },
 };
+
+function bytesFromBase64(b64: string): Uint8Array {
+  return Uint8Array.from(globalThis.Buffer.from(b64, "base64"));
+}
+
+function base64FromBytes(arr: Uint8Array): string {
+  return globalThis.Buffer.from(arr).toString("base64");
+}
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 

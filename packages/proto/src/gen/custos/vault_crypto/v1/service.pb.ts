@@ -132,8 +132,9 @@ export const VaultCryptoServiceService = {
     responseDeserialize: (value: Buffer): DeleteVaultResponse => DeleteVaultResponse.decode(value),
   },
   /**
-   * DescribeVault tells a peer service (policy) who owns a vault of the caller's org, system
-   * vaults included; NOT_FOUND for a vault of another org.
+   * DescribeVault tells who owns a vault of the caller's org, system vaults included; NOT_FOUND
+   * for a vault of another org. The gateway asks it with the caller's token and hands the answer
+   * to the policy service, which calls no service itself.
    */
   describeVault: {
     path: "/custos.vault_crypto.v1.VaultCryptoService/DescribeVault",
@@ -339,8 +340,9 @@ export interface VaultCryptoServiceServer extends UntypedServiceImplementation {
   /** DeleteVault deletes a vault and soft-deletes every secret in it (its creator or an org admin). */
   deleteVault: handleUnaryCall<DeleteVaultRequest, DeleteVaultResponse>;
   /**
-   * DescribeVault tells a peer service (policy) who owns a vault of the caller's org, system
-   * vaults included; NOT_FOUND for a vault of another org.
+   * DescribeVault tells who owns a vault of the caller's org, system vaults included; NOT_FOUND
+   * for a vault of another org. The gateway asks it with the caller's token and hands the answer
+   * to the policy service, which calls no service itself.
    */
   describeVault: handleUnaryCall<DescribeVaultRequest, DescribeVaultResponse>;
   /** PutSecret stores a new version of the secret at a path. */
@@ -465,8 +467,9 @@ export interface VaultCryptoServiceClient extends Client {
     callback: (error: ServiceError | null, response: DeleteVaultResponse) => void,
   ): ClientUnaryCall;
   /**
-   * DescribeVault tells a peer service (policy) who owns a vault of the caller's org, system
-   * vaults included; NOT_FOUND for a vault of another org.
+   * DescribeVault tells who owns a vault of the caller's org, system vaults included; NOT_FOUND
+   * for a vault of another org. The gateway asks it with the caller's token and hands the answer
+   * to the policy service, which calls no service itself.
    */
   describeVault(
     request: DescribeVaultRequest,

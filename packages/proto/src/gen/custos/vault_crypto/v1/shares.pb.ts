@@ -6,7 +6,6 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import { Struct } from "../../../google/protobuf/struct.pb.js";
 
 /** Share is one share of a secret version (SPEC.md §4.6); never its value nor its passphrase. */
 export interface Share {
@@ -50,19 +49,34 @@ export interface Share {
   isExpired: boolean;
 }
 
-/** CreateShareRequest names the secret version and carries the HTTP body. */
+/** CreateShareRequest names the secret version and describes the share. */
 export interface CreateShareRequest {
   /** The secret version's id (UUID), as a secret read or PUT returns it. */
   secretId: string;
-  /**
-   * The body fields exactly as HTTP names them (`recipient_type`, `recipient_id`, `email`,
-   * `expires_at`, `max_access_count`, `passphrase`, `ip_allowlist`, `permissions`).
-   */
-  fields?:
-    | { [key: string]: any }
-    | undefined;
   /** The `X-Passkey-Token` header; empty when absent. */
   passkeyToken: string;
+  /** `creator`, `external_email`, `user`, `agent` or `anyone_with_link`. */
+  recipientType: string;
+  /** The recipient user or agent (UUID): required for `user` and `agent`, absent otherwise. */
+  recipientId?:
+    | string
+    | undefined;
+  /** The recipient's e-mail address: required for `external_email`, absent otherwise. */
+  email?:
+    | string
+    | undefined;
+  /** After this the share answers 410 (RFC 3339, in the future, at most 30 days ahead). */
+  expiresAt: string;
+  /** Successful opens allowed, 1 to 1000; absent: 1. */
+  maxAccessCount?:
+    | number
+    | undefined;
+  /** A passphrase of 8 to 256 characters the opener must send; absent: none. */
+  passphrase?:
+    | string
+    | undefined;
+  /** The IPs and CIDRs the share opens from (1 to 100); empty: any address. */
+  ipAllowlist: string[];
 }
 
 /** CreateShareResponse carries the new share. */
@@ -516,7 +530,17 @@ export const Share: MessageFns<Share> = {
 };
 
 function createBaseCreateShareRequest(): CreateShareRequest {
-  return { secretId: "", fields: undefined, passkeyToken: "" };
+  return {
+    secretId: "",
+    passkeyToken: "",
+    recipientType: "",
+    recipientId: undefined,
+    email: undefined,
+    expiresAt: "",
+    maxAccessCount: undefined,
+    passphrase: undefined,
+    ipAllowlist: [],
+  };
 }
 
 export const CreateShareRequest: MessageFns<CreateShareRequest> = {
@@ -524,11 +548,29 @@ export const CreateShareRequest: MessageFns<CreateShareRequest> = {
     if (message.secretId !== "") {
       writer.uint32(10).string(message.secretId);
     }
-    if (message.fields !== undefined) {
-      Struct.encode(Struct.wrap(message.fields), writer.uint32(18).fork()).join();
-    }
     if (message.passkeyToken !== "") {
       writer.uint32(26).string(message.passkeyToken);
+    }
+    if (message.recipientType !== "") {
+      writer.uint32(34).string(message.recipientType);
+    }
+    if (message.recipientId !== undefined) {
+      writer.uint32(42).string(message.recipientId);
+    }
+    if (message.email !== undefined) {
+      writer.uint32(50).string(message.email);
+    }
+    if (message.expiresAt !== "") {
+      writer.uint32(58).string(message.expiresAt);
+    }
+    if (message.maxAccessCount !== undefined) {
+      writer.uint32(64).int32(message.maxAccessCount);
+    }
+    if (message.passphrase !== undefined) {
+      writer.uint32(74).string(message.passphrase);
+    }
+    for (const v of message.ipAllowlist) {
+      writer.uint32(82).string(v!);
     }
     return writer;
   },
@@ -548,20 +590,68 @@ export const CreateShareRequest: MessageFns<CreateShareRequest> = {
           message.secretId = reader.string();
           continue;
         }
-        case 2: {
-          if (tag !== 18) {
-            break;
-          }
-
-          message.fields = Struct.unwrap(Struct.decode(reader, reader.uint32()));
-          continue;
-        }
         case 3: {
           if (tag !== 26) {
             break;
           }
 
           message.passkeyToken = reader.string();
+          continue;
+        }
+        case 4: {
+          if (tag !== 34) {
+            break;
+          }
+
+          message.recipientType = reader.string();
+          continue;
+        }
+        case 5: {
+          if (tag !== 42) {
+            break;
+          }
+
+          message.recipientId = reader.string();
+          continue;
+        }
+        case 6: {
+          if (tag !== 50) {
+            break;
+          }
+
+          message.email = reader.string();
+          continue;
+        }
+        case 7: {
+          if (tag !== 58) {
+            break;
+          }
+
+          message.expiresAt = reader.string();
+          continue;
+        }
+        case 8: {
+          if (tag !== 64) {
+            break;
+          }
+
+          message.maxAccessCount = reader.int32();
+          continue;
+        }
+        case 9: {
+          if (tag !== 74) {
+            break;
+          }
+
+          message.passphrase = reader.string();
+          continue;
+        }
+        case 10: {
+          if (tag !== 82) {
+            break;
+          }
+
+          message.ipAllowlist.push(reader.string());
           continue;
         }
       }
@@ -576,8 +666,16 @@ export const CreateShareRequest: MessageFns<CreateShareRequest> = {
   fromJSON(object: any): CreateShareRequest {
     return {
       secretId: isSet(object.secretId) ? globalThis.String(object.secretId) : "",
-      fields: isObject(object.fields) ? object.fields : undefined,
       passkeyToken: isSet(object.passkeyToken) ? globalThis.String(object.passkeyToken) : "",
+      recipientType: isSet(object.recipientType) ? globalThis.String(object.recipientType) : "",
+      recipientId: isSet(object.recipientId) ? globalThis.String(object.recipientId) : undefined,
+      email: isSet(object.email) ? globalThis.String(object.email) : undefined,
+      expiresAt: isSet(object.expiresAt) ? globalThis.String(object.expiresAt) : "",
+      maxAccessCount: isSet(object.maxAccessCount) ? globalThis.Number(object.maxAccessCount) : undefined,
+      passphrase: isSet(object.passphrase) ? globalThis.String(object.passphrase) : undefined,
+      ipAllowlist: globalThis.Array.isArray(object?.ipAllowlist)
+        ? object.ipAllowlist.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -586,11 +684,29 @@ export const CreateShareRequest: MessageFns<CreateShareRequest> = {
     if (message.secretId !== "") {
       obj.secretId = message.secretId;
     }
-    if (message.fields !== undefined) {
-      obj.fields = message.fields;
-    }
     if (message.passkeyToken !== "") {
       obj.passkeyToken = message.passkeyToken;
+    }
+    if (message.recipientType !== "") {
+      obj.recipientType = message.recipientType;
+    }
+    if (message.recipientId !== undefined) {
+      obj.recipientId = message.recipientId;
+    }
+    if (message.email !== undefined) {
+      obj.email = message.email;
+    }
+    if (message.expiresAt !== "") {
+      obj.expiresAt = message.expiresAt;
+    }
+    if (message.maxAccessCount !== undefined) {
+      obj.maxAccessCount = Math.round(message.maxAccessCount);
+    }
+    if (message.passphrase !== undefined) {
+      obj.passphrase = message.passphrase;
+    }
+    if (message.ipAllowlist?.length) {
+      obj.ipAllowlist = message.ipAllowlist;
     }
     return obj;
   },
@@ -601,8 +717,14 @@ export const CreateShareRequest: MessageFns<CreateShareRequest> = {
   fromPartial<I extends Exact<DeepPartial<CreateShareRequest>, I>>(object: I): CreateShareRequest {
     const message = createBaseCreateShareRequest();
     message.secretId = object.secretId ?? "";
-    message.fields = object.fields ?? undefined;
     message.passkeyToken = object.passkeyToken ?? "";
+    message.recipientType = object.recipientType ?? "";
+    message.recipientId = object.recipientId ?? undefined;
+    message.email = object.email ?? undefined;
+    message.expiresAt = object.expiresAt ?? "";
+    message.maxAccessCount = object.maxAccessCount ?? undefined;
+    message.passphrase = object.passphrase ?? undefined;
+    message.ipAllowlist = object.ipAllowlist?.map((e) => e) || [];
     return message;
   },
 };
@@ -1382,10 +1504,6 @@ type DeepPartial<T> = T extends Builtin ? T
 type KeysOfUnion<T> = T extends T ? keyof T : never;
 type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
-
-function isObject(value: any): boolean {
-  return typeof value === "object" && value !== null;
-}
 
 function isSet(value: any): boolean {
   return value !== null && value !== undefined;

@@ -12,16 +12,17 @@ export interface VaultLimits {
 const TTL_MS = 30_000;
 
 /**
- * The org's tier caps from the billing service, remembered 30 s so that writes do not each cost a
- * hop. A failure to ask is a failure of the write (fail closed, 503), never an uncapped write.
+ * vault-crypto's client of the billing service: the org's tier caps, remembered 30 s so that
+ * writes do not each cost a hop. A failure to ask is a failure of the write (fail closed, 503),
+ * never an uncapped write.
  */
-export class OrgLimits {
+export class BillingClient {
   private readonly cache = new ExpiringLru<VaultLimits>(10_000);
 
   constructor(private readonly billing: BillingServiceClient) {}
 
   /** The caps of the org. */
-  async of(orgId: string): Promise<VaultLimits> {
+  async limitsOf(orgId: string): Promise<VaultLimits> {
     const hit = this.cache.get(orgId, Date.now());
     if (hit) return hit;
     const r = await callUnary(this.billing, this.billing.getOrgLimits, { orgId }, new Metadata());

@@ -1,5 +1,5 @@
 import type { Principal } from '@custos/auth';
-import { writeAudit } from '@custos/events';
+import { type AuditRecordInput, auditOf, writeAudit } from '@custos/events';
 import {
   CustosError,
   type Database,
@@ -9,47 +9,47 @@ import {
   describeError,
 } from '@custos/service-kit';
 import { outbox } from '../db/schema.js';
-import { actorOf } from './access-control.js';
 
-/** What an audited action of vault-crypto names besides its actor. */
-export interface AuditFacts {
-  action: string;
-  resourceType: 'vault' | 'secret' | 'org_key' | 'share';
-  resourceId: string | null;
-  metadata?: Record<string, unknown>;
-}
+/** What vault-crypto audits: the kinds of resource its records name. */
+export type AuditedResource = { type: 'vault' | 'secret' | 'org_key' | 'share'; id: string | null };
 
 /** Writes one audit record inside a transaction of the action it describes. */
 export type AuditWrite = (tx: Transaction) => Promise<unknown>;
+
+/** Writes a record into this service's outbox, inside the caller's transaction. */
+export function writeVaultCryptoAudit(tx: Transaction, record: AuditRecordInput): Promise<string> {
+  return writeAudit(tx, outbox, record);
+}
 
 /**
  * vault-crypto's side of the audit log (ARCHITECTURE §2, fail-closed): records go into this
  * service's outbox in the transaction of the action, so the action commits only with its record.
  */
-export class AuditTrail {
+export class VaultCryptoAudit {
   constructor(
     private readonly db: Database,
     private readonly logger: Logger,
   ) {}
 
-  /** A write of `facts` by principal `p`, for a store method to run inside its transaction. */
-  by(p: Principal, facts: AuditFacts): AuditWrite {
-    const actor = actorOf(p);
-    return (tx) =>
-      writeAudit(tx, outbox, {
-        orgId: p.orgId,
-        actorType: actor.type,
-        actorId: actor.id,
-        action: facts.action,
-        resourceType: facts.resourceType,
-        resourceId: facts.resourceId,
-        ...(facts.metadata ? { metadata: facts.metadata } : {}),
-      });
+  /** A write of the record of `p`'s action, for a store method to run inside its transaction. */
+  by(
+    p: Principal,
+    action: string,
+    resource: AuditedResource,
+    details: Record<string, unknown> = {},
+  ): AuditWrite {
+    const record = auditOf(p, action, resource, details);
+    return (tx) => writeVaultCryptoAudit(tx, record);
   }
 
   /** Writes a record in a transaction of its own (for an action that has no transaction). */
-  async now(p: Principal, facts: AuditFacts): Promise<void> {
-    await this.db.transaction((tx) => this.by(p, facts)(tx));
+  async now(
+    p: Principal,
+    action: string,
+    resource: AuditedResource,
+    details: Record<string, unknown> = {},
+  ): Promise<void> {
+    await this.db.transaction((tx) => this.by(p, action, resource, details)(tx));
   }
 
   /**

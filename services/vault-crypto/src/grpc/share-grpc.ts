@@ -3,8 +3,8 @@ import type { Share } from '@custos/proto/custos/vault_crypto/v1/shares';
 import type { VaultCryptoServiceServer } from '@custos/proto/custos/vault_crypto/v1/service';
 import { type AsyncService, currentRequestContext } from '@custos/service-kit';
 import { encodeValue } from '../secrets/secret-fns.js';
-import type { ShareService } from './share-service.js';
-import type { ShareRow } from './share-store.js';
+import type { ShareService } from '../shares/share-service.js';
+import type { ShareRow } from '../shares/share-store.js';
 
 type ShareRpcs = Pick<
   AsyncService<VaultCryptoServiceServer>,
@@ -50,7 +50,20 @@ export function shareRpcs(deps: { keys: IdentityKeys; shares: ShareService }): S
     bearerToken(currentRequestContext()?.authorization) ? caller() : undefined;
   return {
     async createShare(req) {
-      const s = await deps.shares.create(await caller(), req.secretId, req.fields ?? {}, req.passkeyToken);
+      const s = await deps.shares.create(
+        await caller(),
+        req.secretId,
+        {
+          recipientType: req.recipientType,
+          recipientId: req.recipientId,
+          email: req.email,
+          expiresAt: req.expiresAt,
+          maxAccessCount: req.maxAccessCount,
+          passphrase: req.passphrase,
+          ipAllowlist: req.ipAllowlist,
+        },
+        req.passkeyToken,
+      );
       return { share: shareMessage(s) };
     },
     async listOutboundShares() {

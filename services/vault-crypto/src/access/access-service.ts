@@ -1,43 +1,19 @@
-import { Metadata } from '@grpc/grpc-js';
 import { type Principal, scopesCover } from '@custos/auth';
-import type { PolicyServiceClient } from '@custos/proto/custos/policy/v1/service';
-import { NotFoundError, PermissionDeniedError, callUnary } from '@custos/service-kit';
+import { NotFoundError, PermissionDeniedError } from '@custos/service-kit';
+import type { PolicyClient } from '../peers/policy-client.js';
 import type { VaultRow } from '../vaults/vault-store.js';
+import { agentSeesVault, managesVault } from './access-fns.js';
 
 /** What a principal wants to do with secrets. */
 export type Permission = 'read' | 'write';
-
-/** The id and kind of a principal as vault records name their creators. */
-export function actorOf(p: Principal): { id: string; type: 'user' | 'agent' } {
-  return p.kind === 'user' ? { id: p.userId, type: 'user' } : { id: p.agentId, type: 'agent' };
-}
-
-/** Whether the principal created the vault (its owner). */
-export function ownsVault(p: Principal, v: VaultRow): boolean {
-  const a = actorOf(p);
-  return v.createdBy === a.id && v.createdByType === a.type;
-}
-
-/** Whether the principal holds the vault without asking policy: its owner, or an org owner/admin. */
-export function managesVault(p: Principal, v: VaultRow): boolean {
-  return ownsVault(p, v) || (p.kind === 'user' && (p.role === 'owner' || p.role === 'admin'));
-}
-
-/**
- * Whether an agent may see a vault at all: its own, or one its token names in `vault_ids` (the
- * vaults its grants were on when the token was minted).
- */
-export function agentSeesVault(p: Principal, v: VaultRow): boolean {
-  return p.kind !== 'agent' || ownsVault(p, v) || p.vaultIds.includes(v.id);
-}
 
 /**
  * Decides secret operations (ARCHITECTURE §1): the vault's owner and the org's owners and admins
  * are allowed; anyone else needs the policy service's allow for this path and permission, and an
  * agent additionally needs the path inside its token's scopes and the vault in its `vault_ids`.
  */
-export class AccessControl {
-  constructor(private readonly policy: PolicyServiceClient) {}
+export class AccessService {
+  constructor(private readonly policy: Pick<PolicyClient, 'decide'>) {}
 
   /** The vault as the caller may see it: another org's or a hidden vault is 404, a system vault 403. */
   visible(p: Principal, v: VaultRow | undefined, id: string): VaultRow {
@@ -61,13 +37,7 @@ export class AccessControl {
   async allowed(p: Principal, v: VaultRow, path: string, permission: Permission): Promise<boolean> {
     if (managesVault(p, v)) return true;
     if (p.kind === 'agent' && (!p.vaultIds.includes(v.id) || !scopesCover(p.scopes, path))) return false;
-    const decision = await callUnary(
-      this.policy,
-      this.policy.decide,
-      { vaultId: v.id, vaultOrgId: v.orgId, path, permission },
-      new Metadata(),
-    );
-    return decision.allowed;
+    return this.policy.decide({ vaultId: v.id, vaultOrgId: v.orgId, path, permission });
   }
 
   /** The subset of `paths` the principal may read, asked a few at a time. */
