@@ -1,6 +1,6 @@
 import { natsConfigShape } from '@custos/events';
 import { baseConfigShape, databaseConfigShape, env } from '@custos/service-kit';
-import { mailConfigShape } from './mail/mail-config.js';
+import { mailConfigShape } from './notifications/mail-config.js';
 
 /** Every environment variable the identity service reads (see docs/configuration.md). */
 export const configShape = {

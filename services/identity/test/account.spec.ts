@@ -16,7 +16,7 @@ import { PasswordService } from '../src/account/password-service';
 import { ReauthService } from '../src/account/reauth-service';
 import { hashPassword, verifyPassword } from '../src/credentials/password-fns';
 import { SCHEMA } from '../src/db/schema';
-import type { Mailer } from '../src/mail/mailer';
+import { Notifier } from '../src/notifications/notifier';
 import { RevocationStore } from '../src/tokens/revocation-store';
 import { UserStore } from '../src/users/user-store';
 
@@ -42,7 +42,7 @@ describe('account rules against Postgres', () => {
   let users: UserStore;
   let reauth: ReauthService;
   let passwords: PasswordService;
-  const mailer: Mailer = { send: async () => undefined };
+  const notifier = new Notifier({ send: async () => undefined }, 'http://127.0.0.1:8080');
 
   beforeAll(async () => {
     database = await createTestDatabase('custos_identity_account');
@@ -54,15 +54,7 @@ describe('account rules against Postgres', () => {
     const store = new AccountStore(db);
     reauth = new ReauthService(store, users, logger);
     const revocations = new RevocationStore(db, redis, logger);
-    passwords = new PasswordService(
-      store,
-      users,
-      reauth,
-      revocations,
-      mailer,
-      { publicBaseUrl: 'x' },
-      logger,
-    );
+    passwords = new PasswordService(store, users, reauth, revocations, notifier, logger);
   });
 
   afterAll(async () => {

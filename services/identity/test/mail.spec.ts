@@ -6,8 +6,8 @@ import { createLogger } from '@custos/service-kit';
 import { simpleParser } from 'mailparser';
 import { generateEmailCode } from '../src/credentials/email-code-fns';
 import { generateSecretToken } from '../src/credentials/secret-token-fns';
-import { FolderMailer, SmtpMailer, createMailer } from '../src/mail/mailer';
-import { emailChangeCodeEmail, verificationEmail } from '../src/mail/templates';
+import { FolderMailer, SmtpMailer, createMailer } from '../src/notifications/mailer';
+import { emailChangeCodeEmail, verificationEmail } from '../src/notifications/templates';
 import { type SmtpCapture, startSmtpCapture } from '@custos/testing';
 
 const FROM = 'Custos <no-reply@custos.local>';

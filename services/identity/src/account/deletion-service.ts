@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '@custos/auth';
 import { InvalidArgumentError, UnauthenticatedError, type Logger } from '@custos/service-kit';
+import { auditOf } from '@custos/events';
 import { audit } from '../audit/identity-audit.js';
 import type { RevocationStore } from '../tokens/revocation-store.js';
 import { ACCOUNT_DELETE_PURPOSE, DELETE_CONFIRMATION, requireUser, tombstoneEmail } from './account-fns.js';
@@ -32,15 +33,7 @@ export class DeletionService {
       await this.store.revokeRefreshTokens(caller.userId, tx);
       await this.store.deleteEmailChange(caller.userId, tx);
       await this.store.deleteReauthTokens(caller.userId, tx);
-      await audit(tx, {
-        orgId: caller.orgId,
-        actorType: 'user',
-        actorId: caller.userId,
-        action: 'user.deleted',
-        resourceType: 'user',
-        resourceId: caller.userId,
-        metadata: { by: 'self' },
-      });
+      await audit(tx, auditOf(caller, 'user.deleted', { type: 'user', id: caller.userId }, { by: 'self' }));
       return true;
     });
     if (!deleted) throw new UnauthenticatedError();

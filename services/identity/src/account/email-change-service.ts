@@ -1,4 +1,4 @@
-import type { Principal } from '@custos/auth';
+import { type Principal, actorOf } from '@custos/auth';
 import {
   ConflictError,
   InvalidArgumentError,
@@ -13,9 +13,8 @@ import {
   generateEmailCode,
   hashEmailCode,
 } from '../credentials/email-code-fns.js';
-import { actorOf, audit } from '../audit/identity-audit.js';
-import type { Mailer } from '../mail/mailer.js';
-import { emailChangeCodeEmail } from '../mail/templates.js';
+import { audit } from '../audit/identity-audit.js';
+import type { Notifier } from '../notifications/notifier.js';
 import { normalizeEmail } from '../users/user-fns.js';
 import type { UserStore } from '../users/user-store.js';
 import { requireUser } from './account-fns.js';
@@ -32,7 +31,7 @@ export class EmailChangeService {
   constructor(
     private readonly store: AccountStore,
     private readonly users: UserStore,
-    private readonly mailer: Mailer,
+    private readonly notifier: Pick<Notifier, 'emailChangeCode'>,
     private readonly logger: Logger,
   ) {}
 
@@ -54,10 +53,7 @@ export class EmailChangeService {
       expiresAt: new Date(Date.now() + EMAIL_CODE_TTL_SECONDS * 1000),
     });
     try {
-      await this.mailer.send({
-        to: newEmail,
-        ...emailChangeCodeEmail({ code, expiresInSeconds: EMAIL_CODE_TTL_SECONDS }),
-      });
+      await this.notifier.emailChangeCode(newEmail, code, EMAIL_CODE_TTL_SECONDS);
     } catch (err) {
       // The request stands; asking again sends a new code. Never log the message itself.
       this.logger.error(

@@ -8,8 +8,7 @@ import {
   parseSecretToken,
   secretMatches,
 } from '../credentials/secret-token-fns.js';
-import type { Mailer } from '../mail/mailer.js';
-import { passwordResetEmail } from '../mail/templates.js';
+import type { Notifier } from '../notifications/notifier.js';
 import type { RevocationStore } from '../tokens/revocation-store.js';
 import { normalizeEmail } from '../users/user-fns.js';
 import type { UserStore } from '../users/user-store.js';
@@ -21,12 +20,6 @@ import type { ReauthService } from './reauth-service.js';
 const EMAIL_TOKEN_PREFIX = SECRET_TOKEN_PREFIXES.email;
 const RESET_PURPOSE = 'reset_password';
 const BAD_RESET_TOKEN = 'invalid or expired reset token';
-
-/** Settings of the password rules. */
-export interface PasswordServiceOptions {
-  /** Base of the links in e-mails (PUBLIC_BASE_URL). */
-  publicBaseUrl: string;
-}
 
 /** A non-empty string field, or a 400 naming it. */
 function required(value: unknown, field: string): string {
@@ -51,8 +44,7 @@ export class PasswordService {
     private readonly users: UserStore,
     private readonly reauth: ReauthService,
     private readonly revocations: RevocationStore,
-    private readonly mailer: Mailer,
-    private readonly opts: PasswordServiceOptions,
+    private readonly notifier: Pick<Notifier, 'passwordReset'>,
     private readonly logger: Logger,
   ) {}
 
@@ -99,12 +91,7 @@ export class PasswordService {
         resourceId: user.id,
       });
     });
-    const content = passwordResetEmail({
-      link: `${this.opts.publicBaseUrl}/reset-password?token=${encodeURIComponent(t.token)}`,
-      token: t.token,
-      expiresInSeconds: RESET_TOKEN_TTL_SECONDS,
-    });
-    await this.mailer.send({ to: user.email, ...content });
+    await this.notifier.passwordReset(user.email, t.token, RESET_TOKEN_TTL_SECONDS);
   }
 
   /** Consumes a reset token once, sets the new password, and ends every session of the user. */

@@ -1,5 +1,6 @@
 import type { Principal } from '@custos/auth';
 import { InvalidArgumentError, UnauthenticatedError } from '@custos/service-kit';
+import { auditOf } from '@custos/events';
 import { audit } from '../audit/identity-audit.js';
 import { requireUser } from './account-fns.js';
 import type { AccountStore, StoredSettings } from './account-store.js';
@@ -54,15 +55,15 @@ export class SettingsService {
     if (Object.keys(wanted).length > 0) {
       await this.store.transaction(async (tx) => {
         await this.store.updateSettings(caller.userId, wanted, tx);
-        await audit(tx, {
-          orgId: caller.orgId,
-          actorType: 'user',
-          actorId: caller.userId,
-          action: 'account.settings_updated',
-          resourceType: 'user',
-          resourceId: caller.userId,
-          metadata: { fields: Object.keys(wanted).map(snakeCase).sort() },
-        });
+        await audit(
+          tx,
+          auditOf(
+            caller,
+            'account.settings_updated',
+            { type: 'user', id: caller.userId },
+            { fields: Object.keys(wanted).map(snakeCase).sort() },
+          ),
+        );
       });
     }
     return this.get(p);

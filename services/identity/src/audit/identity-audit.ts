@@ -1,4 +1,3 @@
-import type { Principal } from '@custos/auth';
 import { type AuditRecordInput, type Executor, writeAudit } from '@custos/events';
 import { createLogger, describeError } from '@custos/service-kit';
 import { outbox } from '../db/schema.js';
@@ -14,16 +13,11 @@ const logger = createLogger({ service: 'identity', level: process.env['LOG_LEVEL
 /**
  * Writes an audit record of identity into `tx`, the transaction of the change it describes
  * (ARCHITECTURE §2, fail-closed): if the record cannot be written, the change rolls back with it.
+ * A signed-in caller's action is described with `auditOf` of `@custos/events`; sign-ins, refusals
+ * and actions of people proving themselves by other means (e-mailed tokens) spell the record out.
  */
 export function audit(tx: Executor, record: AuditRecordInput): Promise<string> {
   return writeAudit(tx, outbox, record);
-}
-
-/** The actor fields of an authenticated caller. */
-export function actorOf(p: Principal): Pick<AuditRecordInput, 'actorType' | 'actorId'> {
-  return p.kind === 'user'
-    ? { actorType: 'user', actorId: p.userId }
-    : { actorType: 'agent', actorId: p.agentId };
 }
 
 /**

@@ -9,7 +9,9 @@ import type { SigningKeyRing } from '../tokens/signing-key-store.js';
 import { agentChangeOf, agentMessage } from './agent-messages.js';
 import { callerResolver } from './caller.js';
 import type { TokenSettings } from '../tokens/token-issuer.js';
-import type { UserService } from '../users/user-service.js';
+import type { ProfileService } from '../users/profile-service.js';
+import type { SessionService } from '../users/session-service.js';
+import type { SignupService } from '../users/signup-service.js';
 import type { TokenSetView, User } from '../users/user-types.js';
 
 function tokenSet(t: TokenSetView): TokenSet {
@@ -50,7 +52,9 @@ function profile(u: User): UserProfile {
 
 /** gRPC adapter of IdentityService: decode, call the rules, encode. */
 export function identityGrpc(deps: {
-  users: UserService;
+  signups: SignupService;
+  sessions: SessionService;
+  profiles: ProfileService;
   agents: AgentService;
   agentExchange: AgentExchangeService;
   keys: PersonalKeyService;
@@ -72,7 +76,7 @@ export function identityGrpc(deps: {
       };
     },
     async signup(req) {
-      const r = await deps.users.signup({
+      const r = await deps.signups.signup({
         email: req.email,
         password: req.password,
         displayName: req.displayName,
@@ -85,25 +89,25 @@ export function identityGrpc(deps: {
       };
     },
     async verifyEmail(req) {
-      return { tokens: tokenSet(await deps.users.verifyEmail(req.token)) };
+      return { tokens: tokenSet(await deps.signups.verifyEmail(req.token)) };
     },
     async login(req) {
-      const r = await deps.users.login({ email: req.email, password: req.password });
+      const r = await deps.sessions.login({ email: req.email, password: req.password });
       if (r.kind === 'mfa') return { result: { $case: 'mfa', value: r.challenge } };
       return { result: { $case: 'tokens', value: tokenSet(r.tokens) } };
     },
     async refreshSession(req) {
-      return { tokens: tokenSet(await deps.users.refresh(req.refreshToken)) };
+      return { tokens: tokenSet(await deps.sessions.refresh(req.refreshToken)) };
     },
     async revokeSession(_req, call) {
-      await deps.users.signOut(await caller(call));
+      await deps.sessions.signOut(await caller(call));
       return {};
     },
     async getProfile(_req, call) {
-      return { profile: profile(await deps.users.profile(await caller(call))) };
+      return { profile: profile(await deps.profiles.profile(await caller(call))) };
     },
     async updateProfile(req, call) {
-      const u = await deps.users.updateProfile(await caller(call), {
+      const u = await deps.profiles.update(await caller(call), {
         displayName: req.displayName,
         marketingEmails: req.marketingEmails,
       });

@@ -1,7 +1,6 @@
-import { and, asc, eq, isNull } from 'drizzle-orm';
-import type { Principal } from '@custos/auth';
+import { type Principal, type UserPrincipal, requireHuman } from '@custos/auth';
+import { auditOf } from '@custos/events';
 import {
-  type Database,
   InvalidArgumentError,
   NotFoundError,
   PermissionDeniedError,
@@ -15,12 +14,11 @@ import {
   secretMatches,
 } from '../credentials/secret-token-fns.js';
 import { audit, auditRefusal } from '../audit/identity-audit.js';
-import { personalApiKeys } from '../db/schema.js';
 import type { RevocationStore } from '../tokens/revocation-store.js';
 import type { MintedAccessToken, TokenIssuer } from '../tokens/token-issuer.js';
 import type { UserStore } from '../users/user-store.js';
+import type { PersonalKeyRow, PersonalKeyStore } from './personal-key-store.js';
 
-type KeyRow = typeof personalApiKeys.$inferSelect;
 const PREFIX = SECRET_TOKEN_PREFIXES.personalApiKey;
 const EXCHANGE_FAILED = 'invalid API key';
 /** Users hold at most this many live keys. */
@@ -37,7 +35,7 @@ export interface ApiKeyView {
   lastUsedAt: Date | null;
 }
 
-function view(row: KeyRow): ApiKeyView {
+function view(row: PersonalKeyRow): ApiKeyView {
   const expired = row.expiresAt !== null && row.expiresAt.getTime() <= Date.now();
   return {
     id: row.id,
@@ -56,15 +54,14 @@ function view(row: KeyRow): ApiKeyView {
  */
 export class PersonalKeyService {
   constructor(
-    private readonly db: Database,
-    private readonly users: UserStore,
-    private readonly issuer: TokenIssuer,
-    private readonly revocations: RevocationStore,
+    private readonly store: PersonalKeyStore,
+    private readonly users: Pick<UserStore, 'findById'>,
+    private readonly issuer: Pick<TokenIssuer, 'userAccessToken' | 'isPlatformAdmin' | 'settings'>,
+    private readonly revocations: Pick<RevocationStore, 'revokeSession'>,
   ) {}
 
-  private user(p: Principal) {
-    if (p.kind !== 'user')
-      throw new PermissionDeniedError('personal API keys belong to users; agents are refused');
+  private user(p: Principal): UserPrincipal {
+    requireHuman(p, 'hold personal API keys');
     return p;
   }
 
@@ -87,37 +84,33 @@ export class PersonalKeyService {
       if (t <= Date.now()) throw new InvalidArgumentError('expires_at', 'expires_at must be in the future');
       expires = new Date(t);
     }
-    const live = await this.db
-      .select({ id: personalApiKeys.id })
-      .from(personalApiKeys)
-      .where(and(eq(personalApiKeys.userId, user.userId), isNull(personalApiKeys.revokedAt)));
-    if (live.length >= MAX_KEYS) {
+    if ((await this.store.countLive(user.userId)) >= MAX_KEYS) {
       throw new PermissionDeniedError(`at most ${MAX_KEYS} live API keys per user`, {
         type: 'resource_limit_exceeded',
       });
     }
     const t = generateSecretToken(PREFIX);
-    const row = await this.db.transaction(async (tx) => {
-      const [created] = await tx
-        .insert(personalApiKeys)
-        .values({
+    const row = await this.store.transaction(async (tx) => {
+      const created = await this.store.insert(
+        {
           tokenId: t.id,
           userId: user.userId,
           name: name.trim(),
           secretHash: t.secretHash,
           expiresAt: expires,
-        })
-        .returning();
-      await audit(tx, {
-        orgId: user.orgId,
-        actorType: 'user',
-        actorId: user.userId,
-        action: 'api_key.created',
-        resourceType: 'api_key',
-        resourceId: created!.id,
-        metadata: { expires_at: expires?.toISOString() ?? null },
-      });
-      return created!;
+        },
+        tx,
+      );
+      await audit(
+        tx,
+        auditOf(
+          user,
+          'api_key.created',
+          { type: 'api_key', id: created.id },
+          { expires_at: expires?.toISOString() ?? null },
+        ),
+      );
+      return created;
     });
     return { key: view(row), apiKey: t.token };
   }
@@ -125,45 +118,21 @@ export class PersonalKeyService {
   /** The caller's keys, oldest first. */
   async list(p: Principal): Promise<ApiKeyView[]> {
     const user = this.user(p);
-    const rows = await this.db
-      .select()
-      .from(personalApiKeys)
-      .where(eq(personalApiKeys.userId, user.userId))
-      .orderBy(asc(personalApiKeys.createdAt));
-    return rows.map(view);
+    return (await this.store.listForUser(user.userId)).map(view);
   }
 
   /** Revokes one of the caller's keys, and every token minted from it. */
   async revoke(p: Principal, keyId: string): Promise<void> {
     const user = this.user(p);
     if (!isUuid(keyId)) throw new InvalidArgumentError('key_id', 'key_id must be a UUID');
-    const rows = await this.db.transaction(async (tx) => {
-      const revoked = await tx
-        .update(personalApiKeys)
-        .set({ revokedAt: new Date() })
-        .where(
-          and(
-            eq(personalApiKeys.id, keyId.toLowerCase()),
-            eq(personalApiKeys.userId, user.userId),
-            isNull(personalApiKeys.revokedAt),
-          ),
-        )
-        .returning();
-      if (revoked[0]) {
-        await audit(tx, {
-          orgId: user.orgId,
-          actorType: 'user',
-          actorId: user.userId,
-          action: 'api_key.revoked',
-          resourceType: 'api_key',
-          resourceId: revoked[0].id,
-        });
-      }
-      return revoked;
+    const revoked = await this.store.transaction(async (tx) => {
+      const row = await this.store.revoke(user.userId, keyId.toLowerCase(), tx);
+      if (row) await audit(tx, auditOf(user, 'api_key.revoked', { type: 'api_key', id: row.id }));
+      return row;
     });
-    if (rows.length === 0) throw new NotFoundError('API key', keyId);
+    if (!revoked) throw new NotFoundError('API key', keyId);
     await this.revocations.revokeSession(
-      rows[0]!.tokenId,
+      revoked.tokenId,
       new Date(Date.now() + this.issuer.settings.userAccessTtlSeconds * 1000),
     );
   }
@@ -172,7 +141,7 @@ export class PersonalKeyService {
   async exchange(apiKey: string): Promise<MintedAccessToken> {
     const parsed = parseSecretToken(apiKey, PREFIX);
     if (!parsed) throw new UnauthenticatedError(EXCHANGE_FAILED);
-    const [row] = await this.db.select().from(personalApiKeys).where(eq(personalApiKeys.tokenId, parsed.id));
+    const row = await this.store.findByTokenId(parsed.id);
     if (!row) throw new UnauthenticatedError(EXCHANGE_FAILED);
     const user = await this.users.findById(row.userId);
     if (!user) throw new UnauthenticatedError(EXCHANGE_FAILED);
@@ -190,7 +159,7 @@ export class PersonalKeyService {
       resourceId: user.id,
     };
     if (refusal) {
-      await auditRefusal(this.db, {
+      await auditRefusal(this.store, {
         ...record,
         actorType: 'anonymous',
         actorId: null,
@@ -209,8 +178,8 @@ export class PersonalKeyService {
       ttl,
     );
     // Handed out only once the sign-in and its audit record are committed.
-    await this.db.transaction(async (tx) => {
-      await tx.update(personalApiKeys).set({ lastUsedAt: new Date() }).where(eq(personalApiKeys.id, row.id));
+    await this.store.transaction(async (tx) => {
+      await this.store.touch(row.id, tx);
       await audit(tx, {
         ...record,
         actorType: 'user',

@@ -7,6 +7,7 @@ import {
   PermissionDeniedError,
   UnauthenticatedError,
 } from '@custos/service-kit';
+import { auditOf } from '@custos/events';
 import { audit, auditRefusal } from '../audit/identity-audit.js';
 import { parseSecretToken, secretMatches } from '../credentials/secret-token-fns.js';
 import {
@@ -92,15 +93,15 @@ export class MfaService {
       if (!(await this.store.enableTotp(state.userId, pending, step, tx)))
         throw new ConflictError('MFA setup changed meanwhile; start again');
       await this.store.replaceRecoveryCodes(state.userId, recovery.hashes, tx);
-      await audit(tx, {
-        orgId: state.orgId,
-        actorType: 'user',
-        actorId: state.userId,
-        action: 'mfa.enabled',
-        resourceType: 'user',
-        resourceId: state.userId,
-        metadata: { factor: 'totp', recovery_code_count: recovery.codes.length },
-      });
+      await audit(
+        tx,
+        auditOf(
+          p,
+          'mfa.enabled',
+          { type: 'user', id: state.userId },
+          { factor: 'totp', recovery_code_count: recovery.codes.length },
+        ),
+      );
     });
     return { recoveryCodes: recovery.codes };
   }
@@ -154,15 +155,10 @@ export class MfaService {
       if (!(await this.spend(state.userId, factor, tx)))
         throw new InvalidArgumentError('code', 'code is not a valid TOTP or recovery code');
       await this.store.disableTotp(state.userId, tx);
-      await audit(tx, {
-        orgId: state.orgId,
-        actorType: 'user',
-        actorId: state.userId,
-        action: 'mfa.disabled',
-        resourceType: 'user',
-        resourceId: state.userId,
-        metadata: { factor: factor.kind },
-      });
+      await audit(
+        tx,
+        auditOf(p, 'mfa.disabled', { type: 'user', id: state.userId }, { factor: factor.kind }),
+      );
     });
   }
 

@@ -1,12 +1,13 @@
-import type { Principal, UserPrincipal } from '@custos/auth';
+import { type Principal, type UserPrincipal, requireHuman } from '@custos/auth';
 import { NotFoundError, PermissionDeniedError } from '@custos/service-kit';
+import { auditOf } from '@custos/events';
 import { audit } from '../audit/identity-audit.js';
 import type { RevocationStore } from '../tokens/revocation-store.js';
 import type { TokenIssuer } from '../tokens/token-issuer.js';
 import { parsePage, parseSettingName, parseSettingValue } from './admin-fns.js';
 import type { AdminStore } from './admin-store.js';
 import { parseUuid } from './org-fns.js';
-import { humanCaller, revokeUserTokens } from './org-service.js';
+import { revokeUserTokens } from './org-service.js';
 import type { OrgStore } from './org-store.js';
 import type { AdminSettingView, AdminUserView } from './org-types.js';
 
@@ -26,7 +27,8 @@ export class AdminService {
   ) {}
 
   private async admin(p: Principal): Promise<UserPrincipal> {
-    const caller = humanCaller(p);
+    requireHuman(p, 'use the admin endpoints');
+    const caller = p;
     const email = await this.store.findUserEmail(caller.userId);
     if (!email || !this.issuer.isPlatformAdmin(email)) throw new PermissionDeniedError(ADMINS_ONLY);
     return caller;
@@ -99,15 +101,10 @@ export class AdminService {
     // Platform settings belong to no org: the record goes to the acting admin's org.
     return this.orgs.transaction(async (tx) => {
       const stored = await this.store.putSetting({ name: n, value: v, updatedBy: caller.userId }, tx);
-      await audit(tx, {
-        orgId: caller.orgId,
-        actorType: 'user',
-        actorId: caller.userId,
-        action: 'admin.setting_changed',
-        resourceType: 'platform_setting',
-        resourceId: n,
-        metadata: { name: n },
-      });
+      await audit(
+        tx,
+        auditOf(caller, 'admin.setting_changed', { type: 'platform_setting', id: n }, { name: n }),
+      );
       return stored;
     });
   }

@@ -16,11 +16,6 @@ export function parseInviteRole(raw: unknown): OrgRole {
   return raw as OrgRole;
 }
 
-/** The link of an invitation e-mail: the web app's accept page, with the token as a query value. */
-export function inviteLink(publicBaseUrl: string, token: string): string {
-  return `${publicBaseUrl.replace(/\/+$/, '')}/accept-invite?token=${encodeURIComponent(token)}`;
-}
-
 /** What the invitation e-mail calls the inviter: the display name, else the e-mail address. */
 export function inviterName(user: { displayName: string; email: string }): string {
   return user.displayName.trim() || user.email;

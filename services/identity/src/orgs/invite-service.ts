@@ -1,4 +1,5 @@
-import type { Principal } from '@custos/auth';
+import { type Principal, requireHuman, requireHumanAdmin } from '@custos/auth';
+import { auditOf } from '@custos/events';
 import {
   ConflictError,
   InvalidArgumentError,
@@ -16,14 +17,11 @@ import {
   secretMatches,
 } from '../credentials/secret-token-fns.js';
 import { audit } from '../audit/identity-audit.js';
-import type { Mailer } from '../mail/mailer.js';
-import { orgInviteEmail } from '../mail/templates.js';
+import type { Notifier } from '../notifications/notifier.js';
 import { normalizeDisplayName, normalizeEmail } from '../users/user-fns.js';
 import { asRole } from '../users/user-store.js';
 import type { OrgRole } from '../users/user-types.js';
-import { INVITE_TTL_SECONDS, inviteLink, inviterName, parseInviteRole } from './invite-fns.js';
-import { isManager } from './org-fns.js';
-import { humanCaller } from './org-service.js';
+import { INVITE_TTL_SECONDS, inviterName, parseInviteRole } from './invite-fns.js';
 import type { OrgStore } from './org-store.js';
 
 const PREFIX = SECRET_TOKEN_PREFIXES.email;
@@ -32,7 +30,6 @@ const INVALID_INVITE = 'invalid or expired invitation token';
 
 /** Settings of invitations. */
 export interface InviteServiceOptions {
-  publicBaseUrl: string;
   /** Most pending invitations per org (ORG_MAX_PENDING_INVITES). */
   maxPendingInvites: number;
 }
@@ -54,7 +51,7 @@ export interface AcceptedInvite {
 export class InviteService {
   constructor(
     private readonly store: OrgStore,
-    private readonly mailer: Mailer,
+    private readonly notifier: Pick<Notifier, 'orgInvite'>,
     private readonly opts: InviteServiceOptions,
     private readonly logger: Logger,
   ) {}
@@ -65,14 +62,15 @@ export class InviteService {
    * revealed here (only its owner learns it, on accepting).
    */
   async invite(p: Principal, rawEmail: unknown, rawRole: unknown): Promise<{ email: string }> {
-    const caller = humanCaller(p);
+    requireHuman(p, 'invite members');
+    const caller = p;
     const t = generateSecretToken(PREFIX);
     const sent = await this.store.transaction(async (tx) => {
       const org = await this.store.lockOrg(caller.orgId, tx);
       const me = org && (await this.store.findHomeMember(caller.orgId, caller.userId, tx));
       if (!org || !me) throw new UnauthenticatedError('your account is no longer a member of this org');
-      if (!isManager(me.role))
-        throw new PermissionDeniedError('only an org owner or admin can invite members');
+      // The role as stored now decides, not the one in the token.
+      requireHumanAdmin({ ...caller, role: me.role }, 'invite members');
       const email = normalizeEmail(rawEmail);
       const role = parseInviteRole(rawRole);
       const existing = await this.store.findUserByEmail(email, tx);
@@ -99,26 +97,15 @@ export class InviteService {
         tx,
       );
       // The invited address stays out of the append-only log; the invitation id leads to it.
-      await audit(tx, {
-        orgId: caller.orgId,
-        actorType: 'user',
-        actorId: caller.userId,
-        action: 'org.member_invited',
-        resourceType: 'org_invite',
-        resourceId: id,
-        metadata: { role },
-      });
+      await audit(tx, auditOf(caller, 'org.member_invited', { type: 'org_invite', id: id }, { role }));
       return { id, email, orgName: org.name, inviter: inviterName(me) };
     });
     try {
-      await this.mailer.send({
-        to: sent.email,
-        ...orgInviteEmail({
-          orgName: sent.orgName,
-          inviter: sent.inviter,
-          link: inviteLink(this.opts.publicBaseUrl, t.token),
-          expiresInSeconds: INVITE_TTL_SECONDS,
-        }),
+      await this.notifier.orgInvite(sent.email, {
+        orgName: sent.orgName,
+        inviter: sent.inviter,
+        token: t.token,
+        expiresInSeconds: INVITE_TTL_SECONDS,
       });
     } catch (err) {
       // An invitation nobody received must not stay usable; the inviter can send it again.

@@ -23,11 +23,6 @@ export function parseRole(raw: unknown): OrgRole {
   return raw as OrgRole;
 }
 
-/** Whether a role may manage the members of its org. */
-export function isManager(role: OrgRole): boolean {
-  return role === 'owner' || role === 'admin';
-}
-
 /** Who acts on whom, as the rules of PATCH and DELETE /v1/org/members/{user_id} need it. */
 export interface MemberChange {
   /** The caller's current role (read from the database, not from the token). */
@@ -47,7 +42,7 @@ const ONLY_MANAGERS = 'only an org owner or admin can manage members';
  * neither touch owners nor make anyone an owner; the last owner cannot be demoted (409).
  */
 export function roleChangeRefusal(c: MemberChange, newRole: OrgRole): CustosError | undefined {
-  if (!isManager(c.callerRole)) return new PermissionDeniedError(ONLY_MANAGERS);
+  if (c.callerRole === 'member') return new PermissionDeniedError(ONLY_MANAGERS);
   if (c.callerRole === 'admin' && c.targetRole === 'owner') {
     return new PermissionDeniedError("an admin cannot change an owner's role");
   }
@@ -65,7 +60,7 @@ export function roleChangeRefusal(c: MemberChange, newRole: OrgRole): CustosErro
  * role change, and nobody removes themselves here (that is account deletion, DELETE /v1/auth/me).
  */
 export function removalRefusal(c: MemberChange): CustosError | undefined {
-  if (!isManager(c.callerRole)) return new PermissionDeniedError(ONLY_MANAGERS);
+  if (c.callerRole === 'member') return new PermissionDeniedError(ONLY_MANAGERS);
   if (c.self) {
     return new PermissionDeniedError(
       'you cannot remove yourself; delete your account with DELETE /v1/auth/me instead',

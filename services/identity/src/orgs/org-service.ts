@@ -1,10 +1,10 @@
-import type { Principal, UserPrincipal } from '@custos/auth';
-import { NotFoundError, PermissionDeniedError, UnauthenticatedError } from '@custos/service-kit';
+import { type Principal, type UserPrincipal, requireHuman, requireHumanAdmin } from '@custos/auth';
+import { auditOf } from '@custos/events';
+import { NotFoundError, UnauthenticatedError } from '@custos/service-kit';
 import { audit } from '../audit/identity-audit.js';
 import type { RevocationStore } from '../tokens/revocation-store.js';
 import type { TokenIssuer } from '../tokens/token-issuer.js';
 import {
-  isManager,
   msUntilPastRevocation,
   normalizeOrgName,
   parseRole,
@@ -18,9 +18,8 @@ import type { OrgMemberView, SubOrgView } from './org-types.js';
 type Tx = Parameters<Parameters<OrgStore['transaction']>[0]>[0];
 
 /** A human caller, or 403 for an agent. */
-export function humanCaller(p: Principal): UserPrincipal {
-  if (p.kind !== 'user')
-    throw new PermissionDeniedError('this operation is for humans only; agents are refused');
+function humanCaller(p: Principal, what: string): UserPrincipal {
+  requireHuman(p, what);
   return p;
 }
 
@@ -45,7 +44,7 @@ export async function revokeUserTokens(
 
 /**
  * Members of the caller's org (roles owner, admin, member) and its sub-orgs. Decisions use the
- * caller's role as stored now, not the one in the token, and rules that count owners run under a
+ * caller's role as stored now, not the one in the token (a demoted admin's token still says admin), and rules that count owners run under a
  * lock of the org's row, so concurrent changes cannot leave an org without an owner.
  */
 export class OrgService {
@@ -64,7 +63,7 @@ export class OrgService {
 
   /** The members of the caller's org; any human of the org may list them. */
   async listMembers(p: Principal): Promise<OrgMemberView[]> {
-    const caller = humanCaller(p);
+    const caller = humanCaller(p, 'list members');
     return this.store.listMembers(caller.orgId);
   }
 
@@ -73,11 +72,11 @@ export class OrgService {
    * tokens, whose `role` claim it makes stale; the member signs in or refreshes to get the new one.
    */
   async updateRole(p: Principal, userId: unknown, role: unknown): Promise<OrgMemberView> {
-    const caller = humanCaller(p);
+    const caller = humanCaller(p, 'change roles');
     const result = await this.store.transaction(async (tx) => {
       await this.store.lockOrg(caller.orgId, tx);
       const me = await this.me(caller, tx);
-      if (!isManager(me.role)) throw new PermissionDeniedError('only an org owner or admin can change roles');
+      requireHumanAdmin({ ...caller, role: me.role }, 'change roles');
       const targetId = parseUuid(userId, 'user_id');
       const newRole = parseRole(role);
       const target = await this.store.findHomeMember(caller.orgId, targetId, tx);
@@ -94,15 +93,15 @@ export class OrgService {
       if (refusal) throw refusal;
       if (target.role === newRole) return { member: target, changed: false };
       await this.store.setRole(caller.orgId, target.id, newRole, tx);
-      await audit(tx, {
-        orgId: caller.orgId,
-        actorType: 'user',
-        actorId: caller.userId,
-        action: 'org.member_role_changed',
-        resourceType: 'user',
-        resourceId: target.id,
-        metadata: { from_role: target.role, to_role: newRole },
-      });
+      await audit(
+        tx,
+        auditOf(
+          caller,
+          'org.member_role_changed',
+          { type: 'user', id: target.id },
+          { from_role: target.role, to_role: newRole },
+        ),
+      );
       return { member: { ...target, role: newRole }, changed: true };
     });
     if (result.changed) {
@@ -120,12 +119,11 @@ export class OrgService {
    * every token of it.
    */
   async removeMember(p: Principal, userId: unknown): Promise<void> {
-    const caller = humanCaller(p);
+    const caller = humanCaller(p, 'remove members');
     const removedId = await this.store.transaction(async (tx) => {
       await this.store.lockOrg(caller.orgId, tx);
       const me = await this.me(caller, tx);
-      if (!isManager(me.role))
-        throw new PermissionDeniedError('only an org owner or admin can remove members');
+      requireHumanAdmin({ ...caller, role: me.role }, 'remove members');
       const targetId = parseUuid(userId, 'user_id');
       const target = await this.store.findHomeMember(caller.orgId, targetId, tx);
       if (!target) throw new NotFoundError('member', targetId);
@@ -137,15 +135,10 @@ export class OrgService {
       });
       if (refusal) throw refusal;
       await this.store.softDeleteUser(target.id, tx);
-      await audit(tx, {
-        orgId: caller.orgId,
-        actorType: 'user',
-        actorId: caller.userId,
-        action: 'org.member_removed',
-        resourceType: 'user',
-        resourceId: target.id,
-        metadata: { role: target.role },
-      });
+      await audit(
+        tx,
+        auditOf(caller, 'org.member_removed', { type: 'user', id: target.id }, { role: target.role }),
+      );
       return target.id;
     });
     await revokeUserTokens(this.revocations, this.issuer, removedId);
@@ -156,32 +149,26 @@ export class OrgService {
    * the sub-org's owner in its membership rows only; tokens for a sub-org are not issued yet.
    */
   async createSubOrg(p: Principal, name: unknown): Promise<SubOrgView> {
-    const caller = humanCaller(p);
+    const caller = humanCaller(p, 'create sub-orgs');
     const me = await this.me(caller);
-    if (!isManager(me.role))
-      throw new PermissionDeniedError('only an org owner or admin can create sub-orgs');
+    requireHumanAdmin({ ...caller, role: me.role }, 'create sub-orgs');
     const clean = normalizeOrgName(name);
     return this.store.transaction(async (tx) => {
       const sub = await this.store.insertSubOrg(
         { name: clean, parentOrgId: caller.orgId, ownerId: caller.userId },
         tx,
       );
-      await audit(tx, {
-        orgId: caller.orgId,
-        actorType: 'user',
-        actorId: caller.userId,
-        action: 'org.sub_org_created',
-        resourceType: 'org',
-        resourceId: sub.id,
-        metadata: { parent_org_id: caller.orgId },
-      });
+      await audit(
+        tx,
+        auditOf(caller, 'org.sub_org_created', { type: 'org', id: sub.id }, { parent_org_id: caller.orgId }),
+      );
       return sub;
     });
   }
 
   /** The sub-orgs of the caller's org; any human of the org may list them. */
   async listSubOrgs(p: Principal): Promise<SubOrgView[]> {
-    const caller = humanCaller(p);
+    const caller = humanCaller(p, 'list sub-orgs');
     return this.store.listSubOrgs(caller.orgId);
   }
 }

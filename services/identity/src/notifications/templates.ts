@@ -144,3 +144,35 @@ export function orgInviteEmail(input: {
   ].join('\n');
   return { template: 'org_invite', subject: `Join "${org}" on Custos`, text: text + SIGNATURE };
 }
+
+/** The e-mail that hands a share link to an external recipient (never the value or passphrase). */
+export function shareLinkEmail(input: {
+  link: string;
+  expiresAt: Date;
+  maxAccessCount: number;
+  passphraseProtected: boolean;
+}): MailContent {
+  const opens = input.maxAccessCount === 1 ? 'once' : `${input.maxAccessCount} times`;
+  const lines = [
+    'Someone shared a secret with you through Custos.',
+    '',
+    'Open it with this link:',
+    '',
+    input.link,
+    '',
+    `The link works until ${input.expiresAt.toUTCString()} and can be opened ${opens}.`,
+  ];
+  if (input.passphraseProtected) {
+    lines.push(
+      '',
+      'It is protected by a passphrase, which the sender will give you separately. Send it in the',
+      'X-Share-Passphrase header. After 5 wrong passphrases the link stops working.',
+    );
+  }
+  lines.push('', 'If you did not expect this, you can ignore this e-mail.');
+  return {
+    template: 'share-link',
+    subject: 'A secret was shared with you',
+    text: lines.join('\n') + SIGNATURE,
+  };
+}

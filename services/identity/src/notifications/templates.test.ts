@@ -3,6 +3,7 @@ import {
   emailChangeCodeEmail,
   orgInviteEmail,
   passwordResetEmail,
+  shareLinkEmail,
   verificationEmail,
 } from './templates';
 
@@ -64,6 +65,23 @@ describe('templates', () => {
     expect(hostile.subject.length).toBeLessThan(130);
     expect(hostile.text).toContain('A member invited you');
     expect(hostile.text.split('\n')[0]).toContain('Evil Bcc: x@evil.test');
+  });
+
+  it('share link: the public share route, how often it opens, and how the passphrase travels', () => {
+    const share = {
+      link: 'https://custos.test/v1/share/6f1c1a52-8d8e-4c58-9a8e-2f1b7c1d9e01',
+      expiresAt: new Date('2030-01-02T00:00:00.000Z'),
+      maxAccessCount: 1,
+      passphraseProtected: true,
+    };
+    const mail = shareLinkEmail(share);
+    expect(mail.template).toBe('share-link');
+    expect(mail.text).toContain(`\n${share.link}\n`);
+    expect(mail.text).toContain('X-Share-Passphrase');
+    expect(mail.text).toContain('opened once');
+    const plain = shareLinkEmail({ ...share, passphraseProtected: false, maxAccessCount: 3 }).text;
+    expect(plain).not.toContain('passphrase');
+    expect(plain).toContain('opened 3 times');
   });
 
   it('every template is plain text ending with a signature', () => {

@@ -1,152 +1,42 @@
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '@custos/auth';
-import {
-  ConflictError,
-  InvalidArgumentError,
-  PermissionDeniedError,
-  UnauthenticatedError,
-  type Logger,
-  describeError,
-  isUuid,
-} from '@custos/service-kit';
-import {
-  burnPasswordCheck,
-  checkPasswordPolicy,
-  hashPassword,
-  verifyPassword,
-} from '../credentials/password-fns.js';
+import { auditOf } from '@custos/events';
+import { PermissionDeniedError, UnauthenticatedError, type Logger, isUuid } from '@custos/service-kit';
+import { burnPasswordCheck, verifyPassword } from '../credentials/password-fns.js';
 import {
   SECRET_TOKEN_PREFIXES,
   generateSecretToken,
   parseSecretToken,
   secretMatches,
 } from '../credentials/secret-token-fns.js';
-import { actorOf, audit, auditRefusal } from '../audit/identity-audit.js';
-import type { Mailer } from '../mail/mailer.js';
+import { audit, auditRefusal } from '../audit/identity-audit.js';
 import type { LoginResult, MfaChallengeStarter } from '../mfa/mfa-types.js';
-import { verificationEmail } from '../mail/templates.js';
 import type { Revocation, RevocationStore } from '../tokens/revocation-store.js';
 import type { TokenIssuer } from '../tokens/token-issuer.js';
-import { defaultOrgName, normalizeDisplayName, normalizeEmail } from './user-fns.js';
 import type { UserStore } from './user-store.js';
 import type { TokenSetView, User } from './user-types.js';
 
 const REFRESH_PREFIX = SECRET_TOKEN_PREFIXES.refresh;
-const EMAIL_TOKEN_PREFIX = SECRET_TOKEN_PREFIXES.email;
-
-/** Settings of the human sign-in rules. */
-export interface UserServiceOptions {
-  refreshTtlSeconds: number;
-  verificationTtlSeconds: number;
-  requireEmailVerification: boolean;
-  publicBaseUrl: string;
-}
-
 const LOGIN_FAILED = 'invalid email or password';
 
-/** Signup, e-mail verification, password login, refresh rotation, sign-out and the profile. */
-export class UserService {
+/** Settings of sessions. */
+export interface SessionServiceOptions {
+  refreshTtlSeconds: number;
+}
+
+/**
+ * Sessions of people: password sign-in (or its MFA challenge), sessions started by other proofs
+ * (e-mail verification, MFA, Google), refresh-token rotation with reuse detection, and sign-out.
+ */
+export class SessionService {
   constructor(
     private readonly store: UserStore,
-    private readonly issuer: TokenIssuer,
-    private readonly revocations: RevocationStore,
-    private readonly mailer: Mailer,
-    private readonly opts: UserServiceOptions,
-    private readonly logger: Logger,
+    private readonly issuer: Pick<TokenIssuer, 'userAccessToken' | 'isPlatformAdmin'>,
+    private readonly revocations: Pick<RevocationStore, 'isSessionRevoked' | 'record' | 'publish'>,
     private readonly mfaChallenges: MfaChallengeStarter,
+    private readonly opts: SessionServiceOptions,
+    private readonly logger: Logger,
   ) {}
-
-  /** Creates a user who owns a new org; either sends a verification e-mail or signs the user in. */
-  async signup(input: { email: unknown; password: unknown; displayName?: unknown }): Promise<{
-    email: string;
-    verificationRequired: boolean;
-    tokens?: TokenSetView;
-  }> {
-    const email = normalizeEmail(input.email);
-    if (typeof input.password !== 'string' || input.password === '') {
-      throw new InvalidArgumentError('password', 'password is required');
-    }
-    const policy = checkPasswordPolicy(input.password);
-    if (policy) throw new InvalidArgumentError('password', policy);
-    const displayName = normalizeDisplayName(input.displayName);
-    const passwordHash = await hashPassword(input.password);
-    const verify = this.opts.requireEmailVerification;
-    const created = await this.store.transaction(async (tx) => {
-      const user = await this.store.createUserWithOrg(
-        {
-          email,
-          displayName,
-          passwordHash,
-          orgName: defaultOrgName(email, displayName),
-          emailVerified: !verify,
-        },
-        tx,
-      );
-      if (!user) throw new ConflictError('email is already in use', 'email');
-      await audit(tx, {
-        orgId: user.orgId,
-        actorType: 'user',
-        actorId: user.id,
-        action: 'user.created',
-        resourceType: 'user',
-        resourceId: user.id,
-        metadata: { method: 'signup', role: user.role },
-      });
-      if (!verify) return { user, token: undefined };
-      const t = generateSecretToken(EMAIL_TOKEN_PREFIX);
-      await this.store.insertEmailToken(
-        {
-          id: t.id,
-          userId: user.id,
-          purpose: 'verify_email',
-          secretHash: t.secretHash,
-          expiresAt: new Date(Date.now() + this.opts.verificationTtlSeconds * 1000),
-        },
-        tx,
-      );
-      return { user, token: t.token };
-    });
-    if (!created.token)
-      return {
-        email,
-        verificationRequired: false,
-        tokens: await this.startSession(created.user, ['pwd'], 'signup'),
-      };
-    await this.sendSafely(email, 'verify_email', () =>
-      verificationEmail({
-        link: `${this.opts.publicBaseUrl}/verify-email?token=${encodeURIComponent(created.token!)}`,
-        token: created.token!,
-        expiresInSeconds: this.opts.verificationTtlSeconds,
-      }),
-    );
-    return { email, verificationRequired: true };
-  }
-
-  /** Consumes a verification token (once) and signs the user in. */
-  async verifyEmail(token: unknown): Promise<TokenSetView> {
-    const parsed = typeof token === 'string' ? parseSecretToken(token, EMAIL_TOKEN_PREFIX) : undefined;
-    if (!parsed) throw new InvalidArgumentError('token', 'invalid or expired verification token');
-    const user = await this.store.transaction(async (tx) => {
-      const row = await this.store.consumeEmailToken(parsed.id, 'verify_email', tx);
-      if (!row || !secretMatches(parsed.secret, row.secretHash)) return undefined;
-      await this.store.markEmailVerified(row.userId, tx);
-      const verified = await this.store.findById(row.userId, tx);
-      if (verified) {
-        await audit(tx, {
-          orgId: verified.orgId,
-          actorType: 'user',
-          actorId: verified.id,
-          action: 'email.verified',
-          resourceType: 'user',
-          resourceId: verified.id,
-          metadata: { method: 'email_link' },
-        });
-      }
-      return verified;
-    });
-    if (!user) throw new InvalidArgumentError('token', 'invalid or expired verification token');
-    return this.startSession(user, ['email'], 'email_verification');
-  }
 
   /**
    * Password sign-in; every failure answers the same, whether or not the e-mail exists. A user
@@ -264,46 +154,21 @@ export class UserService {
     await this.store.transaction(async (tx) => {
       await this.revocations.record(list, tx);
       if (family) await this.store.revokeFamily(family, tx);
-      await audit(tx, {
-        orgId: principal.orgId,
-        ...actorOf(principal),
-        action: 'auth.logout',
-        resourceType: family ? 'session' : 'access_token',
-        resourceId: family ?? principal.tokenId,
-        metadata: { ended: family ? 'session' : 'access_token' },
-      });
+      await audit(
+        tx,
+        auditOf(
+          principal,
+          'auth.logout',
+          { type: family ? 'session' : 'access_token', id: family ?? principal.tokenId },
+          { ended: family ? 'session' : 'access_token' },
+        ),
+      );
     });
     await this.revocations.publish(list);
   }
 
-  /** The caller's profile. */
-  async profile(principal: Principal): Promise<User> {
-    if (principal.kind !== 'user') throw new PermissionDeniedError('this endpoint is for users');
-    const user = await this.store.findById(principal.userId);
-    if (!user) throw new UnauthenticatedError();
-    return user;
-  }
-
-  /** Changes the caller's display name and marketing preference. */
-  async updateProfile(
-    principal: Principal,
-    fields: { displayName?: unknown; marketingEmails?: unknown },
-  ): Promise<User> {
-    const user = await this.profile(principal);
-    const change: { displayName?: string; marketingEmails?: boolean } = {};
-    if (fields.displayName !== undefined) change.displayName = normalizeDisplayName(fields.displayName);
-    if (fields.marketingEmails !== undefined) {
-      if (typeof fields.marketingEmails !== 'boolean') {
-        throw new InvalidArgumentError('marketing_emails', 'marketing_emails must be a boolean');
-      }
-      change.marketingEmails = fields.marketingEmails;
-    }
-    if (Object.keys(change).length > 0) await this.store.updateProfile(user.id, change);
-    return (await this.store.findById(user.id))!;
-  }
-
   /** A new session (refresh-token family) and its `auth.login` record, in one transaction. */
-  private async startSession(user: User, amr: string[], method: string): Promise<TokenSetView> {
+  async startSession(user: User, amr: string[], method: string): Promise<TokenSetView> {
     const session = { id: randomUUID(), amr };
     const refresh = await this.store.transaction(async (tx) => {
       const token = await this.storeRefreshToken(user.id, session, tx);
@@ -386,18 +251,5 @@ export class UserService {
       });
     }
     return revocation;
-  }
-
-  private async sendSafely(
-    to: string,
-    template: string,
-    build: () => { subject: string; text: string },
-  ): Promise<void> {
-    try {
-      await this.mailer.send({ to, ...build() });
-    } catch (err) {
-      // The account exists either way; the user can ask again. Never log the message itself.
-      this.logger.error({ err: describeError(err), template }, 'e-mail could not be sent');
-    }
   }
 }

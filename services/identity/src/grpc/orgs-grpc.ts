@@ -6,17 +6,12 @@ import type {
   OrgServiceServer,
   SubOrg,
 } from '@custos/proto/custos/identity/v1/orgs';
-import type { AsyncService, Database, Logger } from '@custos/service-kit';
-import { callerResolver } from '../grpc/caller.js';
-import type { Mailer } from '../mail/mailer.js';
-import type { RevocationStore } from '../tokens/revocation-store.js';
-import type { TokenIssuer } from '../tokens/token-issuer.js';
-import { AdminService } from './admin-service.js';
-import { AdminStore } from './admin-store.js';
-import { InviteService } from './invite-service.js';
-import { OrgService } from './org-service.js';
-import { OrgStore } from './org-store.js';
-import type { AdminSettingView, AdminUserView, OrgMemberView, SubOrgView } from './org-types.js';
+import type { AsyncService } from '@custos/service-kit';
+import type { AdminService } from '../orgs/admin-service.js';
+import type { InviteService } from '../orgs/invite-service.js';
+import type { OrgService } from '../orgs/org-service.js';
+import type { AdminSettingView, AdminUserView, OrgMemberView, SubOrgView } from '../orgs/org-types.js';
+import { callerResolver } from './caller.js';
 
 function member(m: OrgMemberView): OrgMember {
   return {
@@ -51,32 +46,14 @@ function setting(s: AdminSettingView): AdminSetting {
   return { name: s.name, value: s.value, updatedBy: s.updatedBy ?? '', updatedAt: s.updatedAt.toISOString() };
 }
 
-/** What the org slice needs from the composition root. */
-export interface OrgsGrpcDeps {
-  db: Database;
-  issuer: TokenIssuer;
-  revocations: RevocationStore;
-  mailer: Mailer;
+/** gRPC adapter of OrgService: decode, call the rules, encode. */
+export function orgsGrpc(deps: {
+  orgs: OrgService;
+  invites: InviteService;
+  admin: AdminService;
   verifier: TokenVerifier;
-  logger: Logger;
-  publicBaseUrl: string;
-  maxPendingInvites: number;
-}
-
-/**
- * gRPC adapter of OrgService: decode, call the rules, encode. It also wires the slice's stores and
- * services from the shared dependencies, so the composition root registers it in one line.
- */
-export function orgsGrpc(deps: OrgsGrpcDeps): AsyncService<OrgServiceServer> {
-  const store = new OrgStore(deps.db);
-  const orgs = new OrgService(store, deps.issuer, deps.revocations);
-  const invites = new InviteService(
-    store,
-    deps.mailer,
-    { publicBaseUrl: deps.publicBaseUrl, maxPendingInvites: deps.maxPendingInvites },
-    deps.logger,
-  );
-  const admin = new AdminService(new AdminStore(deps.db), store, deps.issuer, deps.revocations);
+}): AsyncService<OrgServiceServer> {
+  const { orgs, invites, admin } = deps;
   const caller = callerResolver(deps.verifier);
 
   return {

@@ -1,13 +1,13 @@
 import type { TokenVerifier } from '@custos/auth';
 import type { AccountServiceServer, AccountSettings } from '@custos/proto/custos/identity/v1/account';
 import type { AsyncService } from '@custos/service-kit';
-import { callerResolver } from '../grpc/caller.js';
-import type { DeletionService } from './deletion-service.js';
-import type { EmailChangeService } from './email-change-service.js';
-import type { PasswordService } from './password-service.js';
-import type { QuotaService } from './quota-service.js';
-import type { ReauthService } from './reauth-service.js';
-import type { SettingsService, SettingsView } from './settings-service.js';
+import { callerResolver } from './caller.js';
+import type { DeletionService } from '../account/deletion-service.js';
+import type { EmailChangeService } from '../account/email-change-service.js';
+import type { PasswordService } from '../account/password-service.js';
+import type { QuotaService } from '../account/quota-service.js';
+import type { ReauthService } from '../account/reauth-service.js';
+import type { SettingsService, SettingsView } from '../account/settings-service.js';
 
 function settings(s: SettingsView): AccountSettings {
   return {

@@ -1,8 +1,8 @@
 import type { TokenVerifier } from '@custos/auth';
 import type { MfaServiceServer } from '@custos/proto/custos/identity/v1/mfa';
 import type { AsyncService } from '@custos/service-kit';
-import { callerResolver } from '../grpc/caller.js';
-import type { MfaService } from './mfa-service.js';
+import { callerResolver } from './caller.js';
+import type { MfaService } from '../mfa/mfa-service.js';
 
 /** gRPC adapter of MfaService: decode, call the rules, encode. */
 export function mfaGrpc(deps: { mfa: MfaService; verifier: TokenVerifier }): AsyncService<MfaServiceServer> {

@@ -2,8 +2,7 @@ import { isUuid } from '@custos/service-kit';
 import { type EventEnvelope, IdempotentConsumer, type ServiceEvents, subjectFor } from '@custos/events';
 import type { Database, Logger } from '@custos/service-kit';
 import { inbox } from '../db/schema.js';
-import type { Mailer } from '../mail/mailer.js';
-import type { MailContent } from '../mail/templates.js';
+import type { Notifier } from '../notifications/notifier.js';
 
 /** The durable consumer (and inbox key) of share e-mails; stable across restarts. */
 export const SHARE_MAIL_CONSUMER = 'identity-share-mail';
@@ -32,40 +31,15 @@ export function shareEmailData(data: Record<string, unknown>): ShareEmailRequest
   };
 }
 
-/** The e-mail that hands a share link to an external recipient. */
-export function shareEmail(d: ShareEmailRequested, publicBaseUrl: string): MailContent {
-  const link = `${publicBaseUrl}/v1/share/${d.share_id}`;
-  const opens = d.max_access_count === 1 ? 'once' : `${d.max_access_count} times`;
-  const lines = [
-    'Someone shared a secret with you through Custos.',
-    '',
-    'Open it with this link:',
-    '',
-    link,
-    '',
-    `The link works until ${new Date(d.expires_at).toUTCString()} and can be opened ${opens}.`,
-  ];
-  if (d.passphrase_protected) {
-    lines.push(
-      '',
-      'It is protected by a passphrase, which the sender will give you separately. Send it in the',
-      'X-Share-Passphrase header. After 5 wrong passphrases the link stops working.',
-    );
-  }
-  lines.push('', 'If you did not expect this, you can ignore this e-mail.', '\n-- \nCustos\n');
-  return { template: 'share-link', subject: 'A secret was shared with you', text: lines.join('\n') };
-}
-
 /**
  * Sends the link of every external-e-mail share (vault-crypto has no mailer). The event id is
  * recorded in identity's inbox with the handler's transaction, so a redelivery sends nothing; a
  * failed send rolls back and is retried.
  */
-export function startShareMailConsumer(deps: {
+export function startShareEmailRequestedConsumer(deps: {
   events: ServiceEvents;
   db: Database;
-  mailer: Mailer;
-  publicBaseUrl: string;
+  notifier: Pick<Notifier, 'shareLink'>;
   logger: Logger;
 }): IdempotentConsumer {
   const consumer = new IdempotentConsumer({
@@ -82,7 +56,12 @@ export function startShareMailConsumer(deps: {
         deps.logger.error({ event_id: event.id }, 'dropping malformed share.email_requested event');
         return;
       }
-      await deps.mailer.send({ to: d.email, ...shareEmail(d, deps.publicBaseUrl) });
+      await deps.notifier.shareLink(d.email, {
+        shareId: d.share_id,
+        expiresAt: new Date(d.expires_at),
+        maxAccessCount: d.max_access_count,
+        passphraseProtected: d.passphrase_protected,
+      });
     },
   });
   consumer.start();

@@ -1,0 +1,103 @@
+import type { Database, Logger } from '@custos/service-kit';
+import { AccountStore } from '../account/account-store.js';
+import { DeletionService } from '../account/deletion-service.js';
+import { EmailChangeService } from '../account/email-change-service.js';
+import { PasswordService } from '../account/password-service.js';
+import { QuotaService } from '../account/quota-service.js';
+import { ReauthService } from '../account/reauth-service.js';
+import { SettingsService } from '../account/settings-service.js';
+import { GoogleIdTokenVerifier } from '../google/google-id-token.js';
+import { GoogleSignInService } from '../google/google-signin-service.js';
+import { GoogleStore } from '../google/google-store.js';
+import { PersonalKeyService } from '../keys/personal-key-service.js';
+import { PersonalKeyStore } from '../keys/personal-key-store.js';
+import { MfaChallengeIssuer } from '../mfa/mfa-challenges.js';
+import { MfaService } from '../mfa/mfa-service.js';
+import { MfaStore } from '../mfa/mfa-store.js';
+import type { Notifier } from '../notifications/notifier.js';
+import { AdminService } from '../orgs/admin-service.js';
+import { AdminStore } from '../orgs/admin-store.js';
+import { InviteService } from '../orgs/invite-service.js';
+import { OrgService } from '../orgs/org-service.js';
+import { OrgStore } from '../orgs/org-store.js';
+import { ProfileService } from '../users/profile-service.js';
+import { SessionService } from '../users/session-service.js';
+import { SignupService } from '../users/signup-service.js';
+import { UserStore } from '../users/user-store.js';
+import type { Tokens } from './tokens.js';
+
+/** What the people slice is configured with. */
+export interface PeopleSettings {
+  refreshTtlSeconds: number;
+  verificationTtlSeconds: number;
+  requireEmailVerification: boolean;
+  maxPendingInvites: number;
+  /** Key that seals TOTP secrets at rest (TOKEN_SIGNING_KEK). */
+  totpKek: Buffer;
+  google: { clientIds: string[]; issuers: string[]; jwksUrl: string };
+}
+
+/**
+ * Builds the rules about people: signup and e-mail verification, sessions, the profile, personal
+ * API keys, MFA, the account (passwords, e-mail change, re-auth, deletion, settings, quotas), the
+ * org (members, invitations, sub-orgs, platform admin) and Google sign-in.
+ */
+export function buildPeople(deps: {
+  db: Database;
+  tokens: Tokens;
+  notifier: Notifier;
+  settings: PeopleSettings;
+  logger: Logger;
+}) {
+  const { db, tokens, notifier, settings, logger } = deps;
+  const users = new UserStore(db);
+  const mfaStore = new MfaStore(db);
+  const sessions = new SessionService(
+    users,
+    tokens.issuer,
+    tokens.revocations,
+    new MfaChallengeIssuer(mfaStore),
+    { refreshTtlSeconds: settings.refreshTtlSeconds },
+    logger,
+  );
+  const accountStore = new AccountStore(db);
+  const reauth = new ReauthService(accountStore, users, logger);
+  const orgStore = new OrgStore(db);
+  const google =
+    settings.google.clientIds.length > 0 ? new GoogleIdTokenVerifier(settings.google) : undefined;
+  return {
+    sessions,
+    signups: new SignupService(
+      users,
+      sessions,
+      notifier,
+      {
+        verificationTtlSeconds: settings.verificationTtlSeconds,
+        requireEmailVerification: settings.requireEmailVerification,
+      },
+      logger,
+    ),
+    profiles: new ProfileService(users),
+    keys: new PersonalKeyService(new PersonalKeyStore(db), users, tokens.issuer, tokens.revocations),
+    mfa: new MfaService(mfaStore, sessions, { kek: settings.totpKek }),
+    account: {
+      passwords: new PasswordService(accountStore, users, reauth, tokens.revocations, notifier, logger),
+      reauth,
+      emailChange: new EmailChangeService(accountStore, users, notifier, logger),
+      deletion: new DeletionService(accountStore, reauth, tokens.revocations, logger),
+      settings: new SettingsService(accountStore),
+      quota: new QuotaService(accountStore),
+    },
+    orgs: {
+      orgs: new OrgService(orgStore, tokens.issuer, tokens.revocations),
+      invites: new InviteService(
+        orgStore,
+        notifier,
+        { maxPendingInvites: settings.maxPendingInvites },
+        logger,
+      ),
+      admin: new AdminService(new AdminStore(db), orgStore, tokens.issuer, tokens.revocations),
+    },
+    google: new GoogleSignInService(google, users, new GoogleStore(db), sessions),
+  };
+}

@@ -1,0 +1,76 @@
+import { Redis } from 'ioredis';
+import { TokenVerifier, redisRevocationCheck } from '@custos/auth';
+import { type ConfigOf, type Database, type Runtime, describeError } from '@custos/service-kit';
+import type { configShape } from '../config.js';
+import { localKeySource } from '../tokens/local-keys.js';
+import { RevocationStore } from '../tokens/revocation-store.js';
+import { SigningKeyRing } from '../tokens/signing-key-store.js';
+import { TokenIssuer, type TokenSettings } from '../tokens/token-issuer.js';
+
+const DAY_MS = 86_400_000;
+/** The longest lifetime any Custos token can have (agent tokens are capped at a day). */
+const MAX_TOKEN_TTL_MS = DAY_MS;
+
+/** Identity's token slice: the signing key ring, revocations, and the issuer and verifier. */
+export interface Tokens {
+  ring: SigningKeyRing;
+  revocations: RevocationStore;
+  issuer: TokenIssuer;
+  verifier: TokenVerifier;
+  settings: TokenSettings;
+}
+
+/**
+ * Builds the token slice: loads (or creates) the signing keys, re-seeds Redis with the live
+ * revocations, and every minute picks up keys rotated by another replica and re-seeds Redis again.
+ */
+export async function buildTokens(rt: Runtime<ConfigOf<typeof configShape>>, db: Database): Promise<Tokens> {
+  const c = rt.config;
+  const redis = new Redis(c.REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: true });
+  redis.on('error', (err) => rt.logger.warn({ err: describeError(err) }, 'redis error'));
+  rt.onShutdown('redis', async () => {
+    redis.disconnect();
+  });
+  await redis
+    .connect()
+    .catch((err: unknown) => rt.logger.warn({ err: describeError(err) }, 'redis unreachable at start'));
+
+  const ring = new SigningKeyRing(
+    db,
+    {
+      kek: c.TOKEN_SIGNING_KEK,
+      rotationMs: c.SIGNING_KEY_ROTATION_DAYS * DAY_MS,
+      retiredKeyTtlMs: MAX_TOKEN_TTL_MS,
+    },
+    rt.logger,
+  );
+  await ring.refresh();
+  const revocations = new RevocationStore(db, redis, rt.logger);
+  const republish = () =>
+    revocations
+      .republish()
+      .catch((err: unknown) => rt.logger.warn({ err: describeError(err) }, 'revocations not republished'));
+  await republish();
+  const timer = setInterval(() => {
+    ring
+      .refresh()
+      .catch((err: unknown) => rt.logger.error({ err: describeError(err) }, 'signing key refresh failed'));
+    void republish();
+  }, 60_000);
+  timer.unref();
+  rt.onShutdown('timers', async () => clearInterval(timer));
+
+  const settings: TokenSettings = {
+    issuers: [c.TOKEN_ISSUER, ...c.TOKEN_LEGACY_ISSUERS],
+    audience: c.TOKEN_AUDIENCE,
+    userAccessTtlSeconds: c.ACCESS_TOKEN_TTL_SECONDS,
+    platformAdminEmails: c.PLATFORM_ADMIN_EMAILS,
+  };
+  const verifier = new TokenVerifier({
+    keys: localKeySource(ring),
+    issuers: settings.issuers,
+    audience: settings.audience,
+    isRevoked: redisRevocationCheck(redis),
+  });
+  return { ring, revocations, issuer: new TokenIssuer(ring, settings), verifier, settings };
+}
