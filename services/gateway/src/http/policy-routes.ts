@@ -12,7 +12,7 @@ import { CustosError, isUuid, unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { type Guards, declareRoute } from './routes.js';
 import { bodyOf, dateTime, idParam } from './schemas.js';
-import { isoDateTime, must } from './vault-routes.js';
+import { isoDateTime, must } from './vault-schemas.js';
 
 // The policy service owns the rules of grants (who may manage them, path globs, networks, time
 // zones, deny wins); the shapes are checked here. The facts it needs from other services — who owns
@@ -51,7 +51,13 @@ const pattern = z
   .describe('`/`-separated segments, each `*` (one segment), `**` (any number) or a literal');
 const effect = z.enum(['allow', 'deny']);
 const priority = z.number().int().min(0).max(1_000_000).describe('Higher wins; default 0');
-const unchangeable = z.never({ error: 'cannot be changed; delete the policy and create another' }).optional();
+// Refused whenever present (a different principal is a different grant); a custom issue, so the
+// 400 says why rather than that the field is missing.
+const unchangeable = z
+  .unknown()
+  .refine((v) => v === undefined, 'cannot be changed; delete the policy and create another')
+  .optional()
+  .describe('Cannot be changed: delete the policy and create another');
 
 const CreateBody = bodyOf({
   secret_path_pattern: pattern,

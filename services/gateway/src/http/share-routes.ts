@@ -6,7 +6,7 @@ import { isUuid, unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { type Guards, declareRoute } from './routes.js';
 import { bodyOf, dateTime, idParam } from './schemas.js';
-import { isoDateTime, must } from './vault-routes.js';
+import { isoDateTime, must } from './vault-schemas.js';
 
 /** The header a share's passphrase travels in (never a query parameter: URLs end up in logs). */
 export const SHARE_PASSPHRASE_HEADER = 'X-Share-Passphrase';
