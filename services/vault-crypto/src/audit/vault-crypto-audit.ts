@@ -69,3 +69,26 @@ export class VaultCryptoAudit {
     }
   }
 }
+
+/**
+ * The audit record of a share action: the signed-in caller's (auditOf), or an anonymous opener's
+ * (a link needs no token). The share's org is the record's org in both cases.
+ */
+export function shareAudit(
+  s: { id: string; orgId: string },
+  caller: Principal | undefined,
+  action: string,
+  details: Record<string, unknown>,
+): AuditRecordInput {
+  const resource = { type: 'share', id: s.id };
+  if (caller) return { ...auditOf(caller, action, resource, details), orgId: s.orgId };
+  return {
+    orgId: s.orgId,
+    actorType: 'anonymous',
+    actorId: null,
+    action,
+    resourceType: resource.type,
+    resourceId: resource.id,
+    metadata: details,
+  };
+}

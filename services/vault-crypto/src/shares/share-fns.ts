@@ -1,3 +1,4 @@
+import { type Principal, actorOf } from '@custos/auth';
 import {
   InvalidArgumentError,
   formatNetwork,
@@ -6,6 +7,7 @@ import {
   isUuid,
 } from '@custos/service-kit';
 import { futureTime } from '../secrets/secret-fns.js';
+import type { SecretRow } from '../secrets/secret-store.js';
 import { RECIPIENT_TYPES, type RecipientType, type ShareInput, type ShareRequest } from './share-types.js';
 
 /** Recipient types only a human may create: the value leaves the org's principals (SPEC §4.6). */
@@ -189,4 +191,31 @@ export function goneDetail(state: Exclude<ShareState, 'open'>): string {
 /** Seconds until the oldest creation in the window leaves it (at least 1). */
 export function retryAfterSeconds(oldest: Date, now: Date, windowMs = 60_000): number {
   return Math.max(1, Math.ceil((oldest.getTime() + windowMs - now.getTime()) / 1000));
+}
+
+/** The kind of principal a recipient type names. */
+export function recipientKind(s: { recipientType: string }): 'user' | 'agent' | undefined {
+  if (s.recipientType === 'user' || s.recipientType === 'creator') return 'user';
+  if (s.recipientType === 'agent') return 'agent';
+  return undefined;
+}
+
+/** Whether the principal is the share's named recipient. */
+export function isRecipient(
+  p: Principal,
+  s: { orgId: string; recipientType: string; recipientId: string | null },
+): boolean {
+  const a = actorOf(p);
+  return p.orgId === s.orgId && recipientKind(s) === a.actorType && s.recipientId === a.actorId;
+}
+
+/** Whether a secret version can still be read at `now` (live, enabled, unexpired, not exhausted). */
+export function versionReadable(row: SecretRow | undefined, now: Date): row is SecretRow {
+  return (
+    !!row &&
+    row.deletedAt === null &&
+    !row.isDisabled &&
+    (row.expiresAt === null || row.expiresAt.getTime() > now.getTime()) &&
+    (row.maxAccessCount === null || row.accessCount < row.maxAccessCount)
+  );
 }

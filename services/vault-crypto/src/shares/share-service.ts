@@ -1,5 +1,5 @@
 import { type Principal, actorOf, isOrgAdmin } from '@custos/auth';
-import { type AuditRecordInput, auditOf, writeEvent } from '@custos/events';
+import { writeEvent } from '@custos/events';
 import {
   ConflictError,
   GoneError,
@@ -11,7 +11,7 @@ import {
   isUuid,
 } from '@custos/service-kit';
 import type { AccessService } from '../access/access-service.js';
-import { writeVaultCryptoAudit } from '../audit/vault-crypto-audit.js';
+import { shareAudit, writeVaultCryptoAudit } from '../audit/vault-crypto-audit.js';
 import type { outbox } from '../db/schema.js';
 import { KEY_MATERIAL_TYPES } from '../secrets/secret-fns.js';
 import { type SecretService, requirePasskeyUnlock } from '../secrets/secret-service.js';
@@ -25,8 +25,11 @@ import {
   checkShareInput,
   goneDetail,
   ipAllowed,
+  isRecipient,
+  recipientKind,
   retryAfterSeconds,
   shareState,
+  versionReadable,
 } from './share-fns.js';
 import { hashPassphrase, verifyPassphrase } from './share-passphrase.js';
 import type { ShareRow, ShareStore } from './share-store.js';
@@ -37,53 +40,6 @@ export interface OpenedShare {
   share: ShareRow;
   row: SecretRow;
   value: Buffer;
-}
-
-/** The kind of principal a recipient type names. */
-function recipientKind(s: ShareRow): 'user' | 'agent' | undefined {
-  if (s.recipientType === 'user' || s.recipientType === 'creator') return 'user';
-  if (s.recipientType === 'agent') return 'agent';
-  return undefined;
-}
-
-/** Whether the principal is the share's named recipient. */
-function isRecipient(p: Principal, s: ShareRow): boolean {
-  const a = actorOf(p);
-  return p.orgId === s.orgId && recipientKind(s) === a.actorType && s.recipientId === a.actorId;
-}
-
-/** Whether a secret version can still be read at `now` (live, enabled, unexpired, not exhausted). */
-function versionReadable(row: SecretRow | undefined, now: Date): row is SecretRow {
-  return (
-    !!row &&
-    row.deletedAt === null &&
-    !row.isDisabled &&
-    (row.expiresAt === null || row.expiresAt.getTime() > now.getTime()) &&
-    (row.maxAccessCount === null || row.accessCount < row.maxAccessCount)
-  );
-}
-
-/**
- * The audit record of a share action: the signed-in caller's (auditOf), or an anonymous opener's
- * (a link needs no token). The share's org is the record's org in both cases.
- */
-function shareAudit(
-  s: Pick<ShareRow, 'id' | 'orgId'>,
-  caller: Principal | undefined,
-  action: string,
-  details: Record<string, unknown>,
-): AuditRecordInput {
-  const resource = { type: 'share', id: s.id };
-  if (caller) return { ...auditOf(caller, action, resource, details), orgId: s.orgId };
-  return {
-    orgId: s.orgId,
-    actorType: 'anonymous',
-    actorId: null,
-    action,
-    resourceType: resource.type,
-    resourceId: resource.id,
-    metadata: details,
-  };
 }
 
 /**
