@@ -339,6 +339,8 @@ describe('webhooks: management, signed delivery, retries, restarts and SSRF refu
         expect(s.headers['content-type']).toBe('application/json');
         expect(s.headers['host']).toBe(`hooks.example.test:${receiver.port}`);
       }
+      // The worker records an attempt after the receiver has answered: wait for the records.
+      await waitFor(async () => (await deliveries(hookId, user)).every((d) => d.status !== 'pending'), 20000);
       const history = await deliveries(hookId, user);
       expect(history).toHaveLength(3);
       for (const d of history) {
