@@ -1,3 +1,4 @@
+import { TOTP, URI } from 'otpauth';
 import {
   base32Decode,
   base32Encode,
@@ -5,7 +6,6 @@ import {
   generateRecoveryCodes,
   generateTotpSecret,
   hashRecoveryCode,
-  hotp,
   otpauthUri,
   recoveryCodeMatches,
   totpCode,
@@ -31,14 +31,14 @@ describe('base32', () => {
     expect(RFC_SECRET).toBe('GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ');
     expect(base32Decode('mzxw6ytboi').toString()).toBe('foobar');
     expect(base32Decode('MZXW6YQ=').toString()).toBe('foob');
-    expect(() => base32Decode('MZXW1')).toThrow('invalid base32');
+    expect(() => base32Decode('MZXW1')).toThrow();
   });
 });
 
 describe('TOTP (RFC 6238, SHA-1)', () => {
   it.each(RFC_VECTORS)('matches the RFC test vector at T=%i', (seconds, expected) => {
     const step = totpStep(seconds * 1000);
-    expect(hotp(Buffer.from('12345678901234567890'), step, 8)).toBe(expected);
+    expect(totpCode(RFC_SECRET, step, 8)).toBe(expected);
     expect(totpCode(RFC_SECRET, step)).toBe(expected.slice(-6));
     expect(verifyTotp(RFC_SECRET, expected.slice(-6), seconds * 1000)).toBe(step);
   });
@@ -122,6 +122,16 @@ describe('otpauthUri', () => {
       'otpauth://totp/Custos%20Dev:ada%40example.org?secret=GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ' +
         '&issuer=Custos%20Dev&algorithm=SHA1&digits=6&period=30',
     );
+    // otpauth's parser reads it back with the same parameters.
+    const parsed = URI.parse(uri) as TOTP;
+    expect(parsed).toBeInstanceOf(TOTP);
+    expect([parsed.issuer, parsed.label, parsed.secret.base32, parsed.digits, parsed.period]).toEqual([
+      'Custos Dev',
+      'ada@example.org',
+      RFC_SECRET,
+      6,
+      30,
+    ]);
   });
 });
 

@@ -1,8 +1,11 @@
-import { createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { randomInt } from 'node:crypto';
+import { HOTP, Secret, TOTP } from 'otpauth';
 import { hashSecret, secretMatches } from './secret-token-fns.js';
 
 // DECISIONS.md: RFC 6238 with SHA-1, 6 digits, 30-second steps, one step of drift either way.
-// These are the parameters every authenticator app assumes when the URI leaves them out.
+// These are the parameters every authenticator app assumes when the URI leaves them out. HOTP,
+// TOTP, base32 and the otpauth URI come from the `otpauth` library; only the step bookkeeping
+// (which step matched, replays) and the recovery codes are identity's own.
 /** Digits of a TOTP code. */
 export const TOTP_DIGITS = 6;
 /** Seconds per TOTP time step. */
@@ -12,67 +15,36 @@ export const TOTP_WINDOW = 1;
 /** Bytes of a TOTP secret: 160 bits, the HMAC-SHA-1 block-size recommendation of RFC 4226 §4. */
 export const TOTP_SECRET_BYTES = 20;
 
-const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+const ALGORITHM = 'SHA1';
 
 /** RFC 4648 base32 without padding, the form authenticator apps read. */
 export function base32Encode(bytes: Uint8Array): string {
-  let out = '';
-  let bits = 0;
-  let value = 0;
-  for (const byte of bytes) {
-    value = (value << 8) | byte;
-    bits += 8;
-    while (bits >= 5) {
-      out += BASE32[(value >>> (bits - 5)) & 31];
-      bits -= 5;
-    }
-  }
-  if (bits > 0) out += BASE32[(value << (5 - bits)) & 31];
-  return out;
+  return new Secret({ buffer: Uint8Array.from(bytes).buffer }).base32;
 }
 
 /** Decodes RFC 4648 base32 (case-insensitive, padding optional); throws on any other character. */
 export function base32Decode(text: string): Buffer {
-  const clean = text.toUpperCase().replace(/=+$/, '');
-  const out: number[] = [];
-  let bits = 0;
-  let value = 0;
-  for (const ch of clean) {
-    const v = BASE32.indexOf(ch);
-    if (v < 0) throw new Error('invalid base32');
-    value = ((value << 5) | v) & 0xffff;
-    bits += 5;
-    if (bits >= 8) {
-      out.push((value >>> (bits - 8)) & 0xff);
-      bits -= 8;
-    }
-  }
-  return Buffer.from(out);
+  return Buffer.from(Secret.fromBase32(text).bytes);
 }
 
 /** A new TOTP secret: 20 random bytes as unpadded base32 (32 characters). */
 export function generateTotpSecret(): string {
-  return base32Encode(randomBytes(TOTP_SECRET_BYTES));
-}
-
-/** RFC 4226 HOTP: HMAC-SHA-1 of the 8-byte big-endian counter, dynamically truncated to `digits`. */
-export function hotp(key: Uint8Array, counter: number, digits = TOTP_DIGITS): string {
-  const msg = Buffer.alloc(8);
-  msg.writeBigUInt64BE(BigInt(counter));
-  const mac = createHmac('sha1', key).update(msg).digest();
-  const offset = mac[mac.length - 1]! & 0x0f;
-  const binary = mac.readUInt32BE(offset) & 0x7fffffff;
-  return String(binary % 10 ** digits).padStart(digits, '0');
+  return new Secret({ size: TOTP_SECRET_BYTES }).base32;
 }
 
 /** The time step (RFC 6238 `T`) that contains `nowMs`. */
 export function totpStep(nowMs: number): number {
-  return Math.floor(nowMs / 1000 / TOTP_PERIOD_SECONDS);
+  return TOTP.counter({ period: TOTP_PERIOD_SECONDS, timestamp: nowMs });
 }
 
-/** The 6-digit code of a base32 secret at a time step. */
-export function totpCode(secretBase32: string, timeStep: number): string {
-  return hotp(base32Decode(secretBase32), timeStep);
+/** The code of a base32 secret at a time step (6 digits unless told). */
+export function totpCode(secretBase32: string, timeStep: number, digits = TOTP_DIGITS): string {
+  return HOTP.generate({
+    secret: Secret.fromBase32(secretBase32),
+    algorithm: ALGORITHM,
+    digits,
+    counter: timeStep,
+  });
 }
 
 const SIX_DIGITS = /^[0-9]{6}$/;
@@ -89,35 +61,39 @@ export function verifyTotp(
   lastUsedStep?: number,
 ): number | undefined {
   if (typeof code !== 'string' || !SIX_DIGITS.test(code)) return undefined;
-  let key: Buffer;
+  let secret: Secret;
   try {
-    key = base32Decode(secretBase32);
+    secret = Secret.fromBase32(secretBase32);
   } catch {
     return undefined;
   }
-  if (key.length === 0) return undefined;
-  const presented = Buffer.from(code, 'ascii');
-  const current = totpStep(nowMs);
-  let matched: number | undefined;
-  // Every candidate is computed and compared, so the time taken does not say which step matched.
-  for (let step = current - TOTP_WINDOW; step <= current + TOTP_WINDOW; step++) {
-    if (step < 0) continue;
-    const equal = timingSafeEqual(Buffer.from(hotp(key, step), 'ascii'), presented);
-    if (equal && matched === undefined && (lastUsedStep === undefined || step > lastUsedStep)) matched = step;
-  }
-  return matched;
+  if (secret.bytes.length === 0) return undefined;
+  const delta = TOTP.validate({
+    token: code,
+    secret,
+    algorithm: ALGORITHM,
+    digits: TOTP_DIGITS,
+    period: TOTP_PERIOD_SECONDS,
+    timestamp: nowMs,
+    window: TOTP_WINDOW,
+  });
+  if (delta === null) return undefined;
+  const step = totpStep(nowMs) + delta;
+  return lastUsedStep === undefined || step > lastUsedStep ? step : undefined;
 }
 
 /**
  * The `otpauth://` URI an authenticator app reads from a QR code (Google's Key URI Format), with
  * the issuer both in the label and as a parameter, and the algorithm, digits and period spelt out.
+ * Built here rather than by otpauth's `TOTP.toString()`, which orders the parameters differently:
+ * the API has always answered `secret` first, and clients compare the string.
  */
 export function otpauthUri(input: { issuer: string; account: string; secretBase32: string }): string {
   const label = `${encodeURIComponent(input.issuer)}:${encodeURIComponent(input.account)}`;
   const params = new URLSearchParams({
     secret: input.secretBase32,
     issuer: input.issuer,
-    algorithm: 'SHA1',
+    algorithm: ALGORITHM,
     digits: String(TOTP_DIGITS),
     period: String(TOTP_PERIOD_SECONDS),
   });
