@@ -108,7 +108,8 @@ export function parseInput<S extends z.ZodType>(
   value: unknown,
   where: 'body' | 'query' | 'params',
 ): z.output<S> {
-  const r = schema.safeParse(value);
+  // reportInput: so a missing field (no input) can be told from a wrong one.
+  const r = schema.safeParse(value, { reportInput: true });
   if (!r.success) throw invalidArgumentOf(r.error, where);
   return r.data;
 }
