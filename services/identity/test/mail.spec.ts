@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -7,7 +8,8 @@ import { simpleParser } from 'mailparser';
 import { generateEmailCode } from '../src/credentials/email-code-fns';
 import { generateSecretToken } from '../src/credentials/secret-token-fns';
 import { FolderMailer, SmtpMailer, createMailer } from '../src/notifications/mailer';
-import { emailChangeCodeEmail, verificationEmail } from '../src/notifications/templates';
+import { Notifier } from '../src/notifications/notifier';
+import { emailChangeCodeEmail, orgInviteEmail, verificationEmail } from '../src/notifications/templates';
 import { type SmtpCapture, startSmtpCapture } from '@custos/testing';
 
 const FROM = 'Custos <no-reply@custos.local>';
@@ -140,5 +142,54 @@ describe('FolderMailer', () => {
     ]);
     const logged = JSON.stringify(lines);
     for (const code of codes) expect(logged).not.toContain(code);
+  });
+
+  it('writes links and tokens whole: plain 7-bit text that grep finds byte for byte', async () => {
+    const dir = path.join(mkdtempSync(path.join(tmpdir(), 'custos-mail-')), 'outbox');
+    const mailer = createMailer(
+      { MAIL_DIR: dir, MAIL_FROM: FROM },
+      createLogger({ service: 't', level: 'silent' }),
+    );
+    const notifier = new Notifier(mailer, 'https://custos.example.org');
+    const token = generateSecretToken('cse_').token;
+    await notifier.verifyEmail('ada@example.org', token, 86400);
+    await notifier.passwordReset('ada@example.org', token, 3600);
+    for (const file of readdirSync(dir).map((f) => path.join(dir, f))) {
+      const raw = readFileSync(file, 'latin1');
+      expect(raw).toMatch(/^Content-Transfer-Encoding: 7bit\r$/m);
+      expect(raw).not.toMatch(/=\r\n/); // no quoted-printable soft line break
+      const found = execFileSync('grep', ['-o', 'cse_[A-Za-z0-9_-]*', file], { encoding: 'utf8' })
+        .trim()
+        .split('\n');
+      // The link and the bare token: both whole.
+      expect(found).toEqual([token, token]);
+      expect(raw).toMatch(
+        new RegExp(`^https://custos\\.example\\.org/(verify-email|reset-password)\\?token=${token}\r$`, 'm'),
+      );
+      const parsed = await simpleParser(readFileSync(file));
+      expect(parsed.text).toContain(token);
+    }
+  });
+
+  it('sends text another user chose (an org name) as 8-bit UTF-8, still unencoded', async () => {
+    const dir = path.join(mkdtempSync(path.join(tmpdir(), 'custos-mail-')), 'outbox');
+    const mailer = createMailer(
+      { MAIL_DIR: dir, MAIL_FROM: FROM },
+      createLogger({ service: 't', level: 'silent' }),
+    );
+    await mailer.send({
+      to: 'bob@example.org',
+      ...orgInviteEmail({
+        orgName: 'Zoë’s Ærø Labs',
+        inviter: 'Zoë',
+        link: 'https://x.test/accept-invite?token=t',
+      }),
+    });
+    const file = path.join(dir, readdirSync(dir)[0]!);
+    const raw = readFileSync(file);
+    expect(raw.toString('latin1')).toMatch(/^Content-Transfer-Encoding: 8bit\r$/m);
+    const parsed = await simpleParser(raw);
+    expect(parsed.subject).toBe('Join "Zoë’s Ærø Labs" on Custos');
+    expect(parsed.text).toContain('Zoë invited you to join "Zoë’s Ærø Labs" on Custos.');
   });
 });

@@ -26,6 +26,7 @@ import { shareRoutes } from './share-routes.js';
 import { webhookRoutes } from './webhook-routes.js';
 import { errorHandler, notFound, requireJsonBody } from './problem.js';
 import { openApiRoutes } from './openapi-routes.js';
+import { pageRoutes } from './page-routes.js';
 import { ROUTE_TABLE } from './routes.js';
 import { rateLimit } from './rate-limit.js';
 import { requestContext } from './request-context.js';
@@ -115,6 +116,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(auditRoutes(deps.peers, guards));
   app.use(webhookRoutes(deps.peers, guards));
 
+  app.use(pageRoutes(deps));
   app.use(openApiRoutes(ROUTE_TABLE));
 
   app.use(notFound(ROUTE_TABLE));

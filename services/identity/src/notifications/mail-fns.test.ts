@@ -1,5 +1,5 @@
 import { ConfigError } from '@custos/service-kit';
-import { emlFileName, recipientDomain, smtpOptionsFromUrl } from './mail-fns';
+import { emlFileName, recipientDomain, smtpOptionsFromUrl, unencodedBody } from './mail-fns';
 
 describe('smtpOptionsFromUrl', () => {
   it('reads host, port, TLS mode and percent-decoded credentials', () => {
@@ -76,5 +76,22 @@ describe('emlFileName', () => {
     const d = emlFileName(new Date('2025-10-02T03:04:05.000Z'), 1, '00000000');
     expect(a).toBe('20250102T030405678Z-000001-ffffffff.eml');
     expect([d, c, b, a].sort()).toEqual([a, b, c, d]);
+  });
+});
+
+describe('unencodedBody', () => {
+  it('keeps an ASCII body as 7bit text with CRLF line ends, long lines included', () => {
+    const link = `https://custos.example.org/verify-email?token=cse_${'a'.repeat(16)}_${'b'.repeat(43)}`;
+    expect(unencodedBody(`Open this:\n\n${link}\n`)).toEqual({
+      transferEncoding: '7bit',
+      body: `Open this:\r\n\r\n${link}\r\n`,
+    });
+  });
+
+  it('sends other text as 8bit UTF-8, and gives up on lines longer than 998 bytes', () => {
+    expect(unencodedBody('Join "Zoë\'s org"')?.transferEncoding).toBe('8bit');
+    expect(unencodedBody(`${'x'.repeat(998)}\nok`)).toBeDefined();
+    expect(unencodedBody(`${'ë'.repeat(500)}`)).toBeUndefined();
+    expect(unencodedBody('a\u0000b')).toBeUndefined();
   });
 });

@@ -94,3 +94,21 @@ export function emlFileName(at: Date, sequence: number, randomHex: string): stri
   const stamp = at.toISOString().replace(/[-:.]/g, '');
   return `${stamp}-${String(sequence % 1_000_000).padStart(6, '0')}-${randomHex}.eml`;
 }
+
+/** RFC 5322 §2.1.1: no line of a message may be longer than 998 characters. */
+const MAX_LINE = 998;
+
+/**
+ * A plain-text body as it travels unencoded: CRLF line ends, `7bit` when it is all ASCII, else
+ * `8bit` (UTF-8). Undefined when a line is too long to travel unencoded. Sent this way, a token or
+ * a link in the body is byte for byte what a `grep` of the raw message finds (quoted-printable
+ * would cut it at a soft line break and write `=` as `=3D`).
+ */
+export function unencodedBody(text: string): { transferEncoding: '7bit' | '8bit'; body: string } | undefined {
+  const lines = text.replace(/\r\n?/g, '\n').split('\n');
+  // eslint-disable-next-line no-control-regex
+  if (lines.some((l) => Buffer.byteLength(l) > MAX_LINE || /[\u0000\r]/.test(l))) return undefined;
+  // eslint-disable-next-line no-control-regex
+  const ascii = /^[\u0000-\u007f]*$/.test(text);
+  return { transferEncoding: ascii ? '7bit' : '8bit', body: lines.join('\r\n') };
+}

@@ -3,7 +3,8 @@ import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError, type Logger } from '@custos/service-kit';
 import { createTransport } from 'nodemailer';
-import { emlFileName, recipientDomain, smtpOptionsFromUrl } from './mail-fns.js';
+import MimeNode from 'nodemailer/lib/mime-node';
+import { emlFileName, recipientDomain, smtpOptionsFromUrl, unencodedBody } from './mail-fns.js';
 
 /** One outgoing e-mail. `template` (see templates.ts) is what the log line names. */
 export interface MailMessage {
@@ -30,6 +31,33 @@ function logSent(logger: Logger, transport: string, message: MailMessage): void 
   );
 }
 
+/**
+ * The message as RFC 5322 bytes: nodemailer writes the headers (encoded words, folding, Date,
+ * Message-ID), and the body travels unencoded (7bit, or 8bit for non-ASCII text) so that links and
+ * tokens stay whole in the raw message. nodemailer alone would pick quoted-printable for any line
+ * over 76 characters, and every link with a token is longer. Undefined when the body cannot travel
+ * unencoded; nodemailer then composes the whole message.
+ */
+export function composeMessage(from: string, message: MailMessage): Buffer | undefined {
+  const plain = unencodedBody(message.text);
+  if (!plain) return undefined;
+  const node = new MimeNode('text/plain; charset=utf-8', { newline: 'windows' });
+  node.setHeader({ from, to: message.to, subject: message.subject });
+  const headers = node.buildHeaders();
+  return Buffer.from(
+    `${headers}\r\nContent-Transfer-Encoding: ${plain.transferEncoding}\r\n\r\n${plain.body}`,
+    'utf8',
+  );
+}
+
+/** nodemailer's message options: the composed bytes, or the parts when they cannot travel so. */
+function mailOptions(from: string, message: MailMessage) {
+  const raw = composeMessage(from, message);
+  return raw
+    ? { envelope: { from, to: message.to }, raw }
+    : { from, to: message.to, subject: message.subject, text: message.text };
+}
+
 /** Sends e-mail through an SMTP server given as SMTP_URL. */
 export class SmtpMailer implements Mailer {
   private readonly transport;
@@ -43,12 +71,7 @@ export class SmtpMailer implements Mailer {
   }
 
   async send(message: MailMessage): Promise<void> {
-    await this.transport.sendMail({
-      from: this.from,
-      to: message.to,
-      subject: message.subject,
-      text: message.text,
-    });
+    await this.transport.sendMail(mailOptions(this.from, message));
     logSent(this.logger, 'smtp', message);
   }
 }
@@ -75,12 +98,7 @@ export class FolderMailer implements Mailer {
   ) {}
 
   async send(message: MailMessage): Promise<void> {
-    const info = await this.transport.sendMail({
-      from: this.from,
-      to: message.to,
-      subject: message.subject,
-      text: message.text,
-    });
+    const info = await this.transport.sendMail(mailOptions(this.from, message));
     // With `buffer: true` the message is a Buffer; the union type does not know that.
     const bytes = info.message as Buffer;
     await mkdir(this.dir, { recursive: true, mode: 0o700 });

@@ -37,7 +37,7 @@ function userText(value: string, fallback: string): string {
     .replace(/\s+/g, ' ')
     .trim();
   if (!clean) return fallback;
-  return clean.length > 100 ? `${clean.slice(0, 99)}…` : clean;
+  return clean.length > 100 ? `${clean.slice(0, 97)}...` : clean;
 }
 
 /** The e-mail that confirms a new account's address: a link, and the bare token for API clients. */
