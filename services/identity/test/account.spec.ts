@@ -81,6 +81,7 @@ describe('account rules against Postgres', () => {
       orgId: u!.orgId,
       role: 'owner',
       platformAdmin: false,
+      requirePasskeyForVaults: false,
       amr: ['pwd'],
       tokenId: 'jti',
       issuedAt: 0,
