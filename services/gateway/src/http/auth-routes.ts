@@ -1,8 +1,8 @@
-import { type Request, type Response, Router } from 'express';
+import { type Response, Router } from 'express';
 import { z } from 'zod/v4';
 import type { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service';
 import type { MfaChallenge, TokenSet, UserProfile } from '@custos/proto/custos/identity/v1/messages';
-import { InvalidArgumentError, unaryCaller } from '@custos/service-kit';
+import { unaryCaller } from '@custos/service-kit';
 import type { IdentityKeys } from '@custos/auth';
 import { type Guards, declareRoute } from './routes.js';
 import { bodyOf, dateTime } from './schemas.js';
@@ -327,26 +327,4 @@ export function authRoutes(identity: IdentityServiceClient, keys: IdentityKeys, 
   );
 
   return router;
-}
-
-// Legacy helpers of route groups still on `declareUncheckedRoute` (other groups import them);
-// routes declared with `declareRoute` get their body checked by its schema instead.
-
-/** The JSON body as an object, or a 400 naming `body`. */
-export function body(req: Request): Record<string, unknown> {
-  const b: unknown = req.body;
-  if (b === undefined) return {};
-  if (b === null || typeof b !== 'object' || Array.isArray(b))
-    throw new InvalidArgumentError('body', 'body must be a JSON object');
-  if (Object.hasOwn(b, '__proto__'))
-    throw new InvalidArgumentError('__proto__', '__proto__ is not a valid field');
-  return b as Record<string, unknown>;
-}
-
-/** A string field, '' when absent; a 400 naming the field when it has another type. */
-export function str(b: Record<string, unknown>, field: string): string {
-  const v = b[field];
-  if (v === undefined || v === null) return '';
-  if (typeof v !== 'string') throw new InvalidArgumentError(field, `${field} must be a string`);
-  return v;
 }
