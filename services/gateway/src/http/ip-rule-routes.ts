@@ -6,8 +6,7 @@ import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import type { IpRuleCache } from './ip-filter.js';
 import { type Guards, declareRoute } from './routes.js';
-import { bodyOf, dateTime, idParam } from './schemas.js';
-import { must } from './vault-schemas.js';
+import { bodyOf, dateTime, idParam, must } from './schemas.js';
 
 /** A rule as HTTP shows it (the reference's IpRuleResponse, with `description` for `label`). */
 const IpRuleResponse = z.object({

@@ -11,8 +11,7 @@ import { PolicyServiceClient } from '@custos/proto/custos/policy/v1/service';
 import { CustosError, isUuid, unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { type Guards, declareRoute } from './routes.js';
-import { bodyOf, dateTime, idParam } from './schemas.js';
-import { isoDateTime, must } from './vault-schemas.js';
+import { bodyOf, dateTime, idParam, isoDateTime, must } from './schemas.js';
 
 // The policy service owns the rules of grants (who may manage them, path globs, networks, time
 // zones, deny wins); the shapes are checked here. The facts it needs from other services — who owns

@@ -138,31 +138,3 @@ function emptyBody(raw: Record<string, unknown>): Record<string, never> {
   }
   return {};
 }
-
-type LegacyHandler = (req: Request, res: Response) => Promise<void> | void;
-
-/**
- * The older form, without schemas: records the route and guards it; the handler reads the raw
- * request. Kept while route groups move to `declareRoute`; the body is still checked for depth and
- * text that cannot travel.
- */
-export function declareUncheckedRoute(
-  router: Router,
-  guards: Guards,
-  method: Method,
-  path: string,
-  access: Access,
-  handler: LegacyHandler,
-  nulAllowed: readonly string[] = [],
-): void {
-  record({ method: method.toUpperCase(), path, access });
-  const allowed = new Set(nulAllowed);
-  router[method](path, ...guardsFor(guards, access), (req: Request, res: Response, next: NextFunction) => {
-    try {
-      if (req.body !== undefined) checkJsonBody(req.body, allowed);
-    } catch (err) {
-      return next(err);
-    }
-    Promise.resolve(handler(req, res)).catch(next);
-  });
-}

@@ -49,3 +49,16 @@ export function bodyOf<T extends z.ZodRawShape>(shape: T) {
 
 /** `{}`-shaped responses with a message. */
 export const MessageResponse = z.object({ message: z.string() });
+
+/** A peer's reply message that proto3 marks optional but the peer always sends. */
+export function must<T>(m: T | undefined, what: string): T {
+  if (m === undefined) throw new Error(`the peer's reply has no ${what}`);
+  return m;
+}
+
+/** An RFC 3339 date-time in a request (whether it lies in the future is the service's rule). */
+export const isoDateTime = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/, 'must be an ISO 8601 date-time')
+  .refine((v) => !Number.isNaN(Date.parse(v)), 'must be an ISO 8601 date-time')
+  .describe('RFC 3339 date-time');

@@ -5,8 +5,7 @@ import type { Share } from '@custos/proto/custos/vault_crypto/v1/shares';
 import { isUuid, unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { type Guards, declareRoute } from './routes.js';
-import { bodyOf, dateTime, idParam } from './schemas.js';
-import { isoDateTime, must } from './vault-schemas.js';
+import { bodyOf, dateTime, idParam, isoDateTime, must } from './schemas.js';
 
 /** The header a share's passphrase travels in (never a query parameter: URLs end up in logs). */
 export const SHARE_PASSPHRASE_HEADER = 'X-Share-Passphrase';

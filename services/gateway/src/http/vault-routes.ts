@@ -3,7 +3,7 @@ import { z } from 'zod/v4';
 import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { type Guards, declareRoute } from './routes.js';
-import { bodyOf, queryString } from './schemas.js';
+import { bodyOf, must, queryString } from './schemas.js';
 import {
   EnvResponse,
   PASSKEY,
@@ -12,7 +12,6 @@ import {
   SecretResponse,
   SecretValueResponse,
   VaultResponse,
-  must,
   secretBody,
   secretParams,
   splitVersion,

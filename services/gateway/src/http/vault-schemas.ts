@@ -1,22 +1,8 @@
-// The HTTP shapes of vaults and secrets (vault-routes.ts), and the small helpers the route groups
-// of vault-crypto and policy share.
+// The HTTP shapes of vaults and secrets (vault-routes.ts).
 import { z } from 'zod/v4';
 import type { Vault } from '@custos/proto/custos/vault_crypto/v1/messages';
 import type { SecretMetadata } from '@custos/proto/custos/vault_crypto/v1/secrets';
-import { bodyOf, dateTime, idParam, jsonObject } from './schemas.js';
-
-/** A peer's reply message that proto3 marks optional but the peer always sends. */
-export function must<T>(m: T | undefined, what: string): T {
-  if (m === undefined) throw new Error(`the peer's reply has no ${what}`);
-  return m;
-}
-
-/** An RFC 3339 date-time in a request (whether it lies in the future is the service's rule). */
-export const isoDateTime = z
-  .string()
-  .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/, 'must be an ISO 8601 date-time')
-  .refine((v) => !Number.isNaN(Date.parse(v)), 'must be an ISO 8601 date-time')
-  .describe('RFC 3339 date-time');
+import { bodyOf, dateTime, idParam, isoDateTime, jsonObject } from './schemas.js';
 
 const SECRET_TYPES = [
   'password',

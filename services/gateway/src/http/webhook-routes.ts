@@ -5,7 +5,7 @@ import { WebhookDispatcherServiceClient } from '@custos/proto/custos/webhook_dis
 import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { type Guards, declareRoute } from './routes.js';
-import { bodyOf, dateTime, idParam, intQuery } from './schemas.js';
+import { bodyOf, dateTime, idParam, intQuery, must } from './schemas.js';
 
 // The dispatcher judges what needs its data or its rules: which event names can be subscribed to
 // (the catalogue) and where a URL may point (scheme, host, every address it resolves to).
@@ -88,11 +88,6 @@ const DeliveriesQuery = z.object({
 
 const IdParams = z.object({ id: idParam });
 
-function present<T>(v: T | undefined, what: string): T {
-  if (v === undefined) throw new Error(`webhook-dispatcher answered without ${what}`);
-  return v;
-}
-
 function webhookBody(w: Webhook): z.infer<typeof WebhookResponse> {
   return {
     id: w.id,
@@ -158,7 +153,7 @@ export function webhookRoutes(peers: Peers, guards: Guards): Router {
       });
       // The secret is in this response and nowhere else, ever; no cache may keep it.
       res.setHeader('Cache-Control', 'no-store');
-      res.status(201).json({ ...webhookBody(present(r.webhook, 'the webhook')), secret: r.secret });
+      res.status(201).json({ ...webhookBody(must(r.webhook, 'the webhook')), secret: r.secret });
     },
   );
 
@@ -195,7 +190,7 @@ export function webhookRoutes(peers: Peers, guards: Guards): Router {
     },
     async (_req, res, { params }) => {
       const r = await call(hooks.getWebhook, { webhookId: params.id });
-      res.json(webhookBody(present(r.webhook, 'the webhook')));
+      res.json(webhookBody(must(r.webhook, 'the webhook')));
     },
   );
 
@@ -221,7 +216,7 @@ export function webhookRoutes(peers: Peers, guards: Guards): Router {
         // null clears the description, as an empty string does.
         ...(body.description !== undefined ? { description: body.description ?? '' } : {}),
       });
-      res.json(webhookBody(present(r.webhook, 'the webhook')));
+      res.json(webhookBody(must(r.webhook, 'the webhook')));
     },
   );
 

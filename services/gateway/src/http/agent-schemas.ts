@@ -1,0 +1,384 @@
+import { z } from 'zod/v4';
+import type {
+  ActionApprovalPolicy,
+  Agent,
+  AgentFields,
+  ApprovalCondition,
+} from '@custos/proto/custos/identity/v1/agents';
+import { isUuid } from '@custos/service-kit';
+import { bodyOf, dateTime, idParam, jsonObject } from './schemas.js';
+
+// Agents as HTTP shows them (spec §2.4 and the reference's AgentResponse). Amounts are accepted as
+// JSON numbers or decimal strings and answered as strings; a nullable field sent as null is cleared.
+
+const DECIMAL = /^\d{1,30}(\.\d{1,18})?$/;
+const amount = z
+  .union([z.number().nonnegative(), z.string().regex(DECIMAL)], { error: 'must be a non-negative decimal' })
+  .transform((v) => String(v));
+const strings = (maxItems: number, maxLength: number) => z.array(z.string().max(maxLength)).max(maxItems);
+const uuidString = z.string().refine((v) => isUuid(v), 'must be a UUID');
+
+const ChainGuardrail = z.strictObject({
+  max_value: amount.optional(),
+  daily_limit: amount.optional(),
+  to_allowlist: strings(1000, 128).optional(),
+  gas_daily_budget_native: amount.optional(),
+});
+
+const list = (name: string) => z.array(z.string().max(256)).max(1000).describe(`\`${name}\` values`);
+const ApprovalConditionSchema = z.discriminatedUnion('type', [
+  z.strictObject({
+    type: z.literal('value_above'),
+    threshold_wei: z
+      .string()
+      .regex(/^\d{1,78}$/, 'must be a decimal integer')
+      .optional(),
+    threshold_gwei: z.number().int().nonnegative().optional(),
+  }),
+  z.strictObject({ type: z.literal('chain_in'), chains: list('chain') }),
+  z.strictObject({ type: z.literal('to_address_in'), addresses: list('address') }),
+  z.strictObject({ type: z.literal('function_selector_in'), selectors: list('selector') }),
+  z.strictObject({
+    type: z.literal('erc20_amount_above'),
+    threshold_raw: z.string().regex(/^\d{1,78}$/, 'must be a decimal integer'),
+  }),
+  z.strictObject({ type: z.literal('intent_type_in'), intent_types: list('intent type') }),
+  z.strictObject({ type: z.literal('action_in'), actions: list('action') }),
+  z.strictObject({ type: z.literal('action_kind_in'), action_kinds: list('action kind') }),
+  z.strictObject({ type: z.literal('always') }),
+]);
+const ApprovalPolicySchema = z.strictObject({
+  rules: z
+    .array(
+      z.strictObject({
+        conditions: z.array(ApprovalConditionSchema).min(1).max(50),
+        risk_tier: z.number().int().min(1).max(3),
+        approval: z
+          .strictObject({
+            min_approvals: z.number().int().min(1).max(100),
+            required_roles: strings(20, 64).optional(),
+            per_role_minimums: z.record(z.string().max(64), z.number().int().min(1).max(100)).optional(),
+            require_credential_types: z
+              .array(z.enum(['password', 'passkey', 'totp', 'biometric', 'api_key']))
+              .optional(),
+          })
+          .optional(),
+        expiry_secs: z.number().int().min(60).max(2_592_000).optional(),
+      }),
+    )
+    .max(50),
+});
+
+/** Every setting of an agent; in a body each is optional, and those that are nullable take null. */
+const settings = {
+  scopes: z
+    .array(z.string().regex(/^[A-Za-z0-9_\-/*.]{1,256}$/, 'must be a secret-path pattern'))
+    .max(100)
+    .nullable()
+    .describe('Secret-path patterns; null: from the agent’s grants'),
+  vault_ids: z.array(uuidString).max(100),
+  intents_api_enabled: z.boolean(),
+  message_signing_enabled: z.boolean(),
+  raw_signing_enabled: z.boolean(),
+  execution_intents_enabled: z.boolean(),
+  proxy_enabled: z.boolean(),
+  proxy_config: jsonObject.nullable(),
+  federation_enabled: z.boolean(),
+  federation_audiences: z.array(z.url({ error: 'must be a URL' })).max(50),
+  federated_token_ttl_seconds: z.number().int().min(60).max(3600),
+  token_ttl_seconds: z.number().int().min(60).max(86400),
+  api_key_expires_at: z.iso
+    .datetime({ offset: true, error: 'must be an ISO 8601 date-time' })
+    .nullable()
+    .describe('Must be in the future'),
+  action_approval_policy: ApprovalPolicySchema.nullable(),
+  address_screening_policy: z.strictObject({ mode: z.enum(['off', 'deny', 'approve']) }),
+  execution_guardrails: z.strictObject({ enforcement: z.enum(['log', 'enforce']).default('log') }),
+  per_chain_guardrails: z.record(
+    z.string().regex(/^[a-z0-9_-]{1,40}$/, 'must be a chain name'),
+    ChainGuardrail,
+  ),
+  tx_max_value_eth: amount.nullable(),
+  tx_daily_limit_eth: amount.nullable(),
+  tx_max_per_day: z.number().int().nonnegative().nullable(),
+  max_fee_per_gas_gwei: z.number().nonnegative().nullable(),
+  max_gas_limit: z.number().int().nonnegative().nullable(),
+  tx_to_allowlist: strings(1000, 128),
+  tx_allowed_chains: strings(100, 40),
+  eip712_domain_allowlist: strings(1000, 256),
+  eip712_default_policy: z.enum(['allow', 'deny']),
+  usdc_daily_limit_usd: z.number().nonnegative().nullable().describe('null: no cap'),
+  environment: z.enum(['production', 'preview', 'development', 'custom']),
+  env_auto_resolve: z.boolean(),
+  intents_require_tee: z.boolean(),
+  execution_require_tee: z.boolean(),
+};
+type Settings = { [K in keyof typeof settings]?: z.output<(typeof settings)[K]> };
+
+const optionalSettings = Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, v.optional()])) as {
+  [K in keyof typeof settings]: z.ZodOptional<(typeof settings)[K]>;
+};
+const name = z.string().trim().min(1).max(100);
+const description = z.string().max(1000).nullable();
+export const CreateAgentBody = bodyOf({ name, description: description.optional(), ...optionalSettings });
+export const UpdateAgentBody = bodyOf({
+  name: name.optional(),
+  description: description.optional(),
+  is_active: z.boolean().optional(),
+  ...optionalSettings,
+});
+
+export const AgentResponse = z.object({
+  id: z.string(),
+  org_id: z.string(),
+  name: z.string(),
+  description: z.string(),
+  auth_method: z.literal('api_key'),
+  is_active: z.boolean(),
+  created_by: z.string(),
+  created_at: dateTime,
+  updated_at: dateTime,
+  last_active_at: dateTime.nullable(),
+  ...settings,
+  tx_max_value_eth: z.string().nullable(),
+  tx_daily_limit_eth: z.string().nullable(),
+  per_chain_guardrails: z.record(z.string(), ChainGuardrail.extend({ max_value: z.string().optional() })),
+  execution_guardrails: z.object({ enforcement: z.enum(['log', 'enforce']) }),
+});
+type AgentJson = z.infer<typeof AgentResponse>;
+
+export const AgentSelfResponse = AgentResponse.pick({
+  id: true,
+  org_id: true,
+  name: true,
+  description: true,
+  is_active: true,
+  intents_api_enabled: true,
+  environment: true,
+  created_by: true,
+  created_at: true,
+  last_active_at: true,
+}).extend({
+  scopes: z.array(z.string()).describe('Explicit scopes; empty when they come from grants'),
+  expires_at: dateTime.nullable().describe('When the agent’s API key expires'),
+});
+
+export const AgentParams = z.object({ agent_id: idParam });
+
+const stringList = (values: string[] | undefined) => values && { values };
+const int64 = (v: number | null | undefined) => (v === null || v === undefined ? undefined : String(v));
+
+function conditionJson(c: ApprovalCondition): Record<string, unknown> {
+  const out: Record<string, unknown> = { type: c.type };
+  if (c.thresholdWei !== undefined) out['threshold_wei'] = c.thresholdWei;
+  if (c.thresholdGwei !== undefined) out['threshold_gwei'] = Number(c.thresholdGwei);
+  if (c.thresholdRaw !== undefined) out['threshold_raw'] = c.thresholdRaw;
+  const lists = [
+    ['chains', c.chains],
+    ['addresses', c.addresses],
+    ['selectors', c.selectors],
+    ['intent_types', c.intentTypes],
+    ['actions', c.actions],
+    ['action_kinds', c.actionKinds],
+  ] as const;
+  for (const [key, v] of lists) if (v.length > 0) out[key] = v;
+  return out;
+}
+
+function policyJson(p: ActionApprovalPolicy): AgentJson['action_approval_policy'] {
+  return {
+    rules: p.rules.map((r) => ({
+      conditions: r.conditions.map(conditionJson) as z.infer<typeof ApprovalConditionSchema>[],
+      risk_tier: r.riskTier,
+      ...(r.approval
+        ? {
+            approval: {
+              min_approvals: r.approval.minApprovals,
+              ...(r.approval.requiredRoles.length ? { required_roles: r.approval.requiredRoles } : {}),
+              ...(Object.keys(r.approval.perRoleMinimums).length
+                ? { per_role_minimums: r.approval.perRoleMinimums }
+                : {}),
+              ...(r.approval.requireCredentialTypes.length
+                ? {
+                    require_credential_types: r.approval.requireCredentialTypes as Array<
+                      'password' | 'passkey' | 'totp' | 'biometric' | 'api_key'
+                    >,
+                  }
+                : {}),
+            },
+          }
+        : {}),
+      ...(r.expirySecs !== undefined ? { expiry_secs: Number(r.expirySecs) } : {}),
+    })),
+  };
+}
+
+function policyMessage(p: NonNullable<Settings['action_approval_policy']>): ActionApprovalPolicy {
+  return {
+    rules: p.rules.map((r) => {
+      const c = (x: (typeof r.conditions)[number]) => x as Partial<Record<string, unknown>>;
+      return {
+        conditions: r.conditions.map((x) => ({
+          type: x.type,
+          thresholdWei: c(x)['threshold_wei'] as string | undefined,
+          thresholdGwei: int64(c(x)['threshold_gwei'] as number | undefined),
+          chains: (c(x)['chains'] as string[] | undefined) ?? [],
+          addresses: (c(x)['addresses'] as string[] | undefined) ?? [],
+          selectors: (c(x)['selectors'] as string[] | undefined) ?? [],
+          thresholdRaw: c(x)['threshold_raw'] as string | undefined,
+          intentTypes: (c(x)['intent_types'] as string[] | undefined) ?? [],
+          actions: (c(x)['actions'] as string[] | undefined) ?? [],
+          actionKinds: (c(x)['action_kinds'] as string[] | undefined) ?? [],
+        })),
+        riskTier: r.risk_tier,
+        approval: r.approval && {
+          minApprovals: r.approval.min_approvals,
+          requiredRoles: r.approval.required_roles ?? [],
+          perRoleMinimums: r.approval.per_role_minimums ?? {},
+          requireCredentialTypes: r.approval.require_credential_types ?? [],
+        },
+        expirySecs: int64(r.expiry_secs),
+      };
+    }),
+  };
+}
+
+/** The typed fields of a create or update body; every null goes to `cleared_fields`. */
+export function agentFields(
+  b: Settings & { name?: string; description?: string | null; is_active?: boolean },
+): AgentFields {
+  return {
+    name: b.name,
+    description: b.description ?? undefined,
+    isActive: b.is_active,
+    scopes: stringList(b.scopes ?? undefined),
+    vaultIds: stringList(b.vault_ids),
+    intentsApiEnabled: b.intents_api_enabled,
+    messageSigningEnabled: b.message_signing_enabled,
+    rawSigningEnabled: b.raw_signing_enabled,
+    executionIntentsEnabled: b.execution_intents_enabled,
+    proxyEnabled: b.proxy_enabled,
+    proxyConfig: b.proxy_config ?? undefined,
+    federationEnabled: b.federation_enabled,
+    federationAudiences: stringList(b.federation_audiences),
+    federatedTokenTtlSeconds: b.federated_token_ttl_seconds,
+    tokenTtlSeconds: b.token_ttl_seconds,
+    apiKeyExpiresAt: b.api_key_expires_at ?? undefined,
+    actionApprovalPolicy: b.action_approval_policy ? policyMessage(b.action_approval_policy) : undefined,
+    addressScreeningPolicy: b.address_screening_policy,
+    executionGuardrails: b.execution_guardrails,
+    perChainGuardrails: b.per_chain_guardrails && {
+      chains: Object.fromEntries(
+        Object.entries(b.per_chain_guardrails).map(([chain, g]) => [
+          chain,
+          {
+            maxValue: g.max_value,
+            dailyLimit: g.daily_limit,
+            toAllowlist: g.to_allowlist ?? [],
+            gasDailyBudgetNative: g.gas_daily_budget_native,
+          },
+        ]),
+      ),
+    },
+    txMaxValueEth: b.tx_max_value_eth ?? undefined,
+    txDailyLimitEth: b.tx_daily_limit_eth ?? undefined,
+    txMaxPerDay: int64(b.tx_max_per_day),
+    maxFeePerGasGwei: b.max_fee_per_gas_gwei ?? undefined,
+    maxGasLimit: int64(b.max_gas_limit),
+    txToAllowlist: stringList(b.tx_to_allowlist),
+    txAllowedChains: stringList(b.tx_allowed_chains),
+    eip712DomainAllowlist: stringList(b.eip712_domain_allowlist),
+    eip712DefaultPolicy: b.eip712_default_policy,
+    usdcDailyLimitUsd: b.usdc_daily_limit_usd ?? undefined,
+    environment: b.environment,
+    envAutoResolve: b.env_auto_resolve,
+    intentsRequireTee: b.intents_require_tee,
+    executionRequireTee: b.execution_require_tee,
+    clearedFields: Object.entries(b)
+      .filter(([, v]) => v === null)
+      .map(([k]) => k),
+  };
+}
+
+/** The HTTP view of an agent, keys in the order agents have always been shown in. */
+export function agentBody(a: Agent | undefined): AgentJson {
+  const n = <T>(v: T | undefined) => (v === undefined ? null : v);
+  return {
+    id: a?.id ?? '',
+    org_id: a?.orgId ?? '',
+    name: a?.name ?? '',
+    description: a?.description ?? '',
+    auth_method: 'api_key',
+    is_active: a?.isActive ?? false,
+    created_by: a?.createdBy ?? '',
+    created_at: a?.createdAt ?? '',
+    updated_at: a?.updatedAt ?? '',
+    last_active_at: n(a?.lastActiveAt),
+    scopes: a?.scopes ? a.scopes.values : null,
+    vault_ids: a?.vaultIds ?? [],
+    intents_api_enabled: a?.intentsApiEnabled ?? false,
+    message_signing_enabled: a?.messageSigningEnabled ?? false,
+    raw_signing_enabled: a?.rawSigningEnabled ?? false,
+    execution_intents_enabled: a?.executionIntentsEnabled ?? false,
+    proxy_enabled: a?.proxyEnabled ?? false,
+    proxy_config: n(a?.proxyConfig),
+    federation_enabled: a?.federationEnabled ?? false,
+    federation_audiences: a?.federationAudiences ?? [],
+    federated_token_ttl_seconds: a?.federatedTokenTtlSeconds ?? 0,
+    token_ttl_seconds: a?.tokenTtlSeconds ?? 0,
+    api_key_expires_at: n(a?.apiKeyExpiresAt),
+    action_approval_policy: a?.actionApprovalPolicy ? policyJson(a.actionApprovalPolicy) : null,
+    address_screening_policy: {
+      mode: (a?.addressScreeningPolicy?.mode ?? 'off') as 'off' | 'deny' | 'approve',
+    },
+    execution_guardrails: {
+      enforcement: (a?.executionGuardrails?.enforcement ?? 'log') as 'log' | 'enforce',
+    },
+    per_chain_guardrails: Object.fromEntries(
+      Object.entries(a?.perChainGuardrails ?? {}).map(([chain, g]) => [
+        chain,
+        {
+          ...(g.maxValue !== undefined ? { max_value: g.maxValue } : {}),
+          ...(g.dailyLimit !== undefined ? { daily_limit: g.dailyLimit } : {}),
+          ...(g.toAllowlist.length > 0 ? { to_allowlist: g.toAllowlist } : {}),
+          ...(g.gasDailyBudgetNative !== undefined
+            ? { gas_daily_budget_native: g.gasDailyBudgetNative }
+            : {}),
+        },
+      ]),
+    ),
+    tx_max_value_eth: n(a?.txMaxValueEth),
+    tx_daily_limit_eth: n(a?.txDailyLimitEth),
+    tx_max_per_day: a?.txMaxPerDay === undefined ? null : Number(a.txMaxPerDay),
+    max_fee_per_gas_gwei: n(a?.maxFeePerGasGwei),
+    max_gas_limit: a?.maxGasLimit === undefined ? null : Number(a.maxGasLimit),
+    tx_to_allowlist: a?.txToAllowlist ?? [],
+    tx_allowed_chains: a?.txAllowedChains ?? [],
+    eip712_domain_allowlist: a?.eip712DomainAllowlist ?? [],
+    eip712_default_policy: (a?.eip712DefaultPolicy ?? 'deny') as 'allow' | 'deny',
+    usdc_daily_limit_usd: n(a?.usdcDailyLimitUsd),
+    environment: (a?.environment ?? 'production') as AgentJson['environment'],
+    env_auto_resolve: a?.envAutoResolve ?? false,
+    intents_require_tee: a?.intentsRequireTee ?? false,
+    execution_require_tee: a?.executionRequireTee ?? false,
+  };
+}
+
+/** What an agent sees of itself (`GET /v1/agents/me`, the reference's AgentSelfResponse). */
+export function agentSelfBody(a: Agent | undefined): z.infer<typeof AgentSelfResponse> {
+  const full = agentBody(a);
+  return {
+    id: full.id,
+    org_id: full.org_id,
+    name: full.name,
+    description: full.description,
+    scopes: full.scopes ?? [],
+    is_active: full.is_active,
+    intents_api_enabled: full.intents_api_enabled,
+    environment: full.environment,
+    created_by: full.created_by,
+    created_at: full.created_at,
+    expires_at: full.api_key_expires_at,
+    last_active_at: full.last_active_at,
+  };
+}
