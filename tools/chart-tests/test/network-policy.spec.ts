@@ -90,12 +90,13 @@ describe.each(scenarios)('NetworkPolicies rendered with $label', ({ args }) => {
     expect(verdicts).toEqual(expected);
   });
 
-  it('vault-crypto admits gateway, signer and policy but not audit or billing', () => {
+  it('vault-crypto admits gateway and signer but not policy, audit or billing', () => {
     const admitted = admittedServices(
       named(objects, 'NetworkPolicy', objectName('vault-crypto')),
       GRPC_PORTS['vault-crypto'],
     );
-    expect(admitted).toEqual(['gateway', 'policy', 'signer']);
+    // Policy calls no service since issue 12 (the gateway passes it the vault's facts).
+    expect(admitted).toEqual(['gateway', 'signer']);
     expect(admitted).not.toContain('audit');
     expect(admitted).not.toContain('billing');
   });
