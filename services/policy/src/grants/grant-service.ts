@@ -78,11 +78,13 @@ export class GrantService {
   /** A vault's grants, expired ones included, oldest first. */
   async list(p: Principal, vault: VaultFacts): Promise<GrantRecord[]> {
     this.manage(p, vault);
-    return this.store.listByVault(vault.vaultId);
+    return this.store.listByVault(vault.orgId, vault.vaultId);
   }
 
   private async existing(vault: VaultFacts, policyId: string): Promise<GrantRecord> {
-    const g = isUuid(policyId) ? await this.store.get(vault.vaultId, policyId.toLowerCase()) : undefined;
+    const g = isUuid(policyId)
+      ? await this.store.get(vault.orgId, vault.vaultId, policyId.toLowerCase())
+      : undefined;
     if (!g) throw new NotFoundError('policy', policyId);
     return g;
   }
@@ -100,7 +102,7 @@ export class GrantService {
     const changed = changedFields(change);
     if (changed.length === 0) return before;
     return this.store.transaction(async (tx) => {
-      const row = await this.store.update(vault.vaultId, before.id, change, tx);
+      const row = await this.store.update(vault.orgId, vault.vaultId, before.id, change, tx);
       if (!row) throw new NotFoundError('policy', policyId);
       await writeEvent(tx, outbox, {
         name: 'policy.updated',
@@ -117,7 +119,7 @@ export class GrantService {
     const caller = this.manage(p, vault);
     const before = await this.existing(vault, policyId);
     await this.store.transaction(async (tx) => {
-      const row = await this.store.delete(vault.vaultId, before.id, tx);
+      const row = await this.store.delete(vault.orgId, vault.vaultId, before.id, tx);
       if (!row) throw new NotFoundError('policy', policyId);
       await writeEvent(tx, outbox, {
         name: 'policy.deleted',
@@ -155,6 +157,7 @@ export class GrantService {
     };
     if (request.principalOrgId !== request.vaultOrgId) return decide([], request);
     const grants = await this.store.forDecision(
+      request.vaultOrgId,
       request.vaultId,
       principal.principalType,
       principal.principalId,

@@ -56,27 +56,31 @@ export class GrantStore {
     return toRecord(r!);
   }
 
-  /** A grant of a vault by id. */
-  async get(vaultId: string, id: string, tx: Db = this.db): Promise<GrantRecord | undefined> {
+  // Every query names the org as well as the vault: the vault's facts come from the caller (the
+  // gateway), so a vault id of another org must never match a grant.
+
+  /** A grant of a vault of an org by id. */
+  async get(orgId: string, vaultId: string, id: string, tx: Db = this.db): Promise<GrantRecord | undefined> {
     const [r] = await tx
       .select()
       .from(grants)
-      .where(and(eq(grants.id, id), eq(grants.vaultId, vaultId)));
+      .where(and(eq(grants.id, id), eq(grants.orgId, orgId), eq(grants.vaultId, vaultId)));
     return r ? toRecord(r) : undefined;
   }
 
   /** Every grant of a vault, expired ones included, oldest first. */
-  async listByVault(vaultId: string): Promise<GrantRecord[]> {
+  async listByVault(orgId: string, vaultId: string): Promise<GrantRecord[]> {
     const rows = await this.db
       .select()
       .from(grants)
-      .where(eq(grants.vaultId, vaultId))
+      .where(and(eq(grants.orgId, orgId), eq(grants.vaultId, vaultId)))
       .orderBy(asc(grants.createdAt), asc(grants.id));
     return rows.map(toRecord);
   }
 
   /** Changes the given fields of a grant of a vault; undefined when there is no such grant. */
   async update(
+    orgId: string,
     vaultId: string,
     id: string,
     change: GrantChange,
@@ -89,22 +93,28 @@ export class GrantStore {
         ...(change.conditions ? { conditions: conditionsJson(change.conditions) } : {}),
         updatedAt: new Date(),
       })
-      .where(and(eq(grants.id, id), eq(grants.vaultId, vaultId)))
+      .where(and(eq(grants.id, id), eq(grants.orgId, orgId), eq(grants.vaultId, vaultId)))
       .returning();
     return r ? toRecord(r) : undefined;
   }
 
   /** Deletes a grant of a vault and returns it; undefined when there was none. */
-  async delete(vaultId: string, id: string, tx: Db = this.db): Promise<GrantRecord | undefined> {
+  async delete(
+    orgId: string,
+    vaultId: string,
+    id: string,
+    tx: Db = this.db,
+  ): Promise<GrantRecord | undefined> {
     const [r] = await tx
       .delete(grants)
-      .where(and(eq(grants.id, id), eq(grants.vaultId, vaultId)))
+      .where(and(eq(grants.id, id), eq(grants.orgId, orgId), eq(grants.vaultId, vaultId)))
       .returning();
     return r ? toRecord(r) : undefined;
   }
 
   /** The live grants of one principal on one vault: the one indexed read behind a decision. */
   async forDecision(
+    orgId: string,
     vaultId: string,
     type: PrincipalType,
     principalId: string,
@@ -115,6 +125,7 @@ export class GrantStore {
       .from(grants)
       .where(
         and(
+          eq(grants.orgId, orgId),
           eq(grants.vaultId, vaultId),
           eq(grants.principalType, type),
           eq(grants.principalId, principalId),
