@@ -17,6 +17,9 @@ const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null 
 const strings = (v: unknown): string[] | undefined =>
   Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : undefined;
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+/** A stored amount: a decimal string, or a JSON number as rows written before typed contracts hold. */
+const amount = (v: unknown): string | undefined =>
+  typeof v === 'number' && Number.isFinite(v) ? String(v) : str(v);
 const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
 
 /** Keys of `from` whose value is defined, named by `names`; what a nested stored object holds. */
@@ -61,10 +64,10 @@ const REQUIREMENT_NAMES = {
 function guardrailFromStored(v: unknown): ChainGuardrail {
   if (!isObject(v)) return {};
   const g: ChainGuardrail = {};
-  const maxValue = str(v['max_value']);
-  const dailyLimit = str(v['daily_limit']);
+  const maxValue = amount(v['max_value']);
+  const dailyLimit = amount(v['daily_limit']);
   const toAllowlist = strings(v['to_allowlist']);
-  const gas = str(v['gas_daily_budget_native']);
+  const gas = amount(v['gas_daily_budget_native']);
   if (maxValue !== undefined) g.maxValue = maxValue;
   if (dailyLimit !== undefined) g.dailyLimit = dailyLimit;
   if (toAllowlist?.length) g.toAllowlist = toAllowlist;
