@@ -202,4 +202,27 @@ describe('gateway HTTP contract', () => {
       });
     }
   });
+
+  it('holds path segments and query values to the same text rules as bodies', async () => {
+    const seg = await fetch(`${base}/v1/share/a%00b`);
+    expect(seg.status).toBe(400);
+    expect(await seg.json()).toMatchObject({ field: 'share_id' });
+    const query = await fetch(`${base}/v1/openapi.json?x=a%00b`);
+    expect([query.status, ((await query.json()) as Record<string, unknown>)['field']]).toEqual([400, 'x']);
+  });
+
+  it('reads null optional credentials as absent, and ignores unknown RFC 8693 parameters', async () => {
+    // Past the gateway's checks the request needs identity, which is unreachable here: 503, not 400.
+    const agent = await post('/v1/auth/agent-token', JSON.stringify({ api_key: 'ocv_x', agent_id: null }));
+    expect(agent.status).toBe(503);
+    const fed = await post(
+      '/v1/auth/federated-token',
+      JSON.stringify({
+        grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
+        resource: 'https://x',
+        actor_token: null,
+      }),
+    );
+    expect(fed.status).toBe(503);
+  });
 });

@@ -39,7 +39,7 @@ export const ALLOWED_CALLERS: Record<ServiceName, ServiceName[]> = {
   'vault-crypto': ['gateway', 'signer'],
   policy: ['gateway', 'vault-crypto', 'identity', 'signer'],
   signer: ['gateway'],
-  approvals: ['gateway', 'signer', 'billing', 'policy'],
+  approvals: ['gateway', 'signer', 'billing'],
   audit: ['gateway'],
   'webhook-dispatcher': ['gateway'],
   billing: ['gateway', 'identity', 'vault-crypto', 'signer'],

@@ -25,7 +25,7 @@ function settingsBody(s: AccountSettings | undefined): z.infer<typeof SettingsRe
 }
 
 /** A string field identity checks itself (format, policy); absent reads as empty. */
-const text = (description: string) => z.string().optional().describe(description);
+const text = (description: string) => z.string().nullish().describe(description);
 
 /**
  * The account of the signed-in user (SPEC.md §4.1): password reset, change and first set, e-mail

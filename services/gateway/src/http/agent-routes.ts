@@ -33,7 +33,7 @@ export function agentRoutes(identity: IdentityServiceClient, guards: Guards): Ro
       tag: 'auth',
       body: bodyOf({
         api_key: credential('An `ocv_` agent key or an `sk-proxy-v1-` router key'),
-        agent_id: z.string().optional().describe('Optional; when given it must be the key’s agent'),
+        agent_id: z.string().nullish().describe('Optional; when given it must be the key’s agent'),
       }),
       responses: { 200: { description: 'The agent token (no refresh token)', schema: TokenResponse } },
     },

@@ -26,7 +26,7 @@ export const MfaRequiredResponse = z.object({
 export const SignInResponse = z.union([TokenResponse, MfaRequiredResponse]);
 
 /** A credential field of a public exchange: absent means empty, which the service refuses (401). */
-export const credential = (description: string) => z.string().optional().describe(description);
+export const credential = (description: string) => z.string().nullish().describe(description);
 
 /** The token response of a TokenSet. */
 export function tokenBody(t: TokenSet | undefined): z.infer<typeof TokenResponse> {

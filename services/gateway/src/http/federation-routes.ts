@@ -15,7 +15,7 @@ const TokenExchangeResponse = z.object({
   scope: z.string().describe('The space-separated scopes the token carries'),
 });
 
-const field = (description: string) => z.string().optional().describe(description);
+const field = (description: string) => z.string().nullish().describe(description);
 
 /**
  * Federated tokens (RFC 8693 token exchange, spec §4.1 and §5.6) and Google sign-in. Both are
@@ -37,7 +37,9 @@ export function federationRoutes(peers: Peers, guards: Guards): Router {
       access: 'public',
       summary: 'RFC 8693 token exchange: an agent JWT or `ocv_` key for an RS256 token to a relying party',
       tag: 'auth',
-      body: bodyOf({
+      // Not strict: RFC 6749 §3.2 has the server ignore parameters it does not know (RFC 8693's
+      // resource, actor_token, client_id …).
+      body: z.object({
         grant_type: field('`urn:ietf:params:oauth:grant-type:token-exchange`'),
         subject_token: field('The agent JWT or `ocv_` key'),
         subject_token_type: field(

@@ -89,7 +89,7 @@ function settingBody(s: AdminSetting | undefined): z.infer<typeof SettingRespons
   };
 }
 
-const text = (description: string) => z.string().optional().describe(description);
+const text = (description: string) => z.string().nullish().describe(description);
 
 /**
  * The org (spec §4.7: members, invitations, sub-orgs) and the platform-admin endpoints (users,

@@ -103,6 +103,9 @@ export function declareRoute<P extends z.ZodType, Q extends z.ZodType, B extends
   const nulAllowed = new Set(spec.nulAllowed ?? []);
   const check: RequestHandler = (req, _res, next) => {
     try {
+      // Path segments and query values reach services as text too: the same rules as bodies.
+      checkJsonBody(paramsOf(req));
+      checkJsonBody(req.query);
       const raw = bodyObject(req);
       checkJsonBody(raw, nulAllowed);
       const input = {

@@ -307,6 +307,9 @@ export class SecretService {
   async list(p: Principal, vaultId: string, prefix: string): Promise<SecretRow[]> {
     if (prefix.length > 512)
       throw new InvalidArgumentError('prefix', 'prefix must be at most 512 characters');
+    // Postgres text cannot hold NUL: refuse it rather than fail the query.
+    if (prefix.includes('\u0000'))
+      throw new InvalidArgumentError('prefix', 'prefix must not contain NUL characters');
     const v = await this.vault(p, vaultId);
     const rows = await this.deps.secrets.listLatest(v.id, prefix);
     const readable = await this.deps.access.readable(
