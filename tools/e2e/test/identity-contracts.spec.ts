@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { SmtpCapture } from '@custos/testing';
 import { TEST_PASSWORD, api, expectProblem, quickUser } from '../src/api';
+import { sqlOn } from '../src/db';
 import { sharedMail, sharedMesh, type Mesh } from '../src/mesh';
 
 const NEW_PASSWORD = 'Another-Horse-7-battery';
@@ -65,6 +66,13 @@ describe('identity contracts: mail that survives copy-paste, the pages at its li
     expect(done.status).toBe(200);
     expectPage(done);
     expect(await done.text()).toContain('E-mail address verified');
+    // The page keeps no tokens, so verifying there starts no session.
+    const sessions = await sqlOn<{ n: number }>(
+      mesh,
+      'SELECT count(*)::int AS n FROM identity.refresh_tokens r JOIN identity.users u ON u.id = r.user_id WHERE u.email = $1',
+      [email],
+    );
+    expect(sessions[0]!.n).toBe(0);
     expect(
       (await api(mesh, 'POST', '/v1/auth/token', { body: { email, password: TEST_PASSWORD } })).status,
     ).toBe(200);

@@ -149,7 +149,7 @@ export function authRoutes(identity: IdentityServiceClient, keys: IdentityKeys, 
       responses: { 200: { description: 'Signed in', schema: TokenResponse } },
     },
     async (_req, res, { body }) => {
-      const r = await call(identity.verifyEmail, { token: body.token });
+      const r = await call(identity.verifyEmail, { token: body.token, withoutSession: false });
       noStore(res);
       res.json(tokenBody(r.tokens));
     },

@@ -16,9 +16,10 @@ function fakePeers(calls: Array<[string, unknown]>): Peers {
     cb(toGrpcStatus(new InvalidArgumentError('token', 'invalid or expired <token>')));
   const identity = {
     ...channel,
-    verifyEmail(req: { token: string }, _md: unknown, _opts: unknown, cb: Callback) {
+    verifyEmail(req: { token: string; withoutSession?: boolean }, _md: unknown, _opts: unknown, cb: Callback) {
       calls.push(['verifyEmail', req]);
       if (req.token !== GOOD) return refuse(cb);
+      if (req.withoutSession) return cb(null, {});
       cb(null, { tokens: { accessToken: 'a', tokenType: 'Bearer', expiresIn: 900, refreshToken: 'r' } });
     },
   };
@@ -95,7 +96,7 @@ describe('e-mail link pages', () => {
     const html = await r.text();
     expect(html).toContain('E-mail address verified');
     expect(html).not.toMatch(/Bearer|refresh/);
-    expect(calls).toEqual([['verifyEmail', { token: GOOD }]]);
+    expect(calls).toEqual([['verifyEmail', { token: GOOD, withoutSession: true }]]);
   });
 
   it('answers a refused token with its status, the escaped reason and the form again', async () => {

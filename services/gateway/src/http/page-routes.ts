@@ -111,8 +111,8 @@ export function pageRoutes(deps: PageDeps): Router {
 
   router.post('/verify-email', ...posts, async (req: Request, res: Response, next) => {
     try {
-      // Identity signs the user in as it verifies; the page keeps none of the tokens.
-      await callIdentity(identity.verifyEmail, { token: field(req.body, 'token') });
+      // The page has nowhere to keep tokens: verify without starting a session.
+      await callIdentity(identity.verifyEmail, { token: field(req.body, 'token'), withoutSession: true });
       send(res, 200, 'E-mail address verified', paragraph('Your address is verified. You can sign in now.'));
     } catch (err) {
       next(err);

@@ -89,7 +89,8 @@ export function identityGrpc(deps: {
       };
     },
     async verifyEmail(req) {
-      return { tokens: tokenSet(await deps.signups.verifyEmail(req.token)) };
+      const tokens = await deps.signups.verifyEmail(req.token, req.withoutSession);
+      return tokens ? { tokens: tokenSet(tokens) } : {};
     },
     async login(req) {
       const r = await deps.sessions.login({ email: req.email, password: req.password });

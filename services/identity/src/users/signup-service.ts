@@ -101,8 +101,11 @@ export class SignupService {
     return { email, verificationRequired: true };
   }
 
-  /** Consumes a verification token (once) and signs the user in. */
-  async verifyEmail(token: unknown): Promise<TokenSetView> {
+  /**
+   * Consumes a verification token (once) and signs the user in, unless `withoutSession` (the
+   * browser page, which would only throw the tokens away and leave a live session behind).
+   */
+  async verifyEmail(token: unknown, withoutSession = false): Promise<TokenSetView | undefined> {
     const parsed = typeof token === 'string' ? parseSecretToken(token, EMAIL_TOKEN_PREFIX) : undefined;
     if (!parsed) throw new InvalidArgumentError('token', BAD_TOKEN);
     const user = await this.store.transaction(async (tx) => {
@@ -124,6 +127,7 @@ export class SignupService {
       return verified;
     });
     if (!user) throw new InvalidArgumentError('token', BAD_TOKEN);
+    if (withoutSession) return undefined;
     return this.sessions.startSession(user, ['email'], 'email_verification');
   }
 }

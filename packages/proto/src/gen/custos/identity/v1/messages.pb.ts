@@ -61,6 +61,11 @@ export interface SignupResponse {
 export interface VerifyEmailRequest {
   /** The `cse_` token. */
   token: string;
+  /**
+   * Verify without signing in (the browser page has nowhere to keep tokens): no session is
+   * started and the response carries no tokens.
+   */
+  withoutSession: boolean;
 }
 
 /** VerifyEmailResponse signs the user in. */
@@ -700,13 +705,16 @@ export const SignupResponse: MessageFns<SignupResponse> = {
 };
 
 function createBaseVerifyEmailRequest(): VerifyEmailRequest {
-  return { token: "" };
+  return { token: "", withoutSession: false };
 }
 
 export const VerifyEmailRequest: MessageFns<VerifyEmailRequest> = {
   encode(message: VerifyEmailRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.token !== "") {
       writer.uint32(10).string(message.token);
+    }
+    if (message.withoutSession !== false) {
+      writer.uint32(16).bool(message.withoutSession);
     }
     return writer;
   },
@@ -726,6 +734,14 @@ export const VerifyEmailRequest: MessageFns<VerifyEmailRequest> = {
           message.token = reader.string();
           continue;
         }
+        case 2: {
+          if (tag !== 16) {
+            break;
+          }
+
+          message.withoutSession = reader.bool();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -736,13 +752,19 @@ export const VerifyEmailRequest: MessageFns<VerifyEmailRequest> = {
   },
 
   fromJSON(object: any): VerifyEmailRequest {
-    return { token: isSet(object.token) ? globalThis.String(object.token) : "" };
+    return {
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+      withoutSession: isSet(object.withoutSession) ? globalThis.Boolean(object.withoutSession) : false,
+    };
   },
 
   toJSON(message: VerifyEmailRequest): unknown {
     const obj: any = {};
     if (message.token !== "") {
       obj.token = message.token;
+    }
+    if (message.withoutSession !== false) {
+      obj.withoutSession = message.withoutSession;
     }
     return obj;
   },
@@ -753,6 +775,7 @@ export const VerifyEmailRequest: MessageFns<VerifyEmailRequest> = {
   fromPartial<I extends Exact<DeepPartial<VerifyEmailRequest>, I>>(object: I): VerifyEmailRequest {
     const message = createBaseVerifyEmailRequest();
     message.token = object.token ?? "";
+    message.withoutSession = object.withoutSession ?? false;
     return message;
   },
 };
