@@ -1,17 +1,8 @@
-// Child processes of the dev launcher: spawning, output, exit tracking, stopping.
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
+// Infrastructure processes of the dev launcher (nats-server, redis-server): a ManagedProcess of
+// @custos/mesh with a pid file, prefixed output and a loud report when it dies.
 import path from 'node:path';
-import {
-  eachLine,
-  pollUntil,
-  prefix,
-  printPrefixed,
-  removePidFile,
-  say,
-  shout,
-  writePidFile,
-} from './util.mjs';
+import { ManagedProcess } from '@custos/mesh';
+import { pollUntil, prefix, printPrefixed, removePidFile, say, shout, writePidFile } from './util.mjs';
 
 /**
  * One process the launcher started. Each runs in its own process group (detached), so a Ctrl-C
@@ -36,75 +27,47 @@ export class ManagedChild {
     this.runDir = o.runDir;
     this.logFile = path.join(o.logDir, `${o.name}.log`);
     this.expectExit = false;
-    this.exitInfo = null;
-    this.tail = [];
-
-    const log = fs.createWriteStream(this.logFile, { flags: 'a' });
-    log.on('error', () => undefined);
-    log.write(`\n===== ${new Date().toISOString()} ${o.command} ${o.args.join(' ')}\n`);
-    this.proc = spawn(o.command, o.args, {
-      cwd: o.cwd,
-      env: o.env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
     const pfx = o.color === undefined ? null : prefix(o.name, o.color);
-    const onLine = (line) => {
-      log.write(`${line}\n`);
-      this.tail.push(line);
-      if (this.tail.length > 30) this.tail.shift();
-      if (pfx) printPrefixed(pfx, line);
-    };
-    eachLine(this.proc.stdout, onLine);
-    eachLine(this.proc.stderr, onLine);
-
-    this.exited = new Promise((resolve) => {
-      let settled = false;
-      const done = (code, signal, error) => {
-        if (settled) return;
-        settled = true;
-        this.exitInfo = { code, signal, error };
-        removePidFile(this.runDir, this.name);
-        // Let the last output lines through before the log stream closes.
-        setTimeout(() => log.end(), 50);
-        resolve(this.exitInfo);
-        if (!this.expectExit) {
-          // A Ctrl-C may be on its way; only complain when we are still running a moment later.
-          setTimeout(() => {
-            if (!this.expectExit) o.onUnexpectedExit?.(this);
-          }, 300);
-        }
-      };
-      this.proc.on('exit', (code, signal) => done(code, signal));
-      this.proc.on('error', (err) => done(null, null, err));
+    this.proc = new ManagedProcess({
+      name: o.name,
+      command: o.command,
+      args: o.args,
+      env: o.env,
+      cwd: o.cwd,
+      logFile: this.logFile,
+      detached: true,
+      ...(pfx ? { onLine: (line) => printPrefixed(pfx, line) } : {}),
+    });
+    this.exited = this.proc.exited.then((exit) => {
+      removePidFile(this.runDir, this.name);
+      if (!this.expectExit) {
+        // A Ctrl-C may be on its way; only complain when we are still running a moment later.
+        setTimeout(() => {
+          if (!this.expectExit) o.onUnexpectedExit?.(this);
+        }, 300);
+      }
+      return exit;
     });
     if (this.proc.pid) writePidFile(this.runDir, this.name, this.proc.pid);
   }
 
   get alive() {
-    return this.exitInfo === null && this.proc.pid !== undefined;
+    return this.proc.alive;
+  }
+
+  /** Its last 30 output lines. */
+  get tail() {
+    return this.proc.tail(30);
   }
 
   /** "exit code 1" / "signal SIGKILL" / the spawn error. */
   describeExit() {
-    const e = this.exitInfo;
-    if (!e) return 'running';
-    if (e.error) return e.error.message;
-    return e.signal ? `signal ${e.signal}` : `exit code ${e.code}`;
+    return this.proc.describeExit();
   }
 
   /** Sends a signal to the child's process group. */
   signal(sig) {
-    if (!this.alive) return;
-    try {
-      process.kill(-this.proc.pid, sig);
-    } catch {
-      try {
-        this.proc.kill(sig);
-      } catch {
-        // gone meanwhile
-      }
-    }
+    this.proc.signal(sig);
   }
 
   /** Stops it: `sig`, then SIGKILL after graceMs. Resolves when it has exited. */
@@ -121,23 +84,6 @@ export class ManagedChild {
       this.signal('SIGKILL');
       await Promise.race([this.exited, pollUntil(() => false, 3000)]);
     }
-  }
-}
-
-/** Stops a group of children together: SIGTERM to all, SIGKILL to those left after graceMs. */
-export async function stopAll(children, graceMs) {
-  const live = children.filter((c) => c.alive);
-  for (const c of children) c.expectExit = true;
-  if (live.length === 0) return;
-  for (const c of live) c.signal('SIGTERM');
-  await Promise.race([Promise.all(live.map((c) => c.exited)), new Promise((r) => setTimeout(r, graceMs))]);
-  const left = live.filter((c) => c.alive);
-  if (left.length > 0) {
-    shout(
-      `still running after ${Math.round(graceMs / 1000)} s, killing: ${left.map((c) => c.name).join(', ')}`,
-    );
-    for (const c of left) c.signal('SIGKILL');
-    await Promise.race([Promise.all(left.map((c) => c.exited)), new Promise((r) => setTimeout(r, 3000))]);
   }
 }
 

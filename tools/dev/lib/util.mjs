@@ -8,19 +8,6 @@ import { fileURLToPath } from 'node:url';
 /** Repository root (tools/dev/lib -> ../../..). */
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
-/** The nine services in port order: gRPC 50050.., metrics 9460.. */
-export const SERVICE_NAMES = [
-  'gateway',
-  'identity',
-  'vault-crypto',
-  'policy',
-  'signer',
-  'approvals',
-  'audit',
-  'webhook-dispatcher',
-  'billing',
-];
-
 /** A failure with a message meant for the person at the terminal (no stack trace). */
 export class DevError extends Error {}
 
@@ -88,7 +75,8 @@ export function colorOf(index) {
   return PALETTE[index % PALETTE.length];
 }
 
-const PREFIX_WIDTH = Math.max(...SERVICE_NAMES.map((n) => n.length));
+// Wide enough for the longest service name (webhook-dispatcher).
+const PREFIX_WIDTH = 18;
 
 /** A line prefix like `identity          | ` in the given color. */
 export function prefix(name, color) {
@@ -119,22 +107,16 @@ export function shout(msg) {
   write(process.stderr, `${paint('1;31', bar)}\n${paint('1;31', `!! ${msg}`)}\n${paint('1;31', bar)}\n`);
 }
 
-/** Splits a stream into lines and hands each complete line to `onLine`. */
-export function eachLine(stream, onLine) {
-  let buf = '';
-  stream.setEncoding('utf8');
-  stream.on('data', (chunk) => {
-    buf += chunk;
-    let i;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      onLine(buf.slice(0, i).replace(/\r$/, ''));
-      buf = buf.slice(i + 1);
-    }
-  });
-  stream.on('end', () => {
-    if (buf) onLine(buf);
-    buf = '';
-  });
+/** A URL fit to print: its password, if it has one, replaced by `***`. */
+export function maskUrl(url) {
+  try {
+    const u = new URL(url);
+    if (!u.password) return url;
+    u.password = '***';
+    return u.toString();
+  } catch {
+    return url.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@');
+  }
 }
 
 /** Writes a line to the launcher's stdout with the given prefix. */

@@ -45,21 +45,15 @@ export interface GoogleIdp {
   close(): Promise<void>;
 }
 
-/** Starts the JWKS server on 127.0.0.1 (a free port) publishing one RSA key. */
-export async function startGoogleIdp(clientId: string): Promise<GoogleIdp> {
-  const key = newIdpKey();
-  const server = http.createServer((req, res) => {
-    if (req.method === 'GET' && req.url === '/oauth2/v3/certs') {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ keys: [key.publicJwk] }));
-      return;
-    }
-    res.writeHead(404).end();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+/** A GoogleIdp for `key` whose JWKS is served at `jwksUrl` (by this process or another one). */
+export function googleIdpClient(
+  jwksUrl: string,
+  key: IdpKey,
+  clientId: string,
+  close: () => Promise<void> = async () => undefined,
+): GoogleIdp {
   return {
-    jwksUrl: `http://127.0.0.1:${port}/oauth2/v3/certs`,
+    jwksUrl,
     key,
     idToken(email, claims = {}, signer = key) {
       const now = Math.floor(Date.now() / 1000);
@@ -79,6 +73,26 @@ export async function startGoogleIdp(clientId: string): Promise<GoogleIdp> {
         signer,
       );
     },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close,
   };
+}
+
+/** Starts the JWKS server on 127.0.0.1 (a free port) publishing one RSA key (`key`, else a new one). */
+export async function startGoogleIdp(clientId: string, key: IdpKey = newIdpKey()): Promise<GoogleIdp> {
+  const server = http.createServer((req, res) => {
+    if (req.method === 'GET' && req.url === '/oauth2/v3/certs') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ keys: [key.publicJwk] }));
+      return;
+    }
+    res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return googleIdpClient(
+    `http://127.0.0.1:${port}/oauth2/v3/certs`,
+    key,
+    clientId,
+    () => new Promise<void>((resolve) => server.close(() => resolve())),
+  );
 }

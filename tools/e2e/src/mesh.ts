@@ -1,154 +1,200 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import type { ChildProcess } from 'node:child_process';
+import { createPrivateKey } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import net from 'node:net';
-import { createTestDatabase, waitFor } from '@custos/service-kit/testing';
+import { SERVICES, type ServiceName, checkHealth, launchMesh } from '@custos/mesh';
+import { createTestDatabase } from '@custos/service-kit/testing';
+import type { SmtpCapture } from '@custos/testing';
+import { type GoogleIdp, googleIdpClient } from './google-idp';
+import { readMailSpool } from './mail-spool';
+import type { SharedProfile } from './profiles';
+import { type SharedRunInfo, sharedRun } from './shared-run';
 
-/** The nine services, in start order (the gateway last). */
-export const SERVICES = [
-  'identity',
-  'vault-crypto',
-  'policy',
-  'signer',
-  'approvals',
-  'audit',
-  'webhook-dispatcher',
-  'billing',
-  'gateway',
-] as const;
-export type ServiceName = (typeof SERVICES)[number];
-
-const REPO = path.resolve(__dirname, '..', '..', '..');
-
-const handedOut = new Set<number>();
+export { SERVICES, type ServiceName };
+export { PLATFORM_ADMIN_EMAIL, type SharedProfile } from './profiles';
 
 /**
- * A free port below Linux's ephemeral range (32768+), so that no outgoing connection or `listen(0)`
- * elsewhere on the machine can take it between this check and the service binding it.
+ * A running mesh: nine processes on free loopback ports with a database and NATS stream of their
+ * own. A private one (`startMesh`) belongs to one spec file; a shared one (`sharedMesh`) serves
+ * every spec file of the run that asks for its profile.
  */
-async function meshPort(): Promise<number> {
-  for (;;) {
-    const port = 20000 + Math.floor(Math.random() * 12000);
-    if (handedOut.has(port)) continue;
-    const free = await new Promise<boolean>((resolve) => {
-      const srv = net.createServer();
-      srv.once('error', () => resolve(false));
-      srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
-    });
-    if (free) {
-      handedOut.add(port);
-      return port;
-    }
-  }
-}
-
-/** A running mesh: nine processes on free loopback ports, a fresh database and its own NATS stream. */
 export interface Mesh {
   baseUrl: string;
   env: Record<string, string>;
+  /** The processes of a private mesh (empty for a shared one: it runs in jest's main process). */
   processes: Map<ServiceName, ChildProcess>;
-  /** Captured stdout+stderr of each service. */
+  /** Captured stdout+stderr of each service (of a shared mesh: since this spec file attached). */
   output: Map<ServiceName, string[]>;
+  /** Kills a service of a private mesh (a shared mesh refuses). */
   kill(service: ServiceName, signal?: NodeJS.Signals): Promise<number | null>;
   /** Starts a service again after `kill`, on the same ports and settings (output is appended). */
   restart(service: ServiceName): void;
+  /** Stops a private mesh and drops its database; does nothing to a shared one. */
   stop(): Promise<void>;
+  /** Where a shared mesh's e-mail arrives (undefined for a private mesh). */
+  mail?: SmtpCapture;
 }
 
-/** Starts the nine services as separate processes and waits until /v1/health says ok. */
+/**
+ * Starts a private mesh: the nine services with the `test` profile of @custos/mesh plus
+ * `extraEnv`, against a fresh database; waits until /v1/health answers 200. For spec files that
+ * kill or restart services, tamper with what all orgs share, or need settings no shared profile has.
+ */
 export async function startMesh(opts: { extraEnv?: Record<string, string> } = {}): Promise<Mesh> {
   const database = await createTestDatabase('custos_e2e');
-  const stream = `E2E_${randomBytes(4).toString('hex').toUpperCase()}`;
-  const ports: Record<string, number> = {};
-  for (const s of SERVICES) {
-    ports[`${s}:grpc`] = await meshPort();
-    ports[`${s}:metrics`] = await meshPort();
-  }
-  const httpPort = await meshPort();
-  const addr = (s: ServiceName) => `127.0.0.1:${ports[`${s}:grpc`]}`;
-  const env: Record<string, string> = {
-    DATABASE_URL: database.url,
-    MIGRATE_ON_START: 'true',
-    NATS_URL: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
-    NATS_STREAM: stream,
-    NATS_SUBJECT_PREFIX: `e2e.${stream.toLowerCase()}`,
-    REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
-    KMS_PROVIDER: 'local',
-    LOCAL_KMS_MASTER_KEY: randomBytes(32).toString('base64'),
-    TOKEN_SIGNING_KEK: randomBytes(32).toString('base64'),
-    AUDIT_HMAC_KEY: randomBytes(32).toString('base64'),
-    WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
-    MAIL_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'custos-e2e-mail-')),
-    GRPC_HOST: '127.0.0.1',
-    METRICS_HOST: '127.0.0.1',
-    HOST: '127.0.0.1',
-    PORT: String(httpPort),
-    LOG_LEVEL: 'info',
-    SHUTDOWN_GRACE_MS: '2000',
-    // Tests sign in far more often than a person; the auth limit has its own gateway test.
-    AUTH_RATE_LIMIT_PER_MINUTE: '1000000',
-    AUTH_RATE_LIMIT_BURST: '1000000',
-    IDENTITY_ADDR: addr('identity'),
-    VAULT_CRYPTO_ADDR: addr('vault-crypto'),
-    POLICY_ADDR: addr('policy'),
-    SIGNER_ADDR: addr('signer'),
-    APPROVALS_ADDR: addr('approvals'),
-    AUDIT_ADDR: addr('audit'),
-    WEBHOOK_DISPATCHER_ADDR: addr('webhook-dispatcher'),
-    BILLING_ADDR: addr('billing'),
-    ...opts.extraEnv,
-  };
-  const processes = new Map<ServiceName, ChildProcess>();
-  const output = new Map<ServiceName, string[]>();
-  const launch = (s: ServiceName) => {
-    const lines = output.get(s) ?? [];
-    output.set(s, lines);
-    const child = spawn(process.execPath, [path.join(REPO, 'services', s, 'dist', 'main.js')], {
-      env: {
-        PATH: process.env.PATH ?? '',
-        ...env,
-        GRPC_PORT: String(ports[`${s}:grpc`]),
-        METRICS_PORT: String(ports[`${s}:metrics`]),
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout?.on('data', (d: Buffer) => lines.push(...d.toString('utf8').split('\n').filter(Boolean)));
-    child.stderr?.on('data', (d: Buffer) => lines.push(...d.toString('utf8').split('\n').filter(Boolean)));
-    processes.set(s, child);
-  };
-  for (const s of SERVICES) launch(s);
-  const baseUrl = `http://127.0.0.1:${httpPort}`;
-  const mesh: Mesh = {
-    baseUrl,
-    env,
-    processes,
-    output,
-    async kill(service, signal = 'SIGKILL') {
-      const child = processes.get(service);
-      if (!child || child.exitCode !== null || child.signalCode !== null) return child?.exitCode ?? null;
-      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-      child.kill(signal);
-      return exited;
-    },
-    restart(service) {
-      const child = processes.get(service);
-      if (child && child.exitCode === null && child.signalCode === null)
-        throw new Error(`${service} is still running`);
-      launch(service);
-    },
-    async stop() {
-      await Promise.all(SERVICES.map((s) => mesh.kill(s, 'SIGTERM')));
-      await database.drop();
-    },
-  };
+  const mailDir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-e2e-mail-'));
+  const output = new Map<ServiceName, string[]>(SERVICES.map((s) => [s, []]));
+  let launched;
   try {
-    await waitFor(async () => (await fetch(`${baseUrl}/v1/health`)).status === 200, 60000, 200);
+    launched = await launchMesh({
+      profile: 'test',
+      databaseUrl: database.url,
+      mailDir,
+      ...(opts.extraEnv ? { extraEnv: opts.extraEnv } : {}),
+      onLine: (s, line) => output.get(s)!.push(line),
+      // A busy 2-core machine can take more than a minute (a service that exits fails at once); the
+      // jest hook that calls this gives up at 120 s (testTimeout).
+      healthTimeoutMs: 100_000,
+    });
   } catch (err) {
-    const tail = SERVICES.map((s) => `--- ${s}\n${(output.get(s) ?? []).slice(-5).join('\n')}`).join('\n');
-    await mesh.stop();
-    throw new Error(`mesh did not become healthy: ${(err as Error).message}\n${tail}`);
+    await database.drop();
+    throw err;
   }
-  return mesh;
+  const { supervisor } = launched;
+  return {
+    baseUrl: launched.baseUrl,
+    env: launched.env,
+    processes: supervisor.processes,
+    output,
+    kill: (service, signal = 'SIGKILL') => supervisor.kill(service, signal),
+    restart: (service) => supervisor.restart(service),
+    async stop() {
+      await supervisor.stop(10_000);
+      await database.drop();
+      fs.rmSync(mailDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Output lines of a shared mesh's services, read from their log files from where they were at `start`. */
+class LogLines extends Map<ServiceName, string[]> {
+  private readonly offsets = new Map<ServiceName, number>();
+
+  constructor(private readonly logDir: string) {
+    super();
+    for (const s of SERVICES) this.offsets.set(s, this.bytes(s));
+  }
+
+  private file(s: ServiceName): string {
+    return path.join(this.logDir, `${s}.log`);
+  }
+
+  private bytes(s: ServiceName): number {
+    try {
+      return fs.statSync(this.file(s)).size;
+    } catch {
+      return 0;
+    }
+  }
+
+  override get(s: ServiceName): string[] | undefined {
+    if (!SERVICES.includes(s)) return undefined;
+    const from = this.offsets.get(s) ?? 0;
+    const to = this.bytes(s);
+    if (to <= from) return [];
+    const buf = Buffer.alloc(to - from);
+    const fd = fs.openSync(this.file(s), 'r');
+    try {
+      fs.readSync(fd, buf, 0, buf.length, from);
+    } finally {
+      fs.closeSync(fd);
+    }
+    return buf.toString('utf8').split('\n').filter(Boolean);
+  }
+
+  override get size(): number {
+    return SERVICES.length;
+  }
+
+  override has(s: ServiceName): boolean {
+    return SERVICES.includes(s);
+  }
+
+  override *entries(): MapIterator<[ServiceName, string[]]> {
+    for (const s of SERVICES) yield [s, this.get(s)!];
+  }
+
+  override *keys(): MapIterator<ServiceName> {
+    yield* SERVICES;
+  }
+
+  override *values(): MapIterator<string[]> {
+    for (const s of SERVICES) yield this.get(s)!;
+  }
+
+  override [Symbol.iterator](): MapIterator<[ServiceName, string[]]> {
+    return this.entries();
+  }
+}
+
+function refuse(what: string): never {
+  throw new Error(
+    `${what}: this is a shared mesh, other spec files use it too; start a private one with startMesh()`,
+  );
+}
+
+/**
+ * The mesh of `profile` (src/profiles.ts) that the global setup started for the whole run. Every
+ * spec file that asks for the same profile gets the same mesh: create fresh users and orgs
+ * (quickUser) and assert on them only, never on what the whole database holds. `stop()` does
+ * nothing; `kill` and `restart` throw.
+ */
+export async function sharedMesh(profile: SharedProfile = 'default'): Promise<Mesh> {
+  const run = sharedRun();
+  const info = run.meshes[profile];
+  if (!info) {
+    throw new Error(
+      `no shared mesh '${profile}' in this run: the global setup starts the profiles the selected spec files name as sharedMesh('${profile}')`,
+    );
+  }
+  const health = await checkHealth(info.baseUrl, 10_000);
+  if (!health.ok) {
+    throw new Error(
+      `the shared mesh '${profile}' is not healthy (${health.error ?? `HTTP ${health.status} ${health.text}`}); logs in ${info.logDir}`,
+    );
+  }
+  return {
+    baseUrl: info.baseUrl,
+    env: info.env,
+    processes: new Map(),
+    output: new LogLines(info.logDir),
+    kill: async (service) => refuse(`kill ${service}`),
+    restart: (service) => refuse(`restart ${service}`),
+    stop: async () => undefined,
+    mail: sharedMail(run),
+  };
+}
+
+/** The e-mail every shared mesh sends, as an SmtpCapture (`close` does nothing). */
+export function sharedMail(run: SharedRunInfo = sharedRun()): SmtpCapture {
+  return readMailSpool(run.mail.dir, run.mail);
+}
+
+/**
+ * The Google stand-in the shared meshes trust (GOOGLE_JWKS_URL), able to sign ID tokens here for
+ * `clientId`, which must be the one they accept (GOOGLE_CLIENT_ID).
+ */
+export function sharedGoogleIdp(clientId: string, run: SharedRunInfo = sharedRun()): GoogleIdp {
+  const g = run.google;
+  if (clientId !== g.clientId) {
+    throw new Error(`the shared meshes accept Google ID tokens for ${g.clientId}, not ${clientId}`);
+  }
+  const key = { kid: g.kid, privateKey: createPrivateKey(g.privateKeyPem), publicJwk: g.publicJwk };
+  return googleIdpClient(g.jwksUrl, key, g.clientId);
+}
+
+/** The public half of the shared meshes' federation key (FEDERATION_RS256_PRIVATE_KEY_FILE), PEM. */
+export function sharedFederationPublicKey(run: SharedRunInfo = sharedRun()): string {
+  return run.federation.publicKeyPem;
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { type CapturedMessage, startSmtpCapture, type SmtpCapture } from '@custos/testing';
+import { type CapturedMessage, type SmtpCapture } from '@custos/testing';
 import { TEST_PASSWORD, api, quickUser } from '../src/api';
-import { startMesh, SERVICES, type Mesh } from '../src/mesh';
+import { SERVICES, sharedMail, sharedMesh, type Mesh } from '../src/mesh';
 
 const NEW_PASSWORD = 'Another-Horse-7-staple';
 const RESET_TOKEN = /cse_[A-Za-z0-9]{16}_[A-Za-z0-9]{43}/;
@@ -16,17 +16,8 @@ describe('account: passwords, e-mail change, re-auth and step-up, deletion, sett
   const taken = new Set<CapturedMessage>();
 
   beforeAll(async () => {
-    smtp = await startSmtpCapture();
-    mesh = await startMesh({
-      extraEnv: {
-        SMTP_URL: smtp.url('custos', 'smtp-pass'),
-        PUBLIC_BASE_URL: 'https://custos.test',
-        EMAIL_VERIFICATION_REQUIRED: 'false',
-        // Many sign-ins from one address: keep the credential rate limit out of the way.
-        AUTH_RATE_LIMIT_PER_MINUTE: '100000',
-        AUTH_RATE_LIMIT_BURST: '10000',
-      },
-    });
+    mesh = await sharedMesh();
+    smtp = sharedMail();
   });
   afterAll(async () => {
     await mesh?.stop();

@@ -1,12 +1,12 @@
 import { api, decodePayload, quickUser } from '../src/api';
-import { startMesh, type Mesh } from '../src/mesh';
+import { sharedMesh, type Mesh } from '../src/mesh';
 
 describe('agents: registration, settings, key exchange, rotation, deactivation', () => {
   let mesh: Mesh;
   let owner: Awaited<ReturnType<typeof quickUser>>;
 
   beforeAll(async () => {
-    mesh = await startMesh({ extraEnv: { EMAIL_VERIFICATION_REQUIRED: 'false' } });
+    mesh = await sharedMesh();
     owner = await quickUser(mesh);
   });
   afterAll(() => mesh?.stop());

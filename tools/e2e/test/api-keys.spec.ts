@@ -1,12 +1,12 @@
 import { api, decodePayload, quickUser } from '../src/api';
-import { startMesh, type Mesh } from '../src/mesh';
+import { sharedMesh, type Mesh } from '../src/mesh';
 
 describe('personal API keys', () => {
   let mesh: Mesh;
   let user: Awaited<ReturnType<typeof quickUser>>;
 
   beforeAll(async () => {
-    mesh = await startMesh({ extraEnv: { EMAIL_VERIFICATION_REQUIRED: 'false' } });
+    mesh = await sharedMesh();
     user = await quickUser(mesh);
   });
   afterAll(() => mesh?.stop());

@@ -5,9 +5,9 @@ import {
   generateKeyPairSync,
   sign,
 } from 'node:crypto';
-import { startSmtpCapture, type SmtpCapture } from '@custos/testing';
+import { type SmtpCapture } from '@custos/testing';
 import { api, decodePayload } from '../src/api';
-import { startMesh, SERVICES, type Mesh } from '../src/mesh';
+import { SERVICES, sharedMail, sharedMesh, type Mesh } from '../src/mesh';
 
 const PASSWORD = 'Correct-Horse-9-battery';
 
@@ -17,10 +17,9 @@ describe('identity through the gateway: signup, e-mail verification, tokens, pro
   const used: string[] = [PASSWORD];
 
   beforeAll(async () => {
-    smtp = await startSmtpCapture();
-    mesh = await startMesh({
-      extraEnv: { SMTP_URL: smtp.url('custos', 'smtp-pass'), PUBLIC_BASE_URL: 'https://custos.test' },
-    });
+    // E-mail verification required, as the services default to.
+    mesh = await sharedMesh('strict');
+    smtp = sharedMail();
   });
   afterAll(async () => {
     await mesh?.stop();

@@ -1,10 +1,7 @@
-import { createHmac, createPublicKey, generateKeyPairSync, verify } from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { createHmac, createPublicKey, verify } from 'node:crypto';
 import { TEST_PASSWORD, api, decodePayload, quickUser } from '../src/api';
-import { type GoogleIdp, newIdpKey, startGoogleIdp } from '../src/google-idp';
-import { startMesh, type Mesh } from '../src/mesh';
+import { type GoogleIdp, newIdpKey } from '../src/google-idp';
+import { sharedFederationPublicKey, sharedGoogleIdp, sharedMesh, type Mesh } from '../src/mesh';
 
 const GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const JWT_TYPE = 'urn:ietf:params:oauth:token-type:jwt';
@@ -58,20 +55,10 @@ describe('federated tokens (RFC 8693) and Google sign-in', () => {
   let rsaPublicPem: string;
 
   beforeAll(async () => {
-    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-federation-'));
-    const keyFile = path.join(dir, 'federation.pem');
-    fs.writeFileSync(keyFile, privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600 });
-    rsaPublicPem = publicKey.export({ format: 'pem', type: 'spki' }).toString();
-    idp = await startGoogleIdp(CLIENT_ID);
-    mesh = await startMesh({
-      extraEnv: {
-        EMAIL_VERIFICATION_REQUIRED: 'false',
-        FEDERATION_RS256_PRIVATE_KEY_FILE: keyFile,
-        GOOGLE_JWKS_URL: idp.jwksUrl,
-        GOOGLE_CLIENT_IDS: `other-client,${CLIENT_ID}`,
-      },
-    });
+    // The default shared mesh has a federation key and trusts the Google stand-in for CLIENT_ID.
+    mesh = await sharedMesh();
+    rsaPublicPem = sharedFederationPublicKey();
+    idp = sharedGoogleIdp(CLIENT_ID);
     owner = await quickUser(mesh);
   });
   afterAll(async () => {
@@ -382,7 +369,8 @@ describe('federated tokens (RFC 8693) and Google sign-in', () => {
 describe('federation and Google sign-in without configuration', () => {
   let mesh: Mesh;
   beforeAll(async () => {
-    mesh = await startMesh({ extraEnv: { EMAIL_VERIFICATION_REQUIRED: 'false' } });
+    // No federation key and no Google settings, as the services default to.
+    mesh = await sharedMesh('strict');
   });
   afterAll(() => mesh?.stop());
 

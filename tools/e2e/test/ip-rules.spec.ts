@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { startSmtpCapture, type SmtpCapture } from '@custos/testing';
+import { type SmtpCapture } from '@custos/testing';
 import { waitFor } from '@custos/service-kit/testing';
 import { TEST_PASSWORD, api, expectProblem, quickUser } from '../src/api';
 import { sqlOn } from '../src/db';
-import { startMesh, type Mesh } from '../src/mesh';
+import { sharedMail, sharedMesh, type Mesh } from '../src/mesh';
 
 type User = Awaited<ReturnType<typeof quickUser>>;
 type Reply = Awaited<ReturnType<typeof api>>;
@@ -67,18 +67,9 @@ describe('IP rules behind a trusted proxy (X-Forwarded-For names the client)', (
   let smtp: SmtpCapture;
 
   beforeAll(async () => {
-    smtp = await startSmtpCapture();
-    mesh = await startMesh({
-      extraEnv: {
-        EMAIL_VERIFICATION_REQUIRED: 'false',
-        SMTP_URL: smtp.url('custos', 'smtp-pass'),
-        PUBLIC_BASE_URL: 'https://custos.test',
-        // The tests stand in for a proxy on loopback, so X-Forwarded-For names the client.
-        TRUSTED_PROXIES: '127.0.0.1/32',
-        RATE_LIMIT_RPS: '5000',
-        RATE_LIMIT_BURST: '5000',
-      },
-    });
+    // TRUSTED_PROXIES=127.0.0.1/32: the tests stand in for a proxy on loopback.
+    mesh = await sharedMesh();
+    smtp = sharedMail();
   });
   afterAll(async () => {
     await mesh?.stop();
@@ -447,9 +438,8 @@ describe('IP rules with no trusted proxy (X-Forwarded-For is ignored)', () => {
   let mesh: Mesh;
 
   beforeAll(async () => {
-    mesh = await startMesh({
-      extraEnv: { EMAIL_VERIFICATION_REQUIRED: 'false', RATE_LIMIT_RPS: '5000', RATE_LIMIT_BURST: '5000' },
-    });
+    // No TRUSTED_PROXIES, as the services default to.
+    mesh = await sharedMesh('strict');
   });
   afterAll(() => mesh?.stop());
 

@@ -36,13 +36,18 @@ describe('the mesh: nine processes behind the gateway', () => {
 
   it('traces one health request through the gateway and all nine services under one trace id', async () => {
     const traceId = randomBytes(16).toString('hex');
+    const callerSpanId = randomBytes(8).toString('hex');
     const res = await fetch(`${mesh.baseUrl}/v1/health`, {
-      headers: { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` },
+      headers: { traceparent: `00-${traceId}-${callerSpanId}-01` },
     });
     expect(res.status).toBe(200);
+    // The gateway's server span ends after its client spans, so once it has been exported they have
+    // too (on a busy machine they may come in an earlier batch than the services' spans, or a later).
     const services = await waitFor(async () => {
-      const seen = new Set(otlp.spans.filter((s) => s.traceId === traceId).map((s) => s.service));
-      return seen.size === SERVICES.length ? seen : undefined;
+      const trace = otlp.spans.filter((s) => s.traceId === traceId);
+      const seen = new Set(trace.map((s) => s.service));
+      const gatewayDone = trace.some((s) => s.service === 'gateway' && s.parentSpanId === callerSpanId);
+      return seen.size === SERVICES.length && gatewayDone ? seen : undefined;
     }, 20000);
     expect([...services].sort()).toEqual([...SERVICES].sort());
     // Each service's server span is a child of a gateway client span of the same trace.

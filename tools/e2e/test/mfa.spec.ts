@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { TEST_PASSWORD, api, decodePayload, quickUser } from '../src/api';
-import { SERVICES, startMesh, type Mesh } from '../src/mesh';
+import { SERVICES, sharedMesh, type Mesh } from '../src/mesh';
 
 // RFC 6238 (SHA-1, 6 digits, 30 s) computed here from RFC 4226, as an authenticator app would.
 function base32Decode(text: string): Buffer {
@@ -61,7 +61,7 @@ describe('TOTP multi-factor authentication', () => {
   const secrets: string[] = [];
 
   beforeAll(async () => {
-    mesh = await startMesh({ extraEnv: { EMAIL_VERIFICATION_REQUIRED: 'false' } });
+    mesh = await sharedMesh();
   });
   afterAll(() => mesh?.stop());
 

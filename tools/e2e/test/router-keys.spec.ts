@@ -1,5 +1,5 @@
 import { api, decodePayload, quickUser } from '../src/api';
-import { startMesh, type Mesh } from '../src/mesh';
+import { sharedMesh, type Mesh } from '../src/mesh';
 
 const ROUTER_KEY = /^sk-proxy-v1-[A-Za-z0-9]{16}_[A-Za-z0-9]{43}$/;
 
@@ -8,7 +8,7 @@ describe('router keys: issue, list, exchange for a 60-second agent token, revoke
   let owner: Awaited<ReturnType<typeof quickUser>>;
 
   beforeAll(async () => {
-    mesh = await startMesh({ extraEnv: { EMAIL_VERIFICATION_REQUIRED: 'false' } });
+    mesh = await sharedMesh();
     owner = await quickUser(mesh);
   });
   afterAll(() => mesh?.stop());

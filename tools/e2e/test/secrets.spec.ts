@@ -1,6 +1,6 @@
 import { TEST_PASSWORD, api, expectProblem, quickUser } from '../src/api';
 import { sqlOn } from '../src/db';
-import { startMesh, type Mesh } from '../src/mesh';
+import { sharedMesh, type Mesh } from '../src/mesh';
 
 type User = Awaited<ReturnType<typeof quickUser>>;
 
@@ -12,9 +12,7 @@ describe('secrets: versions, values, limits and what is stored', () => {
   let vaultId: string;
 
   beforeAll(async () => {
-    mesh = await startMesh({
-      extraEnv: { EMAIL_VERIFICATION_REQUIRED: 'false', RATE_LIMIT_RPS: '5000', RATE_LIMIT_BURST: '5000' },
-    });
+    mesh = await sharedMesh();
     owner = await quickUser(mesh);
     const v = await api(mesh, 'POST', '/v1/vaults', { token: owner.token, body: { name: 'app' } });
     expect(v.status).toBe(201);

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { startSmtpCapture, type SmtpCapture } from '@custos/testing';
+import { type SmtpCapture } from '@custos/testing';
 import { TEST_PASSWORD, api, expectProblem, quickUser } from '../src/api';
 import { sqlOn } from '../src/db';
-import { startMesh, type Mesh } from '../src/mesh';
+import { sharedMail, sharedMesh, type Mesh } from '../src/mesh';
 
 type User = Awaited<ReturnType<typeof quickUser>>;
 type Reply = Awaited<ReturnType<typeof api>>;
@@ -15,18 +15,9 @@ describe('shares: links and grants of one secret version, and every way they ref
   let smtp: SmtpCapture;
 
   beforeAll(async () => {
-    smtp = await startSmtpCapture();
-    mesh = await startMesh({
-      extraEnv: {
-        EMAIL_VERIFICATION_REQUIRED: 'false',
-        SMTP_URL: smtp.url('custos', 'smtp-pass'),
-        PUBLIC_BASE_URL: 'https://custos.test',
-        // The tests stand in for a proxy on loopback, so X-Forwarded-For names the client.
-        TRUSTED_PROXIES: '127.0.0.1/32',
-        RATE_LIMIT_RPS: '5000',
-        RATE_LIMIT_BURST: '5000',
-      },
-    });
+    // TRUSTED_PROXIES=127.0.0.1/32: the tests stand in for a proxy on loopback.
+    mesh = await sharedMesh();
+    smtp = sharedMail();
   });
   afterAll(async () => {
     await mesh?.stop();

@@ -1,22 +1,15 @@
 import { TEST_PASSWORD, api, expectProblem, quickUser } from '../src/api';
-import { startMesh, type Mesh } from '../src/mesh';
+import { PLATFORM_ADMIN_EMAIL, sharedMesh, type Mesh } from '../src/mesh';
 
-const ADMIN_EMAIL = 'platform-admin@example.com';
+const ADMIN_EMAIL = PLATFORM_ADMIN_EMAIL;
 
 // DECISIONS.md: the free plan allows 3 vaults, 50 secrets and 2 agents.
 describe('tier caps on vaults, secrets and agents hold under parallel creates', () => {
   let mesh: Mesh;
 
   beforeAll(async () => {
-    mesh = await startMesh({
-      extraEnv: {
-        EMAIL_VERIFICATION_REQUIRED: 'false',
-        BILLING_DEFAULT_PLAN: 'free',
-        RATE_LIMIT_RPS: '5000',
-        RATE_LIMIT_BURST: '5000',
-        PLATFORM_ADMIN_EMAILS: ADMIN_EMAIL,
-      },
-    });
+    // BILLING_DEFAULT_PLAN=free; ADMIN_EMAIL is a platform admin.
+    mesh = await sharedMesh('free-plan');
   });
   afterAll(() => mesh?.stop());
 

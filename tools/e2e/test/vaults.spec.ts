@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { startSmtpCapture, type SmtpCapture } from '@custos/testing';
+import { type SmtpCapture } from '@custos/testing';
 import { TEST_PASSWORD, api, expectProblem, quickUser } from '../src/api';
 import { sqlOn } from '../src/db';
-import { startMesh, type Mesh } from '../src/mesh';
+import { sharedMail, sharedMesh, type Mesh } from '../src/mesh';
 
 type User = Awaited<ReturnType<typeof quickUser>>;
 
@@ -14,14 +14,8 @@ describe('vaults, system vaults, and who may touch secrets (owner, admin, member
   let owner: User;
 
   beforeAll(async () => {
-    smtp = await startSmtpCapture();
-    mesh = await startMesh({
-      extraEnv: {
-        EMAIL_VERIFICATION_REQUIRED: 'false',
-        SMTP_URL: smtp.url('custos', 'smtp-pass'),
-        PUBLIC_BASE_URL: 'https://custos.test',
-      },
-    });
+    mesh = await sharedMesh();
+    smtp = sharedMail();
     owner = await quickUser(mesh);
   });
   afterAll(async () => {

@@ -1,0 +1,25 @@
+// The one mesh launcher: the dev launcher (tools/dev), the end-to-end tests (tools/e2e) and the
+// benchmark (tools/bench) start the nine services through this module.
+export { REPO_ROOT, SERVICES, DEFAULT_PORTS, addrVar, serviceMain, type ServiceName } from './services';
+export { type MeshPorts, defaultPorts, freePorts } from './ports';
+export {
+  type MeshProfile,
+  type MeshKeys,
+  type MeshEnvOptions,
+  PROFILE_DEFAULTS,
+  meshEnv,
+  serviceEnv,
+  randomMeshKeys,
+  uniqueNatsNames,
+} from './env';
+export { ManagedProcess, type ManagedProcessOptions, type ProcessExit } from './process';
+export {
+  MeshSupervisor,
+  type MeshSupervisorOptions,
+  type RestartPolicy,
+  type ServiceExitEvent,
+  DEFAULT_RESTART_POLICY,
+  restartDelay,
+} from './supervisor';
+export { type HealthCheck, checkHealth, waitForHealth, notServingFrom } from './health';
+export { type LaunchMeshOptions, type LaunchedMesh, launchMesh } from './launch';
