@@ -1,5 +1,5 @@
 import { api, expectProblem, quickUser } from '../src/api';
-import { startMesh, type Mesh } from '../src/mesh';
+import { sharedMesh, type Mesh } from '../src/mesh';
 
 type User = Awaited<ReturnType<typeof quickUser>>;
 type Doc = { paths: Record<string, Record<string, Record<string, unknown>>> };
@@ -12,15 +12,12 @@ describe('vault, share, policy and IP rule contracts at the gateway', () => {
   let vaultId: string;
 
   beforeAll(async () => {
-    mesh = await startMesh({
-      extraEnv: { EMAIL_VERIFICATION_REQUIRED: 'false', RATE_LIMIT_RPS: '5000', RATE_LIMIT_BURST: '5000' },
-    });
+    mesh = await sharedMesh();
     owner = await quickUser(mesh);
     const v = await api(mesh, 'POST', '/v1/vaults', { token: owner.token, body: { name: 'contracts' } });
     expect(v.status).toBe(201);
     vaultId = v.body['id'] as string;
   });
-  afterAll(() => mesh?.stop());
 
   const put = (path: string, body: Record<string, unknown>) =>
     api(mesh, 'PUT', `/v1/vaults/${vaultId}/secrets/${path}`, { token: owner.token, body });
