@@ -16,7 +16,12 @@ function fakePeers(calls: Array<[string, unknown]>): Peers {
     cb(toGrpcStatus(new InvalidArgumentError('token', 'invalid or expired <token>')));
   const identity = {
     ...channel,
-    verifyEmail(req: { token: string; withoutSession?: boolean }, _md: unknown, _opts: unknown, cb: Callback) {
+    verifyEmail(
+      req: { token: string; withoutSession?: boolean },
+      _md: unknown,
+      _opts: unknown,
+      cb: Callback,
+    ) {
       calls.push(['verifyEmail', req]);
       if (req.token !== GOOD) return refuse(cb);
       if (req.withoutSession) return cb(null, {});
