@@ -1,5 +1,12 @@
 import { PermissionDeniedError } from '@custos/service-kit';
-import { actorOf, isOrgAdmin, requireHuman, requireHumanAdmin } from './access-fns';
+import {
+  actorOf,
+  isCreator,
+  isCreatorOrAdmin,
+  isOrgAdmin,
+  requireHuman,
+  requireHumanAdmin,
+} from './access-fns';
 import type { AgentPrincipal, Principal, UserPrincipal } from './principal-types';
 
 const base = { orgId: 'o1', tokenId: 't', issuedAt: 1, expiresAt: 2, issuer: 'i' };
@@ -53,5 +60,17 @@ describe('access-fns', () => {
   it('actorOf names the user or the agent', () => {
     expect(actorOf(user('member'))).toEqual({ actorType: 'user', actorId: 'u1' });
     expect(actorOf(agent)).toEqual({ actorType: 'agent', actorId: 'a1' });
+  });
+});
+
+describe('isCreator / isCreatorOrAdmin', () => {
+  const made = { createdBy: 'u1', createdByType: 'user' };
+  it('matches the same user, never an agent with the same id', () => {
+    expect(isCreator(user('member'), made)).toBe(true);
+    expect(isCreator({ ...agent, agentId: 'u1' }, made)).toBe(false);
+  });
+  it('lets org owners and admins in, not other members', () => {
+    expect(isCreatorOrAdmin({ ...user('admin'), userId: 'u2' }, made)).toBe(true);
+    expect(isCreatorOrAdmin({ ...user('member'), userId: 'u2' }, made)).toBe(false);
   });
 });

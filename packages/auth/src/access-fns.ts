@@ -35,3 +35,21 @@ export function actorOf(p: Principal): Actor {
     ? { actorType: 'user', actorId: p.userId }
     : { actorType: 'agent', actorId: (p as AgentPrincipal).agentId };
 }
+
+/** What a resource records about who made it. */
+export interface CreatedBy {
+  readonly createdBy: string;
+  /** `user`, `agent` or `system`. */
+  readonly createdByType: string;
+}
+
+/** Whether the caller made the resource (the same user or agent). */
+export function isCreator(p: Principal, r: CreatedBy): boolean {
+  const a = actorOf(p);
+  return r.createdBy === a.actorId && r.createdByType === a.actorType;
+}
+
+/** Whether the caller made the resource or is an owner or admin of its org (vaults, shares, grants). */
+export function isCreatorOrAdmin(p: Principal, r: CreatedBy): boolean {
+  return isCreator(p, r) || isOrgAdmin(p);
+}

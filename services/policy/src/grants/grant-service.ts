@@ -1,4 +1,4 @@
-import { type Principal, type UserPrincipal, isOrgAdmin, requireHuman } from '@custos/auth';
+import { type Principal, type UserPrincipal, isCreatorOrAdmin, requireHuman } from '@custos/auth';
 import { writeEvent } from '@custos/events';
 import { InvalidArgumentError, NotFoundError, PermissionDeniedError, isUuid } from '@custos/service-kit';
 import { grantAudit, writePolicyAudit } from '../audit/policy-audit.js';
@@ -33,8 +33,7 @@ export class GrantService {
     requireHuman(p, 'manage policies');
     if (!isUuid(vault.vaultId) || vault.orgId !== p.orgId) throw new NotFoundError('vault', vault.vaultId);
     if (vault.isSystem) throw new PermissionDeniedError('system vaults have no policies');
-    const creator = vault.createdByType === 'user' && vault.createdBy === p.userId;
-    if (!creator && !isOrgAdmin(p)) {
+    if (!isCreatorOrAdmin(p, vault)) {
       throw new PermissionDeniedError(
         'only an org owner or admin, or the vault creator, may manage its policies',
       );

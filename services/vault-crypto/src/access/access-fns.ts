@@ -1,4 +1,4 @@
-import { type Principal, actorOf, isOrgAdmin } from '@custos/auth';
+import { type Principal, isCreator, isCreatorOrAdmin } from '@custos/auth';
 
 /** The vault facts the access rules read. */
 export interface OwnedVault {
@@ -9,13 +9,12 @@ export interface OwnedVault {
 
 /** Whether the principal created the vault (its owner). */
 export function ownsVault(p: Principal, v: OwnedVault): boolean {
-  const a = actorOf(p);
-  return v.createdBy === a.actorId && v.createdByType === a.actorType;
+  return isCreator(p, v);
 }
 
 /** Whether the principal holds the vault without asking policy: its owner, or an org owner/admin. */
 export function managesVault(p: Principal, v: OwnedVault): boolean {
-  return ownsVault(p, v) || isOrgAdmin(p);
+  return isCreatorOrAdmin(p, v);
 }
 
 /**

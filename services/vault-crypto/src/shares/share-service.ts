@@ -1,4 +1,4 @@
-import { type Principal, actorOf, isOrgAdmin } from '@custos/auth';
+import { type Principal, actorOf, isCreator, isCreatorOrAdmin } from '@custos/auth';
 import { writeEvent } from '@custos/events';
 import {
   ConflictError,
@@ -205,9 +205,8 @@ export class ShareService {
   /** Revokes a share: its creator, or an owner or admin of its org. Revoking twice is a no-op. */
   async revoke(p: Principal, shareId: string): Promise<void> {
     const s = await this.ofOrg(p, shareId);
-    const a = actorOf(p);
-    const creator = s.createdBy === a.actorId && s.createdByType === a.actorType;
-    if (!creator && !isOrgAdmin(p))
+    const creator = isCreator(p, s);
+    if (!isCreatorOrAdmin(p, s))
       throw new PermissionDeniedError("only the share's creator or an org admin may revoke it");
     await this.deps.store.transaction(async (tx) => {
       const revoked = await this.deps.store.revoke(tx, s.id);
