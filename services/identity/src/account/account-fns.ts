@@ -1,5 +1,5 @@
-import type { Principal, UserPrincipal } from '@custos/auth';
-import { InvalidArgumentError, PermissionDeniedError } from '@custos/service-kit';
+import { type Principal, type UserPrincipal, requireHuman } from '@custos/auth';
+import { InvalidArgumentError } from '@custos/service-kit';
 
 /** Seconds a re-auth (`rat_`) token lives (DECISIONS.md). */
 export const REAUTH_TTL_SECONDS = 300;
@@ -26,8 +26,7 @@ export const QUOTA_WINDOW_MS = 3_600_000;
 
 /** The caller as a user, or a 403 for agents (every account call is a human's). */
 export function requireUser(p: Principal): UserPrincipal {
-  if (p.kind !== 'user')
-    throw new PermissionDeniedError('this operation is for users only; agents are refused');
+  requireHuman(p, 'manage an account');
   return p;
 }
 

@@ -1,4 +1,4 @@
-import { type OrgAdmin, type Principal, requireHumanAdmin } from '@custos/auth';
+import { type OrgAdmin, type Principal, requireHuman, requireHumanAdmin } from '@custos/auth';
 import { auditOf } from '@custos/events';
 import {
   NotFoundError,
@@ -69,7 +69,7 @@ export class AgentService {
 
   /** The agents of the caller's org. */
   async list(p: Principal): Promise<Agent[]> {
-    if (p.kind !== 'user') throw new PermissionDeniedError('agents cannot list agents');
+    requireHuman(p, 'list agents');
     return this.store.listInOrg(p.orgId);
   }
 

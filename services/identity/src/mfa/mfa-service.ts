@@ -1,12 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { Principal } from '@custos/auth';
-import {
-  ConflictError,
-  CustosError,
-  InvalidArgumentError,
-  PermissionDeniedError,
-  UnauthenticatedError,
-} from '@custos/service-kit';
+import { type Principal, requireHuman } from '@custos/auth';
+import { ConflictError, CustosError, InvalidArgumentError, UnauthenticatedError } from '@custos/service-kit';
 import { auditOf } from '@custos/events';
 import { audit, auditRefusal } from '../audit/identity-audit.js';
 import { parseSecretToken, secretMatches } from '../credentials/secret-token-fns.js';
@@ -163,7 +157,7 @@ export class MfaService {
   }
 
   private async state(p: Principal): Promise<TotpState> {
-    if (p.kind !== 'user') throw new PermissionDeniedError('MFA belongs to users; agents are refused');
+    requireHuman(p, 'use MFA');
     const state = await this.store.totpState(p.userId);
     if (!state) throw new UnauthenticatedError();
     return state;
