@@ -45,19 +45,22 @@ function addressText(field: AddressObject | AddressObject[] | undefined): string
   return (Array.isArray(field) ? field : [field]).map((a) => a.text).join(', ');
 }
 
+/** A running SMTP server of `startSmtpServer`. */
+export interface SmtpServerHandle {
+  /** The port on 127.0.0.1 it listens on. */
+  readonly port: number;
+  /** Stops listening; resolves when the server is closed. */
+  close(): Promise<void>;
+}
+
 /**
  * Starts a real SMTP server on 127.0.0.1 (free port) that requires AUTH PLAIN or LOGIN, accepts
- * any credentials, and keeps every message. STARTTLS is off, so clients authenticate in the clear:
- * for tests only.
+ * any credentials, and hands every parsed message to `onMessage` before it answers 250, so a
+ * message is recorded by the time the client's send resolves. STARTTLS is off, so clients
+ * authenticate in the clear: for tests only.
  */
-export async function startSmtpCapture(): Promise<SmtpCapture> {
-  const messages: CapturedMessage[] = [];
-  const waiters = new Set<{
-    predicate: (m: CapturedMessage) => boolean;
-    resolve: (m: CapturedMessage) => void;
-  }>();
+export async function startSmtpServer(onMessage: (m: CapturedMessage) => void): Promise<SmtpServerHandle> {
   const credentials = new Map<string, { username: string; password: string }>();
-
   const server = new SMTPServer({
     logger: false,
     disabledCommands: ['STARTTLS'],
@@ -75,12 +78,11 @@ export async function startSmtpCapture(): Promise<SmtpCapture> {
       stream.on('error', (err) => callback(err));
       stream.on('end', () => {
         const raw = Buffer.concat(chunks);
-        // The reply (250) goes out after parsing, so a message is listed before the client's send resolves.
         simpleParser(raw)
           .then((parsed) => {
             const recipients = session.envelope.rcptTo.map((r) => r.address.toLowerCase());
             const auth = credentials.get(session.id);
-            const message: CapturedMessage = {
+            onMessage({
               to: recipients[0] ?? '',
               recipients,
               from: (parsed.from?.value[0]?.address ?? '').toLowerCase(),
@@ -91,21 +93,13 @@ export async function startSmtpCapture(): Promise<SmtpCapture> {
               raw: raw.toString('utf8'),
               ...(auth ? { auth } : {}),
               receivedAt: new Date(),
-            };
-            messages.push(message);
-            for (const w of [...waiters]) {
-              if (w.predicate(message)) {
-                waiters.delete(w);
-                w.resolve(message);
-              }
-            }
+            });
             callback();
           })
           .catch((err: Error) => callback(err));
       });
     },
   });
-
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
@@ -113,7 +107,33 @@ export async function startSmtpCapture(): Promise<SmtpCapture> {
       resolve();
     });
   });
-  const port = (server.server.address() as AddressInfo).port;
+  return {
+    port: (server.server.address() as AddressInfo).port,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/**
+ * Starts a real SMTP server on 127.0.0.1 (free port) that requires AUTH PLAIN or LOGIN, accepts
+ * any credentials, and keeps every message. STARTTLS is off, so clients authenticate in the clear:
+ * for tests only.
+ */
+export async function startSmtpCapture(): Promise<SmtpCapture> {
+  const messages: CapturedMessage[] = [];
+  const waiters = new Set<{
+    predicate: (m: CapturedMessage) => boolean;
+    resolve: (m: CapturedMessage) => void;
+  }>();
+  const server = await startSmtpServer((message) => {
+    messages.push(message);
+    for (const w of [...waiters]) {
+      if (w.predicate(message)) {
+        waiters.delete(w);
+        w.resolve(message);
+      }
+    }
+  });
+  const port = server.port;
 
   return {
     port,
@@ -144,6 +164,6 @@ export async function startSmtpCapture(): Promise<SmtpCapture> {
         waiters.add(waiter);
       });
     },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () => server.close(),
   };
 }

@@ -1,19 +1,11 @@
 import fs from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import type { CapturedMessage, SmtpCapture } from '@custos/testing';
-import { type AddressObject, simpleParser } from 'mailparser';
-import { SMTPServer } from 'smtp-server';
+import { type CapturedMessage, type SmtpCapture, startSmtpServer } from '@custos/testing';
 
 // The shared meshes of a test run send their e-mail here. Spec files run in other processes (jest
 // workers) than the one that started the meshes, so each message becomes a JSON file in a folder
 // every spec can read, written before the server says 250: a message is there by the time the
 // request that sent it has been answered, as with @custos/testing's in-process capture.
-
-function addressText(field: AddressObject | AddressObject[] | undefined): string {
-  if (!field) return '';
-  return (Array.isArray(field) ? field : [field]).map((a) => a.text).join(', ');
-}
 
 /** A running spool server. */
 export interface MailSpool {
@@ -30,63 +22,17 @@ export interface MailSpool {
 export async function startMailSpool(dir: string): Promise<MailSpool> {
   fs.mkdirSync(dir, { recursive: true });
   let seq = 0;
-  const credentials = new Map<string, { username: string; password: string }>();
-  const server = new SMTPServer({
-    logger: false,
-    disabledCommands: ['STARTTLS'],
-    allowInsecureAuth: true,
-    authOptional: false,
-    authMethods: ['PLAIN', 'LOGIN'],
-    closeTimeout: 1000,
-    onAuth(auth, session, callback) {
-      credentials.set(session.id, { username: auth.username ?? '', password: auth.password ?? '' });
-      callback(null, { user: auth.username ?? '' });
-    },
-    onData(stream, session, callback) {
-      const chunks: Buffer[] = [];
-      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-      stream.on('error', (err) => callback(err));
-      stream.on('end', () => {
-        const raw = Buffer.concat(chunks);
-        simpleParser(raw)
-          .then((parsed) => {
-            const recipients = session.envelope.rcptTo.map((r) => r.address.toLowerCase());
-            const auth = credentials.get(session.id);
-            const message: CapturedMessage = {
-              to: recipients[0] ?? '',
-              recipients,
-              from: (parsed.from?.value[0]?.address ?? '').toLowerCase(),
-              fromHeader: addressText(parsed.from),
-              toHeader: addressText(parsed.to),
-              subject: parsed.subject ?? '',
-              text: parsed.text ?? '',
-              raw: raw.toString('utf8'),
-              ...(auth ? { auth } : {}),
-              receivedAt: new Date(),
-            };
-            const name = `${String((seq += 1)).padStart(8, '0')}.json`;
-            // Written whole, then renamed: a reader never sees half a message.
-            fs.writeFileSync(path.join(dir, `.${name}`), JSON.stringify(message));
-            fs.renameSync(path.join(dir, `.${name}`), path.join(dir, name));
-            callback();
-          })
-          .catch((err: Error) => callback(err));
-      });
-    },
+  const server = await startSmtpServer((message) => {
+    const name = `${String((seq += 1)).padStart(8, '0')}.json`;
+    // Written whole, then renamed: a reader never sees half a message.
+    fs.writeFileSync(path.join(dir, `.${name}`), JSON.stringify(message));
+    fs.renameSync(path.join(dir, `.${name}`), path.join(dir, name));
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.server.address() as AddressInfo).port;
   return {
-    port,
+    port: server.port,
     url: (username, password) =>
-      `smtp://${encodeURIComponent(username)}:${encodeURIComponent(password)}@127.0.0.1:${port}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+      `smtp://${encodeURIComponent(username)}:${encodeURIComponent(password)}@127.0.0.1:${server.port}`,
+    close: () => server.close(),
   };
 }
 
