@@ -13,7 +13,7 @@ import { createTestDatabase, waitFor } from '@custos/service-kit/testing';
 const REPO = path.resolve(__dirname, '..', '..', '..');
 
 /** The `sh` blocks of the README's "First use" section, but the one that starts the mesh. */
-export function firstUseBlocks(readme: string): string[] {
+function firstUseBlocks(readme: string): string[] {
   const start = readme.indexOf('## First use');
   const end = readme.indexOf('\n## ', start + 1);
   const section = readme.slice(start, end < 0 ? undefined : end);

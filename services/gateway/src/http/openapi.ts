@@ -38,7 +38,7 @@ function shapeOf(schema: z.ZodType | undefined): Record<string, z.ZodType> | und
 
 function parameters(route: DeclaredRoute): JsonSchema[] {
   const { names } = openApiPath(route.path);
-  const paramShape = shapeOf(route.spec?.params);
+  const paramShape = shapeOf(route.spec.params);
   const out: JsonSchema[] = names.map((name) => ({
     name,
     in: 'path',
@@ -46,7 +46,7 @@ function parameters(route: DeclaredRoute): JsonSchema[] {
     schema: paramShape?.[name] ? jsonSchema(paramShape[name], 'input') : { type: 'string' },
     ...(route.path.includes(`*${name}`) ? { description: 'The rest of the path; may contain `/`' } : {}),
   }));
-  const queryShape = shapeOf(route.spec?.query);
+  const queryShape = shapeOf(route.spec.query);
   for (const [name, schema] of Object.entries(queryShape ?? {})) {
     const s = jsonSchema(schema, 'input');
     out.push({
@@ -57,7 +57,7 @@ function parameters(route: DeclaredRoute): JsonSchema[] {
       ...(typeof s['description'] === 'string' ? { description: s['description'] } : {}),
     });
   }
-  for (const [name, description] of Object.entries(route.spec?.headers ?? {})) {
+  for (const [name, description] of Object.entries(route.spec.headers ?? {})) {
     out.push({ name, in: 'header', required: false, schema: { type: 'string' }, description });
   }
   return out;
@@ -77,8 +77,7 @@ function operation(route: DeclaredRoute): JsonSchema {
   const spec = route.spec;
   const method = route.method.toLowerCase();
   const responses: JsonSchema = {};
-  if (spec) for (const [status, r] of Object.entries(spec.responses)) responses[status] = responseObject(r);
-  else responses['200'] = { description: 'Success (this route has no declared response schema yet)' };
+  for (const [status, r] of Object.entries(spec.responses)) responses[status] = responseObject(r);
   responses['400'] = problemRef;
   if (route.access !== 'public') {
     responses['401'] = problemRef;
@@ -94,20 +93,18 @@ function operation(route: DeclaredRoute): JsonSchema {
       .filter(Boolean)
       .map((w) => w[0]!.toUpperCase() + w.slice(1))
       .join('')}`,
-    summary: spec?.summary ?? `${route.method} ${route.path}`,
-    tags: [spec?.tag ?? route.path.split('/')[2] ?? 'other'],
+    summary: spec.summary,
+    tags: [spec.tag],
     security: route.access === 'public' ? [] : [{ bearer: [] }],
     ...(route.access === 'human' ? { description: 'For people only: agents are refused with 403.' } : {}),
     parameters: parameters(route),
     responses,
   };
-  if (spec?.body) {
+  if (spec.body) {
     op['requestBody'] = {
       required: true,
       content: { 'application/json': { schema: jsonSchema(spec.body, 'input') } },
     };
-  } else if (!spec && method !== 'get' && method !== 'delete') {
-    op['requestBody'] = { required: false, content: { 'application/json': { schema: { type: 'object' } } } };
   }
   return op;
 }

@@ -44,8 +44,6 @@ export interface RouteSpec<
   nulAllowed?: readonly string[];
   /** Request headers the route reads, for the document (e.g. `X-Auth-Confirm`). */
   headers?: Record<string, string>;
-  /** Middleware that runs after the access guards and input checks, before the handler. */
-  before?: RequestHandler[];
 }
 
 /** What a handler receives: the checked params, query and body. */
@@ -60,7 +58,7 @@ export interface DeclaredRoute {
   method: string;
   path: string;
   access: Access;
-  spec?: RouteSpec;
+  spec: RouteSpec;
 }
 
 /** Every route the gateway serves, with its access level; tests compare the public ones to spec §5.11. */
@@ -101,31 +99,30 @@ export function declareRoute<P extends z.ZodType, Q extends z.ZodType, B extends
     spec: spec as unknown as RouteSpec,
   });
   const nulAllowed = new Set(spec.nulAllowed ?? []);
-  const check: RequestHandler = (req, _res, next) => {
-    try {
-      // Path segments and query values reach services as text too: the same rules as bodies.
-      checkJsonBody(paramsOf(req));
-      checkJsonBody(req.query);
-      const raw = bodyObject(req);
-      checkJsonBody(raw, nulAllowed);
-      const input = {
-        params: spec.params ? parseInput(spec.params, paramsOf(req), 'params') : paramsOf(req),
-        query: spec.query ? parseInput(spec.query, req.query, 'query') : {},
-        body: spec.body ? parseInput(spec.body, raw, 'body') : emptyBody(raw),
-      };
-      (req as Request & { input?: unknown }).input = input;
-      next();
-    } catch (err) {
-      next(err);
-    }
+  /** The checked input of a request, or a 400 naming the field at fault. */
+  const inputOf = (req: Request): RouteInput<P, Q, B> => {
+    const params = paramsOf(req);
+    // Path segments and query values reach services as text too: the same rules as bodies.
+    checkJsonBody(params);
+    checkJsonBody(req.query);
+    const raw = bodyObject(req);
+    checkJsonBody(raw, nulAllowed);
+    return {
+      params: spec.params ? parseInput(spec.params, params, 'params') : params,
+      query: spec.query ? parseInput(spec.query, req.query, 'query') : {},
+      body: spec.body ? parseInput(spec.body, raw, 'body') : emptyBody(raw),
+    } as RouteInput<P, Q, B>;
   };
   router[spec.method](
     spec.path,
     ...guardsFor(guards, spec.access),
-    check,
-    ...(spec.before ?? []),
     (req: Request, res: Response, next: NextFunction) => {
-      const input = (req as Request & { input: RouteInput<P, Q, B> }).input;
+      let input: RouteInput<P, Q, B>;
+      try {
+        input = inputOf(req);
+      } catch (err) {
+        return next(err);
+      }
       Promise.resolve(handler(req, res, input)).catch(next);
     },
   );
