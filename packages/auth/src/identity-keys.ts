@@ -16,15 +16,17 @@ import { TokenVerifier } from './token-verifier.js';
 /** What the identity service's GetJwks RPC answers (its HTTP-free shape). */
 export interface IdentityJwksAnswer {
   jwksJson: string;
+  activeKid: string;
+}
+
+/** The issuers (canonical first) and audience a service accepts: its own configuration. */
+export interface TokenTrust {
   issuers: string[];
   audience: string;
-  activeKid: string;
 }
 
 interface KeySet {
   jwks: { keys: Array<{ kid: string; x: string; kty: string; [member: string]: unknown }> };
-  issuers: string[];
-  audience: string;
   activeKid: string;
   fetchedAt: number;
 }
@@ -32,40 +34,56 @@ interface KeySet {
 const TTL_MS = 5 * 60 * 1000;
 
 /**
- * The identity service's public keys and token settings as every other service sees them: fetched
- * over gRPC (`fetchJwks` calls IdentityService.GetJwks), cached five minutes (spec §8), refreshed
- * early when a token names an unknown key. Serves the JWKS documents and verifies bearer tokens
- * (signature, claims, then revocation in Redis).
+ * The identity service's public keys as every other service sees them: fetched over mutually
+ * authenticated gRPC (`fetchJwks` calls IdentityService.GetJwks), cached five minutes (spec §8),
+ * refreshed early when a token names an unknown key. Issuer and audience are the service's own
+ * configuration (`trust`), never identity's answer. Serves the JWKS documents and verifies bearer
+ * tokens (signature, claims, then revocation — of the token, session, subject or signing key — in
+ * Redis).
  */
 export class IdentityKeys {
   private latest: KeySet | undefined;
-  private verifier: TokenVerifier | undefined;
-  private verifierFor = '';
+  private readonly verifier: TokenVerifier;
   private readonly cache: CachedJwks;
 
   constructor(
     private readonly fetchJwks: () => Promise<IdentityJwksAnswer>,
     private readonly redis: RedisLike,
     private readonly logger: Logger,
+    readonly trust: TokenTrust,
   ) {
     this.cache = new CachedJwks({
       fetchJwks: async () => (await this.fetch()).jwks,
       ttlMs: TTL_MS,
       onFetchError: (err) => this.logger.warn({ err: describeError(err) }, 'JWKS fetch from identity failed'),
     });
+    this.verifier = new TokenVerifier({
+      keys: this.cache,
+      issuers: trust.issuers,
+      audience: trust.audience,
+      isRevoked: redisRevocationCheck(this.redis),
+    });
   }
 
   /** Keys fetched from the identity service over gRPC. */
-  static overGrpc(identity: IdentityServiceClient, redis: RedisLike, logger: Logger): IdentityKeys {
-    return new IdentityKeys(() => callUnary(identity, identity.getJwks, {}, new Metadata()), redis, logger);
+  static overGrpc(
+    identity: IdentityServiceClient,
+    redis: RedisLike,
+    logger: Logger,
+    trust: TokenTrust,
+  ): IdentityKeys {
+    return new IdentityKeys(
+      () => callUnary(identity, identity.getJwks, {}, new Metadata()),
+      redis,
+      logger,
+      trust,
+    );
   }
 
   private async fetch(): Promise<KeySet> {
     const r = await this.fetchJwks();
     this.latest = {
       jwks: JSON.parse(r.jwksJson) as KeySet['jwks'],
-      issuers: r.issuers,
-      audience: r.audience,
       activeKid: r.activeKid,
       fetchedAt: Date.now(),
     };
@@ -76,7 +94,7 @@ export class IdentityKeys {
   private lastAttempt = 0;
 
   /**
-   * Issuers, audience and keys, refreshed after five minutes. One fetch at a time is shared by all
+   * The keys, refreshed after five minutes. One fetch at a time is shared by all
    * callers, attempts are at least 5 s apart, and while identity cannot be reached the last good
    * answer keeps serving (for up to an hour) so that authentication does not fail with it.
    */
@@ -114,17 +132,6 @@ export class IdentityKeys {
 
   /** Verifies a bearer token; refused tokens throw a generic 401, an unreachable identity 503. */
   async verify(token: string): Promise<Principal> {
-    const s = await this.settings();
-    const key = `${s.issuers.join(',')}|${s.audience}`;
-    if (!this.verifier || this.verifierFor !== key) {
-      this.verifier = new TokenVerifier({
-        keys: this.cache,
-        issuers: s.issuers,
-        audience: s.audience,
-        isRevoked: redisRevocationCheck(this.redis),
-      });
-      this.verifierFor = key;
-    }
     return this.verifier.verify(token);
   }
 }

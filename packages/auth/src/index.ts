@@ -8,3 +8,4 @@ export * from './identity-keys.js';
 export * from './path-pattern-fns.js';
 export * from './identity-keys-connect.js';
 export * from './access-fns.js';
+export * from './token-config.js';

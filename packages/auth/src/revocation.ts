@@ -1,8 +1,11 @@
 import { UnavailableError } from '@custos/service-kit';
 import type { Principal } from './principal-types.js';
 
-/** What a revocation names: one token (`jti`), a session (`sid`), or a subject before a time (`sub`). */
-export type RevocationKind = 'jti' | 'sid' | 'sub';
+/**
+ * What a revocation names: one token (`jti`), a session (`sid`), a subject before a time (`sub`), or
+ * every token signed by a token-signing key an operator retired as compromised (`kid`).
+ */
+export type RevocationKind = 'jti' | 'sid' | 'sub' | 'kid';
 
 /**
  * The Redis key of a revocation. Identity writes these (value `1`, or for `sub` the epoch second
@@ -26,9 +29,9 @@ export function subjectOf(p: Principal): string {
  * An `isRevoked` hook for TokenVerifier backed by Redis: one MGET per check. When Redis cannot be
  * asked the check fails closed with 503 rather than accept a token that may have been revoked.
  */
-export function redisRevocationCheck(redis: RedisLike): (p: Principal) => Promise<boolean> {
-  return async (p) => {
-    const keys = [revocationKey('jti', p.tokenId), revocationKey('sub', subjectOf(p))];
+export function redisRevocationCheck(redis: RedisLike): (p: Principal, kid: string) => Promise<boolean> {
+  return async (p, kid) => {
+    const keys = [revocationKey('jti', p.tokenId), revocationKey('sub', subjectOf(p)), revocationKey('kid', kid)];
     if (p.sessionId) keys.push(revocationKey('sid', p.sessionId));
     let values: Array<string | null>;
     try {
@@ -36,8 +39,8 @@ export function redisRevocationCheck(redis: RedisLike): (p: Principal) => Promis
     } catch {
       throw new UnavailableError('token revocation status cannot be checked right now');
     }
-    const [jti, subBefore, sid] = values;
-    if (jti !== null || (sid !== undefined && sid !== null)) return true;
+    const [jti, subBefore, retiredKid, sid] = values;
+    if (jti !== null || retiredKid !== null || (sid !== undefined && sid !== null)) return true;
     return subBefore !== null && subBefore !== undefined && p.issuedAt < Number(subBefore);
   };
 }

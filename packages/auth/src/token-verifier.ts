@@ -15,8 +15,8 @@ export interface TokenVerifierOptions {
   audience: string;
   /** Leeway for `exp`, `nbf` and `iat`, in seconds. Default 5. */
   clockToleranceSeconds?: number;
-  /** Consulted on every verify, cached or not; true refuses the token. */
-  isRevoked?: (principal: Principal) => Promise<boolean>;
+  /** Consulted on every verify, cached or not, with the `kid` that signed it; true refuses the token. */
+  isRevoked?: (principal: Principal, kid: string) => Promise<boolean>;
   /** How many verified tokens are remembered (LRU); 0 disables the cache. Default 10,000. */
   cacheSize?: number;
   /** Longer strings are refused before any parsing. Default 8 KiB. */
@@ -75,18 +75,19 @@ export class TokenVerifier {
     if (typeof token !== 'string' || token.length > this.maxTokenLength || !COMPACT_JWS.test(token)) {
       throw new InvalidTokenError('malformed');
     }
-    const principal = await this.verifySignedClaims(token);
-    if (this.options.isRevoked && (await this.options.isRevoked(principal))) {
+    const { principal, kid } = await this.verifySignedClaims(token);
+    if (this.options.isRevoked && (await this.options.isRevoked(principal, kid))) {
       throw new InvalidTokenError('revoked');
     }
     return principal;
   }
 
-  private async verifySignedClaims(token: string): Promise<Principal> {
+  private async verifySignedClaims(token: string): Promise<{ principal: Principal; kid: string }> {
     const cacheKey = createHash('sha256').update(token).digest('base64url');
     const cached = this.cache.get(cacheKey, this.now());
     // A cached verification stands only while the key that checked it is still published.
-    if (cached && (await this.options.keys.getKey(cached.kid)) === cached.key) return cached.principal;
+    if (cached && (await this.options.keys.getKey(cached.kid)) === cached.key)
+      return { principal: cached.principal, kid: cached.kid };
     this.cache.delete(cacheKey);
 
     const { kid, key } = await this.keyFor(token);
@@ -107,7 +108,7 @@ export class TokenVerifier {
     }
     const expiresAtMs = Math.min(principal.expiresAt * 1000, this.now() + CACHE_MAX_AGE_MS);
     this.cache.set(cacheKey, { principal, kid, key }, expiresAtMs);
-    return principal;
+    return { principal, kid };
   }
 
   // Only the header is trusted here, and only to pick a key: the signature check follows.

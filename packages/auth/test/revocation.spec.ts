@@ -21,6 +21,8 @@ function user(overrides: Partial<{ tokenId: string; sessionId: string; issuedAt:
   };
 }
 
+const KID = `kid-${randomUUID()}`;
+
 describe('redisRevocationCheck (against Redis)', () => {
   const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { lazyConnect: true });
   const isRevoked = redisRevocationCheck(redis);
@@ -28,24 +30,31 @@ describe('redisRevocationCheck (against Redis)', () => {
   afterAll(() => redis.quit());
 
   it('is false for a token nothing names', async () => {
-    expect(await isRevoked(user())).toBe(false);
+    expect(await isRevoked(user(), KID)).toBe(false);
   });
 
   it('is true for a revoked token id and for a revoked session', async () => {
     const a = user();
     await redis.set(revocationKey('jti', a.tokenId), '1', 'EX', 60);
-    expect(await isRevoked(a)).toBe(true);
+    expect(await isRevoked(a, KID)).toBe(true);
     const b = user();
     await redis.set(revocationKey('sid', (b as { sessionId: string }).sessionId), '1', 'EX', 60);
-    expect(await isRevoked(b)).toBe(true);
+    expect(await isRevoked(b, KID)).toBe(true);
+  });
+
+  it('is true for every token signed by a retired kid, and only for that kid', async () => {
+    const kid = `kid-${randomUUID()}`;
+    await redis.set(revocationKey('kid', kid), '1', 'EX', 60);
+    expect(await isRevoked(user(), kid)).toBe(true);
+    expect(await isRevoked(user(), KID)).toBe(false);
   });
 
   it('revokes a subject’s tokens issued before the instant, not after', async () => {
     const early = user({ issuedAt: 1_000 });
     await redis.set(revocationKey('sub', subjectOf(early)), '1500', 'EX', 60);
-    expect(await isRevoked(early)).toBe(true);
+    expect(await isRevoked(early, KID)).toBe(true);
     const later = { ...early, issuedAt: 1_500, tokenId: randomUUID() } as Principal;
-    expect(await isRevoked(later)).toBe(false);
+    expect(await isRevoked(later, KID)).toBe(false);
   });
 
   it('fails closed with 503 when Redis cannot be asked', async () => {
@@ -56,7 +65,7 @@ describe('redisRevocationCheck (against Redis)', () => {
       disconnectTimeout: 50,
     });
     dead.on('error', () => undefined);
-    await expect(redisRevocationCheck(dead)(user())).rejects.toBeInstanceOf(UnavailableError);
+    await expect(redisRevocationCheck(dead)(user(), KID)).rejects.toBeInstanceOf(UnavailableError);
     dead.disconnect();
   });
 });

@@ -24,6 +24,7 @@ describe('KMS configuration', () => {
     const docs = describeConfig(kmsConfigShape);
     expect(docs.map((d) => d.variable)).toEqual([
       'KMS_PROVIDER',
+      'KMS_ALLOW_LOCAL',
       'LOCAL_KMS_MASTER_KEY',
       'LOCAL_KMS_MASTER_KEY_FILE',
       'AWS_KMS_KEY_ID',
@@ -71,15 +72,27 @@ describe('createKmsProvider', () => {
     ]);
   });
 
-  it('builds the local provider and names its missing key', async () => {
+  it('builds the local provider only when explicitly allowed, and names its missing key', async () => {
+    const key = randomBytes(32).toString('base64');
+    expect(
+      await problemsOf(() => createKmsProvider({ KMS_PROVIDER: 'local', LOCAL_KMS_MASTER_KEY: key }, logger)),
+    ).toEqual([{ variable: 'KMS_PROVIDER', reason: expect.stringContaining('KMS_ALLOW_LOCAL=true') }]);
+    expect(
+      await problemsOf(() =>
+        createKmsProvider(
+          { KMS_PROVIDER: 'local', KMS_ALLOW_LOCAL: false, LOCAL_KMS_MASTER_KEY: key },
+          logger,
+        ),
+      ),
+    ).toEqual([{ variable: 'KMS_PROVIDER', reason: expect.stringContaining('development only') }]);
     const kms = await createKmsProvider(
-      { KMS_PROVIDER: 'local', LOCAL_KMS_MASTER_KEY: randomBytes(32).toString('base64') },
+      { KMS_PROVIDER: 'local', KMS_ALLOW_LOCAL: true, LOCAL_KMS_MASTER_KEY: key },
       logger,
     );
     expect(kms.name).toBe('local');
-    expect(await problemsOf(() => createKmsProvider({ KMS_PROVIDER: 'local' }, logger))).toEqual([
-      { variable: 'LOCAL_KMS_MASTER_KEY', reason: 'is required when KMS_PROVIDER=local' },
-    ]);
+    expect(
+      await problemsOf(() => createKmsProvider({ KMS_PROVIDER: 'local', KMS_ALLOW_LOCAL: true }, logger)),
+    ).toEqual([{ variable: 'LOCAL_KMS_MASTER_KEY', reason: 'is required when KMS_PROVIDER=local' }]);
   });
 
   it('names every missing aws-kms variable, and takes the region from a key ARN', async () => {

@@ -82,13 +82,18 @@ export const orgMembers = identitySchema.table(
   (t) => [primaryKey({ columns: [t.orgId, t.userId] }), index('org_members_user_idx').on(t.userId)],
 );
 
-/** Ed25519 token-signing keys; the private half is encrypted under TOKEN_SIGNING_KEK. */
+/**
+ * Ed25519 token-signing keys; the private half is encrypted under TOKEN_SIGNING_KEK (AAD: the kid).
+ * Rows are inserted only through `identity.insert_signing_key` (migration 0006); the service's role
+ * has no INSERT on the table. `revoked_at`: an operator retired the key as compromised.
+ */
 export const signingKeys = identitySchema.table('signing_keys', {
   kid: text('kid').primaryKey(),
   publicJwk: jsonb('public_jwk').notNull(),
   privateKeyEnc: bytea('private_key_enc').notNull(),
   createdAt: tstz('created_at').notNull().defaultNow(),
   retiredAt: tstz('retired_at'),
+  revokedAt: tstz('revoked_at'),
 });
 
 /**

@@ -70,8 +70,6 @@ export function identityGrpc(deps: {
     async getJwks() {
       return {
         jwksJson: JSON.stringify({ keys: [...deps.ring.jwks().keys, ...(deps.extraJwks ?? [])] }),
-        issuers: deps.settings.issuers,
-        audience: deps.settings.audience,
         activeKid: deps.ring.active().kid,
       };
     },

@@ -16,8 +16,10 @@ export const RECOVERY_CODE_COUNT = 10;
 /** Issuer an authenticator app shows beside the account. */
 export const TOTP_ISSUER = 'Custos';
 
-// Format byte first, so a later change of cipher or key can be told apart from this one.
-const SEALED_FORMAT = 1;
+// Format byte first, so a later change of cipher or key can be told apart from this one. Format 1
+// was sealed under TOKEN_SIGNING_KEK (before MFA_SECRET_KEY existed); 2 is sealed under MFA_SECRET_KEY.
+const LEGACY_FORMAT = 1;
+const SEALED_FORMAT = 2;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const HEADER_BYTES = 1 + IV_BYTES + TAG_BYTES;
@@ -32,16 +34,39 @@ function aad(userId: string): Buffer {
  * `format(1) | iv(12) | tag(16) | ciphertext`.
  */
 export function sealTotpSecret(secret: Buffer, kek: Buffer, userId: string): Buffer {
+  return seal(secret, kek, userId, SEALED_FORMAT);
+}
+
+function seal(secret: Buffer, kek: Buffer, userId: string, format: number): Buffer {
   const iv = randomBytes(IV_BYTES);
   const cipher = createCipheriv('aes-256-gcm', kek, iv);
   cipher.setAAD(aad(userId));
   const ct = Buffer.concat([cipher.update(secret), cipher.final()]);
-  return Buffer.concat([Buffer.from([SEALED_FORMAT]), iv, cipher.getAuthTag(), ct]);
+  return Buffer.concat([Buffer.from([format]), iv, cipher.getAuthTag(), ct]);
 }
 
 /** Decrypts a sealed TOTP secret; throws when the key or user is wrong or the bytes were altered. */
 export function openTotpSecret(sealed: Buffer, kek: Buffer, userId: string): Buffer {
-  if (sealed.length <= HEADER_BYTES || sealed[0] !== SEALED_FORMAT) throw new Error('unknown sealed format');
+  return open(sealed, kek, userId, SEALED_FORMAT);
+}
+
+/** True for a secret still sealed in format 1, under the token-signing KEK. */
+export function isLegacySealed(sealed: Buffer): boolean {
+  return sealed[0] === LEGACY_FORMAT;
+}
+
+/** Moves a format-1 secret (under the token-signing KEK) to format 2 under the MFA key. */
+export function resealLegacyTotpSecret(sealed: Buffer, legacyKek: Buffer, kek: Buffer, userId: string): Buffer {
+  const secret = open(sealed, legacyKek, userId, LEGACY_FORMAT);
+  try {
+    return seal(secret, kek, userId, SEALED_FORMAT);
+  } finally {
+    secret.fill(0);
+  }
+}
+
+function open(sealed: Buffer, kek: Buffer, userId: string, format: number): Buffer {
+  if (sealed.length <= HEADER_BYTES || sealed[0] !== format) throw new Error('unknown sealed format');
   const decipher = createDecipheriv('aes-256-gcm', kek, sealed.subarray(1, 1 + IV_BYTES));
   decipher.setAAD(aad(userId));
   decipher.setAuthTag(sealed.subarray(1 + IV_BYTES, HEADER_BYTES));

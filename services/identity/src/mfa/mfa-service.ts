@@ -22,6 +22,8 @@ import {
   classifyCode,
   openTotpSecret,
   sealTotpSecret,
+  isLegacySealed,
+  resealLegacyTotpSecret,
 } from './mfa-fns.js';
 import type { MfaStore, MfaTx } from './mfa-store.js';
 import type { MatchedFactor, MfaSessionStarter, TotpState } from './mfa-types.js';
@@ -31,7 +33,7 @@ const CODE_FAILED = 'invalid MFA code';
 
 /** Settings of the MFA rules. */
 export interface MfaServiceOptions {
-  /** Key that seals TOTP secrets at rest (TOKEN_SIGNING_KEK). */
+  /** Key that seals TOTP secrets at rest (MFA_SECRET_KEY). */
   kek: Buffer;
 }
 
@@ -53,6 +55,30 @@ export class MfaService {
     private readonly sessions: MfaSessionStarter,
     private readonly opts: MfaServiceOptions,
   ) {}
+
+  /**
+   * Re-seals under the MFA key every TOTP secret still sealed under the token-signing KEK (format 1,
+   * from before MFA_SECRET_KEY existed); runs at start. A secret that does not open is left alone and
+   * counted (its user re-enrols).
+   */
+  async resealLegacy(legacyKek: Buffer): Promise<{ resealed: number; unreadable: number }> {
+    let resealed = 0;
+    let unreadable = 0;
+    for (const row of await this.store.sealedInFormat(1)) {
+      const move = (v: Buffer | null) =>
+        v && isLegacySealed(v) ? resealLegacyTotpSecret(v, legacyKek, this.opts.kek, row.userId) : v;
+      try {
+        await this.store.replaceSealed(row.userId, row, {
+          secretEnc: move(row.secretEnc),
+          pendingSecretEnc: move(row.pendingSecretEnc),
+        });
+        resealed++;
+      } catch {
+        unreadable++;
+      }
+    }
+    return { resealed, unreadable };
+  }
 
   /** Creates (or replaces) the pending secret; 409 when TOTP is already on. */
   async setup(p: Principal): Promise<{ secret: string; otpauthUri: string }> {

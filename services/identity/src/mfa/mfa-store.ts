@@ -16,6 +16,39 @@ export class MfaStore {
     return this.db.transaction(fn);
   }
 
+  /** Users whose TOTP secret (enabled or pending) is still sealed in `format` (first byte). */
+  async sealedInFormat(
+    format: number,
+  ): Promise<Array<{ userId: string; secretEnc: Buffer | null; pendingSecretEnc: Buffer | null }>> {
+    return this.db
+      .select({ userId: users.id, secretEnc: users.totpSecretEnc, pendingSecretEnc: users.totpPendingSecretEnc })
+      .from(users)
+      .where(
+        or(
+          sql`get_byte(${users.totpSecretEnc}, 0) = ${format}`,
+          sql`get_byte(${users.totpPendingSecretEnc}, 0) = ${format}`,
+        ),
+      );
+  }
+
+  /** Replaces a user's sealed secrets if they are still `expected` (a concurrent change wins). */
+  async replaceSealed(
+    userId: string,
+    expected: { secretEnc: Buffer | null; pendingSecretEnc: Buffer | null },
+    next: { secretEnc: Buffer | null; pendingSecretEnc: Buffer | null },
+  ): Promise<void> {
+    await this.db
+      .update(users)
+      .set({ totpSecretEnc: next.secretEnc, totpPendingSecretEnc: next.pendingSecretEnc })
+      .where(
+        and(
+          eq(users.id, userId),
+          sql`${users.totpSecretEnc} IS NOT DISTINCT FROM ${expected.secretEnc}`,
+          sql`${users.totpPendingSecretEnc} IS NOT DISTINCT FROM ${expected.pendingSecretEnc}`,
+        ),
+      );
+  }
+
   /** The TOTP columns of a live user. */
   async totpState(userId: string, tx: MfaTx = this.db): Promise<TotpState | undefined> {
     const rows = await tx

@@ -28,19 +28,53 @@ export interface GeneratedSigningKey {
   privateKeyDer: Buffer;
 }
 
-/** Generates an Ed25519 key whose `kid` is its RFC 7638 JWK thumbprint. */
-export function generateSigningKey(): GeneratedSigningKey {
-  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
-  const jwk = publicKey.export({ format: 'jwk' }) as { x: string };
+/** The public JWK of an Ed25519 key, with its RFC 7638 thumbprint as `kid`. */
+export function publicJwkOf(key: KeyObject): PublicJwk {
+  const jwk = createPublicKey(key).export({ format: 'jwk' }) as { x: string; crv?: string };
+  if (jwk.crv !== 'Ed25519') throw new Error('not an Ed25519 key');
   // RFC 7638: members in lexicographic order, no whitespace.
   const thumbprint = createHash('sha256')
     .update(JSON.stringify({ crv: 'Ed25519', kty: 'OKP', x: jwk.x }))
     .digest('base64url');
+  return { kty: 'OKP', crv: 'Ed25519', x: jwk.x, kid: thumbprint, alg: 'EdDSA', use: 'sig' };
+}
+
+/** Generates an Ed25519 key whose `kid` is its RFC 7638 JWK thumbprint. */
+export function generateSigningKey(): GeneratedSigningKey {
+  const { privateKey } = generateKeyPairSync('ed25519');
+  const publicJwk = publicJwkOf(privateKey);
   return {
-    kid: thumbprint,
-    publicJwk: { kty: 'OKP', crv: 'Ed25519', x: jwk.x, kid: thumbprint, alg: 'EdDSA', use: 'sig' },
+    kid: publicJwk.kid,
+    publicJwk,
     privateKeyDer: privateKey.export({ format: 'der', type: 'pkcs8' }),
   };
+}
+
+/**
+ * The key of a stored row, if the row is genuine: its sealed private half opens under the KEK with
+ * the row's kid as AAD, the kid is the thumbprint of the public key derived from that private key,
+ * and the stored public JWK is that key. Anything else (a row written by someone without the KEK,
+ * or altered) is undefined, and must be neither published nor used.
+ */
+export function checkedSigningKey(
+  row: { kid: string; publicJwk: unknown; privateKeyEnc: Buffer },
+  kek: Buffer,
+): { publicJwk: PublicJwk; privateKey: KeyObject } | undefined {
+  let privateKey: KeyObject;
+  try {
+    privateKey = openPrivateKey(row.privateKeyEnc, kek, row.kid);
+  } catch {
+    return undefined;
+  }
+  let derived: PublicJwk;
+  try {
+    derived = publicJwkOf(privateKey);
+  } catch {
+    return undefined;
+  }
+  const stored = row.publicJwk as Partial<PublicJwk> | null;
+  if (derived.kid !== row.kid || stored?.x !== derived.x || stored?.kid !== derived.kid) return undefined;
+  return { publicJwk: derived, privateKey };
 }
 
 /** Encrypts a private key under the key-encryption key, bound to its kid: `iv(12) | tag(16) | ct`. */

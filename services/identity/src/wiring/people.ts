@@ -32,7 +32,7 @@ export interface PeopleSettings {
   verificationTtlSeconds: number;
   requireEmailVerification: boolean;
   maxPendingInvites: number;
-  /** Key that seals TOTP secrets at rest (TOKEN_SIGNING_KEK). */
+  /** Key that seals TOTP secrets at rest (MFA_SECRET_KEY). */
   totpKek: Buffer;
   google: { clientIds: string[]; issuers: string[]; jwksUrl: string };
 }

@@ -7,6 +7,12 @@ export const kmsConfigShape = {
       '(an HSM through its PKCS#11 module) or `local` (development only). See docs/kms.md.',
     ['local', 'aws-kms', 'pkcs11'],
   ),
+  KMS_ALLOW_LOCAL: env
+    .bool(
+      'With KMS_PROVIDER=local: `true` lets it start. Development and tests only (the launcher sets it): ' +
+        'the master key then sits in configuration beside the data it protects.',
+    )
+    .default('false'),
   LOCAL_KMS_MASTER_KEY: env
     .string('With KMS_PROVIDER=local: base64 of the 32-byte master key. Prefer LOCAL_KMS_MASTER_KEY_FILE.')
     .optional(),

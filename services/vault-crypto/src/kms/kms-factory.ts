@@ -9,6 +9,7 @@ import type { Pkcs11TokenOptions } from './pkcs11-token.js';
 /** The settings createKmsProvider reads (see kms-config.ts). */
 export interface KmsSettings {
   KMS_PROVIDER: string;
+  KMS_ALLOW_LOCAL?: boolean | undefined;
   LOCAL_KMS_MASTER_KEY?: string | undefined;
   LOCAL_KMS_MASTER_KEY_FILE?: string | undefined;
   AWS_KMS_KEY_ID?: string | undefined;
@@ -91,6 +92,15 @@ export function pkcs11Options(config: KmsSettings): Pkcs11TokenOptions {
 export async function createKmsProvider(config: KmsSettings, logger: Logger): Promise<KmsProvider> {
   switch (config.KMS_PROVIDER) {
     case 'local':
+      if (!config.KMS_ALLOW_LOCAL)
+        throw new ConfigError([
+          {
+            variable: 'KMS_PROVIDER',
+            reason:
+              'local keeps the master key in configuration and is for development only: use aws-kms or ' +
+              'pkcs11, or set KMS_ALLOW_LOCAL=true to run it anyway',
+          },
+        ]);
       logger.warn(
         'KMS_PROVIDER=local: key-encryption keys are wrapped with a master key from configuration. ' +
           'Development only; use aws-kms or pkcs11 in production.',

@@ -11,14 +11,13 @@ import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 export interface GetJwksRequest {
 }
 
-/** GetJwksResponse carries the JSON Web Key Set. */
+/**
+ * GetJwksResponse carries the JSON Web Key Set. Issuer and audience are not part of it: every
+ * service takes them from its own configuration, never from a peer.
+ */
 export interface GetJwksResponse {
   /** The JWK Set as JSON (`{"keys":[...]}`): public Ed25519 keys with `kid`, `alg` EdDSA, `use` sig. */
   jwksJson: string;
-  /** Issuers whose tokens validate: the canonical one first, then legacy ones. */
-  issuers: string[];
-  /** The `aud` every access token carries. */
-  audience: string;
   /** The `kid` of the key that signs new tokens. */
   activeKid: string;
 }
@@ -285,19 +284,13 @@ export const GetJwksRequest: MessageFns<GetJwksRequest> = {
 };
 
 function createBaseGetJwksResponse(): GetJwksResponse {
-  return { jwksJson: "", issuers: [], audience: "", activeKid: "" };
+  return { jwksJson: "", activeKid: "" };
 }
 
 export const GetJwksResponse: MessageFns<GetJwksResponse> = {
   encode(message: GetJwksResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.jwksJson !== "") {
       writer.uint32(10).string(message.jwksJson);
-    }
-    for (const v of message.issuers) {
-      writer.uint32(18).string(v!);
-    }
-    if (message.audience !== "") {
-      writer.uint32(26).string(message.audience);
     }
     if (message.activeKid !== "") {
       writer.uint32(34).string(message.activeKid);
@@ -320,22 +313,6 @@ export const GetJwksResponse: MessageFns<GetJwksResponse> = {
           message.jwksJson = reader.string();
           continue;
         }
-        case 2: {
-          if (tag !== 18) {
-            break;
-          }
-
-          message.issuers.push(reader.string());
-          continue;
-        }
-        case 3: {
-          if (tag !== 26) {
-            break;
-          }
-
-          message.audience = reader.string();
-          continue;
-        }
         case 4: {
           if (tag !== 34) {
             break;
@@ -356,8 +333,6 @@ export const GetJwksResponse: MessageFns<GetJwksResponse> = {
   fromJSON(object: any): GetJwksResponse {
     return {
       jwksJson: isSet(object.jwksJson) ? globalThis.String(object.jwksJson) : "",
-      issuers: globalThis.Array.isArray(object?.issuers) ? object.issuers.map((e: any) => globalThis.String(e)) : [],
-      audience: isSet(object.audience) ? globalThis.String(object.audience) : "",
       activeKid: isSet(object.activeKid) ? globalThis.String(object.activeKid) : "",
     };
   },
@@ -366,12 +341,6 @@ export const GetJwksResponse: MessageFns<GetJwksResponse> = {
     const obj: any = {};
     if (message.jwksJson !== "") {
       obj.jwksJson = message.jwksJson;
-    }
-    if (message.issuers?.length) {
-      obj.issuers = message.issuers;
-    }
-    if (message.audience !== "") {
-      obj.audience = message.audience;
     }
     if (message.activeKid !== "") {
       obj.activeKid = message.activeKid;
@@ -385,8 +354,6 @@ export const GetJwksResponse: MessageFns<GetJwksResponse> = {
   fromPartial<I extends Exact<DeepPartial<GetJwksResponse>, I>>(object: I): GetJwksResponse {
     const message = createBaseGetJwksResponse();
     message.jwksJson = object.jwksJson ?? "";
-    message.issuers = object.issuers?.map((e) => e) || [];
-    message.audience = object.audience ?? "";
     message.activeKid = object.activeKid ?? "";
     return message;
   },
