@@ -53,9 +53,6 @@ export interface DataServiceOptions<S extends ConfigShape> {
   name: string;
   /** The Postgres schema this service owns. */
   schema: string;
-  migrationsFolder: string;
-  /** The database role the service's pool runs as (see createPool); migrations run as the user. */
-  sessionRole?: string;
   configShape: S;
   /** Wires the service's own RPCs and consumers once its database and event link are up. */
   start?(
@@ -65,9 +62,9 @@ export interface DataServiceOptions<S extends ConfigShape> {
 }
 
 /**
- * Runs a service that owns a Postgres schema and publishes events: opens the pool (migrating in
- * dev), starts NATS and the outbox relay, then the service's own wiring. Shutdown order: gRPC
- * server, relay, NATS, pool.
+ * Runs a service that owns a Postgres schema and publishes events: opens the pool (as the service's
+ * own role; its `migrate` entry applied the migrations beforehand), starts NATS and the outbox
+ * relay, then the service's own wiring. Shutdown order: gRPC server, relay, NATS, pool.
  */
 export function runDataService<S extends ConfigShape & typeof databaseConfigShape & typeof natsConfigShape>(
   opts: DataServiceOptions<S>,
@@ -79,11 +76,7 @@ export function runDataService<S extends ConfigShape & typeof databaseConfigShap
       // S extends both shapes, but zod's generic inference cannot show it; the casts only narrow.
       const dbRt = rt as unknown as Runtime<ConfigOf<typeof databaseConfigShape>>;
       const natsRt = rt as unknown as Runtime<ConfigOf<typeof natsConfigShape>>;
-      const { pool, db } = await openDatabase(dbRt, {
-        schema: opts.schema,
-        migrationsFolder: opts.migrationsFolder,
-        ...(opts.sessionRole ? { sessionRole: opts.sessionRole } : {}),
-      });
+      const { pool, db } = await openDatabase(dbRt);
       const events = startEvents(natsRt, { pool, schema: opts.schema });
       await opts.start?.(rt, { pool, db, events });
     },

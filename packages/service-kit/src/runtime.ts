@@ -1,6 +1,14 @@
 import { createRequire } from 'node:module';
 import { ConfigError, type ConfigOf, type ConfigShape, env, loadConfig } from './config.js';
-import { createPool, createDatabase, migrateSchema, type Database } from './db.js';
+import {
+  type Database,
+  type ServiceRoleOptions,
+  createDatabase,
+  createPool,
+  migrateSchema,
+  provisionServiceRole,
+  serviceRoleName,
+} from './db.js';
 import { GrpcServer } from './grpc-server.js';
 import { ServingStatus } from './health.js';
 import { createLogger, describeError, type Logger } from './logger.js';
@@ -35,11 +43,27 @@ export function baseConfigShape(defaults: { grpcPort: number; metricsPort: numbe
 
 /** Variables of a service that owns a Postgres schema. */
 export const databaseConfigShape = {
-  DATABASE_URL: env.url('Postgres connection URL.', ['postgres', 'postgresql']),
+  DATABASE_URL: env.url(
+    'Postgres connection URL, as this service\u2019s own login role (`custos_<service>`, made by its migrations), never the schema owner.',
+    ['postgres', 'postgresql'],
+  ),
   DATABASE_POOL_MAX: env.int('Maximum Postgres connections of this process.', 1, 500).default(10),
-  MIGRATE_ON_START: env
-    .bool('Apply this service\u2019s migrations at start (dev mode); in Kubernetes a Job does it.')
-    .default('false'),
+};
+
+/** Variables of a service's `migrate` entry (the migration Job, the mesh launcher), run as the schema owner. */
+export const migrationConfigShape = {
+  DATABASE_URL: env.url(
+    'Postgres connection URL of the schema owner, which applies the migrations and provisions the service role.',
+    ['postgres', 'postgresql'],
+  ),
+  DATABASE_SERVICE_ROLE: env
+    .string('The login role the service connects as (default `custos_<service>`, dashes as underscores).')
+    .optional(),
+  DATABASE_SERVICE_PASSWORD: env
+    .string(
+      'Password the service role logs in with, set on every run; unset leaves it as it is (trust auth).',
+    )
+    .optional(),
 };
 
 /** What a service's start function receives. */
@@ -146,14 +170,25 @@ export function runService<S extends ConfigShape>(opts: ServiceDefinitionOptions
   })();
 }
 
+/** What a service's `migrate` entry declares: its schema, its migrations and its role's exceptions. */
+export interface MigrationOptions {
+  name: string;
+  schema: string;
+  migrationsFolder: string;
+  /** Tables whose privileges differ from the default read/write (see provisionServiceRole). */
+  tablePrivileges?: ServiceRoleOptions['tablePrivileges'];
+}
+
 /**
- * Entry point of `migrate` (the Kubernetes migration Job and `pnpm migrate`): applies one service's
- * migrations and exits 0, or prints one line and exits non-zero.
+ * Entry point of `migrate` (the Kubernetes migration Job, the mesh launcher): applies one
+ * service's migrations as the schema owner, then provisions the service's own login role
+ * (DATABASE_SERVICE_ROLE) with privileges on this schema only; exits 0, or prints one line and
+ * exits non-zero.
  */
-export function runMigrations(opts: { name: string; schema: string; migrationsFolder: string }): void {
-  let config: ConfigOf<typeof databaseConfigShape>;
+export function runMigrations(opts: MigrationOptions): void {
+  let config: ConfigOf<typeof migrationConfigShape>;
   try {
-    config = loadConfig(databaseConfigShape);
+    config = loadConfig(migrationConfigShape);
   } catch (err) {
     process.stderr.write(
       `custos-${opts.name} migrate: ${err instanceof Error ? err.message : String(err)}\n`,
@@ -161,10 +196,21 @@ export function runMigrations(opts: { name: string; schema: string; migrationsFo
     process.exit(78);
   }
   const logger = createLogger({ service: `${opts.name}-migrate` });
+  const role = config.DATABASE_SERVICE_ROLE ?? serviceRoleName(opts.name);
   const pool = createPool(config.DATABASE_URL, 1, logger, `custos-${opts.name}-migrate`);
-  migrateSchema(pool, opts).then(
+  (async () => {
+    await migrateSchema(pool, opts);
+    await provisionServiceRole(pool, {
+      schema: opts.schema,
+      role,
+      ...(config.DATABASE_SERVICE_PASSWORD !== undefined
+        ? { password: config.DATABASE_SERVICE_PASSWORD }
+        : {}),
+      ...(opts.tablePrivileges ? { tablePrivileges: opts.tablePrivileges } : {}),
+    });
+  })().then(
     async () => {
-      logger.info({ schema: opts.schema }, 'migrations applied');
+      logger.info({ schema: opts.schema, role }, 'migrations applied, service role provisioned');
       await pool.end();
     },
     async (err: unknown) => {
@@ -175,29 +221,18 @@ export function runMigrations(opts: { name: string; schema: string; migrationsFo
   );
 }
 
-/** Opens the service's Postgres pool, applies migrations when configured, and closes the pool at shutdown. */
+/**
+ * Opens the service's Postgres pool (as its own role; migrations are not its business) and closes
+ * it at shutdown.
+ */
 export async function openDatabase(
   rt: Runtime<ConfigOf<typeof databaseConfigShape>>,
-  opts: { schema: string; migrationsFolder: string; sessionRole?: string },
 ): Promise<{ pool: pg.Pool; db: Database }> {
-  const appName = `custos-${rt.name}`;
-  if (rt.config.MIGRATE_ON_START) {
-    // Migrations run as the connecting user (they own the schema); the service's own pool may run
-    // as a narrower role, so they get a pool of their own.
-    const migrator = createPool(rt.config.DATABASE_URL, 1, rt.logger, `${appName}-migrate`);
-    try {
-      await migrateSchema(migrator, opts);
-    } finally {
-      await migrator.end();
-    }
-    rt.logger.info({ schema: opts.schema }, 'migrations applied');
-  }
   const pool = createPool(
     rt.config.DATABASE_URL,
     rt.config.DATABASE_POOL_MAX,
     rt.logger,
-    appName,
-    opts.sessionRole,
+    `custos-${rt.name}`,
   );
   rt.onShutdown('postgres', () => pool.end());
   await pool.query('SELECT 1');

@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { runDataService } from '@custos/events';
 import { configShape } from './config.js';
 import { SCHEMA } from './db/schema.js';
@@ -7,6 +6,5 @@ import { SCHEMA } from './db/schema.js';
 runDataService({
   name: 'approvals',
   schema: SCHEMA,
-  migrationsFolder: path.join(__dirname, '..', 'migrations'),
   configShape,
 });

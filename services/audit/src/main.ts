@@ -1,11 +1,10 @@
-import path from 'node:path';
 import { connectIdentityKeys } from '@custos/auth';
 import { IdempotentConsumer, runDataService, subjectFor } from '@custos/events';
 import { AuditServiceService } from '@custos/proto/custos/audit/v1/service';
 import { AuditService } from './chain/audit-service.js';
 import { AuditStore } from './chain/audit-store.js';
 import { configShape } from './config.js';
-import { AUDIT_DB_ROLE, SCHEMA, inbox } from './db/schema.js';
+import { SCHEMA, inbox } from './db/schema.js';
 import { AUDIT_RECORDED_DURABLE, auditRecordedConsumer } from './events/audit-recorded-consumer.js';
 import { auditGrpc } from './grpc/audit-grpc.js';
 
@@ -13,8 +12,6 @@ import { auditGrpc } from './grpc/audit-grpc.js';
 runDataService({
   name: 'audit',
   schema: SCHEMA,
-  migrationsFolder: path.join(__dirname, '..', 'migrations'),
-  sessionRole: AUDIT_DB_ROLE,
   configShape,
   async start(rt, { db, events }) {
     const c = rt.config;

@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { connectIdentityKeys } from '@custos/auth';
 import { runDataService } from '@custos/events';
 import { BillingServiceService } from '@custos/proto/custos/billing/v1/service';
@@ -12,7 +11,6 @@ import { PlanStore } from './plans/plan-store.js';
 runDataService({
   name: 'billing',
   schema: SCHEMA,
-  migrationsFolder: path.join(__dirname, '..', 'migrations'),
   configShape,
   async start(rt, { db }) {
     const c = rt.config;

@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { runDataService } from '@custos/events';
 import { BillingServiceClient } from '@custos/proto/custos/billing/v1/service';
 import { AccountServiceService } from '@custos/proto/custos/identity/v1/account';
@@ -31,7 +30,6 @@ import { buildTokens } from './wiring/tokens.js';
 runDataService({
   name: 'identity',
   schema: SCHEMA,
-  migrationsFolder: path.join(__dirname, '..', 'migrations'),
   configShape,
   async start(rt, { db, events }) {
     const c = rt.config;

@@ -6,4 +6,9 @@ runMigrations({
   name: 'identity',
   schema: SCHEMA,
   migrationsFolder: path.join(__dirname, '..', 'migrations'),
+  tablePrivileges: {
+    // A signing key enters only through identity.insert_signing_key (migration 0006), which checks
+    // its shape; the role may read keys and retire them, never add or remove one by hand.
+    signing_keys: ['SELECT', 'UPDATE'],
+  },
 });

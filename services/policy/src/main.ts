@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { connectIdentityKeys } from '@custos/auth';
 import { runDataService } from '@custos/events';
 import { PolicyServiceService } from '@custos/proto/custos/policy/v1/service';
@@ -16,7 +15,6 @@ import { IpRuleStore } from './ip-rules/ip-rule-store.js';
 runDataService({
   name: 'policy',
   schema: SCHEMA,
-  migrationsFolder: path.join(__dirname, '..', 'migrations'),
   configShape,
   async start(rt, { db }) {
     const c = rt.config;

@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { connectIdentityKeys } from '@custos/auth';
 import { runDataService } from '@custos/events';
 import { BillingServiceClient } from '@custos/proto/custos/billing/v1/service';
@@ -28,7 +27,6 @@ const DAY_MS = 86_400_000;
 runDataService({
   name: 'vault-crypto',
   schema: SCHEMA,
-  migrationsFolder: path.join(__dirname, '..', 'migrations'),
   configShape,
   async start(rt, { db }) {
     const c = rt.config;

@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { connectIdentityKeys } from '@custos/auth';
 import { IdempotentConsumer, runDataService } from '@custos/events';
 import { WebhookDispatcherServiceService } from '@custos/proto/custos/webhook_dispatcher/v1/service';
@@ -22,7 +21,6 @@ import { WebhookStore } from './webhooks/webhook-store.js';
 runDataService({
   name: 'webhook-dispatcher',
   schema: SCHEMA,
-  migrationsFolder: path.join(__dirname, '..', 'migrations'),
   configShape,
   async start(rt, { db, events }) {
     const c = rt.config;

@@ -10,6 +10,7 @@ import {
   checkHealth,
   defaultPorts,
   meshEnv,
+  migrateMesh,
   notServingFrom,
   serviceEnv,
   serviceMain,
@@ -144,12 +145,21 @@ async function startServices(s, state) {
     );
     return false;
   });
+  // As the owner: migrations, then each service's own login role, which is all the service gets.
+  say("applying migrations and provisioning each service's database role");
+  const database = await migrateMesh({
+    databaseUrl: state.infraByName.postgres.url,
+    services,
+    root: s.root,
+  }).catch((err) => {
+    throw new DevError(err.message);
+  });
   const prefixes = new Map(SERVICES.map((svc, i) => [svc, prefix(svc, colorOf(i))]));
   const starts = new Map();
   state.supervisor = new MeshSupervisor({
     services,
     root: s.root,
-    env: (svc) => serviceEnv(env, ports, svc),
+    env: (svc) => serviceEnv(env, ports, svc, database.envOf(svc)),
     logDir: s.logDir,
     detached: true,
     restart: DEFAULT_RESTART_POLICY,
@@ -290,6 +300,9 @@ export async function runDevMode({ infraOnly = false } = {}) {
         : `export DATABASE_URL="${maskUrl(state.infraByName.postgres.url).replace(':***@', `:$(cat '${s.pgPasswordFile}')@`)}"`;
       console.log('\nInfrastructure is up. For services started by hand:');
       console.log(`  ${dbLine}`);
+      console.log(
+        '  # that is the owner: run each services/<name>/dist/migrate.js with it, then start the service with DATABASE_URL as custos_<name>',
+      );
       console.log(
         `  export NATS_URL='${state.infraByName.nats.url}' NATS_STREAM=CUSTOS_DEV NATS_SUBJECT_PREFIX=custos.dev.events`,
       );

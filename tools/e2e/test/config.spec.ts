@@ -53,7 +53,7 @@ describe('bad configuration stops a service at start with one line naming the va
     ['policy', 'GRPC_PORT', '70000'],
     ['identity', 'DATABASE_URL', 'mysql://x'],
     ['audit', 'LOG_LEVEL', 'loud'],
-    ['billing', 'MIGRATE_ON_START', 'maybe'],
+    ['billing', 'DATABASE_POOL_MAX', 'many'],
     ['gateway', 'TRUSTED_PROXIES', '10.0.0.0/33'],
     ['gateway', 'POLICY_ADDR', 'no-port'],
     ['vault-crypto', 'LOCAL_KMS_MASTER_KEY', Buffer.alloc(16, 1).toString('base64')],

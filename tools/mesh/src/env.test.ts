@@ -24,7 +24,6 @@ describe('meshEnv', () => {
       NATS_STREAM: 'S',
       LOCAL_KMS_MASTER_KEY: base.keys.kmsMasterKey,
       AUDIT_HMAC_KEY: base.keys.auditHmacKey,
-      MIGRATE_ON_START: 'true',
       SHUTDOWN_GRACE_MS: '2000',
     });
     for (const s of SERVICES) expect(env[addrVar(s)]).toMatch(/^127\.0\.0\.1:500[5-9]\d$/);
@@ -33,6 +32,12 @@ describe('meshEnv', () => {
       GRPC_PORT: '50058',
       METRICS_PORT: '9468',
     });
+    expect(env).not.toHaveProperty('MIGRATE_ON_START');
+    const own = serviceEnv(env, base.ports, 'billing', { DATABASE_URL: 'postgres://custos_billing@h/db' });
+    expect(own['DATABASE_URL']).toBe('postgres://custos_billing@h/db');
+    expect(serviceEnv(env, base.ports, 'gateway', { DATABASE_URL: undefined })).not.toHaveProperty(
+      'DATABASE_URL',
+    );
   });
 
   it('lets the caller override profile defaults but not the wiring; extraEnv has the last word', () => {

@@ -97,8 +97,9 @@ export function meshEnv(o: MeshEnvOptions): Record<string, string> {
     METRICS_HOST: '127.0.0.1',
     HOST: '127.0.0.1',
     PORT: String(o.ports.http),
+    // The owner's URL: what the migrations and the tests' own SQL use. Each service gets its own
+    // role's URL instead (serviceEnv with migrateMesh's `envOf`), and the gateway none.
     DATABASE_URL: o.databaseUrl,
-    MIGRATE_ON_START: 'true',
     NATS_URL: o.natsUrl,
     NATS_STREAM: o.natsStream,
     NATS_SUBJECT_PREFIX: o.natsSubjectPrefix,
@@ -113,13 +114,22 @@ export function meshEnv(o: MeshEnvOptions): Record<string, string> {
   return { ...env, ...o.extraEnv };
 }
 
-/** The environment of one service: the mesh's, plus its own gRPC and metrics ports. */
+/**
+ * The environment of one service: the mesh's, then `own` (its own settings, e.g. the DATABASE_URL
+ * of its role; `undefined` removes a variable it must not get), plus its own gRPC and metrics ports.
+ */
 export function serviceEnv(
   common: Readonly<Record<string, string>>,
   ports: MeshPorts,
   service: ServiceName,
+  own: Readonly<Record<string, string | undefined>> = {},
 ): Record<string, string> {
-  return { ...common, GRPC_PORT: String(ports.grpc[service]), METRICS_PORT: String(ports.metrics[service]) };
+  const env: Record<string, string> = { ...common };
+  for (const [k, v] of Object.entries(own)) {
+    if (v === undefined) delete env[k];
+    else env[k] = v;
+  }
+  return { ...env, GRPC_PORT: String(ports.grpc[service]), METRICS_PORT: String(ports.metrics[service]) };
 }
 
 /** A stream name and subject prefix no other mesh uses: `E2E_1A2B3C4D` and `e2e.e2e_1a2b3c4d`. */

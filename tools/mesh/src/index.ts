@@ -23,3 +23,13 @@ export {
 } from './supervisor';
 export { type HealthCheck, checkHealth, waitForHealth, notServingFrom } from './health';
 export { type LaunchMeshOptions, type LaunchedMesh, launchMesh } from './launch';
+export {
+  type MeshDatabase,
+  type MigrateMeshOptions,
+  DATABASE_SERVICES,
+  databaseRole,
+  derivedRolePassword,
+  migrateMain,
+  migrateMesh,
+  roleUrl,
+} from './migrate';

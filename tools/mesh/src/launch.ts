@@ -1,5 +1,6 @@
 import { type MeshKeys, type MeshProfile, meshEnv, randomMeshKeys, serviceEnv, uniqueNatsNames } from './env';
 import { waitForHealth } from './health';
+import { type MeshDatabase, migrateMesh } from './migrate';
 import { type MeshPorts, freePorts } from './ports';
 import type { ServiceName } from './services';
 import { MeshSupervisor, type MeshSupervisorOptions } from './supervisor';
@@ -7,7 +8,7 @@ import { MeshSupervisor, type MeshSupervisorOptions } from './supervisor';
 /** A mesh to start: its profile and infrastructure, and how to run its processes. */
 export interface LaunchMeshOptions extends Omit<MeshSupervisorOptions, 'env'> {
   profile: MeshProfile;
-  /** An existing database (migrations run at start). */
+  /** An existing database, as its schema owner: the migrations run as it before the services start. */
   databaseUrl: string;
   /** Default NATS_URL, else nats://127.0.0.1:4222. */
   natsUrl?: string;
@@ -32,8 +33,13 @@ export interface LaunchMeshOptions extends Omit<MeshSupervisorOptions, 'env'> {
 export interface LaunchedMesh {
   /** The gateway: `http://127.0.0.1:<port>`. */
   baseUrl: string;
-  /** The variables every service got (without its own GRPC_PORT and METRICS_PORT). */
+  /**
+   * The variables every service got (without its own GRPC_PORT, METRICS_PORT and DATABASE_URL):
+   * DATABASE_URL here is the owner's (for tests' own SQL); each service got its role's (`database`).
+   */
   env: Record<string, string>;
+  /** The owner's URL and each service's own database URL. */
+  database: MeshDatabase;
   ports: MeshPorts;
   supervisor: MeshSupervisor;
   /** The full environment of one service. */
@@ -63,8 +69,13 @@ export async function launchMesh(o: LaunchMeshOptions): Promise<LaunchedMesh> {
     baseEnv: o.baseEnv ?? { PATH: process.env.PATH ?? '' },
     ...(o.extraEnv ? { extraEnv: o.extraEnv } : {}),
   });
-  const envOf = (s: ServiceName) => serviceEnv(env, ports, s);
   const { profile: _p, databaseUrl: _d, healthTimeoutMs, ...runOptions } = o;
+  const database = await migrateMesh({
+    databaseUrl: o.databaseUrl,
+    ...(o.services ? { services: o.services } : {}),
+    ...(o.root ? { root: o.root } : {}),
+  });
+  const envOf = (s: ServiceName) => serviceEnv(env, ports, s, database.envOf(s));
   const supervisor = new MeshSupervisor({ ...runOptions, env: envOf });
   const baseUrl = `http://127.0.0.1:${ports.http}`;
   supervisor.startAll();
@@ -83,5 +94,5 @@ export async function launchMesh(o: LaunchMeshOptions): Promise<LaunchedMesh> {
       .join('\n');
     throw new Error(`mesh did not become healthy: ${(err as Error).message}\n${tails}`);
   }
-  return { baseUrl, env, ports, supervisor, envOf };
+  return { baseUrl, env, database, ports, supervisor, envOf };
 }

@@ -1,12 +1,19 @@
 import { inboxTable, outboxTable } from '@custos/events';
+import type { TablePrivilege } from '@custos/service-kit';
 import { sql } from 'drizzle-orm';
 import { bigint, index, jsonb, pgSchema, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
 
 /** The Postgres schema the audit service owns; no other service reads it. */
 export const SCHEMA = 'audit';
 export const auditSchema = pgSchema(SCHEMA);
-/** The database role the service runs as (migration 0002): it may insert and read records, never change them. */
-export const AUDIT_DB_ROLE = 'custos_audit_writer';
+/**
+ * What the service's own role may do beyond the default read/write (src/migrate.ts): read and
+ * append records, never change them; move the chain heads forward, never delete them.
+ */
+export const AUDIT_TABLE_PRIVILEGES = {
+  events: ['SELECT', 'INSERT'],
+  chain_heads: ['SELECT', 'INSERT', 'UPDATE'],
+} as const satisfies Record<string, readonly TablePrivilege[]>;
 
 /** Domain events waiting for the relay. */
 export const outbox = outboxTable(auditSchema);
@@ -14,8 +21,8 @@ export const outbox = outboxTable(auditSchema);
 export const inbox = inboxTable(auditSchema);
 
 /**
- * The audit records, chained per org (DECISIONS.md: audit). Append-only: the role the service runs
- * as may only insert and select here, and a trigger refuses UPDATE, DELETE and TRUNCATE for anyone.
+ * The audit records, chained per org (DECISIONS.md: audit). Append-only: the service's role may only
+ * insert and select here, and a trigger refuses UPDATE, DELETE and TRUNCATE for anyone.
  * `id` is the id of the `audit.recorded` event that carried the record.
  */
 export const auditEvents = auditSchema.table(
