@@ -8,7 +8,8 @@ runMigrations({
   migrationsFolder: path.join(__dirname, '..', 'migrations'),
   tablePrivileges: {
     // A signing key enters only through identity.insert_signing_key (migration 0006), which checks
-    // its shape; the role may read keys and retire them, never add or remove one by hand.
+    // its shape, and leaves only through identity.prune_signing_keys (0007), a day after it retired;
+    // the role may read keys and retire them, never add or remove one by hand.
     signing_keys: ['SELECT', 'UPDATE'],
   },
 });

@@ -224,6 +224,20 @@ describe('token signing keys: only keys that open under the KEK are trusted', ()
     ).toMatch(/with this kid/);
   });
 
+  it('the prune function never drops a key retired less than a day ago, whatever it is asked', async () => {
+    const before = await db.execute(sql`SELECT count(*)::int AS n FROM identity.signing_keys`);
+    await db.execute(sql`UPDATE identity.signing_keys SET retired_at = now() - interval '2 hours' WHERE retired_at IS NOT NULL`);
+    const pruned = await db.execute(sql`SELECT identity.prune_signing_keys(interval '0 seconds') AS n`);
+    expect(pruned.rows).toEqual([{ n: 0 }]);
+    await db.execute(sql`UPDATE identity.signing_keys SET retired_at = now() - interval '25 hours' WHERE retired_at IS NOT NULL`);
+    const old = await db.execute(sql`SELECT identity.prune_signing_keys(interval '0 seconds') AS n`);
+    const after = await db.execute(sql`SELECT count(*)::int AS n FROM identity.signing_keys`);
+    expect((old.rows[0] as { n: number }).n).toBeGreaterThan(0);
+    expect((after.rows[0] as { n: number }).n).toBe(
+      (before.rows[0] as { n: number }).n - (old.rows[0] as { n: number }).n,
+    );
+  });
+
   it('retire-key refuses the kid’s tokens at once, everywhere, and the ring moves to a new key', async () => {
     const r = newRing();
     await r.refresh();

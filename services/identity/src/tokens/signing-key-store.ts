@@ -67,9 +67,9 @@ export class SigningKeyRing {
           .where(sql`${signingKeys.retiredAt} IS NULL AND ${signingKeys.kid} <> ${k.kid}`);
         this.logger.info({ kid: k.kid, rotated_from: current?.kid ?? null }, 'token signing key created');
       }
-      await tx
-        .delete(signingKeys)
-        .where(sql`${signingKeys.retiredAt} < ${new Date(now.getTime() - this.opts.retiredKeyTtlMs)}`);
+      await tx.execute(
+        sql`SELECT identity.prune_signing_keys(make_interval(secs => ${this.opts.retiredKeyTtlMs / 1000}))`,
+      );
     });
     const rows = await this.db.select().from(signingKeys).orderBy(asc(signingKeys.createdAt));
     const previous = new Map(this.keys.map((k) => [k.kid, k]));
@@ -77,6 +77,8 @@ export class SigningKeyRing {
     for (const r of rows) {
       // Refused everywhere through the `kid` revocation retire-key wrote beside it.
       if (r.revokedAt !== null) continue;
+      // Past the longest token lifetime a retired key verifies nothing (pruned soon after).
+      if (r.retiredAt !== null && now.getTime() - r.retiredAt.getTime() > this.opts.retiredKeyTtlMs) continue;
       const prev = previous.get(r.kid);
       const checked =
         prev && prev.sealed.equals(r.privateKeyEnc)
