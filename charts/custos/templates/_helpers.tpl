@@ -110,22 +110,52 @@ reference there), else <repository>:<tag> with repository defaulting to
 {{- printf "%s:%d" (include "custos.componentName" .) ($peer.grpcPort | int) -}}
 {{- end -}}
 
-{{/* Name of the Secret the chart creates for values given inline (postgres.url, ...). */}}
+{{/* Whether a service uses NATS: every service with a database (its outbox and consumers). */}}
+{{- define "custos.usesNats" -}}
+{{- include "custos.hasDatabase" . -}}
+{{- end -}}
+
+{{/*
+Whether a service uses Redis: the gateway's rate limits; identity mirrors token revocations there;
+the services that verify tokens read them. (dict root name) → "true" or ""
+*/}}
+{{- define "custos.usesRedis" -}}
+{{- if has .name (list "gateway" "identity" "vault-crypto" "policy" "billing" "audit" "webhook-dispatcher") }}true{{ end -}}
+{{- end -}}
+
+{{/* Name of the Secret the chart creates for shared values given inline (redis.url, keys, ...). */}}
 {{- define "custos.managedSecretName" -}}
 {{- printf "%s-env" (include "custos.fullname" .) -}}
 {{- end -}}
 
+{{/* Name of the Secret the chart creates for one service's own inline credentials. (dict root name) */}}
+{{- define "custos.credentialsSecretName" -}}
+{{- printf "%s-credentials" (include "custos.componentName" .) -}}
+{{- end -}}
+
 {{/*
-Data of the chart-managed Secret as YAML (key: base64 value); empty when every dependency uses an
-existingSecret. Also fails early when a required connection or key is configured neither way.
+Refuses values that cannot work, with a message naming what to set: values removed in this
+version, the development-only local KMS without kms.allowLocal. Renders nothing.
+*/}}
+{{- define "custos.validate" -}}
+{{- range $old := list "url" "existingSecret" "existingSecretKey" -}}
+{{- if hasKey $.Values.postgres $old -}}
+{{- fail (printf "postgres.%s was removed: services no longer share the owner's database URL. Give the schema owner's URL to the migration Job as postgres.migrationUrl or postgres.migrationExistingSecret(+Key), and each service its own role and credentials in postgres.serviceCredentials.<service> (docs/deployment.md, \"Database roles\")" $old) -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.migrations.enabled (not .Values.postgres.migrationExistingSecret) (not .Values.postgres.migrationUrl) -}}
+{{- fail "postgres: the migration Job needs the schema owner's URL: set postgres.migrationExistingSecret (recommended) or postgres.migrationUrl" -}}
+{{- end -}}
+{{- if and (eq .Values.kms.provider "local") (not .Values.kms.allowLocal) -}}
+{{- fail "kms: provider \"local\" keeps the master key of every stored secret in a Kubernetes Secret and is for development only. Set kms.provider to aws-kms or pkcs11 (docs/kms.md), or kms.allowLocal=true to accept the local KMS knowingly" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Data of the chart-managed shared Secret as YAML (key: base64 value); empty when every value uses
+an existingSecret. Also fails early when a required connection or key is configured neither way.
 */}}
 {{- define "custos.managedSecretData" -}}
-{{- if not .Values.postgres.existingSecret -}}
-{{- if not .Values.postgres.url -}}
-{{- fail "postgres: set postgres.existingSecret (recommended) or postgres.url" -}}
-{{- end }}
-database-url: {{ .Values.postgres.url | b64enc | quote }}
-{{- end -}}
 {{- if not .Values.redis.existingSecret -}}
 {{- if not .Values.redis.url -}}
 {{- fail "redis: set redis.existingSecret (recommended) or redis.url" -}}
@@ -151,13 +181,20 @@ webhook-secret-key: {{ .Values.webhooks.secretKey | b64enc | quote }}
 {{- fail "webhooks: the webhook-dispatcher service needs WEBHOOK_SECRET_KEY: set webhooks.existingSecret (recommended) or webhooks.secretKey to base64 of 32 random bytes (openssl rand -base64 32)" -}}
 {{- end -}}
 {{- end -}}
-{{- /* identity cannot start without these two, so unlike the local KMS key they are required. */ -}}
+{{- /* identity cannot start without these three, so unlike the local KMS key they are required. */ -}}
 {{- $identitySecretEnv := (include "custos.serviceConfig" (dict "root" . "name" "identity") | fromYaml).secretEnv | default dict -}}
 {{- if not .Values.tokens.existingSecret -}}
 {{- if .Values.tokens.signingKek }}
 token-signing-kek: {{ .Values.tokens.signingKek | b64enc | quote }}
 {{- else if not (hasKey $identitySecretEnv "TOKEN_SIGNING_KEK") -}}
 {{- fail "tokens: identity needs TOKEN_SIGNING_KEK: set tokens.existingSecret (recommended) or tokens.signingKek to base64 of 32 random bytes (openssl rand -base64 32)" -}}
+{{- end -}}
+{{- end -}}
+{{- if not .Values.mfa.existingSecret -}}
+{{- if .Values.mfa.secretKey }}
+mfa-secret-key: {{ .Values.mfa.secretKey | b64enc | quote }}
+{{- else if not (hasKey $identitySecretEnv "MFA_SECRET_KEY") -}}
+{{- fail "mfa: identity needs MFA_SECRET_KEY, the key that seals TOTP secrets (separate from the token-signing KEK): set mfa.existingSecret (recommended) or mfa.secretKey to base64 of 32 random bytes (openssl rand -base64 32)" -}}
 {{- end -}}
 {{- end -}}
 {{- if not .Values.mail.existingSecret -}}
@@ -170,16 +207,15 @@ smtp-url: {{ .Values.mail.smtpUrl | b64enc | quote }}
 {{- end -}}
 
 {{/*
-secretKeyRef (name, key) of a dependency's Secret as YAML; empty if unset. (dict root dep)
-  postgres → DATABASE_URL, redis → REDIS_URL, kms → LOCAL_KMS_MASTER_KEY,
-  tokens → TOKEN_SIGNING_KEK, mail → SMTP_URL, audit → AUDIT_HMAC_KEY,
-  webhooks → WEBHOOK_SECRET_KEY.
+secretKeyRef (name, key) of a shared value's Secret as YAML; empty if unset. (dict root dep)
+  redis → REDIS_URL, kms → LOCAL_KMS_MASTER_KEY, tokens → TOKEN_SIGNING_KEK, mfa → MFA_SECRET_KEY,
+  mail → SMTP_URL, audit → AUDIT_HMAC_KEY, webhooks → WEBHOOK_SECRET_KEY.
 existingSecret wins; else the value given inline, kept in the chart-managed Secret.
 */}}
 {{- define "custos.dependencySecretRef" -}}
 {{- $dep := index .root.Values .dep -}}
-{{- $inlineValue := index (dict "postgres" "url" "redis" "url" "kms" "localMasterKey" "tokens" "signingKek" "mail" "smtpUrl" "audit" "hmacKey" "webhooks" "secretKey") .dep -}}
-{{- $managedKey := index (dict "postgres" "database-url" "redis" "redis-url" "kms" "local-kms-master-key" "tokens" "token-signing-kek" "mail" "smtp-url" "audit" "audit-hmac-key" "webhooks" "webhook-secret-key") .dep -}}
+{{- $inlineValue := index (dict "redis" "url" "kms" "localMasterKey" "tokens" "signingKek" "mfa" "secretKey" "mail" "smtpUrl" "audit" "hmacKey" "webhooks" "secretKey") .dep -}}
+{{- $managedKey := index (dict "redis" "redis-url" "kms" "local-kms-master-key" "tokens" "token-signing-kek" "mfa" "mfa-secret-key" "mail" "smtp-url" "audit" "audit-hmac-key" "webhooks" "webhook-secret-key") .dep -}}
 {{- if $dep.existingSecret -}}
 name: {{ $dep.existingSecret }}
 key: {{ $dep.existingSecretKey }}
@@ -187,6 +223,206 @@ key: {{ $dep.existingSecretKey }}
 name: {{ include "custos.managedSecretName" .root }}
 key: {{ $managedKey }}
 {{- end -}}
+{{- end -}}
+
+{{/*
+A service's DATABASE_URL derived for a demo install: postgres.migrationUrl's scheme, host, port,
+database and parameters with the service's role and inline password as the user. (dict root name)
+*/}}
+{{- define "custos.derivedDatabaseUrl" -}}
+{{- $c := index .root.Values.postgres.serviceCredentials .name -}}
+{{- $owner := urlParse .root.Values.postgres.migrationUrl -}}
+{{- $userinfo := $c.role -}}
+{{- if $c.password -}}
+{{- $userinfo = printf "%s:%s" $c.role $c.password -}}
+{{- end -}}
+{{- urlJoin (dict "scheme" $owner.scheme "host" $owner.host "path" $owner.path "query" $owner.query "userinfo" $userinfo) -}}
+{{- end -}}
+
+{{/*
+Data of the chart-managed Secret <prefix>-<service>-credentials as YAML: the service's own
+DATABASE_URL (derived, unless an existingSecret or a services.<name> override gives it) and NATS
+password (inline). Empty when everything comes from existing Secrets. Fails when a credential the
+service needs is configured no way. (dict root name)
+*/}}
+{{- define "custos.serviceSecretData" -}}
+{{- $root := .root -}}
+{{- $cfg := include "custos.serviceConfig" . | fromYaml -}}
+{{- $own := merge (deepCopy ($cfg.secretEnv | default dict)) ($cfg.env | default dict) -}}
+{{- if include "custos.hasDatabase" . -}}
+{{- $c := index $root.Values.postgres.serviceCredentials .name -}}
+{{- if and (not $c.existingSecret) (not (hasKey $own "DATABASE_URL")) -}}
+{{- if or $root.Values.postgres.migrationExistingSecret (not $root.Values.postgres.migrationUrl) -}}
+{{- fail (printf "postgres.serviceCredentials.%s: set existingSecret, a Secret holding the service's own DATABASE_URL (connecting as %s); the chart derives one only from an inline postgres.migrationUrl (demo installs)" .name $c.role) -}}
+{{- end }}
+database-url: {{ include "custos.derivedDatabaseUrl" . | b64enc | quote }}
+{{- end -}}
+{{- end -}}
+{{- if and (include "custos.usesNats" .) $root.Values.nats.auth.enabled -}}
+{{- $n := index $root.Values.nats.users .name -}}
+{{- if not $n.existingSecret -}}
+{{- if $n.password }}
+nats-password: {{ $n.password | b64enc | quote }}
+{{- else if not (hasKey $own "NATS_PASSWORD") -}}
+{{- fail (printf "nats: %s needs its NATS password: set nats.users.%s.existingSecret (recommended) or nats.users.%s.password (or nats.auth.enabled=false for a NATS server without authorization, development only)" .name .name .name) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* secretKeyRef of a service's own DATABASE_URL as YAML. (dict root name) */}}
+{{- define "custos.databaseUrlRef" -}}
+{{- $c := index .root.Values.postgres.serviceCredentials .name -}}
+{{- if $c.existingSecret -}}
+name: {{ $c.existingSecret }}
+key: {{ $c.existingSecretKey }}
+{{- else -}}
+name: {{ include "custos.credentialsSecretName" . }}
+key: database-url
+{{- end -}}
+{{- end -}}
+
+{{/* secretKeyRef of a service's NATS_PASSWORD as YAML. (dict root name) */}}
+{{- define "custos.natsPasswordRef" -}}
+{{- $n := index .root.Values.nats.users .name -}}
+{{- if $n.existingSecret -}}
+name: {{ $n.existingSecret }}
+key: {{ $n.existingSecretKey }}
+{{- else -}}
+name: {{ include "custos.credentialsSecretName" . }}
+key: nats-password
+{{- end -}}
+{{- end -}}
+
+{{/*
+Data of the migration Job's hook Secret <prefix>-env-migrate as YAML: the owner's URL given inline,
+and with postgres.manageRoles the inline passwords of the service roles. The Job runs before the
+release's own Secrets exist (pre-install), hence this copy.
+*/}}
+{{- define "custos.migrationSecretData" -}}
+{{- if not .Values.postgres.migrationExistingSecret -}}
+{{- if not .Values.postgres.migrationUrl -}}
+{{- fail "postgres: the migration Job needs the schema owner's URL: set postgres.migrationExistingSecret (recommended) or postgres.migrationUrl" -}}
+{{- end }}
+database-url: {{ .Values.postgres.migrationUrl | b64enc | quote }}
+{{- end -}}
+{{- if .Values.postgres.manageRoles -}}
+{{- range $name, $c := .Values.postgres.serviceCredentials -}}
+{{- if and (not $c.existingSecret) $c.password }}
+{{ $name }}-database-password: {{ $c.password | b64enc | quote }}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* secretKeyRef of the owner's URL for the migration Job, as YAML. */}}
+{{- define "custos.migrationUrlRef" -}}
+{{- if .Values.postgres.migrationExistingSecret -}}
+name: {{ .Values.postgres.migrationExistingSecret }}
+key: {{ .Values.postgres.migrationExistingSecretKey }}
+{{- else -}}
+name: {{ include "custos.managedSecretName" . }}-migrate
+key: database-url
+{{- end -}}
+{{- end -}}
+
+{{/*
+secretKeyRef of the password the migration Job gives a service's role (DATABASE_SERVICE_PASSWORD),
+as YAML; empty when postgres.manageRoles is false or the service has no password. (dict root name)
+*/}}
+{{- define "custos.migrationPasswordRef" -}}
+{{- if .root.Values.postgres.manageRoles -}}
+{{- $c := index .root.Values.postgres.serviceCredentials .name -}}
+{{- if $c.existingSecret -}}
+name: {{ $c.existingSecret }}
+key: {{ $c.existingSecretPasswordKey }}
+{{- else if $c.password -}}
+name: {{ include "custos.managedSecretName" .root }}-migrate
+key: {{ .name }}-database-password
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Where a pod mounts its mesh certificate Secret (tls.crt, tls.key, ca.crt). */}}
+{{- define "custos.meshTlsDir" -}}/etc/custos/tls{{- end -}}
+
+{{/*
+Name of the Secret with a service's mesh certificate: mtls.existingSecrets.<name>, else the one
+cert-manager writes for the chart's Certificate. (dict root name)
+*/}}
+{{- define "custos.meshTlsSecretName" -}}
+{{- $existing := index (.root.Values.mtls.existingSecrets | default dict) .name | default "" -}}
+{{- if $existing -}}
+{{- $existing -}}
+{{- else if .root.Values.mtls.certManager.enabled -}}
+{{- printf "%s-tls" (include "custos.componentName" .) -}}
+{{- else -}}
+{{- fail (printf "mtls: %s has no certificate: set mtls.existingSecrets.%s (a Secret with tls.crt, tls.key and ca.crt) or mtls.certManager.enabled=true" .name .name) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The NetworkPolicyPeer entries of "the internet" as YAML: 0.0.0.0/0 and ::/0, each without the
+cluster's pod and Service networks, networkPolicy.internet.privateCidrs and the cloud metadata
+addresses (always). (root)
+*/}}
+{{- define "custos.internetPeers" -}}
+{{- $net := .Values.networkPolicy.internet -}}
+{{- $metadata := list "169.254.169.254/32" "100.100.100.200/32" "192.0.0.192/32" "fd00:ec2::254/128" -}}
+{{- $blocked := concat ($net.podCidrs | default list) ($net.serviceCidrs | default list) ($net.privateCidrs | default list) $metadata | uniq -}}
+{{- $v4 := list -}}
+{{- $v6 := list -}}
+{{- range $blocked -}}
+{{- if contains ":" . -}}
+{{- $v6 = append $v6 . -}}
+{{- else -}}
+{{- $v4 = append $v4 . -}}
+{{- end -}}
+{{- end -}}
+- ipBlock:
+    cidr: 0.0.0.0/0
+    except:
+      {{- toYaml $v4 | nindent 6 }}
+- ipBlock:
+    cidr: ::/0
+    except:
+      {{- toYaml $v6 | nindent 6 }}
+{{- end -}}
+
+{{/*
+Where a dependency is (postgres, nats, redis) as a YAML list of NetworkPolicyPeer entries:
+networkPolicy.<dep>.to, plus its pods' selectors when it runs in the cluster. Fails when that
+leaves nothing: an egress rule without `to` would admit every address. (dict root dep)
+*/}}
+{{- define "custos.dependencyPeers" -}}
+{{- $d := index .root.Values.networkPolicy .dep -}}
+{{- $peers := $d.to | default list -}}
+{{- $in := $d.inCluster | default dict -}}
+{{- if $in.enabled -}}
+{{- if not $in.podSelector -}}
+{{- fail (printf "networkPolicy.%s.inCluster.podSelector: name the labels of the %s pods" .dep .dep) -}}
+{{- end -}}
+{{- $peer := dict "podSelector" $in.podSelector -}}
+{{- if and $in.namespace (ne $in.namespace .root.Release.Namespace) -}}
+{{- $_ := set $peer "namespaceSelector" (dict "matchLabels" (dict "kubernetes.io/metadata.name" $in.namespace)) -}}
+{{- end -}}
+{{- $peers = append $peers $peer -}}
+{{- end -}}
+{{- if not $peers -}}
+{{- fail (printf "networkPolicy.%s: set `to` (where %s is: an ipBlock, or selectors) or inCluster; an egress rule without destinations would allow every address" .dep .dep) -}}
+{{- end -}}
+{{- toYaml $peers -}}
+{{- end -}}
+
+{{/* An egress rule to `peers` (YAML list) on `ports` (list) with a comment line. (dict comment peers ports) */}}
+{{- define "custos.egressRule" -}}
+# {{ .comment }}
+- to:
+    {{- .peers | nindent 4 }}
+  {{- with .ports }}
+  ports:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
 {{- end -}}
 
 {{/* An optional integer value as a decimal string; "" when blank (the service's default applies). */}}
@@ -227,18 +463,35 @@ Blank derived values are left out: the services treat a blank variable as unset 
   "OTEL_EXPORTER_OTLP_ENDPOINT" $root.Values.otel.endpoint
   "OTEL_BSP_SCHEDULE_DELAY" ($root.Values.otel.scheduleDelayMs | int | toString)
   "SHUTDOWN_GRACE_MS" ($root.Values.shutdownGraceMs | int | toString)
+  "GRPC_TLS_CA_FILE" (printf "%s/ca.crt" (include "custos.meshTlsDir" .))
+  "GRPC_TLS_CERT_FILE" (printf "%s/tls.crt" (include "custos.meshTlsDir" .))
+  "GRPC_TLS_KEY_FILE" (printf "%s/tls.key" (include "custos.meshTlsDir" .))
 -}}
 {{- $secret := dict -}}
+{{- /* Token trust: every service verifies access tokens (identity issues them) with the same
+issuer and audience from its own configuration, never from a peer's answer. */ -}}
+{{- $_ := set $plain "TOKEN_ISSUER" (include "custos.tokenIssuer" $root) -}}
+{{- $_ := set $plain "TOKEN_LEGACY_ISSUERS" (join "," ($root.Values.tokens.legacyIssuers | default list)) -}}
+{{- $_ := set $plain "TOKEN_AUDIENCE" $root.Values.tokens.audience -}}
 {{- range $peer := $cfg.peers | default list -}}
 {{- $_ := set $plain (printf "%s_ADDR" ($peer | upper | replace "-" "_")) (include "custos.grpcAddress" (dict "root" $root "name" $peer)) -}}
 {{- end -}}
 {{- if include "custos.hasDatabase" . -}}
+{{- /* The service's own role; never the owner's URL, which only the migration Job gets. */ -}}
 {{- $_ := set $plain "DATABASE_POOL_MAX" (($cfg.databasePoolMax | default $root.Values.postgres.poolMax) | int | toString) -}}
-{{- $_ := set $plain "MIGRATE_ON_START" "false" -}}
+{{- $_ := set $secret "DATABASE_URL" (include "custos.databaseUrlRef" .  | fromYaml) -}}
+{{- end -}}
+{{- if include "custos.usesNats" . -}}
 {{- $_ := set $plain "NATS_URL" $root.Values.nats.url -}}
 {{- $_ := set $plain "NATS_STREAM" $root.Values.nats.stream -}}
 {{- $_ := set $plain "NATS_SUBJECT_PREFIX" $root.Values.nats.subjectPrefix -}}
-{{- $_ := set $secret "DATABASE_URL" (include "custos.dependencySecretRef" (dict "root" $root "dep" "postgres") | fromYaml) -}}
+{{- if $root.Values.nats.auth.enabled -}}
+{{- $_ := set $plain "NATS_USER" (index $root.Values.nats.users .name).user -}}
+{{- $_ := set $secret "NATS_PASSWORD" (include "custos.natsPasswordRef" . | fromYaml) -}}
+{{- end -}}
+{{- if $root.Values.nats.tls.caSecret -}}
+{{- $_ := set $plain "NATS_TLS_CA_FILE" "/etc/custos/nats-ca/ca.crt" -}}
+{{- end -}}
 {{- end -}}
 {{- if eq .name "gateway" -}}
 {{- $_ := set $plain "PORT" ($root.Values.http.port | int | toString) -}}
@@ -247,9 +500,11 @@ Blank derived values are left out: the services treat a blank variable as unset 
 {{- $_ := set $plain "RATE_LIMIT_BURST" ($root.Values.http.rateLimit.burst | int | toString) -}}
 {{- $_ := set $plain "TRUSTED_PROXIES" (join "," ($root.Values.http.trustedProxies | default list)) -}}
 {{- end -}}
-{{- /* Redis: the gateway's rate limits; identity mirrors revocations there; the services that verify tokens read them. */ -}}
-{{- if has .name (list "gateway" "identity" "vault-crypto" "policy" "billing" "audit" "webhook-dispatcher") -}}
+{{- if include "custos.usesRedis" . -}}
 {{- $_ := set $secret "REDIS_URL" (include "custos.dependencySecretRef" (dict "root" $root "dep" "redis") | fromYaml) -}}
+{{- if $root.Values.redis.tls.caSecret -}}
+{{- $_ := set $plain "REDIS_TLS_CA_FILE" "/etc/custos/redis-ca/ca.crt" -}}
+{{- end -}}
 {{- end -}}
 {{- if eq .name "audit" -}}
 {{- $auditKeyRef := include "custos.dependencySecretRef" (dict "root" $root "dep" "audit") | fromYaml -}}
@@ -270,9 +525,6 @@ Blank derived values are left out: the services treat a blank variable as unset 
 {{- end -}}
 {{- if eq .name "identity" -}}
 {{- $issuer := include "custos.tokenIssuer" $root -}}
-{{- $_ := set $plain "TOKEN_ISSUER" $issuer -}}
-{{- $_ := set $plain "TOKEN_LEGACY_ISSUERS" (join "," ($root.Values.tokens.legacyIssuers | default list)) -}}
-{{- $_ := set $plain "TOKEN_AUDIENCE" $root.Values.tokens.audience -}}
 {{- $_ := set $plain "ACCESS_TOKEN_TTL_SECONDS" (include "custos.optionalInt" $root.Values.tokens.accessTokenTtlSeconds) -}}
 {{- $_ := set $plain "REFRESH_TOKEN_TTL_SECONDS" (include "custos.optionalInt" $root.Values.tokens.refreshTokenTtlSeconds) -}}
 {{- $_ := set $plain "SIGNING_KEY_ROTATION_DAYS" (include "custos.optionalInt" $root.Values.tokens.signingKeyRotationDays) -}}
@@ -284,6 +536,10 @@ Blank derived values are left out: the services treat a blank variable as unset 
 {{- if $kekRef -}}
 {{- $_ := set $secret "TOKEN_SIGNING_KEK" $kekRef -}}
 {{- end -}}
+{{- $mfaRef := include "custos.dependencySecretRef" (dict "root" $root "dep" "mfa") | fromYaml -}}
+{{- if $mfaRef -}}
+{{- $_ := set $secret "MFA_SECRET_KEY" $mfaRef -}}
+{{- end -}}
 {{- $smtpRef := include "custos.dependencySecretRef" (dict "root" $root "dep" "mail") | fromYaml -}}
 {{- if $smtpRef -}}
 {{- $_ := set $secret "SMTP_URL" $smtpRef -}}
@@ -291,6 +547,10 @@ Blank derived values are left out: the services treat a blank variable as unset 
 {{- end -}}
 {{- if eq .name "vault-crypto" -}}
 {{- $_ := set $plain "KMS_PROVIDER" $root.Values.kms.provider -}}
+{{- /* Development only: the service refuses the local KMS without it. */ -}}
+{{- if and (eq $root.Values.kms.provider "local") $root.Values.kms.allowLocal -}}
+{{- $_ := set $plain "KMS_ALLOW_LOCAL" "true" -}}
+{{- end -}}
 {{- $kmsRef := include "custos.dependencySecretRef" (dict "root" $root "dep" "kms") | fromYaml -}}
 {{- if and $kmsRef (eq $root.Values.kms.provider "local") -}}
 {{- $_ := set $secret "LOCAL_KMS_MASTER_KEY" $kmsRef -}}

@@ -76,3 +76,34 @@ export function serviceOfAddr(variable: string): ServiceName {
   if (!(service in GRPC_PORTS)) throw new Error(`${variable} names no service`);
   return service as ServiceName;
 }
+
+/** The Postgres login role of each service with a database (postgres.serviceCredentials.<s>.role). */
+export const DATABASE_ROLES: Record<Exclude<ServiceName, 'gateway'>, string> = {
+  identity: 'custos_identity',
+  'vault-crypto': 'custos_vault_crypto',
+  policy: 'custos_policy',
+  signer: 'custos_signer',
+  approvals: 'custos_approvals',
+  audit: 'custos_audit',
+  'webhook-dispatcher': 'custos_webhook_dispatcher',
+  billing: 'custos_billing',
+};
+
+/** The services that use NATS (the outbox and consumers of every service with a database). */
+export const NATS_SERVICES = DATABASE_SERVICES;
+/** Each service's NATS user (nats.users.<s>.user). */
+export const NATS_USERS: Record<string, string> = DATABASE_ROLES;
+
+/** The services that use Redis: the gateway's rate limits, identity's revocations and their readers. */
+export const REDIS_SERVICES: ServiceName[] = [
+  'gateway',
+  'identity',
+  'vault-crypto',
+  'policy',
+  'audit',
+  'webhook-dispatcher',
+  'billing',
+];
+
+/** The cloud metadata addresses no internet rule may reach. */
+export const METADATA_CIDRS = ['169.254.169.254/32', 'fd00:ec2::254/128', '100.100.100.200/32'];

@@ -2,6 +2,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import yaml from 'js-yaml';
+import { NATS_SERVICES } from './facts';
 
 /** Repository root (tools/chart-tests/test → ../../..). */
 export const repoRoot = path.resolve(__dirname, '..', '..', '..');
@@ -28,13 +29,21 @@ export const TEST_SIGNING_KEK = Buffer.from('chart-tests:not-a-real-token-kek').
 export const TEST_AUDIT_KEY = Buffer.from('chart-tests:not-a-real-audit-key').toString('base64');
 /** The webhook secret key of the test renders: base64 of the 32 bytes "chart-tests:not-a-real-hook-key!". */
 export const TEST_WEBHOOK_KEY = Buffer.from('chart-tests:not-a-real-hook-key!').toString('base64');
+/** The MFA key of the test renders: base64 of the 32 bytes "chart-tests:not-a-real-mfa-key!!". */
+export const TEST_MFA_KEY = Buffer.from('chart-tests:not-a-real-mfa-key!!').toString('base64');
 /** The SMTP URL of the test renders. */
 export const TEST_SMTP_URL = 'smtp://custos:test@smtp.test:587';
 
+/** The NATS password of a service in the test renders (a letter first, as NATS requires). */
+export function testNatsPassword(service: string): string {
+  return `chart-tests-nats-${service}`;
+}
+
 /**
- * The least the default values need: identity cannot start without TOKEN_SIGNING_KEK and SMTP_URL,
- * nor audit without AUDIT_HMAC_KEY, nor webhook-dispatcher without WEBHOOK_SECRET_KEY,
- * so the chart refuses to render until they are given (inline here, existingSecret in production).
+ * The least the default values need: identity cannot start without TOKEN_SIGNING_KEK,
+ * MFA_SECRET_KEY and SMTP_URL, nor audit without AUDIT_HMAC_KEY, nor webhook-dispatcher without
+ * WEBHOOK_SECRET_KEY, nor any service that uses NATS without its NATS password, so the chart
+ * refuses to render until they are given (inline here, existingSecret in production).
  */
 export const REQUIRED_SETS = [
   // --set, not --set-string: helm applies every --set-string after every --set, so a later
@@ -42,16 +51,19 @@ export const REQUIRED_SETS = [
   '--set',
   `tokens.signingKek=${TEST_SIGNING_KEK}`,
   '--set',
+  `mfa.secretKey=${TEST_MFA_KEY}`,
+  '--set',
   `mail.smtpUrl=${TEST_SMTP_URL}`,
   '--set',
   `audit.hmacKey=${TEST_AUDIT_KEY}`,
   '--set',
   `webhooks.secretKey=${TEST_WEBHOOK_KEY}`,
+  ...NATS_SERVICES.flatMap((s) => ['--set', `nats.users.${s}.password=${testNatsPassword(s)}`]),
 ];
 
 /** The two value sets every spec checks. */
 export const scenarios: Array<{ label: string; args: string[] }> = [
-  { label: 'default values (+ the required KEK and SMTP URL)', args: REQUIRED_SETS },
+  { label: 'default values (+ the required keys, SMTP URL and NATS passwords)', args: REQUIRED_SETS },
   { label: 'values-production.yaml', args: ['-f', path.join(chartDir, 'values-production.yaml')] },
 ];
 
@@ -107,4 +119,38 @@ export function named(objects: K8sObject[], kind: string, name: string): K8sObje
 /** Name of a service's Deployment, Service, ServiceAccount and NetworkPolicy in these renders. */
 export function objectName(service: string): string {
   return `${release.name}-${service}`;
+}
+
+/** The container env of a service's Deployment, by variable name. */
+export function serviceEnv(objects: K8sObject[], service: string): Map<string, Json> {
+  const [container] = named(objects, 'Deployment', objectName(service)).spec.template.spec.containers;
+  return new Map((container.env ?? []).map((e: Json) => [e.name, e]));
+}
+
+/** The decoded value a secretKeyRef names, when the Secret is one the chart renders; else undefined. */
+export function renderedSecretValue(
+  objects: K8sObject[],
+  ref: { name: string; key: string },
+): string | undefined {
+  const secret = ofKind(objects, 'Secret').find((s) => s.metadata.name === ref.name);
+  const data = secret?.data?.[ref.key];
+  return data === undefined ? undefined : Buffer.from(data, 'base64').toString('utf8');
+}
+
+/** `helm template` of the chart that is expected to fail: its exit status and stderr. */
+export function renderFailure(args: string[]): { status: number | null; stderr: string } {
+  const { status, stderr } = runHelm([
+    'template',
+    release.name,
+    chartDir,
+    '--namespace',
+    release.namespace,
+    ...args,
+  ]);
+  return { status, stderr };
+}
+
+/** `--set` pairs for each of `sets`. */
+export function sets(...values: string[]): string[] {
+  return values.flatMap((v) => ['--set', v]);
 }

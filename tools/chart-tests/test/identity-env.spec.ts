@@ -18,10 +18,8 @@ import {
 /** The variables only identity may get. */
 const IDENTITY_ONLY = [
   'TOKEN_SIGNING_KEK',
+  'MFA_SECRET_KEY',
   'SMTP_URL',
-  'TOKEN_ISSUER',
-  'TOKEN_LEGACY_ISSUERS',
-  'TOKEN_AUDIENCE',
   'ACCESS_TOKEN_TTL_SECONDS',
   'REFRESH_TOKEN_TTL_SECONDS',
   'SIGNING_KEY_ROTATION_DAYS',
@@ -77,13 +75,16 @@ describe.each([
     identity = envOf(objects, 'identity');
   });
 
-  it.each(['REDIS_URL', 'TOKEN_SIGNING_KEK', 'SMTP_URL'])('%s comes only from a Secret reference', (name) => {
-    const entry = identity.get(name);
-    expect(entry).toBeDefined();
-    expect(entry).not.toHaveProperty('value');
-    expect(Object.keys(entry.valueFrom)).toEqual(['secretKeyRef']);
-    expect(entry.valueFrom.secretKeyRef).toEqual({ name: expect.any(String), key: expect.any(String) });
-  });
+  it.each(['REDIS_URL', 'TOKEN_SIGNING_KEK', 'MFA_SECRET_KEY', 'SMTP_URL'])(
+    '%s comes only from a Secret reference',
+    (name) => {
+      const entry = identity.get(name);
+      expect(entry).toBeDefined();
+      expect(entry).not.toHaveProperty('value');
+      expect(Object.keys(entry.valueFrom)).toEqual(['secretKeyRef']);
+      expect(entry.valueFrom.secretKeyRef).toEqual({ name: expect.any(String), key: expect.any(String) });
+    },
+  );
 
   it('REDIS_URL is the same Secret reference as the gateway’s', () => {
     expect(identity.get('REDIS_URL').valueFrom).toEqual(envOf(objects, 'gateway').get('REDIS_URL').valueFrom);
@@ -110,8 +111,8 @@ describe.each([
   });
 
   it('the optional token and e-mail settings are given as set, and left out when blank', () => {
-    const optional = IDENTITY_ONLY.filter(
-      (n) => !['TOKEN_SIGNING_KEK', 'SMTP_URL', 'TOKEN_ISSUER', 'PUBLIC_BASE_URL'].includes(n),
+    const optional = [...IDENTITY_ONLY, 'TOKEN_LEGACY_ISSUERS', 'TOKEN_AUDIENCE'].filter(
+      (n) => !['TOKEN_SIGNING_KEK', 'MFA_SECRET_KEY', 'SMTP_URL', 'PUBLIC_BASE_URL'].includes(n),
     );
     const given = Object.fromEntries(
       optional.filter((n) => identity.has(n)).map((n) => [n, identity.get(n).value]),
@@ -128,10 +129,14 @@ describe.each([
   });
 
   it.each(SERVICES.filter((s) => s !== 'identity'))(
-    '%s gets no TOKEN_SIGNING_KEK, SMTP_URL or other identity setting',
+    '%s gets the same token issuer and audience as identity, and none of its keys or other settings',
     (service) => {
       const env = envOf(objects, service);
       expect(IDENTITY_ONLY.filter((n) => env.has(n))).toEqual([]);
+      // Issuer and audience are every verifier's own configuration, the same as identity's.
+      for (const n of ['TOKEN_ISSUER', 'TOKEN_LEGACY_ISSUERS', 'TOKEN_AUDIENCE'])
+        expect({ n, entry: env.get(n) }).toEqual({ n, entry: identity.get(n) });
+      expect(env.get('TOKEN_ISSUER')).toEqual({ name: 'TOKEN_ISSUER', value: issuer });
     },
   );
 
@@ -180,18 +185,24 @@ describe('identity values', () => {
   });
 
   it('plain token settings become strings, legacy issuers a comma-separated list', () => {
-    const env = identityEnv(
-      render(
-        'tokens.legacyIssuers={https://old.example.com,http://older.example.com}',
-        'tokens.audience=custos-test',
-        'tokens.accessTokenTtlSeconds=600',
-        'tokens.refreshTokenTtlSeconds=31536000',
-        'tokens.signingKeyRotationDays=30',
-        'auth.emailVerificationRequired=false',
-        'auth.emailVerificationTtlSeconds=3600',
-        'mail.from=Custos <noreply@example.org>',
-      ),
+    const objects = render(
+      'tokens.legacyIssuers={https://old.example.com,http://older.example.com}',
+      'tokens.audience=custos-test',
+      'tokens.accessTokenTtlSeconds=600',
+      'tokens.refreshTokenTtlSeconds=31536000',
+      'tokens.signingKeyRotationDays=30',
+      'auth.emailVerificationRequired=false',
+      'auth.emailVerificationTtlSeconds=3600',
+      'mail.from=Custos <noreply@example.org>',
     );
+    const env = identityEnv(objects);
+    // Every verifier trusts the same issuers and audience.
+    const vaultCrypto = envOf(objects, 'vault-crypto');
+    expect(vaultCrypto.get('TOKEN_LEGACY_ISSUERS')?.value).toBe(
+      'https://old.example.com,http://older.example.com',
+    );
+    expect(vaultCrypto.get('TOKEN_AUDIENCE')?.value).toBe('custos-test');
+    expect(vaultCrypto.has('ACCESS_TOKEN_TTL_SECONDS')).toBe(false);
     expect(Object.fromEntries([...env.entries()].map(([k, e]) => [k, e.value]))).toMatchObject({
       TOKEN_LEGACY_ISSUERS: 'https://old.example.com,http://older.example.com',
       TOKEN_AUDIENCE: 'custos-test',

@@ -38,11 +38,16 @@ describe.each(scenarios)('migration Job rendered with $label', ({ args }) => {
     expect(init.map((c) => c.name)).not.toContain('migrate-gateway');
   });
 
-  it('reads DATABASE_URL from a Secret that exists when the hook runs', () => {
+  it('reads the owner’s DATABASE_URL from a Secret that exists when the hook runs', () => {
     const hookSecrets = ofKind(objects, 'Secret').filter((s) => s.metadata.annotations?.['helm.sh/hook']);
     for (const c of job.spec.template.spec.initContainers as Json[]) {
       const ref = c.env.find((e: Json) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef;
       expect(ref).toBeDefined();
+      // Every migration runs as the same owner.
+      expect(ref).toEqual(
+        job.spec.template.spec.initContainers[0].env.find((e: Json) => e.name === 'DATABASE_URL').valueFrom
+          .secretKeyRef,
+      );
       const chartSecret = ofKind(objects, 'Secret').find((s) => s.metadata.name === ref.name);
       if (chartSecret) {
         // A Secret of this chart: it must be a hook that runs before the Job (lower weight).
@@ -54,7 +59,7 @@ describe.each(scenarios)('migration Job rendered with $label', ({ args }) => {
         expect(chartSecret.data[ref.key]).toBeDefined();
       } else {
         // Otherwise an existing Secret the operator created before installing.
-        expect(ref).toEqual({ name: 'custos-postgres', key: 'database-url' });
+        expect(ref).toEqual({ name: 'custos-postgres-owner', key: 'database-url' });
       }
     }
   });

@@ -60,11 +60,11 @@ describe.each(scenarios)('NetworkPolicies rendered with $label', ({ args }) => {
     objects = renderChart(args);
   });
 
-  it.each(SERVICES)('%s: selects its own pods and restricts ingress', (service) => {
+  it.each(SERVICES)('%s: selects its own pods and restricts ingress and egress', (service) => {
     const policy = named(objects, 'NetworkPolicy', objectName(service));
     const deployment = named(objects, 'Deployment', objectName(service));
     expect(policy.spec.podSelector.matchLabels).toEqual(deployment.spec.selector.matchLabels);
-    expect(policy.spec.policyTypes).toEqual(['Ingress']);
+    expect(policy.spec.policyTypes).toEqual(['Ingress', 'Egress']);
   });
 
   it.each(SERVICES)('%s: admits exactly its allowed callers to the gRPC port', (service) => {
@@ -141,8 +141,13 @@ describe.each(scenarios)('NetworkPolicies rendered with $label', ({ args }) => {
     }
   });
 
-  it('the migration Job has no NetworkPolicy of its own (it serves nothing)', () => {
-    expect(ofKind(objects, 'NetworkPolicy')).toHaveLength(SERVICES.length);
+  it('the migration Job admits no connection at all (it serves nothing)', () => {
+    const policy = named(objects, 'NetworkPolicy', `${release.name}-migrate`);
+    const podLabels = ofKind(objects, 'Job')[0]!.spec.template.metadata.labels;
+    expect(podLabels).toMatchObject(policy.spec.podSelector.matchLabels);
+    expect(policy.spec.podSelector.matchLabels['app.kubernetes.io/component']).toBe('migrate');
+    expect(policy.spec.policyTypes).toEqual(['Ingress', 'Egress']);
+    expect(policy.spec.ingress).toEqual([]);
   });
 });
 

@@ -28,8 +28,11 @@ const MODELS: Record<string, Record<string, unknown>> = {
   'networking.k8s.io/v1': networkingV1,
   'policy/v1': policyV1,
 };
-/** "apiVersion/kind" entries that kubernetes-models cannot validate (e.g. CRDs); none today. */
-const UNVALIDATED_KINDS: string[] = [];
+/**
+ * "apiVersion/kind" entries that kubernetes-models cannot validate: CRDs. The cert-manager
+ * Certificate is checked field by field in trust.spec.ts.
+ */
+const UNVALIDATED_KINDS: string[] = ['cert-manager.io/v1/Certificate'];
 
 function validate(obj: K8sObject): void {
   const id = `${obj.apiVersion}/${obj.kind}`;
@@ -70,12 +73,18 @@ describe.each(scenarios)('chart rendered with $label', ({ args }) => {
     expect(errors).toEqual([]);
   });
 
-  it('renders a Deployment, Service, ServiceAccount and NetworkPolicy for each of the nine services', () => {
+  it('renders a Deployment, Service, ServiceAccount, Certificate and NetworkPolicy for each of the nine services', () => {
     const expected = SERVICES.map(objectName).sort();
-    for (const kind of ['Deployment', 'Service', 'ServiceAccount', 'NetworkPolicy']) {
+    for (const kind of ['Deployment', 'Service', 'ServiceAccount', 'Certificate']) {
       const names = ofKind(objects, kind).map((o) => o.metadata.name);
       expect({ kind, names: names.sort() }).toEqual({ kind, names: expected });
     }
+    // Besides one per service: the migration Job's, and one per in-cluster dependency.
+    const policies = ofKind(objects, 'NetworkPolicy').map((o) => o.metadata.name);
+    expect(policies.filter((n) => expected.includes(n)).sort()).toEqual(expected);
+    for (const other of policies.filter((n) => !expected.includes(n)))
+      expect(other).toMatch(/^custos-(migrate|(postgres|nats|redis)-clients)$/);
+    expect(policies).toContain('custos-migrate');
   });
 
   it('gives every object a unique kind/name and the release labels', () => {
@@ -110,7 +119,7 @@ describe('production values', () => {
 });
 
 describe('Kubernetes version', () => {
-  it('is refused below 1.24, where grpc probes are not available by default', () => {
+  it('is refused below 1.24, the oldest version the chart supports', () => {
     const { status, stderr } = runHelm([
       'template',
       'custos',

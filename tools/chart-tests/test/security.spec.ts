@@ -20,7 +20,17 @@ import {
   type Json,
 } from './helm';
 
-function expectHardenedPod(podSpec: Json, where: string): void {
+/** The mounts every service container has: /tmp and its mesh certificate (a whole Secret volume). */
+const SERVICE_MOUNTS = [
+  { name: 'tmp', mountPath: '/tmp' },
+  { name: 'mesh-tls', mountPath: '/etc/custos/tls', readOnly: true },
+];
+
+function expectHardenedPod(
+  podSpec: Json,
+  where: string,
+  mounts: Json[] = [{ name: 'tmp', mountPath: '/tmp' }],
+): void {
   expect({ where, automount: podSpec.automountServiceAccountToken }).toEqual({ where, automount: false });
   expect({ where, pod: podSpec.securityContext }).toMatchObject({
     where,
@@ -41,7 +51,7 @@ function expectHardenedPod(podSpec: Json, where: string): void {
         seccompProfile: { type: 'RuntimeDefault' },
       },
     });
-    expect({ id, mounts: c.volumeMounts }).toEqual({ id, mounts: [{ name: 'tmp', mountPath: '/tmp' }] });
+    expect({ id, mounts: c.volumeMounts }).toEqual({ id, mounts });
     expect({ id, resources: c.resources }).toMatchObject({
       id,
       resources: {
@@ -65,19 +75,27 @@ describe.each(scenarios)('pods rendered with $label', ({ args }) => {
   it.each(SERVICES)('%s: hardened pod with its own ServiceAccount', (service) => {
     const deployment = named(objects, 'Deployment', objectName(service));
     const pod = deployment.spec.template.spec;
-    expectHardenedPod(pod, service);
+    expectHardenedPod(pod, service, SERVICE_MOUNTS);
     expect(pod.containers).toHaveLength(1);
     expect(pod.serviceAccountName).toBe(objectName(service));
     expect(named(objects, 'ServiceAccount', objectName(service)).automountServiceAccountToken).toBe(false);
   });
 
-  it.each(SERVICES)('%s: grpc startup, liveness and readiness probes on its GRPC_PORT', (service) => {
+  it.each(SERVICES)('%s: HTTP probes on the metrics port (the gRPC port speaks mTLS only)', (service) => {
     const [container] = named(objects, 'Deployment', objectName(service)).spec.template.spec.containers;
-    const port = GRPC_PORTS[service];
-    for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe']) {
-      expect({ probe, grpc: container[probe]?.grpc }).toEqual({ probe, grpc: { port } });
+    const expected = {
+      startupProbe: { path: '/livez', port: METRICS_PORT },
+      livenessProbe: { path: '/livez', port: METRICS_PORT },
+      readinessProbe: { path: '/readyz', port: METRICS_PORT },
+    };
+    for (const [probe, httpGet] of Object.entries(expected)) {
+      expect({ probe, httpGet: container[probe]?.httpGet }).toEqual({ probe, httpGet });
+      // A kubelet `grpc:` or `tcpSocket:` probe cannot present a client certificate.
+      expect({ probe, grpc: container[probe]?.grpc, tcp: container[probe]?.tcpSocket }).toEqual({ probe });
     }
-    expect(envOf(container).get('GRPC_PORT')?.value).toBe(String(port));
+    // The probed port is the container's metrics port, and METRICS_PORT tells the service so.
+    expect(container.ports.find((p: Json) => p.name === 'metrics').containerPort).toBe(METRICS_PORT);
+    expect(envOf(container).get('GRPC_PORT')?.value).toBe(String(GRPC_PORTS[service]));
     expect(envOf(container).get('METRICS_PORT')?.value).toBe(String(METRICS_PORT));
   });
 
@@ -120,7 +138,8 @@ describe.each(scenarios)('pods rendered with $label', ({ args }) => {
       expect(env.get('PORT')?.value).toBe(String(GATEWAY_HTTP_PORT));
     } else {
       expect(secretVars).toEqual(expect.arrayContaining(['DATABASE_URL']));
-      expect(env.get('MIGRATE_ON_START')?.value).toBe('false');
+      // Services never migrate (the Job does, as the owner).
+      expect(env.has('MIGRATE_ON_START')).toBe(false);
       expect(env.get('NATS_URL')?.value).toMatch(/^(nats|tls):\/\//);
     }
     // No connection string or key appears as a plain value.

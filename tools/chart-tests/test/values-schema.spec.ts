@@ -1,6 +1,7 @@
 // values.schema.json turns a typo or a wrong type into a failed install instead of a silently
 // ignored value; the chart's own checks refuse an install with no database, Redis, token-signing
 // KEK or SMTP server configured.
+import { DATABASE_SERVICES } from './facts';
 import { REQUIRED_SETS, chartDir, renderChart, runHelm } from './helm';
 
 /** `helm template` with the required values, then `sets` (later --set wins). */
@@ -22,7 +23,7 @@ describe('values.schema.json', () => {
       'services.identity.allowedCallers={gateway,auditor}',
       /allowedCallers/,
     ],
-    ['a non-Postgres database URL', 'postgres.url=mysql://db/custos', /postgres/],
+    ['a non-Postgres owner URL', 'postgres.migrationUrl=mysql://db/custos', /migrationUrl/],
     ['a master key that is not base64 of 32 bytes', 'kms.localMasterKey=c2hvcnQ=', /localMasterKey/],
     ['a non-string env value', 'services.audit.env.FOO=1', /FOO|env/],
     ['a token-signing KEK that is too short', 'tokens.signingKek=c2hvcnQ=', /signingKek/],
@@ -83,10 +84,17 @@ describe('values.schema.json', () => {
 });
 
 describe('dependency checks', () => {
-  it('refuses to render without any Postgres connection', () => {
-    const { status, stderr } = template('postgres.url=', 'postgres.existingSecret=');
+  it('refuses to render without the schema owner’s Postgres URL for the migration Job', () => {
+    // The services' own credentials from Secrets, so that only the owner is missing.
+    const { status, stderr } = template(
+      'postgres.migrationUrl=',
+      'postgres.migrationExistingSecret=',
+      ...DATABASE_SERVICES.map((s) => `postgres.serviceCredentials.${s}.existingSecret=custos-${s}-db`),
+    );
     expect(status).not.toBe(0);
-    expect(stderr).toMatch(/postgres\.existingSecret/);
+    expect(stderr).toContain(
+      "postgres: the migration Job needs the schema owner's URL: set postgres.migrationExistingSecret (recommended) or postgres.migrationUrl",
+    );
   });
 
   it('refuses to render without any Redis connection', () => {
