@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service';
-import { type Logger, createGrpcClient, describeError } from '@custos/service-kit';
+import { type Logger, type MeshTls, createGrpcClient, describeError } from '@custos/service-kit';
 import { IdentityKeys } from './identity-keys.js';
 
 /** What a service behind the gateway needs to verify the caller's token itself. */
@@ -11,6 +11,8 @@ export interface IdentityKeysSettings {
   identityAddr: string;
   /** Deadline of a call to identity, in milliseconds. */
   deadlineMs: number;
+  /** This service's mesh certificates (`rt.tls`): identity is reached over mTLS and must prove it is identity. */
+  tls: MeshTls;
 }
 
 /**
@@ -30,7 +32,11 @@ export async function connectIdentityKeys(
   await redis
     .connect()
     .catch((err: unknown) => logger.warn({ err: describeError(err) }, 'redis unreachable at start'));
-  const identity = createGrpcClient(IdentityServiceClient, s.identityAddr, { deadlineMs: s.deadlineMs });
+  const identity = createGrpcClient(IdentityServiceClient, s.identityAddr, {
+    tls: s.tls,
+    peer: 'identity',
+    deadlineMs: s.deadlineMs,
+  });
   onShutdown('identity-client', async () => {
     identity.close();
   });

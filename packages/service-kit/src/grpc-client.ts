@@ -9,20 +9,28 @@ import {
   type Metadata,
   Metadata as MetadataCtor,
   type ServiceError,
-  credentials as grpcCredentials,
 } from '@grpc/grpc-js';
 import { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
 import { fromGrpcError } from './grpc-errors.js';
+import type { MeshService, MeshTls } from './mesh-tls.js';
 import { currentRequestContext } from './request-context.js';
 import { injectTraceContext, tracer } from './tracing.js';
 
 /** Options of a gRPC client to a peer service. */
 export interface GrpcClientOptions {
+  /** This process's mesh certificates: the client presents its own and checks the server's. */
+  tls: MeshTls;
+  /** The service at the address: its certificate must name `spiffe://custos/<peer>`. */
+  peer: MeshService;
+  /**
+   * Forward the user's JWT and client IP from the request context (the gateway's clients only;
+   * other services' calls carry what the callee needs as request fields). Default false.
+   */
+  forwardCaller?: boolean;
   /** Deadline applied to every call that sets none, in milliseconds. */
   deadlineMs?: number;
   /** Attempts for a call that fails with UNAVAILABLE (bounded, with backoff), including the first. */
   maxAttempts?: number;
-  credentials?: ChannelCredentials;
 }
 
 type ClientCtor<C> = new (
@@ -31,8 +39,11 @@ type ClientCtor<C> = new (
   options?: Partial<ClientOptions>,
 ) => C;
 
-/** Interceptor that sets a default deadline, opens a client span and forwards trace, request id, caller JWT and client IP. */
-export function propagationInterceptor(deadlineMs: number): Interceptor {
+/**
+ * Interceptor that sets a default deadline, opens a client span and forwards trace and request id,
+ * and with `forwardCaller` the user's JWT and client IP.
+ */
+export function propagationInterceptor(deadlineMs: number, forwardCaller = false): Interceptor {
   return (options, nextCall) => {
     const opts = options.deadline ? options : { ...options, deadline: Date.now() + deadlineMs };
     const path = opts.method_definition.path;
@@ -49,10 +60,10 @@ export function propagationInterceptor(deadlineMs: number): Interceptor {
         for (const [k, v] of Object.entries(carrier)) metadata.set(k, v);
         if (request) {
           metadata.set('x-request-id', request.requestId);
-          if (request.authorization && metadata.get('authorization').length === 0) {
+          if (forwardCaller && request.authorization && metadata.get('authorization').length === 0) {
             metadata.set('authorization', request.authorization);
           }
-          if (request.clientIp) metadata.set('x-custos-client-ip', request.clientIp);
+          if (forwardCaller && request.clientIp) metadata.set('x-custos-client-ip', request.clientIp);
         }
         // A partial listener: grpc-js fills in the other callbacks and passes `nextStatus`.
         next(metadata, {
@@ -68,29 +79,30 @@ export function propagationInterceptor(deadlineMs: number): Interceptor {
   };
 }
 
-/** Creates a client for a peer service at `host:port` with deadlines, bounded retries and propagation. */
+/**
+ * Creates a client for the peer service at `host:port` over mTLS, with deadlines, bounded
+ * retries and propagation. There is no plaintext mode.
+ */
 export function createGrpcClient<C extends Client>(
   Ctor: ClientCtor<C>,
   address: string,
-  opts: GrpcClientOptions = {},
+  opts: GrpcClientOptions,
 ): C {
   const maxAttempts = Math.min(Math.max(opts.maxAttempts ?? 3, 1), 5);
-  const serviceConfig = {
-    methodConfig: [
-      {
-        name: [{}],
-        retryPolicy: {
-          maxAttempts: Math.max(maxAttempts, 2),
-          initialBackoff: '0.05s',
-          maxBackoff: '1s',
-          backoffMultiplier: 2,
-          retryableStatusCodes: maxAttempts > 1 ? ['UNAVAILABLE'] : [],
-        },
-      },
-    ],
+  // grpc-js refuses a retry policy with no retryable codes: one attempt means no policy at all.
+  const retryPolicy = {
+    maxAttempts,
+    initialBackoff: '0.05s',
+    maxBackoff: '1s',
+    backoffMultiplier: 2,
+    retryableStatusCodes: ['UNAVAILABLE'],
   };
-  return new Ctor(address, opts.credentials ?? grpcCredentials.createInsecure(), {
-    interceptors: [propagationInterceptor(opts.deadlineMs ?? 5000)],
+  const serviceConfig = { methodConfig: [{ name: [{}], ...(maxAttempts > 1 ? { retryPolicy } : {}) }] };
+  return new Ctor(address, opts.tls.channelCredentials(opts.peer), {
+    interceptors: [propagationInterceptor(opts.deadlineMs ?? 5000, opts.forwardCaller ?? false)],
+    // SNI names the service (a DNS SAN of its certificate) rather than an address, which TLS
+    // forbids; the identity check itself reads the URI SAN and ignores host names.
+    'grpc.ssl_target_name_override': opts.peer,
     'grpc.enable_retries': 1,
     'grpc.service_config': JSON.stringify(serviceConfig),
     'grpc.keepalive_time_ms': 30000,
@@ -121,8 +133,8 @@ export function callUnary<Req, Res>(
 }
 
 /**
- * `call(method, request)` for one client: the request context (caller JWT, request id, trace)
- * travels through the interceptor, so route handlers need nothing else.
+ * `call(method, request)` for one client: the request context (request id, trace, and on the
+ * gateway's clients the user's JWT) travels through the interceptor, so route handlers need nothing else.
  */
 export function unaryCaller(client: Client) {
   return <Req, Res>(

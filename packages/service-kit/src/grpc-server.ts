@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import {
   Server,
-  ServerCredentials,
   type ServerUnaryCall,
+  status as GrpcStatus,
   type ServiceDefinition,
   type UntypedServiceImplementation,
+  type StatusObject,
   type handleUnaryCall,
   type sendUnaryData,
 } from '@grpc/grpc-js';
@@ -13,14 +14,18 @@ import { HealthService } from '@custos/proto/grpc/health/v1/health';
 import { toGrpcStatus } from './grpc-errors.js';
 import { HealthRegistry, ServingStatus } from './health.js';
 import type { Logger } from './logger.js';
+import { callerIdentity, type MeshService, type MeshTls } from './mesh-tls.js';
 import type { Metrics } from './metrics.js';
-import { runWithRequestContext } from './request-context.js';
+import { type RequestContext, runWithRequestContext } from './request-context.js';
 import { extractTraceContext, tracer } from './tracing.js';
 
 type AsyncUnary<H> =
   H extends handleUnaryCall<infer Req, infer Res>
     ? (req: Req, call: ServerUnaryCall<Req, Res>) => Promise<Res>
     : H;
+
+/** A streaming server call, as far as the allow-list needs it. */
+type StreamCall = Parameters<typeof callerIdentity>[0] & { emit(event: 'error', err: unknown): boolean };
 
 /** A service implementation whose unary handlers are async functions returning the response. */
 export type AsyncService<S> = { [K in keyof S]: AsyncUnary<S[K]> };
@@ -32,7 +37,25 @@ function firstString(v: unknown): string | undefined {
   return undefined;
 }
 
-/** The gRPC server of one service: tracing, request context, metrics and error mapping on every call. */
+/**
+ * Who may call the RPCs of one gRPC service: the mesh identities (from the callers' client
+ * certificates) allowed per method, by handler name, and `default` for every method not listed.
+ * Anyone else gets PERMISSION_DENIED.
+ */
+export interface RpcAccess<S> {
+  default: readonly MeshService[];
+  methods?: { readonly [K in keyof S]?: readonly MeshService[] };
+}
+
+/** The identity whose `authorization` and `x-custos-client-ip` metadata a server believes. */
+export const EDGE_IDENTITY: MeshService = 'gateway';
+
+type Allowed = (caller: string | undefined) => boolean;
+
+/**
+ * The gRPC server of one service: mTLS (a client certificate from the mesh CA required), a caller
+ * allow-list per RPC, tracing, request context, metrics and error mapping on every call.
+ */
 export class GrpcServer {
   readonly server = new Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
   readonly health = new HealthRegistry();
@@ -40,12 +63,21 @@ export class GrpcServer {
   constructor(
     private readonly logger: Logger,
     private readonly metrics: Metrics,
+    private readonly tls: MeshTls,
   ) {
-    this.addRaw(HealthService, this.health.implementation());
+    // Health answers any certificate from the mesh CA (the gateway and the launcher both ask).
+    this.register(HealthService, this.health.implementation(), (caller) => caller !== undefined);
   }
 
-  /** Registers a service whose unary handlers are async functions; throws are mapped to gRPC statuses. */
-  add<S extends UntypedServiceImplementation>(definition: ServiceDefinition<S>, impl: AsyncService<S>): void {
+  /**
+   * Registers a service whose unary handlers are async functions (throws are mapped to gRPC
+   * statuses), callable only by the identities `access` names.
+   */
+  add<S extends UntypedServiceImplementation>(
+    definition: ServiceDefinition<S>,
+    impl: AsyncService<S>,
+    access: RpcAccess<S>,
+  ): void {
     const raw: Record<string, unknown> = {};
     for (const [key, method] of Object.entries(definition)) {
       const fn = (impl as Record<string, unknown>)[key];
@@ -60,31 +92,77 @@ export class GrpcServer {
               );
             };
     }
-    this.addRaw(definition, raw as S);
+    this.addRaw(definition, raw as S, access);
   }
 
-  /** Registers a service with grpc-js style handlers, adding tracing, context and metrics to unary ones. */
-  addRaw<S extends UntypedServiceImplementation>(definition: ServiceDefinition<S>, impl: S): void {
+  /**
+   * Registers a service with grpc-js style handlers, callable only by the identities `access`
+   * names; unary ones get tracing, context and metrics.
+   */
+  addRaw<S extends UntypedServiceImplementation>(
+    definition: ServiceDefinition<S>,
+    impl: S,
+    access: RpcAccess<S>,
+  ): void {
+    const methods = (access.methods ?? {}) as Record<string, readonly string[] | undefined>;
+    for (const name of Object.keys(methods)) {
+      if (!(name in definition)) throw new Error(`access names ${name}, which the service does not have`);
+    }
+    this.register(definition, impl, (caller, key) => {
+      const allowed = methods[key] ?? access.default;
+      return caller !== undefined && allowed.includes(caller);
+    });
+  }
+
+  private register<S extends UntypedServiceImplementation>(
+    definition: ServiceDefinition<S>,
+    impl: S,
+    allowedFor: (caller: string | undefined, key: string) => boolean,
+  ): void {
     const wrapped: Record<string, unknown> = {};
     let serviceName: string | undefined;
     for (const [key, method] of Object.entries(definition)) {
       serviceName ??= method.path.split('/')[1];
       const handler = impl[key];
+      const allowed: Allowed = (caller) => allowedFor(caller, key);
       wrapped[key] =
         method.requestStream || method.responseStream
-          ? handler
-          : this.instrument(method.path, handler as handleUnaryCall<unknown, unknown>);
+          ? this.guardStream(method.path, handler as (call: StreamCall) => void, allowed)
+          : this.instrument(method.path, handler as handleUnaryCall<unknown, unknown>, allowed);
     }
     if (!serviceName) return; // a contract with no RPCs yet: nothing to serve
     this.server.addService(definition, wrapped as S);
     if (serviceName !== 'grpc.health.v1.Health') this.health.set(serviceName, ServingStatus.NOT_SERVING);
   }
 
+  /** Logs a refused call (who, what; nothing the caller sent) and builds its status. */
+  private refuse(path: string, caller: string | undefined): Partial<StatusObject> {
+    this.logger.warn({ caller: caller ?? 'unknown', method: path }, 'gRPC call refused: caller not allowed');
+    return {
+      code: GrpcStatus.PERMISSION_DENIED,
+      details: `${caller ? `'${caller}'` : 'a caller without a mesh identity'} may not call ${path}`,
+    };
+  }
+
+  /** Streaming handlers (grpc.health.v1 Watch) get the allow-list only. */
+  private guardStream(path: string, handler: (call: StreamCall) => void, allowed: Allowed) {
+    return (call: StreamCall) => {
+      const caller = callerIdentity(call);
+      if (!allowed(caller)) {
+        call.emit('error', this.refuse(path, caller));
+        return;
+      }
+      handler(call);
+    };
+  }
+
   private instrument(
     path: string,
     handler: handleUnaryCall<unknown, unknown>,
+    allowed: Allowed,
   ): handleUnaryCall<unknown, unknown> {
     return (call, callback) => {
+      const caller = callerIdentity(call);
       const md = call.metadata.getMap();
       const parent = extractTraceContext({
         traceparent: firstString(md['traceparent']),
@@ -95,10 +173,14 @@ export class GrpcServer {
         { kind: SpanKind.SERVER, attributes: { 'rpc.system': 'grpc', 'rpc.method': path } },
         parent,
       );
-      const authorization = firstString(md['authorization']);
-      const clientIp = firstString(md['x-custos-client-ip']);
-      const requestContext = {
+      // The caller's JWT and client IP are believed from the gateway only: another service could
+      // replay a token it was handed or claim any address. Request id and trace travel from anyone.
+      const edge = caller === EDGE_IDENTITY;
+      const authorization = edge ? firstString(md['authorization']) : undefined;
+      const clientIp = edge ? firstString(md['x-custos-client-ip']) : undefined;
+      const requestContext: RequestContext = {
         requestId: firstString(md['x-request-id']) ?? randomUUID(),
+        ...(caller ? { caller } : {}),
         ...(authorization ? { authorization } : {}),
         ...(clientIp ? { clientIp } : {}),
       };
@@ -114,6 +196,10 @@ export class GrpcServer {
       };
       context.with(trace.setSpan(parent, span), () =>
         runWithRequestContext(requestContext, () => {
+          if (!allowed(caller)) {
+            done(this.refuse(path, caller));
+            return;
+          }
           try {
             handler(call, done);
           } catch (err) {
@@ -124,12 +210,12 @@ export class GrpcServer {
     };
   }
 
-  /** Binds and starts serving; returns the bound port (useful with port 0). */
+  /** Binds with mTLS and starts serving; returns the bound port (useful with port 0). */
   listen(host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
       this.server.bindAsync(
         `${host.includes(':') ? `[${host}]` : host}:${port}`,
-        ServerCredentials.createInsecure(),
+        this.tls.serverCredentials(),
         (err, bound) => (err ? reject(err) : resolve(bound)),
       );
     });

@@ -31,6 +31,11 @@ export class HealthRegistry {
     for (const service of [...this.statuses.keys()]) this.set(service, status);
   }
 
+  /** Whether the server and every registered service are SERVING (the readiness probe). */
+  allServing(): boolean {
+    return [...this.statuses.values()].every((s) => s === ServingStatus.SERVING);
+  }
+
   /** The status of one service, or undefined when unknown. */
   get(service: string): ServingStatus | undefined {
     return this.statuses.get(service);

@@ -6,6 +6,7 @@ export * from './grpc-errors.js';
 export * from './grpc-server.js';
 export * from './health.js';
 export * from './logger.js';
+export * from './mesh-tls.js';
 export * from './metrics.js';
 export * from './redact.js';
 export * from './request-context.js';

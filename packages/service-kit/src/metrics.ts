@@ -31,13 +31,27 @@ export function createMetrics(service: string): Metrics {
   };
 }
 
-/** Serves `GET /metrics` on its own port; returns the bound port and a close function. */
+/**
+ * Serves `GET /metrics`, and for Kubernetes probes (the gRPC port wants a mesh certificate)
+ * `GET /livez` (the process answers) and `GET /readyz` (200 when `ready()`, else 503), on its own
+ * port; returns the bound port and a close function.
+ */
 export async function startMetricsServer(
   registry: Registry,
   host: string,
   port: number,
+  probes: { ready: () => boolean } = { ready: () => true },
 ): Promise<{ port: number; close: () => Promise<void> }> {
   const server = http.createServer((req, res) => {
+    if (req.method === 'GET' && req.url === '/livez') {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+      return;
+    }
+    if (req.method === 'GET' && req.url === '/readyz') {
+      const ready = probes.ready();
+      res.writeHead(ready ? 200 : 503, { 'content-type': 'text/plain' }).end(ready ? 'ok' : 'not serving');
+      return;
+    }
     if (req.method === 'GET' && req.url === '/metrics') {
       registry.metrics().then(
         (body) => {

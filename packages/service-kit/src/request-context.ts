@@ -1,11 +1,16 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 
-/** What travels with one request through every hop: its id and the caller's credential. */
+/**
+ * What travels with one request: its id everywhere; the user's credential and address only from
+ * the gateway to the service it calls (see docs/decisions.md, "What travels with a call").
+ */
 export interface RequestContext {
   requestId: string;
-  /** The caller's bearer JWT, exactly as received, forwarded to downstream services. */
+  /** The mesh identity of the service that called this one (from its verified client certificate). */
+  caller?: string;
+  /** The user's bearer JWT as the gateway received it; set only on calls the gateway made. */
   authorization?: string;
-  /** The client's address as the gateway resolved it (for IP conditions and audit records). */
+  /** The client's address as the gateway resolved it; set only on calls the gateway made. */
   clientIp?: string;
 }
 

@@ -12,6 +12,7 @@ import {
 import { GrpcServer } from './grpc-server.js';
 import { ServingStatus } from './health.js';
 import { createLogger, describeError, type Logger } from './logger.js';
+import { MeshTls, MeshTlsError } from './mesh-tls.js';
 import { createMetrics, startMetricsServer, type Metrics } from './metrics.js';
 import { initTracing } from './tracing.js';
 import type pg from 'pg';
@@ -24,6 +25,15 @@ export function baseConfigShape(defaults: { grpcPort: number; metricsPort: numbe
       .default('info'),
     GRPC_HOST: env.string('Address the gRPC server binds (health and internal RPCs).').default('0.0.0.0'),
     GRPC_PORT: env.port('Port of the gRPC server.').default(defaults.grpcPort),
+    GRPC_TLS_CA_FILE: env.string(
+      'PEM file of the mesh CA: gRPC peers (clients and servers) must present a certificate it issued. Re-read when it changes.',
+    ),
+    GRPC_TLS_CERT_FILE: env.string(
+      'PEM file of this service’s mesh certificate (URI SAN `spiffe://custos/<service>`), presented to gRPC peers both ways. Re-read when it changes.',
+    ),
+    GRPC_TLS_KEY_FILE: env.string(
+      'PEM file of the private key of GRPC_TLS_CERT_FILE. Re-read when it changes.',
+    ),
     METRICS_HOST: env.string('Address the Prometheus /metrics server binds.').default('0.0.0.0'),
     METRICS_PORT: env
       .port('Port of the Prometheus /metrics server; 0 picks a free port.')
@@ -73,6 +83,8 @@ export interface Runtime<C> {
   logger: Logger;
   metrics: Metrics;
   grpc: GrpcServer;
+  /** This process's mesh certificates: gRPC clients to peers are made with them (createGrpcClient). */
+  tls: MeshTls;
   /** Registers a step run at shutdown; steps run in reverse order of registration. */
   onShutdown(name: string, step: () => Promise<void>): void;
 }
@@ -91,6 +103,31 @@ const version: string = (() => {
     return '0.0.0';
   }
 })();
+
+/**
+ * The mesh certificates of service `name` from GRPC_TLS_*; a file that is missing or unusable, or
+ * a certificate naming another service, stops the start with one line (exit 78).
+ */
+function loadMeshTls(name: string, c: ConfigOf<ReturnType<typeof baseConfigShape>>, logger: Logger): MeshTls {
+  try {
+    const tls = new MeshTls(
+      { caFile: c.GRPC_TLS_CA_FILE, certFile: c.GRPC_TLS_CERT_FILE, keyFile: c.GRPC_TLS_KEY_FILE },
+      { logger },
+    );
+    if (tls.identity !== name) {
+      throw new MeshTlsError(`GRPC_TLS_CERT_FILE is the certificate of '${tls.identity}', not of '${name}'`);
+    }
+    logger.info(
+      { identity: tls.identity, serial: tls.certificate.serialNumber, not_after: tls.certificate.notAfter },
+      'mesh certificate loaded',
+    );
+    return tls;
+  } catch (err) {
+    if (!(err instanceof MeshTlsError)) throw err;
+    process.stderr.write(`custos-${name}: invalid configuration: ${err.message}\n`);
+    process.exit(78);
+  }
+}
 
 /**
  * Starts one service: configuration (failing fast with one line that names the bad variables),
@@ -118,7 +155,8 @@ export function runService<S extends ConfigShape>(opts: ServiceDefinitionOptions
   });
   const logger = createLogger({ service: opts.name, level: base.LOG_LEVEL });
   const metrics = createMetrics(opts.name);
-  const grpc = new GrpcServer(logger, metrics);
+  const tls = loadMeshTls(opts.name, base, logger);
+  const grpc = new GrpcServer(logger, metrics, tls);
   const steps: Array<{ name: string; step: () => Promise<void> }> = [];
   let stopping = false;
 
@@ -146,12 +184,15 @@ export function runService<S extends ConfigShape>(opts: ServiceDefinitionOptions
     logger,
     metrics,
     grpc,
+    tls,
     onShutdown: (name, step) => steps.push({ name, step }),
   };
 
   void (async () => {
     try {
-      const metricsServer = await startMetricsServer(metrics.registry, base.METRICS_HOST, base.METRICS_PORT);
+      const metricsServer = await startMetricsServer(metrics.registry, base.METRICS_HOST, base.METRICS_PORT, {
+        ready: () => grpc.health.allServing(),
+      });
       steps.push({ name: 'metrics', step: metricsServer.close });
       await opts.start(rt);
       const port = await grpc.listen(base.GRPC_HOST, base.GRPC_PORT);

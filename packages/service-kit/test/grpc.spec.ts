@@ -1,4 +1,8 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Metadata, status } from '@grpc/grpc-js';
+import { writeTestMeshCerts } from '@custos/testing';
 import { HealthClient } from '@custos/proto/grpc/health/v1/health';
 import {
   VaultCryptoServiceClient,
@@ -8,6 +12,7 @@ import {
   CustosError,
   GrpcServer,
   InvalidArgumentError,
+  MeshTls,
   ServingStatus,
   callUnary,
   createGrpcClient,
@@ -24,9 +29,16 @@ describe('gRPC server and client', () => {
   let server: GrpcServer;
   let port: number;
   let behaviour: () => Promise<{ provider: string; healthy: boolean; detail: string; latencyMs: number }>;
+  let dir: string;
+  let serverTls: MeshTls;
+  let gatewayTls: MeshTls;
 
   beforeAll(async () => {
-    server = new GrpcServer(logger, createMetrics('grpc-test'));
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-grpc-test-'));
+    const { files } = await writeTestMeshCerts(dir, ['vault-crypto', 'gateway']);
+    serverTls = new MeshTls(files['vault-crypto']!);
+    gatewayTls = new MeshTls(files['gateway']!);
+    server = new GrpcServer(logger, createMetrics('grpc-test'), serverTls);
     // Only getKmsHealth is exercised; add() wants a handler for every method of the service.
     const unused = Object.fromEntries(
       Object.keys(VaultCryptoServiceService).map((method) => [
@@ -36,13 +48,28 @@ describe('gRPC server and client', () => {
         },
       ]),
     ) as unknown as Parameters<GrpcServer['add']>[1];
-    server.add(VaultCryptoServiceService, { ...unused, getKmsHealth: () => behaviour() });
+    server.add(
+      VaultCryptoServiceService,
+      { ...unused, getKmsHealth: () => behaviour() },
+      { default: ['gateway'] },
+    );
     port = await server.listen('127.0.0.1', 0);
     server.health.setAll(ServingStatus.SERVING);
   });
-  afterAll(() => server.shutdown(100));
+  afterAll(async () => {
+    await server.shutdown(100);
+    serverTls.close();
+    gatewayTls.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
 
-  const client = () => createGrpcClient(VaultCryptoServiceClient, `127.0.0.1:${port}`, { deadlineMs: 500 });
+  const client = (forwardCaller = false) =>
+    createGrpcClient(VaultCryptoServiceClient, `127.0.0.1:${port}`, {
+      tls: gatewayTls,
+      peer: 'vault-crypto',
+      deadlineMs: 500,
+      forwardCaller,
+    });
 
   it('carries a domain error across the wire with its kind, field and extensions', async () => {
     behaviour = async () => {
@@ -73,17 +100,17 @@ describe('gRPC server and client', () => {
     c.close();
   });
 
-  it('forwards the request id and the caller credential from the request context', async () => {
+  it("forwards the request id and (from the gateway's forwarding client) the caller credential", async () => {
     let seen: ReturnType<typeof currentRequestContext>;
     behaviour = async () => {
       seen = currentRequestContext();
       return { provider: 'local', healthy: true, detail: '', latencyMs: 0 };
     };
-    const c = client();
+    const c = client(true);
     await runWithRequestContext({ requestId: 'req-77', authorization: 'Bearer abc' }, () =>
       callUnary(c, c.getKmsHealth, {}, new Metadata()),
     );
-    expect(seen).toEqual({ requestId: 'req-77', authorization: 'Bearer abc' });
+    expect(seen).toEqual({ requestId: 'req-77', caller: 'gateway', authorization: 'Bearer abc' });
     c.close();
   });
 
@@ -98,7 +125,7 @@ describe('gRPC server and client', () => {
   });
 
   it('answers grpc.health.v1 for the server and each registered service', async () => {
-    const h = createGrpcClient(HealthClient, `127.0.0.1:${port}`);
+    const h = createGrpcClient(HealthClient, `127.0.0.1:${port}`, { tls: gatewayTls, peer: 'vault-crypto' });
     const whole = await callUnary(h, h.check, { service: '' }, new Metadata());
     expect(whole.status).toBe(ServingStatus.SERVING);
     const named = await callUnary(
@@ -116,6 +143,8 @@ describe('gRPC server and client', () => {
   it('fails fast with UNAVAILABLE when the peer is down, after bounded retries', async () => {
     const dead = await freePort();
     const c = createGrpcClient(VaultCryptoServiceClient, `127.0.0.1:${dead}`, {
+      tls: gatewayTls,
+      peer: 'vault-crypto',
       deadlineMs: 3000,
       maxAttempts: 3,
     });

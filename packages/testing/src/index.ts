@@ -1,1 +1,2 @@
 export * from './smtp-capture.js';
+export * from './mesh-certs.js';

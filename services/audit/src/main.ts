@@ -6,7 +6,7 @@ import { AuditStore } from './chain/audit-store.js';
 import { configShape } from './config.js';
 import { SCHEMA, inbox } from './db/schema.js';
 import { AUDIT_RECORDED_DURABLE, auditRecordedConsumer } from './events/audit-recorded-consumer.js';
-import { auditGrpc } from './grpc/audit-grpc.js';
+import { auditAccess, auditGrpc } from './grpc/audit-grpc.js';
 
 // Composition root of audit: the chain, the consumer of `audit.recorded`, then the gRPC adapter.
 runDataService({
@@ -16,7 +16,12 @@ runDataService({
   async start(rt, { db, events }) {
     const c = rt.config;
     const keys = await connectIdentityKeys(
-      { redisUrl: c.REDIS_URL, identityAddr: c.IDENTITY_ADDR, deadlineMs: c.GRPC_DEADLINE_MS },
+      {
+        redisUrl: c.REDIS_URL,
+        identityAddr: c.IDENTITY_ADDR,
+        deadlineMs: c.GRPC_DEADLINE_MS,
+        tls: rt.tls,
+      },
       rt.logger,
       rt.onShutdown,
     );
@@ -33,6 +38,6 @@ runDataService({
     });
     consumer.start();
     rt.onShutdown('audit-consumer', () => consumer.stop());
-    rt.grpc.add(AuditServiceService, auditGrpc({ keys, audit }));
+    rt.grpc.add(AuditServiceService, auditGrpc({ keys, audit }), auditAccess);
   },
 });

@@ -3,7 +3,7 @@ import { runDataService } from '@custos/events';
 import { BillingServiceService } from '@custos/proto/custos/billing/v1/service';
 import { configShape } from './config.js';
 import { SCHEMA } from './db/schema.js';
-import { billingGrpc } from './grpc/billing-grpc.js';
+import { billingAccess, billingGrpc } from './grpc/billing-grpc.js';
 import { PlanService } from './plans/plan-service.js';
 import { PlanStore } from './plans/plan-store.js';
 
@@ -15,11 +15,16 @@ runDataService({
   async start(rt, { db }) {
     const c = rt.config;
     const keys = await connectIdentityKeys(
-      { redisUrl: c.REDIS_URL, identityAddr: c.IDENTITY_ADDR, deadlineMs: c.GRPC_DEADLINE_MS },
+      {
+        redisUrl: c.REDIS_URL,
+        identityAddr: c.IDENTITY_ADDR,
+        deadlineMs: c.GRPC_DEADLINE_MS,
+        tls: rt.tls,
+      },
       rt.logger,
       rt.onShutdown,
     );
     const plans = new PlanService(new PlanStore(db), c.BILLING_DEFAULT_PLAN);
-    rt.grpc.add(BillingServiceService, billingGrpc({ keys, plans }));
+    rt.grpc.add(BillingServiceService, billingGrpc({ keys, plans }), billingAccess);
   },
 });

@@ -14,7 +14,7 @@ runService({
   async start(rt) {
     const c = rt.config;
     const trustedProxies = parseTrustedProxies(c.TRUSTED_PROXIES);
-    const peers = connectPeers(c);
+    const peers = connectPeers(c, rt.tls);
     rt.onShutdown('peers', async () => peers.close());
     const redis = new Redis(c.REDIS_URL, {
       maxRetriesPerRequest: 1,

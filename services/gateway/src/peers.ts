@@ -5,7 +5,7 @@ import {
 } from '@custos/proto/grpc/health/v1/health';
 import { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service';
 import { VaultCryptoServiceClient } from '@custos/proto/custos/vault_crypto/v1/service';
-import { callUnary, createGrpcClient } from '@custos/service-kit';
+import { type MeshTls, callUnary, createGrpcClient } from '@custos/service-kit';
 import { PEERS } from './config.js';
 
 /** The gateway's gRPC clients: a health client per peer and the service clients the routes use. */
@@ -21,17 +21,28 @@ export interface Peers {
   close(): void;
 }
 
-/** Opens one channel per peer service from the `<NAME>_ADDR` settings. */
+/**
+ * Opens one channel per peer service from the `<NAME>_ADDR` settings, over mTLS with the gateway's
+ * certificate (`tls`), each checking that the server is the peer it names. Only these clients
+ * forward the user's JWT and client IP (the request context) to the service that acts for them.
+ */
 export function connectPeers(
   config: Record<(typeof PEERS)[number]['variable'], string> & { GRPC_DEADLINE_MS: number },
+  tls: MeshTls,
 ): Peers {
-  const opts = { deadlineMs: config.GRPC_DEADLINE_MS };
+  const opts = { tls, deadlineMs: config.GRPC_DEADLINE_MS, forwardCaller: true };
   const health = PEERS.map((p) => ({
     name: p.name,
-    client: createGrpcClient(HealthClient, config[p.variable], opts),
+    client: createGrpcClient(HealthClient, config[p.variable], { ...opts, peer: p.name }),
   }));
-  const identity = createGrpcClient(IdentityServiceClient, config.IDENTITY_ADDR, opts);
-  const vaultCrypto = createGrpcClient(VaultCryptoServiceClient, config.VAULT_CRYPTO_ADDR, opts);
+  const identity = createGrpcClient(IdentityServiceClient, config.IDENTITY_ADDR, {
+    ...opts,
+    peer: 'identity',
+  });
+  const vaultCrypto = createGrpcClient(VaultCryptoServiceClient, config.VAULT_CRYPTO_ADDR, {
+    ...opts,
+    peer: 'vault-crypto',
+  });
   const extra: Client[] = [];
   const addresses = {
     identity: config.IDENTITY_ADDR,
@@ -46,7 +57,7 @@ export function connectPeers(
     identity,
     vaultCrypto,
     client(ctor, peer) {
-      const c = createGrpcClient(ctor, addresses[peer], opts);
+      const c = createGrpcClient(ctor, addresses[peer], { ...opts, peer });
       extra.push(c);
       return c;
     },

@@ -1,16 +1,22 @@
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { IdentityKeys } from '@custos/auth';
 import {
   type AsyncService,
   GrpcServer,
+  MESH_SERVICES,
+  MeshTls,
   ServingStatus,
   createLogger,
   createMetrics,
 } from '@custos/service-kit';
 import { freePort } from '@custos/service-kit/testing';
+import { writeTestMeshCerts } from '@custos/testing';
 import {
   type VaultCryptoServiceServer,
   VaultCryptoServiceService,
@@ -21,13 +27,16 @@ import { ROUTE_TABLE } from '../src/http/routes';
 import { parseTrustedProxies } from '../src/http/client-ip';
 import { connectPeers } from '../src/peers';
 
-/** Real gRPC servers on loopback standing in the place of the eight peer services. */
+/** Real gRPC servers on loopback, over mTLS with their own certificates, in place of the eight peers. */
 async function startPeerServers() {
   const logger = createLogger({ service: 'peer', level: 'silent' });
+  const certDir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-gateway-test-'));
+  const { files } = await writeTestMeshCerts(certDir, MESH_SERVICES);
+  const tls = (name: string) => new MeshTls(files[name]!);
   const servers: Record<string, GrpcServer> = {};
   const addrs: Record<string, string> = {};
   for (const p of PEERS) {
-    const s = new GrpcServer(logger, createMetrics(p.name));
+    const s = new GrpcServer(logger, createMetrics(p.name), tls(p.name));
     if (p.name === 'vault-crypto') {
       // Only the health RPC is exercised here; the rest answer as a server that lacks them would.
       const others = Object.fromEntries(
@@ -38,22 +47,31 @@ async function startPeerServers() {
           },
         ]),
       ) as unknown as AsyncService<VaultCryptoServiceServer>;
-      s.add(VaultCryptoServiceService, {
-        ...others,
-        getKmsHealth: async () => ({
-          provider: 'local',
-          healthy: false,
-          detail: 'master key unavailable',
-          latencyMs: 1.5,
-        }),
-      });
+      s.add(
+        VaultCryptoServiceService,
+        {
+          ...others,
+          getKmsHealth: async () => ({
+            provider: 'local',
+            healthy: false,
+            detail: 'master key unavailable',
+            latencyMs: 1.5,
+          }),
+        },
+        { default: ['gateway'] },
+      );
     }
     const port = await s.listen('127.0.0.1', 0);
     s.health.setAll(ServingStatus.SERVING);
     servers[p.name] = s;
     addrs[p.variable] = `127.0.0.1:${port}`;
   }
-  return { servers, addrs };
+  return {
+    servers,
+    addrs,
+    gatewayTls: tls('gateway'),
+    removeCerts: () => fs.rmSync(certDir, { recursive: true, force: true }),
+  };
 }
 
 describe('gateway HTTP pipeline', () => {
@@ -75,6 +93,7 @@ describe('gateway HTTP pipeline', () => {
   afterAll(async () => {
     for (const c of cleanups.reverse()) await c();
     for (const s of Object.values(peers.servers)) await s.shutdown(100);
+    peers.removeCerts();
   });
 
   async function serve(
@@ -89,10 +108,13 @@ describe('gateway HTTP pipeline', () => {
     });
     redis.on('error', () => undefined);
     await redis.connect().catch(() => undefined);
-    const p = connectPeers({
-      ...(peers.addrs as Record<(typeof PEERS)[number]['variable'], string>),
-      GRPC_DEADLINE_MS: 2000,
-    });
+    const p = connectPeers(
+      {
+        ...(peers.addrs as Record<(typeof PEERS)[number]['variable'], string>),
+        GRPC_DEADLINE_MS: 2000,
+      },
+      peers.gatewayTls,
+    );
     const app = createApp({
       logger,
       registry: createMetrics('gateway-test').registry,

@@ -1,10 +1,14 @@
+import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import type { Express } from 'express';
 import { execFileSync } from 'node:child_process';
 import { IdentityKeys } from '@custos/auth';
-import { createLogger, createMetrics } from '@custos/service-kit';
+import { MeshTls, createLogger, createMetrics } from '@custos/service-kit';
+import { writeTestMeshCerts } from '@custos/testing';
 import { PEERS } from '../src/config';
 import { createApp } from '../src/http/app';
 import { openApiPath } from '../src/http/openapi';
@@ -78,8 +82,13 @@ describe('gateway HTTP contract', () => {
       (typeof PEERS)[number]['variable'],
       string
     >;
-    const peers = connectPeers({ ...addrs, GRPC_DEADLINE_MS: 500 });
-    close = () => peers.close();
+    const certDir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-contract-test-'));
+    const { files } = await writeTestMeshCerts(certDir, ['gateway']);
+    const peers = connectPeers({ ...addrs, GRPC_DEADLINE_MS: 500 }, new MeshTls(files['gateway']!));
+    close = () => {
+      peers.close();
+      fs.rmSync(certDir, { recursive: true, force: true });
+    };
     app = createApp({
       logger,
       registry: createMetrics('contract-test').registry,

@@ -13,6 +13,7 @@ import { SCHEMA } from './db/schema.js';
 import { startShareEmailRequestedConsumer } from './events/share-email-requested-consumer.js';
 import { loadFederationKey } from './federation/federation-fns.js';
 import { accountGrpc } from './grpc/account-grpc.js';
+import { JWKS_READERS, gatewayOnly } from './grpc/caller.js';
 import { federationGrpc } from './grpc/federation-grpc.js';
 import { identityGrpc } from './grpc/identity-grpc.js';
 import { mfaGrpc } from './grpc/mfa-grpc.js';
@@ -36,9 +37,9 @@ runDataService({
     const notifier = new Notifier(createMailer(c, rt.logger), c.PUBLIC_BASE_URL);
     const tokens = await buildTokens(rt, db);
 
-    const peerOpts = { deadlineMs: c.GRPC_DEADLINE_MS };
-    const billing = createGrpcClient(BillingServiceClient, c.BILLING_ADDR, peerOpts);
-    const policy = createGrpcClient(PolicyServiceClient, c.POLICY_ADDR, peerOpts);
+    const peerOpts = { tls: rt.tls, deadlineMs: c.GRPC_DEADLINE_MS };
+    const billing = createGrpcClient(BillingServiceClient, c.BILLING_ADDR, { ...peerOpts, peer: 'billing' });
+    const policy = createGrpcClient(PolicyServiceClient, c.POLICY_ADDR, { ...peerOpts, peer: 'policy' });
     rt.onShutdown('peers', async () => {
       billing.close();
       policy.close();
@@ -86,14 +87,21 @@ runDataService({
         verifier,
         extraJwks: federationKey && [federationKey.publicJwk],
       }),
+      // Users' requests come through the gateway; the public keys are read by every token verifier.
+      { default: ['gateway'], methods: { getJwks: JWKS_READERS } },
     );
-    rt.grpc.add(AccountServiceService, accountGrpc({ ...people.account, verifier }));
-    rt.grpc.add(OrgServiceService, orgsGrpc({ ...people.orgs, verifier }));
-    rt.grpc.add(MfaServiceService, mfaGrpc({ mfa: people.mfa, verifier }));
-    rt.grpc.add(RouterKeyServiceService, routerKeyGrpc({ routerKeys: agents.routerKeys, verifier }));
+    rt.grpc.add(AccountServiceService, accountGrpc({ ...people.account, verifier }), gatewayOnly);
+    rt.grpc.add(OrgServiceService, orgsGrpc({ ...people.orgs, verifier }), gatewayOnly);
+    rt.grpc.add(MfaServiceService, mfaGrpc({ mfa: people.mfa, verifier }), gatewayOnly);
+    rt.grpc.add(
+      RouterKeyServiceService,
+      routerKeyGrpc({ routerKeys: agents.routerKeys, verifier }),
+      gatewayOnly,
+    );
     rt.grpc.add(
       FederationServiceService,
       federationGrpc({ federation: agents.federation, google: people.google }),
+      gatewayOnly,
     );
   },
 });

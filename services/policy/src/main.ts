@@ -5,7 +5,7 @@ import { configShape } from './config.js';
 import { SCHEMA } from './db/schema.js';
 import { GrantService } from './grants/grant-service.js';
 import { GrantStore } from './grants/grant-store.js';
-import { policyGrpc } from './grpc/policy-grpc.js';
+import { policyAccess, policyGrpc } from './grpc/policy-grpc.js';
 import { IpRuleService } from './ip-rules/ip-rule-service.js';
 import { IpRuleStore } from './ip-rules/ip-rule-store.js';
 
@@ -19,12 +19,17 @@ runDataService({
   async start(rt, { db }) {
     const c = rt.config;
     const keys = await connectIdentityKeys(
-      { redisUrl: c.REDIS_URL, identityAddr: c.IDENTITY_ADDR, deadlineMs: c.GRPC_DEADLINE_MS },
+      {
+        redisUrl: c.REDIS_URL,
+        identityAddr: c.IDENTITY_ADDR,
+        deadlineMs: c.GRPC_DEADLINE_MS,
+        tls: rt.tls,
+      },
       rt.logger,
       rt.onShutdown,
     );
     const grants = new GrantService(new GrantStore(db));
     const ipRules = new IpRuleService(new IpRuleStore(db));
-    rt.grpc.add(PolicyServiceService, policyGrpc({ keys, grants, ipRules }));
+    rt.grpc.add(PolicyServiceService, policyGrpc({ keys, grants, ipRules }), policyAccess);
   },
 });

@@ -8,7 +8,7 @@ import { AccessService } from './access/access-service.js';
 import { VaultCryptoAudit } from './audit/vault-crypto-audit.js';
 import { configShape } from './config.js';
 import { SCHEMA, outbox } from './db/schema.js';
-import { vaultCryptoGrpc } from './grpc/vault-crypto-grpc.js';
+import { vaultCryptoAccess, vaultCryptoGrpc } from './grpc/vault-crypto-grpc.js';
 import { OrgKeyRing } from './keys/org-key-ring.js';
 import { createKmsProvider } from './kms/kms-factory.js';
 import { BillingClient } from './peers/billing-client.js';
@@ -35,16 +35,21 @@ runDataService({
       await kms.close?.();
     });
 
-    const opts = { deadlineMs: c.GRPC_DEADLINE_MS };
-    const policy = createGrpcClient(PolicyServiceClient, c.POLICY_ADDR, opts);
-    const billing = createGrpcClient(BillingServiceClient, c.BILLING_ADDR, opts);
+    const opts = { tls: rt.tls, deadlineMs: c.GRPC_DEADLINE_MS };
+    const policy = createGrpcClient(PolicyServiceClient, c.POLICY_ADDR, { ...opts, peer: 'policy' });
+    const billing = createGrpcClient(BillingServiceClient, c.BILLING_ADDR, { ...opts, peer: 'billing' });
     rt.onShutdown('peers', async () => {
       policy.close();
       billing.close();
     });
 
     const keys = await connectIdentityKeys(
-      { redisUrl: c.REDIS_URL, identityAddr: c.IDENTITY_ADDR, deadlineMs: c.GRPC_DEADLINE_MS },
+      {
+        redisUrl: c.REDIS_URL,
+        identityAddr: c.IDENTITY_ADDR,
+        deadlineMs: c.GRPC_DEADLINE_MS,
+        tls: rt.tls,
+      },
       rt.logger,
       rt.onShutdown,
     );
@@ -75,6 +80,10 @@ runDataService({
       secrets,
       outbox,
     });
-    rt.grpc.add(VaultCryptoServiceService, vaultCryptoGrpc({ kms, keys, vaults, secrets, env, shares }));
+    rt.grpc.add(
+      VaultCryptoServiceService,
+      vaultCryptoGrpc({ kms, keys, vaults, secrets, env, shares }),
+      vaultCryptoAccess,
+    );
   },
 });

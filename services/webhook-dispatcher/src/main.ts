@@ -12,7 +12,7 @@ import {
   acceptsEvent,
   subscribableEventConsumer,
 } from './events/subscribable-event-consumer.js';
-import { webhookGrpc } from './grpc/webhook-grpc.js';
+import { webhookAccess, webhookGrpc } from './grpc/webhook-grpc.js';
 import { WebhookService } from './webhooks/webhook-service.js';
 import { WebhookStore } from './webhooks/webhook-store.js';
 
@@ -25,7 +25,12 @@ runDataService({
   async start(rt, { db, events }) {
     const c = rt.config;
     const keys = await connectIdentityKeys(
-      { redisUrl: c.REDIS_URL, identityAddr: c.IDENTITY_ADDR, deadlineMs: c.GRPC_DEADLINE_MS },
+      {
+        redisUrl: c.REDIS_URL,
+        identityAddr: c.IDENTITY_ADDR,
+        deadlineMs: c.GRPC_DEADLINE_MS,
+        tls: rt.tls,
+      },
       rt.logger,
       rt.onShutdown,
     );
@@ -81,6 +86,6 @@ runDataService({
     worker.start();
     rt.onShutdown('webhook-worker', () => worker.stop());
 
-    rt.grpc.add(WebhookDispatcherServiceService, webhookGrpc({ keys, webhooks }));
+    rt.grpc.add(WebhookDispatcherServiceService, webhookGrpc({ keys, webhooks }), webhookAccess);
   },
 });

@@ -30,10 +30,13 @@ export async function startMesh(opts: {
 }): Promise<BenchMesh> {
   const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-bench-logs-'));
   const mailDir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-bench-mail-'));
+  // The services talk mTLS, as in production: the figure includes the handshakes and encryption.
+  const certDir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-bench-certs-'));
   const mesh = await launchMesh({
     profile: 'bench',
     databaseUrl: opts.databaseUrl,
     mailDir,
+    certDir,
     ...(opts.extraEnv ? { extraEnv: opts.extraEnv } : {}),
     logDir,
     output: 'file',
@@ -45,10 +48,11 @@ export async function startMesh(opts: {
     pids: mesh.supervisor.pids(),
     logDir,
     async stop() {
-      await mesh.supervisor.stop(10_000);
+      // The services, then the mesh's own nats-server and redis-server.
+      await mesh.stop(10_000);
     },
     removeFiles() {
-      for (const dir of [logDir, mailDir]) fs.rmSync(dir, { recursive: true, force: true });
+      for (const dir of [logDir, mailDir, certDir]) fs.rmSync(dir, { recursive: true, force: true });
     },
   };
 }

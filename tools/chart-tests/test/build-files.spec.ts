@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import yaml from 'js-yaml';
 import { SERVICES } from './facts';
-import { repoRoot, type Json } from './helm';
+import { ofKind, renderChart, repoRoot, type Json } from './helm';
 
 const read = (file: string) => readFileSync(path.join(repoRoot, file), 'utf8');
 
@@ -73,5 +73,12 @@ describe('skaffold.yaml', () => {
       );
     }
     expect(Object.keys(templates)).toHaveLength(SERVICES.length);
+  });
+
+  it('its values render the chart (a value the chart newly requires breaks `skaffold dev` here first)', () => {
+    const values: Record<string, unknown> = config.deploy.helm.releases[0].setValues;
+    const args = Object.entries(values).flatMap(([k, v]) => ['--set', `${k}=${String(v)}`]);
+    const objects = renderChart(args);
+    expect(ofKind(objects, 'Deployment')).toHaveLength(SERVICES.length);
   });
 });

@@ -9,6 +9,7 @@ import {
   SERVICES,
   checkHealth,
   defaultPorts,
+  makeMeshCerts,
   meshEnv,
   migrateMesh,
   notServingFrom,
@@ -124,6 +125,7 @@ async function startServices(s, state) {
     redisUrl: state.infraByName.redis.url,
     keys: state.keys,
     mailDir: s.mailDir,
+    tlsCaFile: state.certs.caFile,
     baseEnv: process.env,
   });
   const busy = [];
@@ -159,7 +161,7 @@ async function startServices(s, state) {
   state.supervisor = new MeshSupervisor({
     services,
     root: s.root,
-    env: (svc) => serviceEnv(env, ports, svc, database.envOf(svc)),
+    env: (svc) => serviceEnv(env, ports, svc, { ...database.envOf(svc), ...state.certs.envOf(svc) }),
     logDir: s.logDir,
     detached: true,
     restart: DEFAULT_RESTART_POLICY,
@@ -241,6 +243,7 @@ export async function runDevMode({ infraOnly = false } = {}) {
     infra: [],
     infraByName: {},
     keys: undefined,
+    certs: undefined,
   };
   let running = false; // past start-up: a signal stops at once
   let resolveStopped;
@@ -291,6 +294,9 @@ export async function runDevMode({ infraOnly = false } = {}) {
       ),
     };
     say(`dev e-mail goes to ${s.mailDir}`);
+    // gRPC between the services is mTLS: a dev CA (kept across restarts) and fresh service certificates.
+    state.certs = await makeMeshCerts({ dir: path.join(s.dataDir, 'certs'), reuseCa: true });
+    say(`mesh certificates in ${state.certs.dir} (${state.certs.reusedCa ? 'dev CA reused' : 'new dev CA'})`);
 
     let baseUrl;
     if (infraOnly) {
@@ -307,6 +313,9 @@ export async function runDevMode({ infraOnly = false } = {}) {
         `  export NATS_URL='${state.infraByName.nats.url}' NATS_STREAM=CUSTOS_DEV NATS_SUBJECT_PREFIX=custos.dev.events`,
       );
       console.log(`  export REDIS_URL='${state.infraByName.redis.url}' MAIL_DIR='${s.mailDir}'`);
+      console.log(
+        `  export GRPC_TLS_CA_FILE='${state.certs.caFile}' GRPC_TLS_CERT_FILE='${state.certs.dir}/<name>.crt' GRPC_TLS_KEY_FILE='${state.certs.dir}/<name>.key'`,
+      );
       console.log(`  export KMS_PROVIDER=local LOCAL_KMS_MASTER_KEY="$(cat '${s.masterKeyFile}')"`);
       console.log('Ctrl-C stops it.\n');
     } else {

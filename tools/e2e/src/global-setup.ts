@@ -68,6 +68,7 @@ async function bootProfile(
       profile: 'test',
       databaseUrl: database.url,
       mailDir,
+      certDir: path.join(runDir, profile, 'certs'),
       extraEnv: profileEnv(profile, resources),
       logDir,
       // Straight into files: nothing passes through jest's main process.

@@ -44,6 +44,7 @@ export interface Mesh {
 export async function startMesh(opts: { extraEnv?: Record<string, string> } = {}): Promise<Mesh> {
   const database = await createTestDatabase('custos_e2e');
   const mailDir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-e2e-mail-'));
+  const certDir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-e2e-certs-'));
   const output = new Map<ServiceName, string[]>(SERVICES.map((s) => [s, []]));
   let launched;
   try {
@@ -51,6 +52,7 @@ export async function startMesh(opts: { extraEnv?: Record<string, string> } = {}
       profile: 'test',
       databaseUrl: database.url,
       mailDir,
+      certDir,
       ...(opts.extraEnv ? { extraEnv: opts.extraEnv } : {}),
       onLine: (s, line) => output.get(s)!.push(line),
       // A busy 2-core machine can take more than a minute (a service that exits fails at once); the
@@ -73,6 +75,7 @@ export async function startMesh(opts: { extraEnv?: Record<string, string> } = {}
       await supervisor.stop(10_000);
       await database.drop();
       fs.rmSync(mailDir, { recursive: true, force: true });
+      fs.rmSync(certDir, { recursive: true, force: true });
     },
   };
 }

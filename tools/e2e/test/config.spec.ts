@@ -1,12 +1,26 @@
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { meshCertFiles, writeTestMeshCerts } from '@custos/testing';
 import { SERVICES } from '../src/mesh';
 
 const REPO = path.resolve(__dirname, '..', '..', '..');
 
+// Every service gets real mesh certificates (its own, unless a test says otherwise): they are read
+// at start, before anything that could fail on a variable under test.
+const certDir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-config-test-'));
+beforeAll(() => writeTestMeshCerts(certDir, SERVICES));
+afterAll(() => fs.rmSync(certDir, { recursive: true, force: true }));
+
+function tlsEnv(service: string): Record<string, string> {
+  const f = meshCertFiles(certDir, service);
+  return { GRPC_TLS_CA_FILE: f.caFile, GRPC_TLS_CERT_FILE: f.certFile, GRPC_TLS_KEY_FILE: f.keyFile };
+}
+
 function start(service: string, env: Record<string, string>) {
   return spawnSync(process.execPath, [path.join(REPO, 'services', service, 'dist', 'main.js')], {
-    env: { PATH: process.env.PATH ?? '', ...env },
+    env: { PATH: process.env.PATH ?? '', ...tlsEnv(service), ...env },
     encoding: 'utf8',
     timeout: 20000,
   });
@@ -66,5 +80,29 @@ describe('bad configuration stops a service at start with one line naming the va
     expect(lines[0]).toMatch(new RegExp(`^custos-${service}: invalid configuration: ${variable}: `));
     // The offending value is not echoed (it may be a secret).
     if (variable.includes('KEY') || variable.includes('KEK')) expect(r.stderr).not.toContain(value);
+  });
+});
+
+describe("mesh certificates are required and must be the service's own", () => {
+  it('refuses to start without GRPC_TLS_CERT_FILE', () => {
+    const r = start('policy', { ...VALID, GRPC_TLS_CERT_FILE: '' });
+    expect(r.status).toBe(78);
+    expect(r.stderr.trim()).toBe('custos-policy: invalid configuration: GRPC_TLS_CERT_FILE: is required');
+  });
+
+  it("refuses another service's certificate", () => {
+    const r = start('policy', { ...VALID, ...tlsEnv('webhook-dispatcher') });
+    expect(r.status).toBe(78);
+    expect(r.stderr.trim()).toBe(
+      "custos-policy: invalid configuration: GRPC_TLS_CERT_FILE is the certificate of 'webhook-dispatcher', not of 'policy'",
+    );
+  });
+
+  it("refuses a key that is not the certificate's", () => {
+    const r = start('billing', { ...VALID, GRPC_TLS_KEY_FILE: tlsEnv('audit')['GRPC_TLS_KEY_FILE']! });
+    expect(r.status).toBe(78);
+    expect(r.stderr.trim()).toMatch(
+      /^custos-billing: invalid configuration: GRPC_TLS_KEY_FILE is not the key of/,
+    );
   });
 });

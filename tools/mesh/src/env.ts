@@ -78,6 +78,8 @@ export interface MeshEnvOptions {
   keys: MeshKeys;
   /** Where dev-mode e-mail is written (MAIL_DIR). */
   mailDir: string;
+  /** The mesh CA every service trusts (GRPC_TLS_CA_FILE; each service's own pair comes with serviceEnv). */
+  tlsCaFile?: string;
   /** The caller's environment, over the profile's defaults (dev: process.env; otherwise PATH only). */
   baseEnv?: Readonly<Record<string, string | undefined>>;
   /** The last word, over everything (a test's own settings). */
@@ -109,6 +111,7 @@ export function meshEnv(o: MeshEnvOptions): Record<string, string> {
     AUDIT_HMAC_KEY: o.keys.auditHmacKey,
     WEBHOOK_SECRET_KEY: o.keys.webhookSecretKey,
     MAIL_DIR: o.mailDir,
+    ...(o.tlsCaFile ? { GRPC_TLS_CA_FILE: o.tlsCaFile } : {}),
   });
   for (const s of SERVICES) env[addrVar(s)] = `127.0.0.1:${o.ports.grpc[s]}`;
   return { ...env, ...o.extraEnv };

@@ -24,6 +24,13 @@ export {
 export { type HealthCheck, checkHealth, waitForHealth, notServingFrom } from './health';
 export { type LaunchMeshOptions, type LaunchedMesh, launchMesh } from './launch';
 export {
+  type MeshCerts,
+  type MeshCertFiles,
+  type MakeMeshCertsOptions,
+  makeMeshCerts,
+  meshCertFiles,
+} from './certs';
+export {
   type MeshDatabase,
   type MigrateMeshOptions,
   DATABASE_SERVICES,

@@ -1,3 +1,4 @@
+import { type MeshCerts, makeMeshCerts } from './certs';
 import { type MeshKeys, type MeshProfile, meshEnv, randomMeshKeys, serviceEnv, uniqueNatsNames } from './env';
 import { waitForHealth } from './health';
 import { type MeshDatabase, migrateMesh } from './migrate';
@@ -22,6 +23,8 @@ export interface LaunchMeshOptions extends Omit<MeshSupervisorOptions, 'env'> {
   /** Default: free ports below the ephemeral range. */
   ports?: MeshPorts;
   mailDir: string;
+  /** Where the mesh's CA and service certificates are written. Default: a new temporary folder. */
+  certDir?: string;
   /** Default: PATH only. */
   baseEnv?: Readonly<Record<string, string | undefined>>;
   extraEnv?: Readonly<Record<string, string>>;
@@ -40,6 +43,8 @@ export interface LaunchedMesh {
   env: Record<string, string>;
   /** The owner's URL and each service's own database URL. */
   database: MeshDatabase;
+  /** The mesh's CA and each service's certificate (any of them can be used to act as that service). */
+  certs: MeshCerts;
   ports: MeshPorts;
   supervisor: MeshSupervisor;
   /** The full environment of one service. */
@@ -53,6 +58,7 @@ export interface LaunchedMesh {
  */
 export async function launchMesh(o: LaunchMeshOptions): Promise<LaunchedMesh> {
   const ports = o.ports ?? (await freePorts());
+  const certs = await makeMeshCerts(o.certDir ? { dir: o.certDir } : {});
   const names =
     o.natsStream && o.natsSubjectPrefix
       ? { natsStream: o.natsStream, natsSubjectPrefix: o.natsSubjectPrefix }
@@ -66,16 +72,18 @@ export async function launchMesh(o: LaunchMeshOptions): Promise<LaunchedMesh> {
     ...names,
     keys: o.keys ?? randomMeshKeys(),
     mailDir: o.mailDir,
+    tlsCaFile: certs.caFile,
     baseEnv: o.baseEnv ?? { PATH: process.env.PATH ?? '' },
     ...(o.extraEnv ? { extraEnv: o.extraEnv } : {}),
   });
-  const { profile: _p, databaseUrl: _d, healthTimeoutMs, ...runOptions } = o;
+  const { profile: _p, databaseUrl: _d, certDir: _c, healthTimeoutMs, ...runOptions } = o;
   const database = await migrateMesh({
     databaseUrl: o.databaseUrl,
     ...(o.services ? { services: o.services } : {}),
     ...(o.root ? { root: o.root } : {}),
   });
-  const envOf = (s: ServiceName) => serviceEnv(env, ports, s, database.envOf(s));
+  const envOf = (s: ServiceName) =>
+    serviceEnv(env, ports, s, { ...database.envOf(s), ...certs.envOf(s) });
   const supervisor = new MeshSupervisor({ ...runOptions, env: envOf });
   const baseUrl = `http://127.0.0.1:${ports.http}`;
   supervisor.startAll();
@@ -94,5 +102,5 @@ export async function launchMesh(o: LaunchMeshOptions): Promise<LaunchedMesh> {
       .join('\n');
     throw new Error(`mesh did not become healthy: ${(err as Error).message}\n${tails}`);
   }
-  return { baseUrl, env, database, ports, supervisor, envOf };
+  return { baseUrl, env, database, certs, ports, supervisor, envOf };
 }

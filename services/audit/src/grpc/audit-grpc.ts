@@ -1,7 +1,7 @@
 import { type IdentityKeys, currentCaller } from '@custos/auth';
 import { type AuditEvent as AuditEventMessage, BreakReason } from '@custos/proto/custos/audit/v1/messages';
 import type { AuditServiceServer } from '@custos/proto/custos/audit/v1/service';
-import type { AsyncService } from '@custos/service-kit';
+import type { AsyncService, RpcAccess } from '@custos/service-kit';
 import type { AuditService } from '../chain/audit-service.js';
 import type { AuditEvent } from '../chain/audit-types.js';
 import type { BreakReason as Reason } from '../chain/chain-fns.js';
@@ -31,6 +31,9 @@ function eventMessage(e: AuditEvent): AuditEventMessage {
     integrityHash: e.integrityHash,
   };
 }
+
+/** Who may call AuditService: the gateway (users' queries, and the records of requests it refuses). */
+export const auditAccess: RpcAccess<AuditServiceServer> = { default: ['gateway'] };
 
 /** gRPC adapter of AuditService: verify the caller, decode, call the rules, encode. */
 export function auditGrpc(deps: {

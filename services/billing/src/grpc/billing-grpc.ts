@@ -1,7 +1,7 @@
 import { type IdentityKeys, currentCaller } from '@custos/auth';
 import type { OrgLimits } from '@custos/proto/custos/billing/v1/messages';
 import type { BillingServiceServer } from '@custos/proto/custos/billing/v1/service';
-import { type AsyncService, currentRequestContext } from '@custos/service-kit';
+import { type AsyncService, type RpcAccess, currentRequestContext } from '@custos/service-kit';
 import type { PlanService } from '../plans/plan-service.js';
 import type { OrgPlan } from '../plans/plan-types.js';
 
@@ -17,6 +17,15 @@ export function orgLimitsMessage(p: OrgPlan): OrgLimits {
   };
 }
 
+/**
+ * Who may call BillingService: the gateway (users' requests); an org's caps also vault-crypto and
+ * identity, which enforce them.
+ */
+export const billingAccess: RpcAccess<BillingServiceServer> = {
+  default: ['gateway'],
+  methods: { getOrgLimits: ['gateway', 'vault-crypto', 'identity'] },
+};
+
 /** gRPC adapter of BillingService: verify the caller, call the rules, encode. */
 export function billingGrpc(deps: {
   keys: IdentityKeys;
@@ -24,8 +33,10 @@ export function billingGrpc(deps: {
 }): AsyncService<BillingServiceServer> {
   return {
     async getOrgLimits(req) {
-      // A peer service asks without a caller; a forwarded user or agent request carries one.
-      const caller = currentRequestContext()?.authorization ? await currentCaller(deps.keys) : undefined;
+      // vault-crypto and identity ask for the org they act in (no user token reaches billing from
+      // them); the gateway's call carries the user's, who may ask about their own org only.
+      const fromGateway = currentRequestContext()?.caller === 'gateway';
+      const caller = fromGateway ? await currentCaller(deps.keys) : undefined;
       return { limits: orgLimitsMessage(await deps.plans.limits(caller, req.orgId)) };
     },
     async setOrgPlan(req) {

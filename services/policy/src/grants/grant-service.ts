@@ -8,6 +8,7 @@ import { changedFields, checkGrantChange, checkGrantInput, grantEventData } from
 import type { GrantStore } from './grant-store.js';
 import {
   type Decision,
+  type DecisionPrincipal,
   type GrantChangeRequest,
   type GrantRecord,
   type GrantRequest,
@@ -129,9 +130,9 @@ export class GrantService {
     });
   }
 
-  /** Whether the caller may perform `permission` on `path` of the vault: one indexed read. */
+  /** Whether the principal may perform `permission` on `path` of the vault: one indexed read. */
   async decide(
-    p: Principal,
+    p: DecisionPrincipal,
     req: { vaultId: string; vaultOrgId: string; path: string; permission: string },
     clientIp: string | undefined,
   ): Promise<Decision> {

@@ -122,6 +122,19 @@ export interface GrantInput {
 /** The checked fields a partial update changes; absent ones keep their value. */
 export type GrantChange = Partial<Omit<GrantInput, 'principalType' | 'principalId'>>;
 
+/**
+ * Who a decision is for, as the asking service verified it from the principal's token
+ * (DecideRequest.principal); a verified Principal of @custos/auth is one.
+ */
+export type DecisionPrincipal =
+  | { readonly kind: 'user'; readonly userId: string; readonly orgId: string }
+  | {
+      readonly kind: 'agent';
+      readonly agentId: string;
+      readonly orgId: string;
+      readonly environment?: string;
+    };
+
 /** What a decision is about: who asks, from where, when, for what. */
 export interface DecisionRequest {
   principalType: PrincipalType;

@@ -1,15 +1,26 @@
 import { type IdentityKeys, currentCaller } from '@custos/auth';
 import type { PolicyServiceServer } from '@custos/proto/custos/policy/v1/service';
-import { type AsyncService, currentRequestContext } from '@custos/service-kit';
+import type { AsyncService, RpcAccess } from '@custos/service-kit';
 import type { GrantService } from '../grants/grant-service.js';
 import type { IpRuleService } from '../ip-rules/ip-rule-service.js';
 import {
+  decisionPrincipalOf,
   grantChangeOf,
   grantRequestOf,
   ipRuleMessage,
   policyMessage,
   vaultFactsOf,
 } from './policy-messages.js';
+
+/**
+ * Who may call PolicyService: the gateway (users' requests, and the org's IP rules it enforces);
+ * Decide only vault-crypto, which verified the principal it asks about; GetAgentScopes only
+ * identity, while it mints an agent's token.
+ */
+export const policyAccess: RpcAccess<PolicyServiceServer> = {
+  default: ['gateway'],
+  methods: { decide: ['vault-crypto'], getAgentScopes: ['identity'], getOrgIpRules: ['gateway'] },
+};
 
 /** gRPC adapter of PolicyService: verify the caller, decode, call the rules, encode. */
 export function policyGrpc(deps: {
@@ -46,12 +57,13 @@ export function policyGrpc(deps: {
       return {};
     },
     async decide(req) {
-      return deps.grants.decide(await caller(), req, currentRequestContext()?.clientIp);
+      // No token comes with the question: vault-crypto names the principal it verified and the
+      // client address the gateway gave it; the allow-list makes vault-crypto the only one to ask.
+      return deps.grants.decide(decisionPrincipalOf(req.principal), req, req.clientIp || undefined);
     },
     async getAgentScopes(req) {
-      // Identity asks without a caller while it mints a token; a forwarded request carries one.
-      const who = currentRequestContext()?.authorization ? await caller() : undefined;
-      return deps.grants.agentScopes(who, req.orgId, req.agentId);
+      // Identity asks for itself while it mints an agent's token (the allow-list admits no one else).
+      return deps.grants.agentScopes(undefined, req.orgId, req.agentId);
     },
     async listIpRules() {
       return { rules: (await deps.ipRules.list(await caller())).map(ipRuleMessage) };

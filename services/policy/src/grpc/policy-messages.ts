@@ -1,4 +1,5 @@
 import type {
+  DecisionPrincipal as DecisionPrincipalMessage,
   GrantChange,
   GrantConditions,
   GrantInput,
@@ -6,9 +7,10 @@ import type {
   Policy,
   VaultFacts as VaultFactsMessage,
 } from '@custos/proto/custos/policy/v1/messages';
-import { InvalidArgumentError } from '@custos/service-kit';
+import { InvalidArgumentError, isUuid } from '@custos/service-kit';
 import type {
   Conditions,
+  DecisionPrincipal,
   GrantChangeRequest,
   GrantRecord,
   GrantRequest,
@@ -20,6 +22,20 @@ import type { IpRuleRecord } from '../ip-rules/ip-rule-types.js';
 // means "absent" (no valid list is empty), and a missing sub-message means "not given".
 
 const nonEmpty = (l: readonly string[]) => (l.length > 0 ? [...l] : undefined);
+
+/** The principal of a DecideRequest (verified by the asking service) as the rules read it. */
+export function decisionPrincipalOf(m: DecisionPrincipalMessage | undefined): DecisionPrincipal {
+  if (!m || !isUuid(m.id) || !isUuid(m.orgId)) {
+    throw new InvalidArgumentError('principal', 'principal must name a user or agent and its org (UUIDs)');
+  }
+  const id = m.id.toLowerCase();
+  const orgId = m.orgId.toLowerCase();
+  if (m.type === 'user') return { kind: 'user', userId: id, orgId };
+  if (m.type === 'agent') {
+    return { kind: 'agent', agentId: id, orgId, ...(m.environment ? { environment: m.environment } : {}) };
+  }
+  throw new InvalidArgumentError('principal', 'principal type must be user or agent');
+}
 
 /** A conditions message as the domain reads it. */
 export function conditionsOf(m: GrantConditions): Conditions {

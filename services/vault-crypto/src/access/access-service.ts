@@ -37,7 +37,7 @@ export class AccessService {
   async allowed(p: Principal, v: VaultRow, path: string, permission: Permission): Promise<boolean> {
     if (managesVault(p, v)) return true;
     if (p.kind === 'agent' && (!p.vaultIds.includes(v.id) || !scopesCover(p.scopes, path))) return false;
-    return this.policy.decide({ vaultId: v.id, vaultOrgId: v.orgId, path, permission });
+    return this.policy.decide({ principal: p, vaultId: v.id, vaultOrgId: v.orgId, path, permission });
   }
 
   /** The subset of `paths` the principal may read, asked a few at a time. */

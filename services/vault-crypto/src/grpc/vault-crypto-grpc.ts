@@ -2,7 +2,7 @@ import { type IdentityKeys, currentCaller } from '@custos/auth';
 import type { Vault } from '@custos/proto/custos/vault_crypto/v1/messages';
 import type { SecretMetadata } from '@custos/proto/custos/vault_crypto/v1/secrets';
 import type { VaultCryptoServiceServer } from '@custos/proto/custos/vault_crypto/v1/service';
-import type { AsyncService } from '@custos/service-kit';
+import type { AsyncService, RpcAccess } from '@custos/service-kit';
 import { checkKmsHealth } from '../kms/kms-fns.js';
 import type { KmsProvider } from '../kms/kms-types.js';
 import type { EnvService } from '../secrets/env-service.js';
@@ -41,6 +41,15 @@ function secretMessage(r: SecretRow): SecretMetadata {
     createdBy: r.createdBy,
   };
 }
+
+/**
+ * Who may call VaultCryptoService: the gateway, for users' requests and the KMS health it reports.
+ * (Signer's key-unwrap RPC, when it lands, names `signer` alone.)
+ */
+export const vaultCryptoAccess: RpcAccess<VaultCryptoServiceServer> = {
+  default: ['gateway'],
+  methods: { getKmsHealth: ['gateway'] },
+};
 
 /** gRPC adapter of VaultCryptoService: verify the caller, decode, call the rules, encode. */
 export function vaultCryptoGrpc(deps: {

@@ -4,7 +4,7 @@ import type {
   Webhook as WebhookMessage,
 } from '@custos/proto/custos/webhook_dispatcher/v1/messages';
 import type { WebhookDispatcherServiceServer } from '@custos/proto/custos/webhook_dispatcher/v1/service';
-import type { AsyncService } from '@custos/service-kit';
+import type { AsyncService, RpcAccess } from '@custos/service-kit';
 import type { WebhookService } from '../webhooks/webhook-service.js';
 import type { DeliveryQuery, DeliveryRecord, Webhook, WebhookPatch } from '../webhooks/webhook-types.js';
 
@@ -42,6 +42,9 @@ function deliveryMessage(d: DeliveryRecord): DeliveryMessage {
     })),
   };
 }
+
+/** Who may call WebhookDispatcherService: the gateway (users' requests). */
+export const webhookAccess: RpcAccess<WebhookDispatcherServiceServer> = { default: ['gateway'] };
 
 /** gRPC adapter of WebhookService: verify the caller, decode, call the rules, encode. */
 export function webhookGrpc(deps: {

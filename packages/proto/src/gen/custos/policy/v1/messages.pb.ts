@@ -224,7 +224,22 @@ export interface DeletePolicyRequest {
 export interface DeletePolicyResponse {
 }
 
-/** DecideRequest describes one secret operation of the caller (the bearer JWT in metadata). */
+/**
+ * DecisionPrincipal is who a decision is for, as the asking service (vault-crypto) verified it
+ * from the user's or agent's token; no token travels with the question.
+ */
+export interface DecisionPrincipal {
+  /** `user` or `agent`. */
+  type: string;
+  /** The user or agent (UUID). */
+  id: string;
+  /** The org the principal's token was minted for (UUID). */
+  orgId: string;
+  /** An agent's `environment` claim; empty for users and agents without one. */
+  environment: string;
+}
+
+/** DecideRequest describes one secret operation of a principal. */
 export interface DecideRequest {
   /** The vault (UUID). */
   vaultId: string;
@@ -234,6 +249,12 @@ export interface DecideRequest {
   path: string;
   /** `read` or `write`. */
   permission: string;
+  /** Who asks to perform it. */
+  principal?:
+    | DecisionPrincipal
+    | undefined;
+  /** The client's address as the gateway resolved it (for IP conditions); empty when unknown. */
+  clientIp: string;
 }
 
 /** DecideResponse is the decision. */
@@ -1904,8 +1925,116 @@ export const DeletePolicyResponse: MessageFns<DeletePolicyResponse> = {
   },
 };
 
+function createBaseDecisionPrincipal(): DecisionPrincipal {
+  return { type: "", id: "", orgId: "", environment: "" };
+}
+
+export const DecisionPrincipal: MessageFns<DecisionPrincipal> = {
+  encode(message: DecisionPrincipal, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.type !== "") {
+      writer.uint32(10).string(message.type);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    if (message.orgId !== "") {
+      writer.uint32(26).string(message.orgId);
+    }
+    if (message.environment !== "") {
+      writer.uint32(34).string(message.environment);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DecisionPrincipal {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseDecisionPrincipal();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.type = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.id = reader.string();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.orgId = reader.string();
+          continue;
+        }
+        case 4: {
+          if (tag !== 34) {
+            break;
+          }
+
+          message.environment = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): DecisionPrincipal {
+    return {
+      type: isSet(object.type) ? globalThis.String(object.type) : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      orgId: isSet(object.orgId) ? globalThis.String(object.orgId) : "",
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+    };
+  },
+
+  toJSON(message: DecisionPrincipal): unknown {
+    const obj: any = {};
+    if (message.type !== "") {
+      obj.type = message.type;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DecisionPrincipal>, I>>(base?: I): DecisionPrincipal {
+    return DecisionPrincipal.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DecisionPrincipal>, I>>(object: I): DecisionPrincipal {
+    const message = createBaseDecisionPrincipal();
+    message.type = object.type ?? "";
+    message.id = object.id ?? "";
+    message.orgId = object.orgId ?? "";
+    message.environment = object.environment ?? "";
+    return message;
+  },
+};
+
 function createBaseDecideRequest(): DecideRequest {
-  return { vaultId: "", vaultOrgId: "", path: "", permission: "" };
+  return { vaultId: "", vaultOrgId: "", path: "", permission: "", principal: undefined, clientIp: "" };
 }
 
 export const DecideRequest: MessageFns<DecideRequest> = {
@@ -1921,6 +2050,12 @@ export const DecideRequest: MessageFns<DecideRequest> = {
     }
     if (message.permission !== "") {
       writer.uint32(34).string(message.permission);
+    }
+    if (message.principal !== undefined) {
+      DecisionPrincipal.encode(message.principal, writer.uint32(42).fork()).join();
+    }
+    if (message.clientIp !== "") {
+      writer.uint32(50).string(message.clientIp);
     }
     return writer;
   },
@@ -1964,6 +2099,22 @@ export const DecideRequest: MessageFns<DecideRequest> = {
           message.permission = reader.string();
           continue;
         }
+        case 5: {
+          if (tag !== 42) {
+            break;
+          }
+
+          message.principal = DecisionPrincipal.decode(reader, reader.uint32());
+          continue;
+        }
+        case 6: {
+          if (tag !== 50) {
+            break;
+          }
+
+          message.clientIp = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -1979,6 +2130,8 @@ export const DecideRequest: MessageFns<DecideRequest> = {
       vaultOrgId: isSet(object.vaultOrgId) ? globalThis.String(object.vaultOrgId) : "",
       path: isSet(object.path) ? globalThis.String(object.path) : "",
       permission: isSet(object.permission) ? globalThis.String(object.permission) : "",
+      principal: isSet(object.principal) ? DecisionPrincipal.fromJSON(object.principal) : undefined,
+      clientIp: isSet(object.clientIp) ? globalThis.String(object.clientIp) : "",
     };
   },
 
@@ -1996,6 +2149,12 @@ export const DecideRequest: MessageFns<DecideRequest> = {
     if (message.permission !== "") {
       obj.permission = message.permission;
     }
+    if (message.principal !== undefined) {
+      obj.principal = DecisionPrincipal.toJSON(message.principal);
+    }
+    if (message.clientIp !== "") {
+      obj.clientIp = message.clientIp;
+    }
     return obj;
   },
 
@@ -2008,6 +2167,10 @@ export const DecideRequest: MessageFns<DecideRequest> = {
     message.vaultOrgId = object.vaultOrgId ?? "";
     message.path = object.path ?? "";
     message.permission = object.permission ?? "";
+    message.principal = (object.principal !== undefined && object.principal !== null)
+      ? DecisionPrincipal.fromPartial(object.principal)
+      : undefined;
+    message.clientIp = object.clientIp ?? "";
     return message;
   },
 };

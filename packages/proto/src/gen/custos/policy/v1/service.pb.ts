@@ -99,9 +99,9 @@ export const PolicyServiceService = {
     responseDeserialize: (value: Buffer): DeletePolicyResponse => DeletePolicyResponse.decode(value),
   },
   /**
-   * Decide answers whether the calling principal may perform `permission` on a secret path of a
-   * vault, evaluating every live grant of that principal on the vault (deny wins at equal
-   * priority; no match denies).
+   * Decide answers whether the principal in the request may perform `permission` on a secret path
+   * of a vault, evaluating every live grant of that principal on the vault (deny wins at equal
+   * priority; no match denies). Only vault-crypto calls it, for a principal it verified.
    */
   decide: {
     path: "/custos.policy.v1.PolicyService/Decide",
@@ -195,9 +195,9 @@ export interface PolicyServiceServer extends UntypedServiceImplementation {
   /** DeletePolicy removes a grant. */
   deletePolicy: handleUnaryCall<DeletePolicyRequest, DeletePolicyResponse>;
   /**
-   * Decide answers whether the calling principal may perform `permission` on a secret path of a
-   * vault, evaluating every live grant of that principal on the vault (deny wins at equal
-   * priority; no match denies).
+   * Decide answers whether the principal in the request may perform `permission` on a secret path
+   * of a vault, evaluating every live grant of that principal on the vault (deny wins at equal
+   * priority; no match denies). Only vault-crypto calls it, for a principal it verified.
    */
   decide: handleUnaryCall<DecideRequest, DecideResponse>;
   /**
@@ -294,9 +294,9 @@ export interface PolicyServiceClient extends Client {
     callback: (error: ServiceError | null, response: DeletePolicyResponse) => void,
   ): ClientUnaryCall;
   /**
-   * Decide answers whether the calling principal may perform `permission` on a secret path of a
-   * vault, evaluating every live grant of that principal on the vault (deny wins at equal
-   * priority; no match denies).
+   * Decide answers whether the principal in the request may perform `permission` on a secret path
+   * of a vault, evaluating every live grant of that principal on the vault (deny wins at equal
+   * priority; no match denies). Only vault-crypto calls it, for a principal it verified.
    */
   decide(
     request: DecideRequest,
