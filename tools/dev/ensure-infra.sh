@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure the infrastructure that `pnpm test` and CI need is reachable on loopback:
 #   - Postgres on 127.0.0.1:5432 with a superuser `postgres` that trust auth lets in from localhost,
-#   - Redis on 127.0.0.1:6379,
+#   - Redis on 127.0.0.1:6379 (and the redis-server binary on disk: meshes start their own),
 #   - nats-server with JetStream on 127.0.0.1:4222 (and the nats-server binary on disk, because
 #     tests start private nats-servers on other ports),
 #   - softhsm2 (the PKCS#11 token that the KMS tests use),
@@ -215,6 +215,13 @@ ensure_postgres() {
 
 ensure_redis() {
   if redis_pong; then
+    # Meshes and tests start their own redis-server (with a password) on other ports: the binary
+    # must be on disk even when something else serves 6379.
+    if ! command -v redis-server >/dev/null 2>&1; then
+      apt_install redis redis-server
+      say "redis: up (already running; installed redis-server)"
+      return
+    fi
     say "redis: up (already running)"
     return
   fi

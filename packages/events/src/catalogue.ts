@@ -82,7 +82,53 @@ export interface EventEnvelope<D = Record<string, unknown>> {
   data: D;
 }
 
-/** The NATS subject an event is published on. */
-export function subjectFor(prefix: string, name: string): string {
-  return `${prefix}.${name}`;
+/** The event whose subject names its producer: `<prefix>.audit.recorded.<service>`. */
+export const AUDIT_RECORDED = 'audit.recorded';
+
+/**
+ * The NATS subject an event is published on: `<prefix>.<name>`, and for an audit record
+ * `<prefix>.audit.recorded.<producer>`, so that NATS permissions pin who may record.
+ */
+export function subjectFor(prefix: string, name: string, producer?: string): string {
+  if (name !== AUDIT_RECORDED) return `${prefix}.${name}`;
+  if (!producer || !/^[a-z][a-z0-9-]*$/.test(producer))
+    throw new Error(`an ${AUDIT_RECORDED} subject needs the producing service's name`);
+  return `${prefix}.${AUDIT_RECORDED}.${producer}`;
+}
+
+/** The subject filter of every audit record, whoever produced it. */
+export function auditRecordedFilter(prefix: string): string {
+  return `${prefix}.${AUDIT_RECORDED}.>`;
+}
+
+/** What a delivered message's subject says about it. */
+export interface EventSubject {
+  /** The event name the subject carries. */
+  name: string;
+  /** The producing service (audit records only; null for other events). */
+  producer: string | null;
+}
+
+/**
+ * Reads an event subject: `<prefix>.<name>` or `<prefix>.audit.recorded.<producer>`. Undefined
+ * when the subject is not under `prefix` or names no catalogue event, or an audit record's subject
+ * names no producer.
+ */
+export function eventOfSubject(prefix: string, subject: string): EventSubject | undefined {
+  if (!subject.startsWith(`${prefix}.`)) return undefined;
+  const rest = subject.slice(prefix.length + 1);
+  const audit = `${AUDIT_RECORDED}.`;
+  if (rest.startsWith(audit)) {
+    const producer = rest.slice(audit.length);
+    return /^[a-z][a-z0-9-]*$/.test(producer) ? { name: AUDIT_RECORDED, producer } : undefined;
+  }
+  if (rest === AUDIT_RECORDED) return undefined;
+  return isEventName(rest) ? { name: rest, producer: null } : undefined;
+}
+
+const eventNames = new Set<string>([...SUBSCRIBABLE_EVENTS, ...INTERNAL_EVENTS]);
+
+/** True when `name` is an event of the catalogue. */
+export function isEventName(name: string): name is EventName {
+  return eventNames.has(name);
 }

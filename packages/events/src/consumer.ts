@@ -3,7 +3,7 @@ import { SpanKind } from '@opentelemetry/api';
 import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/nats-core';
 import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
-import type { EventEnvelope } from './catalogue.js';
+import { type EventEnvelope, eventOfSubject } from './catalogue.js';
 import type { NatsLink } from './nats.js';
 import type { InboxTable } from './tables.js';
 
@@ -11,6 +11,16 @@ import type { InboxTable } from './tables.js';
 type Db = NodePgDatabase<any>;
 /** The transaction a handler runs in; the inbox row is written in it too. */
 export type HandlerTx = Parameters<Parameters<Db['transaction']>[0]>[0];
+
+/** How an event arrived: its subject and, for an audit record, the service the subject names. */
+export interface EventDelivery {
+  subject: string;
+  /**
+   * The producing service of an audit record (`<prefix>.audit.recorded.<producer>`), which NATS
+   * permissions pin: only that service's user may publish there. Null for other events.
+   */
+  producer: string | null;
+}
 
 /** Options of an idempotent JetStream consumer. */
 export interface ConsumerOptions {
@@ -24,7 +34,7 @@ export interface ConsumerOptions {
   inbox: InboxTable;
   logger: Logger;
   /** Applies one event; runs inside the transaction that records it as processed. */
-  handler: (event: EventEnvelope, tx: HandlerTx) => Promise<void>;
+  handler: (event: EventEnvelope, tx: HandlerTx, delivery: EventDelivery) => Promise<void>;
   /**
    * Events the handler wants; others are acknowledged without touching the database. For a
    * consumer whose subject filter is wider than what it handles (NATS 2.9 takes one filter).
@@ -37,6 +47,11 @@ export interface ConsumerOptions {
 /**
  * Runs `handler` once per event: the event id is inserted into the inbox in the handler's
  * transaction, so a redelivered or republished event finds its id and is only acknowledged.
+ *
+ * An event is believed only as far as NATS permissions vouch for it: its type must be the one its
+ * subject names (only the owning service may publish on that subject), and its id must be its
+ * JetStream message id (so a copy of a seen event under a fresh message id cannot take the
+ * original's inbox slot). Anything else is dropped with an error log.
  */
 export class IdempotentConsumer {
   private messages: ConsumerMessages | undefined;
@@ -65,16 +80,32 @@ export class IdempotentConsumer {
           await new Promise((r) => setTimeout(r, 250));
           continue;
         }
-        await nats.jsm.consumers.info(this.opts.stream, this.opts.durable).catch(() =>
-          nats.jsm.consumers.add(this.opts.stream, {
+        const existing = await nats.jsm.consumers
+          .info(this.opts.stream, this.opts.durable)
+          .catch(() => undefined);
+        if (!existing) {
+          await nats.jsm.consumers.add(this.opts.stream, {
             durable_name: this.opts.durable,
             ack_policy: AckPolicy.Explicit,
             deliver_policy: DeliverPolicy.All,
             filter_subject: this.opts.filterSubject,
             ack_wait: nanos(30_000),
             max_deliver: -1,
-          }),
-        );
+          });
+        } else if (existing.config.filter_subject !== this.opts.filterSubject) {
+          // The filter changed between releases (e.g. audit records gained their producer token).
+          await nats.jsm.consumers.update(this.opts.stream, this.opts.durable, {
+            filter_subject: this.opts.filterSubject,
+          });
+          this.opts.logger.info(
+            {
+              consumer: this.opts.durable,
+              from: existing.config.filter_subject,
+              to: this.opts.filterSubject,
+            },
+            'consumer filter updated',
+          );
+        }
         const consumer = await nats.js.consumers.get(this.opts.stream, this.opts.durable);
         this.messages = await consumer.consume({ max_messages: 64 });
         if (this.stopped) await this.messages.close();
@@ -104,6 +135,24 @@ export class IdempotentConsumer {
       m.term();
       return;
     }
+    const where = eventOfSubject(this.opts.link.subjectPrefix, m.subject);
+    if (!where || where.name !== event.type) {
+      this.opts.logger.error(
+        { subject: m.subject, type: event.type, event_id: event.id, consumer: this.opts.durable },
+        'dropping an event whose type is not the one its subject names',
+      );
+      m.term();
+      return;
+    }
+    if (m.headers?.get('Nats-Msg-Id') !== event.id) {
+      this.opts.logger.error(
+        { subject: m.subject, event_id: event.id, consumer: this.opts.durable },
+        'dropping an event whose id is not its message id',
+      );
+      m.term();
+      return;
+    }
+    const delivery: EventDelivery = { subject: m.subject, producer: where.producer };
     if (this.opts.accept && !this.opts.accept(event)) {
       m.ack();
       return;
@@ -120,7 +169,7 @@ export class IdempotentConsumer {
               .values({ consumer: this.opts.durable, eventId: event.id })
               .onConflictDoNothing()
               .returning({ id: this.opts.inbox.eventId });
-            if (fresh.length > 0) await this.opts.handler(event, tx);
+            if (fresh.length > 0) await this.opts.handler(event, tx, delivery);
           }),
       );
       m.ack();

@@ -7,3 +7,4 @@ export * from './relay.js';
 export * from './tables.js';
 export * from './runtime.js';
 export * from './audit.js';
+export * from './nats-permissions.js';

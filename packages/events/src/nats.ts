@@ -11,6 +11,20 @@ export interface StreamSettings {
   duplicateWindowMs?: number;
 }
 
+/** How a service proves who it is to NATS, and where its replies arrive. */
+export interface NatsCredentials {
+  user?: string;
+  /** Never logged. */
+  password?: string;
+  /**
+   * Prefix of the connection's reply inboxes (`inboxPrefixOf(service)`): NATS permissions let a
+   * service subscribe only to its own inboxes.
+   */
+  inboxPrefix?: string;
+  /** PEM file of the CA of a `tls://` server's certificate. */
+  tlsCaFile?: string;
+}
+
 /**
  * A NATS connection that is established in the background and re-established forever, so a
  * service starts and keeps accepting writes (into its outbox) while NATS is down.
@@ -28,7 +42,13 @@ export class NatsLink {
     private readonly settings: StreamSettings,
     private readonly logger: Logger,
     private readonly name: string,
+    private readonly credentials: NatsCredentials = {},
   ) {}
+
+  /** The subject prefix of the events on this link's stream. */
+  get subjectPrefix(): string {
+    return this.settings.subjectPrefix;
+  }
 
   /** Starts connecting; resolves at once. */
   start(): void {
@@ -39,6 +59,7 @@ export class NatsLink {
     let delay = 200;
     while (!this.closed && !this.nc) {
       try {
+        const c = this.credentials;
         const nc = await connect({
           servers: this.servers,
           name: this.name,
@@ -46,6 +67,10 @@ export class NatsLink {
           maxReconnectAttempts: -1,
           reconnectTimeWait: 500,
           timeout: 2000,
+          ...(c.user !== undefined ? { user: c.user } : {}),
+          ...(c.password !== undefined ? { pass: c.password } : {}),
+          ...(c.inboxPrefix ? { inboxPrefix: c.inboxPrefix } : {}),
+          ...(c.tlsCaFile ? { tls: { caFile: c.tlsCaFile } } : {}),
         });
         if (this.closed) {
           await nc.close();
@@ -87,6 +112,10 @@ export class NatsLink {
         this.streamReady = false;
         this.logger.warn('NATS disconnected');
       } else if (s.type === 'reconnect') this.logger.info('NATS reconnected');
+      // A permission violation is this service trying something its NATS user may not do: a bug
+      // or a stale permissions table, never routine.
+      else if (s.type === 'error')
+        this.logger.error({ err: describeError(s.error) }, 'NATS refused an operation');
     }
   }
 

@@ -11,6 +11,8 @@ export interface RelayOptions {
   schema: string;
   link: NatsLink;
   subjectPrefix: string;
+  /** The service whose outbox this is: its audit records go out on `audit.recorded.<producer>`. */
+  producer: string;
   logger: Logger;
   batchSize?: number;
   /** Polling interval when idle, in milliseconds (a commit can also `nudge()` the relay). */
@@ -143,10 +145,8 @@ export class OutboxRelay {
         };
         const h = headers();
         if (row.traceparent) h.set('traceparent', row.traceparent);
-        return nats.js.publish(subjectFor(this.opts.subjectPrefix, row.name), JSON.stringify(envelope), {
-          msgID: row.id,
-          headers: h,
-        });
+        const subject = subjectFor(this.opts.subjectPrefix, row.name, this.opts.producer);
+        return nats.js.publish(subject, JSON.stringify(envelope), { msgID: row.id, headers: h });
       }),
     );
     let acked = 0;

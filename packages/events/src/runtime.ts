@@ -10,6 +10,7 @@ import {
 import type pg from 'pg';
 import type { natsConfigShape } from './config.js';
 import { NatsLink } from './nats.js';
+import { inboxPrefixOf } from './nats-permissions.js';
 import { OutboxRelay } from './relay.js';
 
 /** The event plumbing of one service: its NATS link and outbox relay. */
@@ -28,18 +29,26 @@ export function startEvents(
   rt: Runtime<ConfigOf<typeof natsConfigShape>>,
   opts: { pool: pg.Pool; schema: string },
 ): ServiceEvents {
+  const c = rt.config;
   const link = new NatsLink(
-    rt.config.NATS_URL.split(',').map((s) => s.trim()),
-    { stream: rt.config.NATS_STREAM, subjectPrefix: rt.config.NATS_SUBJECT_PREFIX },
+    c.NATS_URL.split(',').map((s) => s.trim()),
+    { stream: c.NATS_STREAM, subjectPrefix: c.NATS_SUBJECT_PREFIX },
     rt.logger,
     `custos-${rt.name}`,
+    {
+      ...(c.NATS_USER !== undefined ? { user: c.NATS_USER } : {}),
+      ...(c.NATS_PASSWORD !== undefined ? { password: c.NATS_PASSWORD } : {}),
+      ...(c.NATS_TLS_CA_FILE !== undefined ? { tlsCaFile: c.NATS_TLS_CA_FILE } : {}),
+      inboxPrefix: inboxPrefixOf(rt.name),
+    },
   );
   link.start();
   const relay = new OutboxRelay({
     pool: opts.pool,
     schema: opts.schema,
     link,
-    subjectPrefix: rt.config.NATS_SUBJECT_PREFIX,
+    subjectPrefix: c.NATS_SUBJECT_PREFIX,
+    producer: rt.name,
     logger: rt.logger,
   });
   relay.start();

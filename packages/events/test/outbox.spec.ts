@@ -10,7 +10,14 @@ import {
 } from '@custos/service-kit/testing';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
-import { IdempotentConsumer, NatsLink, OutboxRelay, writeEvent, type EventEnvelope } from '../src';
+import {
+  IdempotentConsumer,
+  NatsLink,
+  OutboxRelay,
+  writeEvent,
+  type EventDelivery,
+  type EventEnvelope,
+} from '../src';
 import { DDL, SCHEMA, inbox, outbox } from './fixtures/schema';
 
 const logger = createLogger({ service: 'events-test', level: 'silent' });
@@ -42,21 +49,44 @@ describe('outbox → JetStream → idempotent consumer', () => {
 
   const db = () => drizzle(pool);
 
-  function startPipeline(durable: string, accept?: (e: EventEnvelope) => boolean) {
+  function startPipeline(
+    durable: string,
+    accept?: (e: EventEnvelope) => boolean,
+    on: { stream: string; prefix: string; duplicateWindowMs?: number } = { stream, prefix },
+  ) {
     const handled: EventEnvelope[] = [];
-    const link = new NatsLink([nats.url], { stream, subjectPrefix: prefix }, logger, 'test');
+    const deliveries: EventDelivery[] = [];
+    const link = new NatsLink(
+      [nats.url],
+      {
+        stream: on.stream,
+        subjectPrefix: on.prefix,
+        ...(on.duplicateWindowMs ? { duplicateWindowMs: on.duplicateWindowMs } : {}),
+      },
+      logger,
+      'test',
+    );
     link.start();
-    const relay = new OutboxRelay({ pool, schema: SCHEMA, link, subjectPrefix: prefix, logger, pollMs: 50 });
+    const relay = new OutboxRelay({
+      pool,
+      schema: SCHEMA,
+      link,
+      subjectPrefix: on.prefix,
+      producer: 'events-test',
+      logger,
+      pollMs: 50,
+    });
     const consumer = new IdempotentConsumer({
       link,
-      stream,
+      stream: on.stream,
       durable,
-      filterSubject: `${prefix}.>`,
+      filterSubject: `${on.prefix}.>`,
       db: db(),
       inbox,
       logger,
-      handler: async (event) => {
+      handler: async (event, _tx, delivery) => {
         handled.push(event);
+        deliveries.push(delivery);
       },
       ...(accept ? { accept } : {}),
     });
@@ -67,7 +97,7 @@ describe('outbox → JetStream → idempotent consumer', () => {
       () => relay.stop(),
       () => consumer.stop(),
     );
-    return { handled, relay, link };
+    return { handled, deliveries, relay, link };
   }
 
   const unpublished = async (id: string) =>
@@ -150,6 +180,7 @@ describe('outbox → JetStream → idempotent consumer', () => {
       schema: SCHEMA,
       link: link2,
       subjectPrefix: prefix,
+      producer: 'events-test',
       logger,
       pollMs: 50,
     });
@@ -166,12 +197,15 @@ describe('outbox → JetStream → idempotent consumer', () => {
 
   it('skips an event id it has already applied even when JetStream delivers it again', async () => {
     if (!(await isUp(nats))) await nats.start();
-    const { handled, link } = startPipeline('republish');
+    // A stream that forgets message ids after a second, so the same event can be stored twice.
+    const short = { stream: `${stream}_R`, prefix: `${prefix}_r`, duplicateWindowMs: 1000 };
+    const { handled, link } = startPipeline('republish', undefined, short);
     const id = await db().transaction((tx) =>
       writeEvent(tx, outbox, { name: 'signing_key.rotated', orgId: 'org-3', data: {} }),
     );
     await waitFor(async () => handled.some((e) => e.id === id), 20000);
-    // Same event published again under another message id (as after the dedupe window passed).
+    await new Promise((r) => setTimeout(r, 1500));
+    // The same event published again after the dedupe window passed: JetStream stores it.
     const ready = await link.ready();
     const envelope = {
       id,
@@ -180,14 +214,49 @@ describe('outbox → JetStream → idempotent consumer', () => {
       org_id: 'org-3',
       data: {},
     };
-    await ready!.js.publish(`${prefix}.signing_key.rotated`, JSON.stringify(envelope), {
-      msgID: randomUUID(),
+    const ack = await ready!.js.publish(`${short.prefix}.signing_key.rotated`, JSON.stringify(envelope), {
+      msgID: id,
     });
+    expect(ack.duplicate).toBe(false);
     const marker = await db().transaction((tx) =>
       writeEvent(tx, outbox, { name: 'policy.created', orgId: null, data: {} }),
     );
     await waitFor(async () => handled.some((e) => e.id === marker), 20000);
     expect(handled.filter((e) => e.id === id)).toHaveLength(1);
+  });
+
+  it('drops an event whose type is not the one its subject names, or whose id is not its message id', async () => {
+    if (!(await isUp(nats))) await nats.start();
+    // The stream holds earlier tests' events too: handle only this test's org.
+    const { handled, deliveries, link } = startPipeline('checked', (e) => e.org_id === 'org-4');
+    await waitFor(async () => (await link.ready()) !== undefined, 20000);
+    const ready = await link.ready();
+    const envelope = (type: string) => ({
+      id: randomUUID(),
+      type,
+      created_at: new Date().toISOString(),
+      org_id: 'org-4',
+      data: {},
+    });
+    // A policy.created envelope on an audit subject (what a service allowed to publish audit
+    // records but not policy events could try), and a copy of an event under a fresh message id.
+    const disguised = envelope('policy.created');
+    await ready!.js.publish(`${prefix}.audit.recorded.events-test`, JSON.stringify(disguised), {
+      msgID: disguised.id,
+    });
+    const renamed = envelope('policy.created');
+    await ready!.js.publish(`${prefix}.policy.created`, JSON.stringify(renamed), { msgID: randomUUID() });
+    const record = await db().transaction((tx) =>
+      writeEvent(tx, outbox, { name: 'audit.recorded', orgId: 'org-4', data: {} }),
+    );
+    await waitFor(async () => handled.some((e) => e.id === record), 20000);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(handled.map((e) => e.id)).toEqual([record]);
+    // The audit record travelled on its producer's subject, and the consumer says whose it is.
+    expect(deliveries[0]).toEqual({
+      subject: `${prefix}.audit.recorded.events-test`,
+      producer: 'events-test',
+    });
   });
 
   it('acknowledges events the consumer does not accept without handling them or writing the inbox', async () => {

@@ -92,10 +92,23 @@ export interface TestNatsServer {
   stop(): Promise<void>;
 }
 
-/** Prepares (does not start) a private nats-server; the shared one on 4222 is never touched. */
-export async function testNatsServer(port?: number): Promise<TestNatsServer> {
+/**
+ * Prepares (does not start) a private nats-server; the shared one on 4222 is never touched.
+ * `config` renders a config file (e.g. with users and permissions) for the port and store folder;
+ * without it the server runs with JetStream and no authorization.
+ */
+export async function testNatsServer(
+  port?: number,
+  config?: (where: { port: number; storeDir: string }) => string,
+): Promise<TestNatsServer> {
   const p = port ?? (await freePort());
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-nats-'));
+  const args = ['-js', '-a', '127.0.0.1', '-p', String(p), '-sd', dir];
+  if (config) {
+    const file = path.join(dir, 'nats-server.conf');
+    fs.writeFileSync(file, config({ port: p, storeDir: path.join(dir, 'store') }), { mode: 0o600 });
+    args.splice(0, args.length, '-c', file);
+  }
   let child: ChildProcess | undefined;
   const reachable = () =>
     new Promise<boolean>((resolve) => {
@@ -110,7 +123,7 @@ export async function testNatsServer(port?: number): Promise<TestNatsServer> {
     port: p,
     url: `nats://127.0.0.1:${p}`,
     async start() {
-      child = spawn(natsServerBinary(), ['-js', '-a', '127.0.0.1', '-p', String(p), '-sd', dir], {
+      child = spawn(natsServerBinary(), args, {
         stdio: 'ignore',
       });
       await waitFor(reachable, 10000, 50);

@@ -1,6 +1,7 @@
 import { connectIdentityKeys } from '@custos/auth';
-import { IdempotentConsumer, runDataService, subjectFor } from '@custos/events';
+import { IdempotentConsumer, auditRecordedFilter, runDataService } from '@custos/events';
 import { AuditServiceService } from '@custos/proto/custos/audit/v1/service';
+import { Counter } from 'prom-client';
 import { AuditService } from './chain/audit-service.js';
 import { AuditStore } from './chain/audit-store.js';
 import { configShape } from './config.js';
@@ -30,11 +31,20 @@ runDataService({
       link: events.link,
       stream: events.stream,
       durable: AUDIT_RECORDED_DURABLE,
-      filterSubject: subjectFor(events.subjectPrefix, 'audit.recorded'),
+      filterSubject: auditRecordedFilter(events.subjectPrefix),
       db,
       inbox,
       logger: rt.logger,
-      handler: auditRecordedConsumer({ audit }),
+      handler: auditRecordedConsumer({
+        audit,
+        logger: rt.logger,
+        refused: new Counter({
+          name: 'custos_audit_records_refused_total',
+          help: 'Audit records refused because the producing service may not record their action.',
+          labelNames: ['producer'],
+          registers: [rt.metrics.registry],
+        }),
+      }),
     });
     consumer.start();
     rt.onShutdown('audit-consumer', () => consumer.stop());

@@ -233,7 +233,8 @@ describe('the audit chain in Postgres', () => {
 
   it('chains what the audit.recorded consumer decodes, and refuses a malformed record loudly', async () => {
     const orgId = randomUUID();
-    const handle = auditRecordedConsumer({ audit: service });
+    const handle = auditRecordedConsumer({ audit: service, logger, refused: { inc: () => undefined } });
+    const fromVaultCrypto = { subject: 'p.audit.recorded.vault-crypto', producer: 'vault-crypto' };
     const data = {
       org_id: orgId,
       actor_type: 'agent',
@@ -248,7 +249,7 @@ describe('the audit chain in Postgres', () => {
     };
     const envelope = (d: Record<string, unknown>) =>
       ({ id: randomUUID(), type: 'audit.recorded', created_at: '', org_id: orgId, data: d }) as never;
-    await db.transaction((tx) => handle(envelope(data), tx));
+    await db.transaction((tx) => handle(envelope(data), tx, fromVaultCrypto));
     const [e] = (await service.list(owner(orgId), { limit: 10, offset: 0 })).events;
     expect(e).toMatchObject({
       actorType: 'agent',
@@ -257,7 +258,7 @@ describe('the audit chain in Postgres', () => {
       details: { path: 'p', ip_address: '192.0.2.9', request_id: 'req-1' },
     });
     for (const bad of [{ org_id: 'x' }, { action: 'DROP' }, { metadata: [] }, { occurred_at: 'soon' }]) {
-      expect(() => recordFromEvent(envelope({ ...data, ...bad }))).toThrow(/malformed/);
+      expect(() => recordFromEvent(envelope({ ...data, ...bad }), 'vault-crypto')).toThrow(/malformed/);
     }
   });
 });

@@ -119,9 +119,8 @@ async function startServices(s, state) {
     ports,
     databaseUrl: state.infraByName.postgres.url,
     natsUrl: state.infraByName.nats.url,
-    // Own stream and subjects, so dev mode on a shared NATS never collides with the test streams.
-    natsStream: process.env.NATS_STREAM || 'CUSTOS_DEV',
-    natsSubjectPrefix: process.env.NATS_SUBJECT_PREFIX || 'custos.dev.events',
+    natsStream: s.natsStream,
+    natsSubjectPrefix: s.natsSubjectPrefix,
     redisUrl: state.infraByName.redis.url,
     keys: state.keys,
     mailDir: s.mailDir,
@@ -161,7 +160,13 @@ async function startServices(s, state) {
   state.supervisor = new MeshSupervisor({
     services,
     root: s.root,
-    env: (svc) => serviceEnv(env, ports, svc, { ...database.envOf(svc), ...state.certs.envOf(svc) }),
+    env: (svc) =>
+      serviceEnv(env, ports, svc, {
+        ...database.envOf(svc),
+        ...state.certs.envOf(svc),
+        // Its own NATS user, when the launcher runs the nats-server.
+        ...state.infraByName.nats.envOf?.(svc),
+      }),
     logDir: s.logDir,
     detached: true,
     restart: DEFAULT_RESTART_POLICY,
@@ -286,6 +291,7 @@ export async function runDevMode({ infraOnly = false } = {}) {
       kmsMasterKey: masterKey.key,
       tokenSigningKek: devKey(s, 'token-signing.kek', 'TOKEN_SIGNING_KEK', 'dev token-signing KEK'),
       auditHmacKey: devKey(s, 'audit-hmac.key', 'AUDIT_HMAC_KEY', 'dev audit HMAC key'),
+      mfaSecretKey: devKey(s, 'mfa-secret.key', 'MFA_SECRET_KEY', 'dev TOTP secret-sealing key'),
       webhookSecretKey: devKey(
         s,
         'webhook-secret.key',
@@ -309,14 +315,21 @@ export async function runDevMode({ infraOnly = false } = {}) {
       console.log(
         '  # that is the owner: run each services/<name>/dist/migrate.js with it, then start the service with DATABASE_URL as custos_<name>',
       );
+      const { nats, redis } = state.infraByName;
       console.log(
-        `  export NATS_URL='${state.infraByName.nats.url}' NATS_STREAM=CUSTOS_DEV NATS_SUBJECT_PREFIX=custos.dev.events`,
+        `  export NATS_URL='${nats.url}' NATS_STREAM='${s.natsStream}' NATS_SUBJECT_PREFIX='${s.natsSubjectPrefix}'`,
       );
-      console.log(`  export REDIS_URL='${state.infraByName.redis.url}' MAIL_DIR='${s.mailDir}'`);
+      // Passwords stay in their files (the lines read them when pasted).
+      if (nats.envDir)
+        console.log(`  export $(cat '${nats.envDir}/<name>')   # NATS_USER and NATS_PASSWORD of <name>`);
+      const redisUrl = redis.urlFile ? `"$(cat '${redis.urlFile}')"` : `'${maskUrl(redis.url)}'`;
+      console.log(`  export REDIS_URL=${redisUrl} MAIL_DIR='${s.mailDir}'`);
       console.log(
         `  export GRPC_TLS_CA_FILE='${state.certs.caFile}' GRPC_TLS_CERT_FILE='${state.certs.dir}/<name>.crt' GRPC_TLS_KEY_FILE='${state.certs.dir}/<name>.key'`,
       );
-      console.log(`  export KMS_PROVIDER=local LOCAL_KMS_MASTER_KEY="$(cat '${s.masterKeyFile}')"`);
+      console.log(
+        `  export KMS_PROVIDER=local KMS_ALLOW_LOCAL=true LOCAL_KMS_MASTER_KEY="$(cat '${s.masterKeyFile}')"`,
+      );
       console.log('Ctrl-C stops it.\n');
     } else {
       baseUrl = await startServices(s, state);

@@ -1,10 +1,11 @@
-// Postgres, NATS and Redis for dev mode: the URLs given in the environment, else a server that is
-// already running on the usual port, else one the launcher starts (and later stops) itself.
+// Postgres, NATS and Redis for dev mode: the URLs given in the environment, else servers the
+// launcher starts (and later stops) itself: NATS with a user per service, Redis with a password.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import path from 'node:path';
+import { prepareMeshNats, prepareMeshRedis, redisReadyAt } from '@custos/mesh';
 import { ManagedChild, reportUnexpectedExit } from './children.mjs';
 import {
   DevError,
@@ -13,11 +14,9 @@ import {
   isAlive,
   isRoot,
   natsJetStreamAt,
-  parseNatsInfo,
   pollUntil,
   probeLine,
   reclaimLeftover,
-  redisPongAt,
   say,
   shout,
   stopPid,
@@ -39,25 +38,21 @@ function onInfraExit(child) {
 // ---------------------------------------------------------------------------------------------
 // NATS
 
-/** NATS_URL, else a JetStream server on 127.0.0.1:4222, else a private nats-server. */
+/**
+ * NATS_URL as given (its credentials, if any, from NATS_USER/NATS_PASSWORD in your environment),
+ * else a private nats-server. The machine's own server on 4222 is not used: it lets anyone publish
+ * anything, and the services are meant to prove who they are (a user per service).
+ */
 export async function resolveNats(s) {
   if (s.natsUrl) return { url: s.natsUrl, how: 'from NATS_URL' };
-  const greeting = await probeLine(s.sharedNatsPort);
-  if (greeting !== null) {
-    const info = parseNatsInfo(greeting);
-    if (info?.jetstream === true)
-      return {
-        url: `nats://127.0.0.1:${s.sharedNatsPort}`,
-        how: `already running on 127.0.0.1:${s.sharedNatsPort}`,
-      };
-    say(
-      `something answers on 127.0.0.1:${s.sharedNatsPort} but ${info ? 'without JetStream' : 'it is not NATS'}: starting a private nats-server`,
-    );
-  }
   return startNats(s);
 }
 
-/** Starts `nats-server -js` on 127.0.0.1:<natsPort> with its store in the data folder. */
+/**
+ * Starts `nats-server` on 127.0.0.1:<natsPort> with its JetStream store in the data folder and a
+ * config made by @custos/mesh: one user per service, with the permissions of @custos/events and a
+ * fresh password each launch (in <natsDir>/nats-server.conf, mode 0600), and no anonymous access.
+ */
 export async function startNats(s) {
   const bin = await ensureBinary(
     'nats-server',
@@ -66,16 +61,29 @@ export async function startNats(s) {
     'Install nats-server (Debian/Ubuntu: apt-get install nats-server; macOS: brew install nats-server) or set NATS_URL to a NATS server with JetStream.',
   );
   await reclaimLeftover(s.runDir, 'nats', 'nats-server');
-  fs.mkdirSync(s.natsDir, { recursive: true });
   if ((await probeLine(s.natsPort)) !== null) {
     throw new DevError(
       `port ${s.natsPort} on 127.0.0.1 is taken by something else: set CUSTOS_DEV_NATS_PORT to a free port, or NATS_URL`,
     );
   }
+  const conf = await prepareMeshNats({
+    dir: s.natsDir,
+    port: s.natsPort,
+    stream: s.natsStream,
+    prefix: s.natsSubjectPrefix,
+  });
+  // For services started by hand (--infra-only): each one's login in a file of its own.
+  const envDir = path.join(s.natsDir, 'env');
+  fs.mkdirSync(envDir, { recursive: true, mode: 0o700 });
+  for (const [service, login] of Object.entries(conf.users)) {
+    const file = path.join(envDir, service);
+    fs.rmSync(file, { force: true });
+    fs.writeFileSync(file, `NATS_USER=${login.user}\nNATS_PASSWORD=${login.password}\n`, { mode: 0o600 });
+  }
   const child = new ManagedChild({
     name: 'nats',
     command: bin,
-    args: ['-js', '-a', '127.0.0.1', '-p', String(s.natsPort), '-sd', s.natsDir],
+    args: conf.args,
     env: process.env,
     cwd: s.dataDir,
     logDir: s.logDir,
@@ -90,8 +98,10 @@ export async function startNats(s) {
     );
   }
   return {
-    url: `nats://127.0.0.1:${s.natsPort}`,
-    how: `started nats-server on 127.0.0.1:${s.natsPort}, data in ${s.natsDir}`,
+    url: conf.url,
+    how: `started nats-server on 127.0.0.1:${s.natsPort} (a user per service), data in ${s.natsDir}`,
+    envOf: conf.envOf,
+    envDir,
     stop: () => child.stop('SIGTERM', 10_000),
     abandon: () => child.signal('SIGTERM'),
   };
@@ -100,23 +110,16 @@ export async function startNats(s) {
 // ---------------------------------------------------------------------------------------------
 // Redis
 
-/** REDIS_URL, else a Redis on 127.0.0.1:6379, else a private redis-server. */
+/**
+ * REDIS_URL as given, else a private redis-server behind a password. The machine's own Redis on
+ * 6379 is not used: it has no password.
+ */
 export async function resolveRedis(s) {
   if (s.redisUrl) return { url: s.redisUrl, how: 'from REDIS_URL' };
-  if (await redisPongAt(s.sharedRedisPort))
-    return {
-      url: `redis://127.0.0.1:${s.sharedRedisPort}`,
-      how: `already running on 127.0.0.1:${s.sharedRedisPort}`,
-    };
-  if ((await probeLine(s.sharedRedisPort)) !== null) {
-    say(
-      `something answers on 127.0.0.1:${s.sharedRedisPort} but not PONG to PING: starting a private redis-server`,
-    );
-  }
   return startRedis(s);
 }
 
-/** Starts an in-memory redis-server on 127.0.0.1:<redisPort>. */
+/** Starts an in-memory redis-server on 127.0.0.1:<redisPort> with a fresh password each launch. */
 export async function startRedis(s) {
   const bin = await ensureBinary(
     'redis-server',
@@ -125,36 +128,31 @@ export async function startRedis(s) {
     'Install Redis (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis) or set REDIS_URL.',
   );
   await reclaimLeftover(s.runDir, 'redis', 'redis-server');
-  fs.mkdirSync(s.redisDir, { recursive: true });
   if ((await probeLine(s.redisPort)) !== null) {
     throw new DevError(
       `port ${s.redisPort} on 127.0.0.1 is taken by something else: set CUSTOS_DEV_REDIS_PORT to a free port, or REDIS_URL`,
     );
   }
+  const conf = await prepareMeshRedis({ dir: s.redisDir, port: s.redisPort });
+  // For services started by hand (--infra-only): the URL with its password, in a file.
+  const urlFile = path.join(s.redisDir, 'url');
+  fs.rmSync(urlFile, { force: true });
+  fs.writeFileSync(urlFile, `${conf.url}\n`, { mode: 0o600 });
   const child = new ManagedChild({
     name: 'redis',
     command: bin,
-    args: [
-      '--port',
-      String(s.redisPort),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--daemonize',
-      'no',
-      '--dir',
-      s.redisDir,
-    ],
+    args: conf.args,
     env: process.env,
     cwd: s.dataDir,
     logDir: s.logDir,
     runDir: s.runDir,
     onUnexpectedExit: onInfraExit,
   });
-  const up = await pollUntil(async () => !child.alive || (await redisPongAt(s.redisPort)), 15_000, 100);
+  const up = await pollUntil(
+    async () => !child.alive || (await redisReadyAt(s.redisPort, conf.password)),
+    15_000,
+    100,
+  );
   if (!up || !child.alive) {
     await child.stop('SIGTERM', 3000);
     throw new DevError(
@@ -162,8 +160,9 @@ export async function startRedis(s) {
     );
   }
   return {
-    url: `redis://127.0.0.1:${s.redisPort}`,
-    how: `started redis-server on 127.0.0.1:${s.redisPort} (in memory)`,
+    url: conf.url,
+    how: `started redis-server on 127.0.0.1:${s.redisPort} (in memory, with a password)`,
+    urlFile,
     stop: () => child.stop('SIGTERM', 10_000),
     abandon: () => child.signal('SIGTERM'),
   };

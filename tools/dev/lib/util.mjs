@@ -37,10 +37,11 @@ export function devSettings(env = process.env) {
     natsUrl: env.NATS_URL || undefined,
     redisUrl: env.REDIS_URL || undefined,
     pgPort: intFrom(env, 'CUSTOS_DEV_PG_PORT', 54329),
+    // Own stream and subjects, so dev mode on a shared NATS never collides with the test streams.
+    natsStream: env.NATS_STREAM || 'CUSTOS_DEV',
+    natsSubjectPrefix: env.NATS_SUBJECT_PREFIX || 'custos.dev.events',
     natsPort: intFrom(env, 'CUSTOS_DEV_NATS_PORT', 4223),
     redisPort: intFrom(env, 'CUSTOS_DEV_REDIS_PORT', 6380),
-    sharedNatsPort: 4222,
-    sharedRedisPort: 6379,
     httpPort: intFrom(env, 'PORT', 8080),
     healthTimeoutMs: 60_000,
   };
@@ -184,12 +185,6 @@ export function parseNatsInfo(line) {
 /** True when a JetStream-enabled NATS server answers on 127.0.0.1:port. */
 export async function natsJetStreamAt(port) {
   return parseNatsInfo(await probeLine(port))?.jetstream === true;
-}
-
-/** True when a Redis answers PING with PONG (no password) on 127.0.0.1:port. */
-export async function redisPongAt(port) {
-  const line = await probeLine(port, { send: 'PING\r\n' });
-  return typeof line === 'string' && line.startsWith('+PONG');
 }
 
 // ---------------------------------------------------------------------------------------------

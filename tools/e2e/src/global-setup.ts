@@ -112,7 +112,7 @@ export default async function globalSetup(
   holder.__custosE2eShared = state;
   // A run that ends without the teardown (an interrupted jest) leaves no services behind.
   process.once('exit', () => {
-    for (const m of meshes) m.mesh.supervisor.signalAll('SIGKILL');
+    for (const m of meshes) m.mesh.abandon();
   });
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) {
@@ -138,7 +138,12 @@ export default async function globalSetup(
     meshes: Object.fromEntries(
       meshes.map((m) => [
         m.profile,
-        { baseUrl: m.mesh.baseUrl, env: m.mesh.env, logDir: path.join(runDir, m.profile, 'logs') },
+        {
+          baseUrl: m.mesh.baseUrl,
+          env: m.mesh.env,
+          logDir: path.join(runDir, m.profile, 'logs'),
+          ...(m.mesh.nats ? { nats: m.mesh.nats } : {}),
+        },
       ]),
     ),
   };

@@ -3,7 +3,7 @@ import { createPrivateKey } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { SERVICES, type ServiceName, checkHealth, launchMesh } from '@custos/mesh';
+import { type MeshNatsAccess, SERVICES, type ServiceName, checkHealth, launchMesh } from '@custos/mesh';
 import { createTestDatabase } from '@custos/service-kit/testing';
 import type { SmtpCapture } from '@custos/testing';
 import { type GoogleIdp, googleIdpClient } from './google-idp';
@@ -34,6 +34,8 @@ export interface Mesh {
   stop(): Promise<void>;
   /** Where a shared mesh's e-mail arrives (undefined for a private mesh). */
   mail?: SmtpCapture;
+  /** The mesh's own NATS: its URL, each service's login, and a test user that may do anything. */
+  nats?: MeshNatsAccess;
 }
 
 /**
@@ -63,7 +65,7 @@ export async function startMesh(opts: { extraEnv?: Record<string, string> } = {}
     await database.drop();
     throw err;
   }
-  const { supervisor } = launched;
+  const { supervisor, stop: stopMesh } = launched;
   return {
     baseUrl: launched.baseUrl,
     env: launched.env,
@@ -71,8 +73,9 @@ export async function startMesh(opts: { extraEnv?: Record<string, string> } = {}
     output,
     kill: (service, signal = 'SIGKILL') => supervisor.kill(service, signal),
     restart: (service) => supervisor.restart(service),
+    ...(launched.nats ? { nats: launched.nats } : {}),
     async stop() {
-      await supervisor.stop(10_000);
+      await stopMesh(10_000);
       await database.drop();
       fs.rmSync(mailDir, { recursive: true, force: true });
       fs.rmSync(certDir, { recursive: true, force: true });
@@ -176,6 +179,7 @@ export async function sharedMesh(profile: SharedProfile = 'default'): Promise<Me
     restart: (service) => refuse(`restart ${service}`),
     stop: async () => undefined,
     mail: sharedMail(run),
+    ...(info.nats ? { nats: info.nats } : {}),
   };
 }
 

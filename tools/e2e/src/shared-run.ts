@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import type { MeshNatsAccess } from '@custos/mesh';
 import type { SharedProfile } from './profiles';
 
 /** The variable naming the file that describes the shared meshes of this test run. */
@@ -11,6 +12,8 @@ export interface SharedMeshInfo {
   env: Record<string, string>;
   /** `<logDir>/<service>.log` holds each service's output. */
   logDir: string;
+  /** The mesh's own NATS: each service's login and the test user's. */
+  nats?: MeshNatsAccess;
 }
 
 /** What the global setup started, for the spec files (written to a file; jest workers read it). */

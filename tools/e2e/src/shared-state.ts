@@ -25,7 +25,7 @@ export async function stopShared(state: SharedState): Promise<Array<ServiceExitE
   );
   await Promise.all(
     state.meshes.map(async (m) => {
-      await m.mesh.supervisor.stop(10_000);
+      await m.mesh.stop(10_000);
       await m.drop();
     }),
   );

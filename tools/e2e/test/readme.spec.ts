@@ -70,8 +70,9 @@ describe('the README first use, run as written', () => {
         PATH: process.env.PATH ?? '',
         HOME: process.env.HOME ?? home,
         DATABASE_URL: database.url,
-        NATS_URL: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
-        REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+        // Its own nats-server (a user per service) and redis-server (a password), as a new user gets.
+        CUSTOS_DEV_NATS_PORT: String(await freePort()),
+        CUSTOS_DEV_REDIS_PORT: String(await freePort()),
         NATS_STREAM: stream,
         NATS_SUBJECT_PREFIX: `readme.${stream.toLowerCase()}`,
         PORT: String(port),

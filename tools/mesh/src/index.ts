@@ -40,3 +40,24 @@ export {
   migrateMesh,
   roleUrl,
 } from './migrate';
+export { type MeshInfra, type MeshInfraOptions, type MeshNatsAccess, startMeshInfra } from './mesh-infra';
+export {
+  type MeshNats,
+  type MeshNatsConfig,
+  type MeshNatsOptions,
+  type NatsLogin,
+  NATS_TEST_USER,
+  natsInfoAt,
+  natsServerBinary,
+  prepareMeshNats,
+  startMeshNats,
+} from './nats-server';
+export {
+  type MeshRedis,
+  type MeshRedisConfig,
+  type MeshRedisOptions,
+  prepareMeshRedis,
+  redisReadyAt,
+  redisServerBinary,
+  startMeshRedis,
+} from './redis-server';

@@ -1,6 +1,7 @@
 import { type MeshCerts, makeMeshCerts } from './certs';
 import { type MeshKeys, type MeshProfile, meshEnv, randomMeshKeys, serviceEnv, uniqueNatsNames } from './env';
 import { waitForHealth } from './health';
+import { type MeshNatsAccess, startMeshInfra } from './mesh-infra';
 import { type MeshDatabase, migrateMesh } from './migrate';
 import { type MeshPorts, freePorts } from './ports';
 import type { ServiceName } from './services';
@@ -11,10 +12,15 @@ export interface LaunchMeshOptions extends Omit<MeshSupervisorOptions, 'env'> {
   profile: MeshProfile;
   /** An existing database, as its schema owner: the migrations run as it before the services start. */
   databaseUrl: string;
-  /** Default NATS_URL, else nats://127.0.0.1:4222. */
+  /**
+   * A NATS to use as it is. Default: a private nats-server for this mesh (a user per service with
+   * its own permissions; mesh-infra.ts), stopped with it.
+   */
   natsUrl?: string;
-  /** Default REDIS_URL, else redis://127.0.0.1:6379. */
+  /** A Redis to use as it is. Default: a private redis-server behind a random password. */
   redisUrl?: string;
+  /** Where the private nats-server and redis-server keep their files. Default: a temp folder. */
+  infraDir?: string;
   /** Default: a stream and subject prefix of its own. */
   natsStream?: string;
   natsSubjectPrefix?: string;
@@ -47,8 +53,14 @@ export interface LaunchedMesh {
   certs: MeshCerts;
   ports: MeshPorts;
   supervisor: MeshSupervisor;
+  /** The mesh's own NATS (absent when `natsUrl` was given): each service's login and a test user's. */
+  nats?: MeshNatsAccess;
   /** The full environment of one service. */
   envOf(service: ServiceName): Record<string, string>;
+  /** Stops the services, then the nats-server and redis-server started for the mesh; returns the services it had to kill. */
+  stop(graceMs?: number): Promise<ServiceName[]>;
+  /** Last resort when the process exits without `stop`: SIGKILL to the services and servers. */
+  abandon(): void;
 }
 
 /**
@@ -63,12 +75,19 @@ export async function launchMesh(o: LaunchMeshOptions): Promise<LaunchedMesh> {
     o.natsStream && o.natsSubjectPrefix
       ? { natsStream: o.natsStream, natsSubjectPrefix: o.natsSubjectPrefix }
       : uniqueNatsNames(o.profile === 'test' ? 'e2e' : o.profile);
+  const infra = await startMeshInfra({
+    ...(o.natsUrl ? { natsUrl: o.natsUrl } : {}),
+    ...(o.redisUrl ? { redisUrl: o.redisUrl } : {}),
+    ...(o.infraDir ? { dir: o.infraDir } : {}),
+    stream: names.natsStream,
+    prefix: names.natsSubjectPrefix,
+  });
   const env = meshEnv({
     profile: o.profile,
     ports,
     databaseUrl: o.databaseUrl,
-    natsUrl: o.natsUrl ?? process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
-    redisUrl: o.redisUrl ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    natsUrl: infra.natsUrl,
+    redisUrl: infra.redisUrl,
     ...names,
     keys: o.keys ?? randomMeshKeys(),
     mailDir: o.mailDir,
@@ -76,14 +95,17 @@ export async function launchMesh(o: LaunchMeshOptions): Promise<LaunchedMesh> {
     baseEnv: o.baseEnv ?? { PATH: process.env.PATH ?? '' },
     ...(o.extraEnv ? { extraEnv: o.extraEnv } : {}),
   });
-  const { profile: _p, databaseUrl: _d, certDir: _c, healthTimeoutMs, ...runOptions } = o;
+  const { profile: _p, databaseUrl: _d, certDir: _c, infraDir: _i, healthTimeoutMs, ...runOptions } = o;
   const database = await migrateMesh({
     databaseUrl: o.databaseUrl,
     ...(o.services ? { services: o.services } : {}),
     ...(o.root ? { root: o.root } : {}),
+  }).catch(async (err: unknown) => {
+    await infra.stop(2000);
+    throw err;
   });
   const envOf = (s: ServiceName) =>
-    serviceEnv(env, ports, s, { ...database.envOf(s), ...certs.envOf(s) });
+    serviceEnv(env, ports, s, { ...database.envOf(s), ...certs.envOf(s), ...infra.envOf(s) });
   const supervisor = new MeshSupervisor({ ...runOptions, env: envOf });
   const baseUrl = `http://127.0.0.1:${ports.http}`;
   supervisor.startAll();
@@ -97,10 +119,21 @@ export async function launchMesh(o: LaunchMeshOptions): Promise<LaunchedMesh> {
     });
   } catch (err) {
     await supervisor.stop(2000);
+    await infra.stop(2000);
     const tails = supervisor.services
       .map((s) => `--- ${s}\n${supervisor.tail(s, 8).join('\n') || '(no output)'}`)
       .join('\n');
     throw new Error(`mesh did not become healthy: ${(err as Error).message}\n${tails}`);
   }
-  return { baseUrl, env, database, certs, ports, supervisor, envOf };
+  const stop = async (graceMs = 10_000) => {
+    const killed = await supervisor.stop(graceMs);
+    await infra.stop(graceMs);
+    return killed;
+  };
+  const abandon = () => {
+    supervisor.signalAll('SIGKILL');
+    infra.abandon();
+  };
+  const nats = infra.nats ? { nats: infra.nats } : {};
+  return { baseUrl, env, database, certs, ports, supervisor, ...nats, envOf, stop, abandon };
 }

@@ -4,6 +4,7 @@ import { type AuditRecordData, auditOf, auditRecordData } from '@custos/events';
 import { InvalidArgumentError, type Logger, type Transaction } from '@custos/service-kit';
 import { ACTION_NAME, ChainVerifier, foldContext } from './chain-fns.js';
 import type { AuditRow, AuditStore, NewRecord } from './audit-store.js';
+import { SELF_PRODUCER } from '../events/audit-producers.js';
 import type {
   AuditEvent,
   AuditPage,
@@ -124,6 +125,7 @@ export class AuditService {
       resourceId: d.resource_id,
       metadata: foldContext(d.metadata, d.client_ip, d.request_id),
       createdAt: new Date(d.occurred_at),
+      producer: SELF_PRODUCER,
     });
     return row.id;
   }

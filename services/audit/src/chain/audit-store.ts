@@ -17,6 +17,8 @@ export interface NewRecord {
   resourceId: string | null;
   metadata: Record<string, unknown>;
   createdAt: Date;
+  /** The service that produced it (the NATS subject's, or `audit` for its own records). */
+  producer: string;
 }
 
 /** SQL of the audit chain. */

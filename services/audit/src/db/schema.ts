@@ -45,6 +45,12 @@ export const auditEvents = auditSchema.table(
     recordedAt: timestamp('recorded_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     prevHash: text('prev_hash').notNull(),
     integrityHash: text('integrity_hash').notNull(),
+    /**
+     * The service that produced the record: the one whose NATS subject it arrived on
+     * (`audit.recorded.<service>`, pinned by NATS permissions), or `audit` for a record audit made
+     * itself (RecordEvent). Null for records chained before it was stored. Not covered by the HMAC.
+     */
+    producer: text('producer'),
   },
   (t) => [
     unique('events_org_seq_key').on(t.orgId, t.seq),

@@ -1,8 +1,15 @@
-import type { AuditRecordData, EventEnvelope, HandlerTx } from '@custos/events';
-import { isUuid } from '@custos/service-kit';
+import {
+  type AuditRecordData,
+  type EventDelivery,
+  type EventEnvelope,
+  type HandlerTx,
+  isNatsService,
+} from '@custos/events';
+import { type Logger, isUuid } from '@custos/service-kit';
 import type { AuditService } from '../chain/audit-service.js';
 import { ACTION_NAME, foldContext } from '../chain/chain-fns.js';
 import type { NewRecord } from '../chain/audit-store.js';
+import { mayRecord } from './audit-producers.js';
 
 /** The durable name of the `audit.recorded` consumer (also its inbox key: never change it). */
 export const AUDIT_RECORDED_DURABLE = 'audit-chain';
@@ -13,7 +20,7 @@ const ACTOR_TYPES = new Set(['user', 'agent', 'system', 'anonymous']);
  * The record an `audit.recorded` event carries, checked: a malformed one is a bug in the service
  * that wrote it and is refused loudly (the consumer retries it and logs each failure).
  */
-export function recordFromEvent(event: EventEnvelope): NewRecord {
+export function recordFromEvent(event: EventEnvelope, producer: string): NewRecord {
   const d = event.data as unknown as Partial<AuditRecordData>;
   const problems: string[] = [];
   if (typeof d.org_id !== 'string' || !isUuid(d.org_id)) problems.push('org_id');
@@ -36,12 +43,45 @@ export function recordFromEvent(event: EventEnvelope): NewRecord {
     resourceId: d.resource_id ?? null,
     metadata: foldContext(d.metadata!, d.client_ip ?? null, d.request_id ?? null),
     createdAt: at,
+    producer,
   };
 }
 
-/** The handler of `audit.recorded`: decode the record, chain it in the inbox transaction. */
+/** Counts records refused because their producer may not record their action. */
+export interface RefusedRecords {
+  inc(labels: { producer: string }): void;
+}
+
+/**
+ * The handler of `audit.recorded`: decode the record and chain it in the inbox transaction, with
+ * the producer its subject names. A record whose producer may not record its action (only
+ * vault-crypto records `secret.read`; see audit-producers.ts) is refused: not chained, logged and
+ * counted, and acknowledged (its inbox row is written) so it is not delivered again.
+ */
 export function auditRecordedConsumer(deps: {
   audit: Pick<AuditService, 'chain'>;
-}): (event: EventEnvelope, tx: HandlerTx) => Promise<void> {
-  return (event, tx) => deps.audit.chain(tx, recordFromEvent(event));
+  logger: Logger;
+  refused: RefusedRecords;
+}): (event: EventEnvelope, tx: HandlerTx, delivery: EventDelivery) => Promise<void> {
+  return async (event, tx, delivery) => {
+    // Checked before decoding: a producer's malformed record is retried (its bug, logged each
+    // time), but another service's record it may not send is refused once, whatever its shape.
+    const action = (event.data as { action?: unknown }).action;
+    const producer = delivery.producer;
+    if (!producer || typeof action !== 'string' || !mayRecord(producer, action)) {
+      // Bounded label: an unknown producer token (NATS without permissions) counts as `unknown`.
+      deps.refused.inc({ producer: producer && isNatsService(producer) ? producer : 'unknown' });
+      deps.logger.warn(
+        {
+          producer,
+          action: typeof action === 'string' ? action.slice(0, 100) : null,
+          org_id: event.org_id,
+          event_id: event.id,
+        },
+        'audit record refused: its producer may not record this action',
+      );
+      return;
+    }
+    await deps.audit.chain(tx, recordFromEvent(event, producer));
+  };
 }

@@ -1,0 +1,1 @@
+ALTER TABLE "audit"."events" ADD COLUMN "producer" text;
