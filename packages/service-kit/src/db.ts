@@ -150,6 +150,7 @@ async function checkRoleIsPlain(client: pg.PoolClient, role: string, schema: str
     powers: string[];
     owner_member: boolean;
     owned: string[];
+    member_of: string[];
   }>(
     `SELECT array_remove(ARRAY[
               CASE WHEN r.rolsuper THEN 'SUPERUSER' END, CASE WHEN r.rolcreaterole THEN 'CREATEROLE' END,
@@ -158,7 +159,9 @@ async function checkRoleIsPlain(client: pg.PoolClient, role: string, schema: str
             pg_has_role(r.oid, n.nspowner, 'USAGE') OR pg_has_role(r.oid, 'pg_write_all_data', 'USAGE')
               OR pg_has_role(r.oid, 'pg_read_all_data', 'USAGE') AS owner_member,
             ARRAY(SELECT c.relname::text FROM pg_class c
-                   WHERE c.relnamespace = n.oid AND c.relowner = r.oid ORDER BY 1) AS owned
+                   WHERE c.relnamespace = n.oid AND c.relowner = r.oid ORDER BY 1) AS owned,
+            ARRAY(SELECT g.rolname::text FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
+                   WHERE m.member = r.oid ORDER BY 1) AS member_of
        FROM pg_roles r, pg_namespace n
       WHERE r.rolname = $1 AND n.nspname = $2`,
     [role, schema],
@@ -176,6 +179,11 @@ async function checkRoleIsPlain(client: pg.PoolClient, role: string, schema: str
   if (r.owned.length > 0)
     throw new Error(
       `service role ${role} owns ${r.owned.join(', ')} in schema ${schema}; reassign them to the owner`,
+    );
+  // Membership would bring another role's privileges (another service's, pg_read_server_files, …).
+  if (r.member_of.length > 0)
+    throw new Error(
+      `service role ${role} is a member of ${r.member_of.join(', ')}; a service role must hold only its own grants`,
     );
 }
 

@@ -202,6 +202,16 @@ describe('provisionServiceRole', () => {
     } finally {
       await owner.query(`DROP ROLE ${strong}`);
     }
+    const member = `${role}_member`;
+    await owner.query(`CREATE ROLE ${member} LOGIN`);
+    await owner.query(`GRANT pg_read_server_files TO ${member}`);
+    try {
+      await expect(provisionServiceRole(owner, { schema: 'app', role: member })).rejects.toThrow(
+        /is a member of pg_read_server_files; a service role must hold only its own grants/,
+      );
+    } finally {
+      await owner.query(`DROP ROLE ${member}`);
+    }
     await expect(provisionServiceRole(owner, { schema: 'app', role: 'postgres' })).rejects.toThrow(
       /is the user running the migrations/,
     );

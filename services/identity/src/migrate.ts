@@ -7,9 +7,9 @@ runMigrations({
   schema: SCHEMA,
   migrationsFolder: path.join(__dirname, '..', 'migrations'),
   tablePrivileges: {
-    // A signing key enters only through identity.insert_signing_key (migration 0006), which checks
-    // its shape, and leaves only through identity.prune_signing_keys (0007), a day after it retired;
-    // the role may read keys and retire them, never add or remove one by hand.
-    signing_keys: ['SELECT', 'UPDATE'],
+    // A signing key enters only through identity.insert_signing_key (0006), which checks its shape,
+    // is retired or revoked only through retire_signing_keys / revoke_signing_key (0008), with the
+    // server's clock, and leaves only through prune_signing_keys (0007), a day after it retired.
+    signing_keys: ['SELECT'],
   },
 });

@@ -45,7 +45,17 @@ async function main(): Promise<number> {
   redis.on('error', () => undefined);
   try {
     await redis.connect().catch(() => undefined);
-    const found = await retireCompromisedKey(createDatabase(pool), redis, logger, kid);
+    let found: boolean;
+    try {
+      found = await retireCompromisedKey(createDatabase(pool), redis, logger, kid);
+    } catch (err) {
+      logger.error({ err: describeError(err) }, 'kid revocation not mirrored to Redis');
+      process.stderr.write(
+        `signing key ${kid} is revoked in Postgres, but Redis did not take the revocation: ` +
+          'other services accept its tokens until identity re-seeds Redis, within a minute of Redis answering; run this again then\n',
+      );
+      return 2;
+    }
     if (!found) {
       process.stderr.write(`no signing key with kid ${kid}\n`);
       return 1;

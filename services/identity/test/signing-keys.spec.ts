@@ -254,5 +254,9 @@ describe('token signing keys: only keys that open under the KEK are trusted', ()
     const rows = await db.execute(sql`SELECT kind FROM identity.revocations WHERE value = ${kid}`);
     expect(rows.rows).toEqual([{ kind: 'kid' }]);
     expect(await retireCompromisedKey(db, redis, logger, 'no-such-kid')).toBe(false);
+    // The retire/revoke functions use the server's clock and never un-revoke.
+    await db.execute(sql`SELECT identity.revoke_signing_key(${kid})`);
+    const row = await db.execute(sql`SELECT revoked_at IS NOT NULL AS revoked FROM identity.signing_keys WHERE kid = ${kid}`);
+    expect(row.rows).toEqual([{ revoked: true }]);
   });
 });

@@ -15,7 +15,7 @@ const RW: readonly Privilege[] = ['SELECT', 'INSERT', 'UPDATE', 'DELETE'];
 const OWN_EXCEPTIONS: Readonly<Record<string, readonly Privilege[]>> = {
   'audit.events': ['SELECT', 'INSERT'],
   'audit.chain_heads': ['SELECT', 'INSERT', 'UPDATE'],
-  'identity.signing_keys': ['SELECT', 'UPDATE'],
+  'identity.signing_keys': ['SELECT'],
 };
 
 const schemaOf = (s: ServiceName) => s.replace(/-/g, '_');

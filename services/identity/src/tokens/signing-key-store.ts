@@ -61,10 +61,7 @@ export class SigningKeyRing {
           sql`SELECT identity.insert_signing_key(${k.kid}, ${JSON.stringify(k.publicJwk)}::jsonb, ${sealPrivateKey(k.privateKeyDer, this.opts.kek, k.kid)}, ${now})`,
         );
         k.privateKeyDer.fill(0);
-        await tx
-          .update(signingKeys)
-          .set({ retiredAt: now })
-          .where(sql`${signingKeys.retiredAt} IS NULL AND ${signingKeys.kid} <> ${k.kid}`);
+        await tx.execute(sql`SELECT identity.retire_signing_keys(${k.kid})`);
         this.logger.info({ kid: k.kid, rotated_from: current?.kid ?? null }, 'token signing key created');
       }
       await tx.execute(
