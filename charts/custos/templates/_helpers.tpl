@@ -147,7 +147,7 @@ version, the development-only local KMS without kms.allowLocal. Renders nothing.
 {{- fail "postgres: the migration Job needs the schema owner's URL: set postgres.migrationExistingSecret (recommended) or postgres.migrationUrl" -}}
 {{- end -}}
 {{- if and (eq .Values.kms.provider "local") (not .Values.kms.allowLocal) -}}
-{{- fail "kms: provider \"local\" keeps the master key of every stored secret in a Kubernetes Secret and is for development only. Set kms.provider to aws-kms or pkcs11 (docs/kms.md), or kms.allowLocal=true to accept the local KMS knowingly" -}}
+{{- fail "kms: provider \"local\" keeps the master key of every stored secret in a Kubernetes Secret and is for development only. For a throwaway evaluation install set kms.allowLocal=true; for anything you keep, set kms.provider to aws-kms or pkcs11 (docs/kms.md)" -}}
 {{- end -}}
 {{- end -}}
 
@@ -243,7 +243,8 @@ database and parameters with the service's role and inline password as the user.
 Data of the chart-managed Secret <prefix>-<service>-credentials as YAML: the service's own
 DATABASE_URL (derived, unless an existingSecret or a services.<name> override gives it) and NATS
 password (inline). Empty when everything comes from existing Secrets. Fails when a credential the
-service needs is configured no way. (dict root name)
+service needs is configured no way, or when the derived URL would have no password (a passwordless
+LOGIN role) without postgres.allowPasswordlessRoles. (dict root name)
 */}}
 {{- define "custos.serviceSecretData" -}}
 {{- $root := .root -}}
@@ -254,6 +255,9 @@ service needs is configured no way. (dict root name)
 {{- if and (not $c.existingSecret) (not (hasKey $own "DATABASE_URL")) -}}
 {{- if or $root.Values.postgres.migrationExistingSecret (not $root.Values.postgres.migrationUrl) -}}
 {{- fail (printf "postgres.serviceCredentials.%s: set existingSecret, a Secret holding the service's own DATABASE_URL (connecting as %s); the chart derives one only from an inline postgres.migrationUrl (demo installs)" .name $c.role) -}}
+{{- end -}}
+{{- if and (not $c.password) (not $root.Values.postgres.allowPasswordlessRoles) -}}
+{{- fail (printf "postgres.serviceCredentials.%s: no existingSecret and an empty password would make %s a LOGIN role without a password, which signs in only under trust authentication, where separate roles protect nothing. Set postgres.serviceCredentials.%s.existingSecret (recommended) or .password, or postgres.allowPasswordlessRoles=true on a development cluster with trust authentication" .name $c.role .name) -}}
 {{- end }}
 database-url: {{ include "custos.derivedDatabaseUrl" . | b64enc | quote }}
 {{- end -}}
@@ -362,14 +366,39 @@ cert-manager writes for the chart's Certificate. (dict root name)
 {{- end -}}
 
 {{/*
+A CIDR or bare address as a CIDR: a bare IPv4 address becomes <address>/32, a bare IPv6 address
+<address>/128 (the services read a bare address as one host; an ipBlock needs the prefix). (string)
+*/}}
+{{- define "custos.cidr" -}}
+{{- if contains "/" . -}}
+{{- . -}}
+{{- else if contains ":" . -}}
+{{- printf "%s/128" . -}}
+{{- else -}}
+{{- printf "%s/32" . -}}
+{{- end -}}
+{{- end -}}
+
+{{/* webhooks.allowedCidrs, each as a CIDR (custos.cidr), as a list. (root) */}}
+{{- define "custos.webhookAllowedCidrs" -}}
+{{- $cidrs := list -}}
+{{- range .Values.webhooks.allowedCidrs | default list -}}
+{{- $cidrs = append $cidrs (include "custos.cidr" .) -}}
+{{- end -}}
+{{- toJson $cidrs -}}
+{{- end -}}
+
+{{/*
 The NetworkPolicyPeer entries of "the internet" as YAML: 0.0.0.0/0 and ::/0, each without the
-cluster's pod and Service networks, networkPolicy.internet.privateCidrs and the cloud metadata
-addresses (always). (root)
+cluster's pod and Service networks, networkPolicy.internet.privateCidrs and nodeCidrs, and always
+the cloud metadata and host addresses: 169.254.169.254 (AWS, GCP, Azure IMDS), 100.100.100.200
+(Alibaba), 192.0.0.192 (Oracle), fd00:ec2::254 (AWS IPv6) and 168.63.129.16 (Azure's wireserver,
+a public address that no private range covers). (root)
 */}}
 {{- define "custos.internetPeers" -}}
 {{- $net := .Values.networkPolicy.internet -}}
-{{- $metadata := list "169.254.169.254/32" "100.100.100.200/32" "192.0.0.192/32" "fd00:ec2::254/128" -}}
-{{- $blocked := concat ($net.podCidrs | default list) ($net.serviceCidrs | default list) ($net.privateCidrs | default list) $metadata | uniq -}}
+{{- $metadata := list "169.254.169.254/32" "100.100.100.200/32" "192.0.0.192/32" "168.63.129.16/32" "fd00:ec2::254/128" -}}
+{{- $blocked := concat ($net.podCidrs | default list) ($net.serviceCidrs | default list) ($net.privateCidrs | default list) ($net.nodeCidrs | default list) $metadata | uniq -}}
 {{- $v4 := list -}}
 {{- $v6 := list -}}
 {{- range $blocked -}}
@@ -513,7 +542,7 @@ issuer and audience from its own configuration, never from a peer's answer. */ -
 {{- end -}}
 {{- end -}}
 {{- if eq .name "webhook-dispatcher" -}}
-{{- $_ := set $plain "WEBHOOK_ALLOWED_CIDRS" (join "," ($root.Values.webhooks.allowedCidrs | default list)) -}}
+{{- $_ := set $plain "WEBHOOK_ALLOWED_CIDRS" (join "," (include "custos.webhookAllowedCidrs" $root | fromJsonArray)) -}}
 {{- $_ := set $plain "WEBHOOK_ALLOW_HTTP" (toString ($root.Values.webhooks.allowHttp | default false)) -}}
 {{- $webhookKeyRef := include "custos.dependencySecretRef" (dict "root" $root "dep" "webhooks") | fromYaml -}}
 {{- if $webhookKeyRef -}}

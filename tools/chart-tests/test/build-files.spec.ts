@@ -81,4 +81,10 @@ describe('skaffold.yaml', () => {
     const objects = renderChart(args);
     expect(ofKind(objects, 'Deployment')).toHaveLength(SERVICES.length);
   });
+
+  it('accepts the development-only settings knowingly: the local KMS and trust-auth database roles', () => {
+    const values: Record<string, unknown> = config.deploy.helm.releases[0].setValues;
+    expect(values['kms.allowLocal']).toBe(true);
+    expect(values['postgres.allowPasswordlessRoles']).toBe(true);
+  });
 });

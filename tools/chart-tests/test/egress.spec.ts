@@ -114,6 +114,7 @@ const CLUSTER_AND_METADATA: Array<[string, string]> = [
   ['link-local', '169.254.10.10'],
   ['the AWS/GCP/Azure metadata service', '169.254.169.254'],
   ['the Alibaba metadata service', '100.100.100.200'],
+  ['the Azure wireserver (host endpoint, public address)', '168.63.129.16'],
   ['the AWS IPv6 metadata service', 'fd00:ec2::254'],
   ['IPv6 unique-local', 'fd12:3456::1'],
   ['IPv6 link-local', 'fe80::1'],
@@ -179,6 +180,10 @@ describe.each(scenarios)('egress rendered with $label', ({ args }) => {
       expect(rule.to?.length ?? 0).toBeGreaterThan(0);
       // A peer with only an empty selector would select every pod (or namespace).
       for (const peer of rule.to) expect(peer).not.toEqual({ podSelector: {} });
+      // The API server accepts only CIDRs with a prefix in an ipBlock.
+      for (const peer of rule.to)
+        for (const cidr of peer.ipBlock ? [peer.ipBlock.cidr, ...(peer.ipBlock.except ?? [])] : [])
+          expect(cidr).toMatch(/^[0-9a-f:.]+\/\d{1,3}$/);
     }
   });
 
@@ -290,6 +295,49 @@ describe('egress values', () => {
         s,
         allowed: false,
       });
+  });
+
+  it('a bare webhooks.allowedCidrs address is opened as a single host (/32, /128), also in the env', () => {
+    const objects = render('webhooks.allowedCidrs={10.1.2.3,fd00::5,10.20.0.0/16}');
+    const hooks = policyOf(objects, 'webhook-dispatcher');
+    const cidrs = hooks.spec.egress
+      .flatMap((r: Json) => r.to.map((p: Json) => p.ipBlock?.cidr))
+      .filter(Boolean);
+    expect(cidrs).toEqual(expect.arrayContaining(['10.1.2.3/32', 'fd00::5/128', '10.20.0.0/16']));
+    for (const c of cidrs) expect(c).toMatch(/\/\d{1,3}$/);
+    expect(allowsAddress(hooks, '10.1.2.3', 443)).toBe(true);
+    expect(allowsAddress(hooks, '10.1.2.4', 443)).toBe(false);
+    expect(allowsAddress(hooks, 'fd00::5', 443)).toBe(true);
+    expect(allowsAddress(hooks, 'fd00::6', 443)).toBe(false);
+    const [container] = named(objects, 'Deployment', objectName('webhook-dispatcher')).spec.template.spec
+      .containers;
+    expect(container.env).toContainEqual({
+      name: 'WEBHOOK_ALLOWED_CIDRS',
+      value: '10.1.2.3/32,fd00::5/128,10.20.0.0/16',
+    });
+  });
+
+  it('networkPolicy.internet.nodeCidrs (nodes with public addresses) are excepted from every internet rule', () => {
+    const defaults = renderChart(REQUIRED_SETS);
+    // Empty by default: a public node address is reachable until the operator names it.
+    expect(allowsAddress(policyOf(defaults, 'webhook-dispatcher'), '203.0.113.7', 10250)).toBe(true);
+    const objects = render(
+      'networkPolicy.internet.nodeCidrs={203.0.113.0/24,2001:db8:1::/64}',
+      'kms.provider=aws-kms',
+      'kms.aws.keyId=alias/custos',
+    );
+    const hooks = policyOf(objects, 'webhook-dispatcher');
+    const kms = policyOf(objects, 'vault-crypto');
+    for (const port of [443, 10250, 30080]) {
+      expect({ port, allowed: allowsAddress(hooks, '203.0.113.7', port) }).toEqual({ port, allowed: false });
+      expect({ port, allowed: allowsAddress(hooks, '2001:db8:1::7', port) }).toEqual({
+        port,
+        allowed: false,
+      });
+    }
+    expect(allowsAddress(kms, '203.0.113.7', 443)).toBe(false);
+    expect(allowsAddress(hooks, '93.184.216.34', 443)).toBe(true);
+    expect(allowsAddress(kms, '52.94.1.1', 443)).toBe(true);
   });
 
   it('vault-crypto reaches its KMS: the internet on 443 by default, or the named network', () => {

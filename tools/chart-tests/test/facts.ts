@@ -105,5 +105,13 @@ export const REDIS_SERVICES: ServiceName[] = [
   'billing',
 ];
 
-/** The cloud metadata addresses no internet rule may reach. */
-export const METADATA_CIDRS = ['169.254.169.254/32', 'fd00:ec2::254/128', '100.100.100.200/32'];
+/**
+ * The cloud metadata and host addresses no internet rule may reach, among them Azure's
+ * wireserver 168.63.129.16, a public address outside every private range.
+ */
+export const METADATA_CIDRS = [
+  '169.254.169.254/32',
+  'fd00:ec2::254/128',
+  '100.100.100.200/32',
+  '168.63.129.16/32',
+];

@@ -2,7 +2,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import yaml from 'js-yaml';
-import { NATS_SERVICES } from './facts';
+import { DATABASE_SERVICES, NATS_SERVICES } from './facts';
 
 /** Repository root (tools/chart-tests/test → ../../..). */
 export const repoRoot = path.resolve(__dirname, '..', '..', '..');
@@ -39,11 +39,19 @@ export function testNatsPassword(service: string): string {
   return `chart-tests-nats-${service}`;
 }
 
+/** The inline password of a service's database role in the test renders. */
+export function testDatabasePassword(service: string): string {
+  return `chart-tests-db-${service}`;
+}
+
 /**
  * The least the default values need: identity cannot start without TOKEN_SIGNING_KEK,
  * MFA_SECRET_KEY and SMTP_URL, nor audit without AUDIT_HMAC_KEY, nor webhook-dispatcher without
  * WEBHOOK_SECRET_KEY, nor any service that uses NATS without its NATS password, so the chart
- * refuses to render until they are given (inline here, existingSecret in production).
+ * refuses to render until they are given (inline here, existingSecret in production). Each
+ * database role gets a password too (the chart refuses passwordless roles unless
+ * postgres.allowPasswordlessRoles), and kms.allowLocal=true accepts the default local KMS, as a
+ * throwaway evaluation install would.
  */
 export const REQUIRED_SETS = [
   // --set, not --set-string: helm applies every --set-string after every --set, so a later
@@ -58,12 +66,21 @@ export const REQUIRED_SETS = [
   `audit.hmacKey=${TEST_AUDIT_KEY}`,
   '--set',
   `webhooks.secretKey=${TEST_WEBHOOK_KEY}`,
+  '--set',
+  'kms.allowLocal=true',
   ...NATS_SERVICES.flatMap((s) => ['--set', `nats.users.${s}.password=${testNatsPassword(s)}`]),
+  ...DATABASE_SERVICES.flatMap((s) => [
+    '--set',
+    `postgres.serviceCredentials.${s}.password=${testDatabasePassword(s)}`,
+  ]),
 ];
 
 /** The two value sets every spec checks. */
 export const scenarios: Array<{ label: string; args: string[] }> = [
-  { label: 'default values (+ the required keys, SMTP URL and NATS passwords)', args: REQUIRED_SETS },
+  {
+    label: 'default values (+ the required keys, SMTP URL, NATS and database passwords, kms.allowLocal)',
+    args: REQUIRED_SETS,
+  },
   { label: 'values-production.yaml', args: ['-f', path.join(chartDir, 'values-production.yaml')] },
 ];
 

@@ -2,7 +2,11 @@
 // database connects with its own role from its own Secret and never gets the owner's URL, which
 // only the migration Job has; each service mounts its own mesh certificate (cert-manager
 // Certificate with URI SAN spiffe://custos/<service>) as a whole Secret volume; each service that
-// uses NATS has its own user; identity gets the MFA key; the local KMS needs kms.allowLocal.
+// uses NATS has its own user; identity gets the MFA key; the local KMS needs kms.allowLocal (false
+// by default); a database role without a password needs postgres.allowPasswordlessRoles.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import yaml from 'js-yaml';
 import {
   DATABASE_ROLES,
   DATABASE_SERVICES,
@@ -16,6 +20,7 @@ import {
   type K8sObject,
   REQUIRED_SETS,
   TEST_MFA_KEY,
+  chartDir,
   named,
   objectName,
   ofKind,
@@ -26,6 +31,7 @@ import {
   scenarios,
   serviceEnv,
   sets,
+  testDatabasePassword,
   testNatsPassword,
 } from './helm';
 
@@ -69,8 +75,11 @@ describe.each([
     ownerRef: { name: 'custos-env-migrate', key: 'database-url' },
     ownerUrl: 'postgres://custos@postgres:5432/custos',
     credentials: (s: string) => ({ name: `custos-${s}-credentials` }),
-    // No inline role passwords in the defaults: the Job gives none (trust auth, demo only).
-    jobPassword: (_s: string): Ref | undefined => undefined,
+    // Inline role passwords (REQUIRED_SETS): the Job sets them from its hook Secret.
+    jobPassword: (s: string): Ref | undefined => ({
+      name: 'custos-env-migrate',
+      key: `${s}-database-password`,
+    }),
   },
   {
     ...production!,
@@ -102,6 +111,7 @@ describe.each([
           const owner = new URL(ownerUrl);
           expect(derived.username).toBe(DATABASE_ROLES[service as keyof typeof DATABASE_ROLES]);
           expect(derived.username).not.toBe(owner.username);
+          expect(derived.password).toBe(testDatabasePassword(service));
           expect([derived.protocol, derived.host, derived.pathname]).toEqual([
             owner.protocol,
             owner.host,
@@ -281,7 +291,24 @@ describe.each([
 });
 
 describe('KMS: the local provider is for development only', () => {
-  it('the default values (development) use local with KMS_ALLOW_LOCAL on vault-crypto only', () => {
+  const withoutAllowLocal = REQUIRED_SETS.filter(
+    (s, i, all) => s !== 'kms.allowLocal=true' && all[i + 1] !== 'kms.allowLocal=true',
+  );
+
+  it('values.yaml defaults kms.allowLocal to false, so a plain install refuses the local KMS', () => {
+    const values = yaml.load(readFileSync(path.join(chartDir, 'values.yaml'), 'utf8')) as Json;
+    expect(values.kms).toMatchObject({ provider: 'local', allowLocal: false });
+    expect(withoutAllowLocal).toHaveLength(REQUIRED_SETS.length - 2);
+    const r = renderFailure(withoutAllowLocal);
+    expect(r.status).not.toBe(0);
+    // The refusal tells an evaluator how to go on: allowLocal for a throwaway install, else a KMS.
+    expect(r.stderr).toContain('kms.allowLocal=true');
+    expect(r.stderr).toContain('throwaway');
+    expect(r.stderr).toContain('aws-kms');
+    expect(r.stderr).toContain('pkcs11');
+  });
+
+  it('with kms.allowLocal=true (a throwaway install) local gets KMS_ALLOW_LOCAL on vault-crypto only', () => {
     const objects = renderChart(REQUIRED_SETS);
     expect(serviceEnv(objects, 'vault-crypto').get('KMS_PROVIDER')?.value).toBe('local');
     expect(serviceEnv(objects, 'vault-crypto').get('KMS_ALLOW_LOCAL')).toEqual({
@@ -377,7 +404,26 @@ describe('database credential values', () => {
     const ref = jobEnv(objects, 'audit').get('DATABASE_SERVICE_PASSWORD').valueFrom.secretKeyRef;
     expect(ref).toEqual({ name: 'custos-env-migrate', key: 'audit-database-password' });
     expect(renderedSecretValue(objects, ref)).toBe('audit-pw.1');
-    // Another service without an inline password connects as its role without one.
+  });
+
+  it('an empty password without existingSecret (a passwordless LOGIN role) is refused by name', () => {
+    for (const manageRoles of ['true', 'false']) {
+      const r = renderFailure([
+        ...REQUIRED_SETS,
+        ...sets(`postgres.manageRoles=${manageRoles}`, 'postgres.serviceCredentials.billing.password='),
+      ]);
+      expect({ manageRoles, status: r.status }).not.toEqual({ manageRoles, status: 0 });
+      expect(r.stderr).toContain('postgres.serviceCredentials.billing');
+      expect(r.stderr).toContain('without a password');
+      expect(r.stderr).toContain('postgres.allowPasswordlessRoles=true');
+    }
+  });
+
+  it('postgres.allowPasswordlessRoles=true (trust auth, development) connects without a password', () => {
+    const objects = renderChart([
+      ...REQUIRED_SETS,
+      ...sets('postgres.allowPasswordlessRoles=true', 'postgres.serviceCredentials.billing.password='),
+    ]);
     const billing = new URL(
       renderedSecretValue(
         objects,
@@ -386,6 +432,29 @@ describe('database credential values', () => {
     );
     expect([billing.username, billing.password]).toEqual(['custos_billing', '']);
     expect(jobEnv(objects, 'billing').has('DATABASE_SERVICE_PASSWORD')).toBe(false);
+    // The others keep their passwords.
+    expect(jobEnv(objects, 'audit').has('DATABASE_SERVICE_PASSWORD')).toBe(true);
+  });
+
+  it('a service with its own Secret or its own DATABASE_URL needs no inline password', () => {
+    const objects = renderChart([
+      ...REQUIRED_SETS,
+      ...sets(
+        'postgres.serviceCredentials.billing.password=',
+        'postgres.serviceCredentials.billing.existingSecret=billing-db',
+        'postgres.serviceCredentials.signer.password=',
+        'services.signer.secretEnv.DATABASE_URL.name=signer-db',
+        'services.signer.secretEnv.DATABASE_URL.key=url',
+      ),
+    ]);
+    expect(serviceEnv(objects, 'billing').get('DATABASE_URL').valueFrom.secretKeyRef).toEqual({
+      name: 'billing-db',
+      key: 'database-url',
+    });
+    expect(serviceEnv(objects, 'signer').get('DATABASE_URL').valueFrom.secretKeyRef).toEqual({
+      name: 'signer-db',
+      key: 'url',
+    });
   });
 
   it('manageRoles=false (roles made by the DBA): the Job sets no password', () => {
