@@ -70,6 +70,16 @@ export const INTERNAL_EVENTS = [
   'share.email_requested',
 ] as const;
 
+/**
+ * The first parts of the subscribable event names (`policy`, `card`, `deposit_destination` ...).
+ * No internal event shares one, so a subject filter `<prefix>.<family>.>` reads subscribable
+ * events only: webhook-dispatcher fans out through one consumer per family and never receives
+ * audit records or share mail requests (NATS 2.9 takes one filter per consumer).
+ */
+export const SUBSCRIBABLE_FAMILIES: readonly string[] = [
+  ...new Set(SUBSCRIBABLE_EVENTS.map((e) => e.slice(0, e.indexOf('.')))),
+];
+
 /** Any event name a service may write to its outbox. */
 export type EventName = SubscribableEvent | (typeof INTERNAL_EVENTS)[number];
 

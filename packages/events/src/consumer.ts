@@ -42,6 +42,13 @@ export interface ConsumerOptions {
   accept?: (event: EventEnvelope) => boolean;
   /** Redelivery delay after a failed handler, in milliseconds. */
   retryDelayMs?: number;
+  /**
+   * A durable this one replaces: when this one is first created, it starts after what that one
+   * has acknowledged (its ack floor) instead of at the stream's first event. Events above the floor
+   * that the old one also handled come again under the new inbox key: the handler must be
+   * idempotent by event id (as the webhook fan-out is, one delivery per webhook and event).
+   */
+  startAfter?: string;
 }
 
 /**
@@ -84,14 +91,31 @@ export class IdempotentConsumer {
           .info(this.opts.stream, this.opts.durable)
           .catch(() => undefined);
         if (!existing) {
+          const replaced = this.opts.startAfter
+            ? await nats.jsm.consumers.info(this.opts.stream, this.opts.startAfter).catch(() => undefined)
+            : undefined;
           await nats.jsm.consumers.add(this.opts.stream, {
             durable_name: this.opts.durable,
             ack_policy: AckPolicy.Explicit,
-            deliver_policy: DeliverPolicy.All,
+            ...(replaced
+              ? {
+                  deliver_policy: DeliverPolicy.StartSequence,
+                  opt_start_seq: replaced.ack_floor.stream_seq + 1,
+                }
+              : { deliver_policy: DeliverPolicy.All }),
             filter_subject: this.opts.filterSubject,
             ack_wait: nanos(30_000),
             max_deliver: -1,
           });
+          if (replaced)
+            this.opts.logger.info(
+              {
+                consumer: this.opts.durable,
+                after: replaced.name,
+                from_seq: replaced.ack_floor.stream_seq + 1,
+              },
+              'consumer created where the one it replaces stopped',
+            );
         } else if (existing.config.filter_subject !== this.opts.filterSubject) {
           // The filter changed between releases (e.g. audit records gained their producer token).
           await nats.jsm.consumers.update(this.opts.stream, this.opts.durable, {

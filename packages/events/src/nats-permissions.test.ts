@@ -1,7 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { INTERNAL_EVENTS, SUBSCRIBABLE_EVENTS } from './catalogue';
 import {
+  FANOUT_CONSUMERS,
   NATS_SERVICES,
   NATS_SERVICE_NAMES,
   chartNatsPermissions,
@@ -86,10 +88,32 @@ describe('the permissions table against the code', () => {
 
   it.each(NATS_SERVICE_NAMES)('%s: has a permission for each of its durable consumers', (service) => {
     const src = sourcesOf(service);
-    const consumers = (src.match(/new IdempotentConsumer\(/g) ?? []).length;
     const use = NATS_SERVICES[service];
+    if (service === 'webhook-dispatcher') {
+      // One consumer per entry of FANOUT_CONSUMERS, the table's own list.
+      expect(src).toMatch(/FANOUT_CONSUMERS\.map\([^]*?new IdempotentConsumer\([^]*?durable: c\.durable/);
+      expect(use.consumers).toBe(FANOUT_CONSUMERS);
+      return;
+    }
+    const consumers = (src.match(/new IdempotentConsumer\(/g) ?? []).length;
     expect(use.consumers).toHaveLength(consumers);
     for (const c of use.consumers) expect(src).toContain(`'${c.durable}'`);
+  });
+});
+
+describe('the fan-out consumers of webhook-dispatcher', () => {
+  it('read every subscribable event and no internal one', () => {
+    const reads = (name: string) =>
+      FANOUT_CONSUMERS.some((c) => `${name}.`.startsWith(c.filter.slice(0, -1)));
+    for (const e of SUBSCRIBABLE_EVENTS) expect(reads(e)).toBe(true);
+    for (const e of INTERNAL_EVENTS) expect(reads(e)).toBe(false);
+    const p = natsPermissions('webhook-dispatcher', { prefix: 'p', stream: 'S' });
+    expect(p.publish).toContain('$JS.API.CONSUMER.CREATE.S.webhook-fanout-policy.p.policy.>');
+    expect(p.publish.some((s) => s.includes('audit.recorded.>') || s.includes('share.'))).toBe(false);
+    // The old single consumer: its position may be read (to start after it), nothing else.
+    expect(p.publish.filter((s) => /\.webhook-fanout(\.|$)/.test(s))).toEqual([
+      '$JS.API.CONSUMER.INFO.S.webhook-fanout',
+    ]);
   });
 });
 

@@ -1,4 +1,4 @@
-import type { EventName } from './catalogue.js';
+import { type EventName, SUBSCRIBABLE_FAMILIES } from './catalogue.js';
 
 /**
  * What one service does on NATS: the events its outbox relay publishes, whether it writes audit
@@ -11,9 +11,24 @@ export interface NatsServiceUse {
   readonly publishes: readonly EventName[];
   /** It writes audit records: they go out on `<prefix>.audit.recorded.<service>`. */
   readonly audits: boolean;
-  /** Its durable consumers: name, and subject filter below the prefix (`>` for all). */
+  /** Its durable consumers: name, and subject filter below the prefix. */
   readonly consumers: readonly { readonly durable: string; readonly filter: string }[];
+  /** Durables of earlier releases whose position it may read, to start its own after it. */
+  readonly takesOverFrom?: readonly string[];
 }
+
+/** The single fan-out consumer of earlier releases, which read every subject of the stream. */
+export const LEGACY_FANOUT_DURABLE = 'webhook-fanout';
+
+/**
+ * webhook-dispatcher's fan-out consumers: one per family of subscribable events, filtered to
+ * `<prefix>.<family>.>`, so that it never receives what it has no use for (every org's audit
+ * records, share mail requests with their links and addresses). The durable name is also the
+ * consumer's inbox key.
+ */
+export const FANOUT_CONSUMERS: readonly { durable: string; filter: string }[] = SUBSCRIBABLE_FAMILIES.map(
+  (family) => ({ durable: `${LEGACY_FANOUT_DURABLE}-${family}`, filter: `${family}.>` }),
+);
 
 /** Every service that connects to NATS (the gateway does not), with what it does there. */
 export const NATS_SERVICES = {
@@ -32,11 +47,11 @@ export const NATS_SERVICES = {
     audits: false,
     consumers: [{ durable: 'audit-chain', filter: 'audit.recorded.>' }],
   },
-  // NATS 2.9 takes one filter per consumer: the fan-out reads everything, handles subscribable events.
   'webhook-dispatcher': {
     publishes: [],
     audits: true,
-    consumers: [{ durable: 'webhook-fanout', filter: '>' }],
+    consumers: FANOUT_CONSUMERS,
+    takesOverFrom: [LEGACY_FANOUT_DURABLE],
   },
   billing: { publishes: [], audits: true, consumers: [] },
 } as const satisfies Record<string, NatsServiceUse>;
@@ -67,7 +82,7 @@ export function inboxPrefixOf(service: string): string {
 }
 
 /**
- * The subject filter of a consumer below `prefix` (`>` is everything under the prefix). Also the
+ * The subject filter of a consumer below `prefix`. Also the
  * last part of the `$JS.API.CONSUMER.CREATE.<stream>.<durable>.<filter>` subject, so granting
  * that subject pins what the consumer may read.
  */
@@ -95,6 +110,7 @@ export function natsPermissions(
     `$JS.API.STREAM.INFO.${stream}`,
     `$JS.API.STREAM.CREATE.${stream}`,
   ];
+  for (const d of use.takesOverFrom ?? []) publish.push(`$JS.API.CONSUMER.INFO.${stream}.${d}`);
   for (const c of use.consumers) {
     publish.push(
       `$JS.API.CONSUMER.INFO.${stream}.${c.durable}`,

@@ -88,10 +88,13 @@ describe('NATS permissions per service (real nats-server)', () => {
     return link;
   }
 
-  /** A consumer of `service` (its durable and filter from the table) that collects what it handles. */
-  function consumerOf(service: 'audit' | 'identity' | 'webhook-dispatcher') {
+  /**
+   * A consumer of `service` (its durable and filter from the table; of webhook-dispatcher's, the
+   * first whose filter starts with `family`) that collects what it handles.
+   */
+  function consumerOf(service: 'audit' | 'identity' | 'webhook-dispatcher', family = '') {
     const got: Array<{ event: EventEnvelope; delivery: EventDelivery }> = [];
-    const c = NATS_SERVICES[service].consumers[0];
+    const c = NATS_SERVICES[service].consumers.find((x) => x.filter.startsWith(family))!;
     const consumer = new IdempotentConsumer({
       link: linkOf(service),
       stream,
@@ -152,7 +155,7 @@ describe('NATS permissions per service (real nats-server)', () => {
   it('delivers what each service may publish to the consumers that read it', async () => {
     const audit = consumerOf('audit');
     const identity = consumerOf('identity');
-    const fanout = consumerOf('webhook-dispatcher');
+    const fanout = consumerOf('webhook-dispatcher', 'policy.');
     const db = drizzle(pool);
     const orgId = randomUUID();
     const record = {
@@ -182,9 +185,10 @@ describe('NATS permissions per service (real nats-server)', () => {
       subject: `${prefix}.audit.recorded.policy`,
       producer: 'policy',
     });
-    // Each consumer reads only its filter.
+    // Each consumer reads only its filter: the fan-out never sees the audit record or the share mail.
     expect(audit.map((g) => g.event.type)).toEqual(['audit.recorded']);
     expect(identity.map((g) => g.event.type)).toEqual(['share.email_requested']);
+    expect(fanout.map((g) => g.event.type)).toEqual(['policy.created']);
   });
 
   it('refuses another service’s events and audit subject, and any stream change', async () => {
@@ -224,6 +228,16 @@ describe('NATS permissions per service (real nats-server)', () => {
     await expect(
       jsm.consumers.add(stream, { durable_name: 'snoop', filter_subject: `${prefix}.audit.recorded.>` }),
     ).rejects.toThrow(/Permissions Violation/);
+    // webhook-dispatcher, which reads the most, reads neither audit records nor share mail requests.
+    const wh = await jetstreamManager(await connectAs('webhook-dispatcher'), { timeout: 3000 });
+    for (const filter of [`${prefix}.>`, `${prefix}.audit.recorded.>`, `${prefix}.share.email_requested`]) {
+      await expect(
+        wh.consumers.add(stream, { durable_name: 'webhook-fanout-policy', filter_subject: filter }),
+      ).rejects.toThrow(/Permissions Violation/);
+      await expect(
+        wh.consumers.add(stream, { durable_name: 'webhook-fanout', filter_subject: filter }),
+      ).rejects.toThrow(/Permissions Violation/);
+    }
     const violations: string[] = [];
     void (async () => {
       for await (const s of nc.status()) if (s.type === 'error') violations.push(s.error.message);

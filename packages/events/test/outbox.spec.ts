@@ -259,6 +259,42 @@ describe('outbox → JetStream → idempotent consumer', () => {
     });
   });
 
+  it('starts a replacing consumer where the one it replaces stopped, not at the stream’s start', async () => {
+    if (!(await isUp(nats))) await nats.start();
+    const { handled: old } = startPipeline('replaced');
+    const before = await db().transaction((tx) =>
+      writeEvent(tx, outbox, { name: 'card.ordered', orgId: 'org-5', data: {} }),
+    );
+    await waitFor(async () => old.some((e) => e.id === before), 20000);
+    // The old consumer is gone (a new release); an event arrives before its successor starts.
+    for (const stop of stoppers.splice(0).reverse()) await stop();
+    const relayOnly = startPipeline('bystander');
+    const after = await db().transaction((tx) =>
+      writeEvent(tx, outbox, { name: 'card.ready', orgId: 'org-5', data: {} }),
+    );
+    await waitFor(async () => relayOnly.handled.some((e) => e.id === after), 20000);
+    const handled: EventEnvelope[] = [];
+    const successor = new IdempotentConsumer({
+      link: relayOnly.link,
+      stream,
+      durable: 'successor',
+      filterSubject: `${prefix}.>`,
+      startAfter: 'replaced',
+      db: db(),
+      inbox,
+      logger,
+      handler: async (event) => {
+        handled.push(event);
+      },
+    });
+    successor.start();
+    stoppers.push(() => successor.stop());
+    await waitFor(async () => handled.some((e) => e.id === after), 20000);
+    await new Promise((r) => setTimeout(r, 500));
+    // Nothing from before the old consumer's position: not `before`, nor earlier tests' events.
+    expect(handled.map((e) => e.id)).toEqual([after]);
+  });
+
   it('acknowledges events the consumer does not accept without handling them or writing the inbox', async () => {
     if (!(await isUp(nats))) await nats.start();
     const { handled } = startPipeline('picky', (e) => e.type !== 'audit.recorded');

@@ -1,5 +1,11 @@
 import { connectIdentityKeys } from '@custos/auth';
-import { IdempotentConsumer, runDataService } from '@custos/events';
+import {
+  FANOUT_CONSUMERS,
+  IdempotentConsumer,
+  LEGACY_FANOUT_DURABLE,
+  consumerFilter,
+  runDataService,
+} from '@custos/events';
 import { WebhookDispatcherServiceService } from '@custos/proto/custos/webhook_dispatcher/v1/service';
 import { parseNetwork } from '@custos/service-kit';
 import { Counter } from 'prom-client';
@@ -7,11 +13,7 @@ import { configShape } from './config.js';
 import { SCHEMA, inbox } from './db/schema.js';
 import { type DestinationPolicy, createResolver, resolveDestination } from './delivery/destination.js';
 import { DeliveryWorker } from './delivery/worker.js';
-import {
-  FANOUT_DURABLE,
-  acceptsEvent,
-  subscribableEventConsumer,
-} from './events/subscribable-event-consumer.js';
+import { acceptsEvent, subscribableEventConsumer } from './events/subscribable-event-consumer.js';
 import { webhookAccess, webhookGrpc } from './grpc/webhook-grpc.js';
 import { WebhookService } from './webhooks/webhook-service.js';
 import { WebhookStore } from './webhooks/webhook-store.js';
@@ -47,22 +49,29 @@ runDataService({
     });
 
     const fanOut = subscribableEventConsumer({ store });
-    const consumer = new IdempotentConsumer({
-      link: events.link,
-      stream: events.stream,
-      durable: FANOUT_DURABLE,
-      // NATS 2.9 takes one filter per consumer: take everything, handle the subscribable events.
-      filterSubject: `${events.subjectPrefix}.>`,
-      accept: acceptsEvent,
-      db,
-      inbox,
-      logger: rt.logger,
-      handler: async (event, tx) => {
-        await fanOut(event, tx);
-      },
+    // One consumer per family of subscribable events (NATS 2.9 takes one filter per consumer): this
+    // service never receives the internal events (audit records, share mail requests).
+    const consumers = FANOUT_CONSUMERS.map(
+      (c) =>
+        new IdempotentConsumer({
+          link: events.link,
+          stream: events.stream,
+          durable: c.durable,
+          filterSubject: consumerFilter(events.subjectPrefix, c.filter),
+          startAfter: LEGACY_FANOUT_DURABLE,
+          accept: acceptsEvent,
+          db,
+          inbox,
+          logger: rt.logger,
+          handler: async (event, tx) => {
+            await fanOut(event, tx);
+          },
+        }),
+    );
+    for (const consumer of consumers) consumer.start();
+    rt.onShutdown('webhook-consumers', async () => {
+      await Promise.all(consumers.map((consumer) => consumer.stop()));
     });
-    consumer.start();
-    rt.onShutdown('webhook-consumer', () => consumer.stop());
 
     const attempts = new Counter({
       name: 'custos_webhook_attempts_total',

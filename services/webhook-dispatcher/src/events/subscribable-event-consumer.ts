@@ -3,10 +3,11 @@ import { isUuid } from '@custos/service-kit';
 import { deliveryBody } from '../webhooks/webhook-fns.js';
 import type { WebhookStore } from '../webhooks/webhook-store.js';
 
-/** The durable name of the fan-out consumer (also its inbox key: never change it). */
-export const FANOUT_DURABLE = 'webhook-fanout';
-
-/** Which events the fan-out consumer takes: those webhooks can subscribe to (SPEC.md §6). */
+/**
+ * Which events the fan-out consumers take: those webhooks can subscribe to (SPEC.md §6). Their
+ * durables, one per family of these events, are FANOUT_CONSUMERS of @custos/events (the one source
+ * of what each service may read on NATS).
+ */
 export const acceptsEvent = (event: EventEnvelope): boolean => isSubscribableEvent(event.type);
 
 /**
