@@ -1,12 +1,20 @@
 import { Redis } from 'ioredis';
 import { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service';
-import { type Logger, type MeshTls, createGrpcClient, describeError } from '@custos/service-kit';
+import {
+  type Logger,
+  type MeshTls,
+  createGrpcClient,
+  describeError,
+  redisTlsOptions,
+} from '@custos/service-kit';
 import { IdentityKeys } from './identity-keys.js';
 
 /** What a service behind the gateway needs to verify the caller's token itself. */
 export interface IdentityKeysSettings {
   /** Redis of the revocations identity mirrors. */
   redisUrl: string;
+  /** CA of a `rediss://` server's certificate (REDIS_TLS_CA_FILE). */
+  redisTlsCaFile?: string | undefined;
   /** host:port of the identity service (its JWKS). */
   identityAddr: string;
   /** Deadline of a call to identity, in milliseconds. */
@@ -24,7 +32,11 @@ export async function connectIdentityKeys(
   logger: Logger,
   onShutdown: (name: string, fn: () => Promise<void>) => void,
 ): Promise<IdentityKeys> {
-  const redis = new Redis(s.redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true });
+  const redis = new Redis(s.redisUrl, {
+    maxRetriesPerRequest: 1,
+    lazyConnect: true,
+    ...redisTlsOptions(s.redisUrl, s.redisTlsCaFile),
+  });
   redis.on('error', (err) => logger.warn({ err: describeError(err) }, 'redis error'));
   onShutdown('redis', async () => {
     redis.disconnect();

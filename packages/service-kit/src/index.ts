@@ -15,3 +15,4 @@ export * from './tracing.js';
 export * from './expiring-lru.js';
 export * from './cidr.js';
 export * from './ids.js';
+export * from './redis-tls.js';

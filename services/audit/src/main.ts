@@ -19,6 +19,7 @@ runDataService({
     const keys = await connectIdentityKeys(
       {
         redisUrl: c.REDIS_URL,
+        redisTlsCaFile: c.REDIS_TLS_CA_FILE,
         identityAddr: c.IDENTITY_ADDR,
         deadlineMs: c.GRPC_DEADLINE_MS,
         tls: rt.tls,

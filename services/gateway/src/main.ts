@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { Redis } from 'ioredis';
 import { IdentityKeys } from '@custos/auth';
-import { describeError, runService } from '@custos/service-kit';
+import { describeError, runService, redisTlsOptions } from '@custos/service-kit';
 import { configShape } from './config.js';
 import { createApp } from './http/app.js';
 import { parseTrustedProxies } from './http/client-ip.js';
@@ -20,6 +20,7 @@ runService({
       maxRetriesPerRequest: 1,
       enableOfflineQueue: false,
       lazyConnect: true,
+      ...redisTlsOptions(c.REDIS_URL, c.REDIS_TLS_CA_FILE),
     });
     redis.on('error', (err) => rt.logger.warn({ err: describeError(err) }, 'redis error'));
     rt.onShutdown('redis', async () => {

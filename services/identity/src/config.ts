@@ -1,5 +1,5 @@
 import { natsConfigShape } from '@custos/events';
-import { baseConfigShape, databaseConfigShape, env } from '@custos/service-kit';
+import { baseConfigShape, databaseConfigShape, env, redisTlsConfigShape } from '@custos/service-kit';
 import { mailConfigShape } from './notifications/mail-config.js';
 
 /** Every environment variable the identity service reads (see docs/configuration.md). */
@@ -12,6 +12,7 @@ export const configShape = {
     'redis',
     'rediss',
   ]),
+  ...redisTlsConfigShape,
   POLICY_ADDR: env
     .address('host:port of the policy service (the grants behind agent token scopes).')
     .default('127.0.0.1:50053'),

@@ -1,5 +1,5 @@
 import { natsConfigShape } from '@custos/events';
-import { baseConfigShape, databaseConfigShape, env } from '@custos/service-kit';
+import { baseConfigShape, databaseConfigShape, env, redisTlsConfigShape } from '@custos/service-kit';
 
 /** Every environment variable the policy service reads (see docs/configuration.md). */
 export const configShape = {
@@ -7,6 +7,7 @@ export const configShape = {
   ...databaseConfigShape,
   ...natsConfigShape,
   REDIS_URL: env.url('Redis URL; token revocations are read there.', ['redis', 'rediss']),
+  ...redisTlsConfigShape,
   IDENTITY_ADDR: env
     .address("host:port of the identity service (the keys that verify callers' tokens).")
     .default('127.0.0.1:50051'),

@@ -1,5 +1,5 @@
 import { natsConfigShape } from '@custos/events';
-import { baseConfigShape, databaseConfigShape, env } from '@custos/service-kit';
+import { baseConfigShape, databaseConfigShape, env, redisTlsConfigShape } from '@custos/service-kit';
 import { kmsConfigShape } from './kms/kms-config.js';
 
 /** Every environment variable the vault-crypto service reads (see docs/configuration.md). */
@@ -9,6 +9,7 @@ export const configShape = {
   ...natsConfigShape,
   ...kmsConfigShape,
   REDIS_URL: env.url('Redis URL; token revocations are read there.', ['redis', 'rediss']),
+  ...redisTlsConfigShape,
   IDENTITY_ADDR: env
     .address('host:port of the identity service (token signing keys).')
     .default('127.0.0.1:50051'),

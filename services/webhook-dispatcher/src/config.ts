@@ -1,5 +1,11 @@
 import { natsConfigShape } from '@custos/events';
-import { baseConfigShape, databaseConfigShape, env, normalizeCidr } from '@custos/service-kit';
+import {
+  baseConfigShape,
+  databaseConfigShape,
+  env,
+  normalizeCidr,
+  redisTlsConfigShape,
+} from '@custos/service-kit';
 
 const ALLOWED_CIDRS_DOC =
   'Comma-separated CIDRs of private networks webhooks may deliver to although they are loopback, ' +
@@ -12,6 +18,7 @@ export const configShape = {
   ...databaseConfigShape,
   ...natsConfigShape,
   REDIS_URL: env.url('Redis URL; token revocations are read there.', ['redis', 'rediss']),
+  ...redisTlsConfigShape,
   IDENTITY_ADDR: env
     .address('host:port of the identity service (token signing keys).')
     .default('127.0.0.1:50051'),

@@ -1,6 +1,12 @@
 import { Redis } from 'ioredis';
 import { TokenVerifier, redisRevocationCheck } from '@custos/auth';
-import { type ConfigOf, type Database, type Runtime, describeError } from '@custos/service-kit';
+import {
+  type ConfigOf,
+  type Database,
+  type Runtime,
+  describeError,
+  redisTlsOptions,
+} from '@custos/service-kit';
 import type { configShape } from '../config.js';
 import { localKeySource } from '../tokens/local-keys.js';
 import { RevocationStore } from '../tokens/revocation-store.js';
@@ -26,7 +32,11 @@ export interface Tokens {
  */
 export async function buildTokens(rt: Runtime<ConfigOf<typeof configShape>>, db: Database): Promise<Tokens> {
   const c = rt.config;
-  const redis = new Redis(c.REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: true });
+  const redis = new Redis(c.REDIS_URL, {
+    maxRetriesPerRequest: 1,
+    lazyConnect: true,
+    ...redisTlsOptions(c.REDIS_URL, c.REDIS_TLS_CA_FILE),
+  });
   redis.on('error', (err) => rt.logger.warn({ err: describeError(err) }, 'redis error'));
   rt.onShutdown('redis', async () => {
     redis.disconnect();
