@@ -1,6 +1,12 @@
 import { describeError, extractTraceContext, type Logger, withSpan } from '@custos/service-kit';
 import { SpanKind } from '@opentelemetry/api';
-import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  type ConsumerMessages,
+  type JetStreamManager,
+  type JsMsg,
+} from '@nats-io/jetstream';
 import { nanos } from '@nats-io/nats-core';
 import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { type EventEnvelope, eventOfSubject } from './catalogue.js';
@@ -87,49 +93,7 @@ export class IdempotentConsumer {
           await new Promise((r) => setTimeout(r, 250));
           continue;
         }
-        const existing = await nats.jsm.consumers
-          .info(this.opts.stream, this.opts.durable)
-          .catch(() => undefined);
-        if (!existing) {
-          const replaced = this.opts.startAfter
-            ? await nats.jsm.consumers.info(this.opts.stream, this.opts.startAfter).catch(() => undefined)
-            : undefined;
-          await nats.jsm.consumers.add(this.opts.stream, {
-            durable_name: this.opts.durable,
-            ack_policy: AckPolicy.Explicit,
-            ...(replaced
-              ? {
-                  deliver_policy: DeliverPolicy.StartSequence,
-                  opt_start_seq: replaced.ack_floor.stream_seq + 1,
-                }
-              : { deliver_policy: DeliverPolicy.All }),
-            filter_subject: this.opts.filterSubject,
-            ack_wait: nanos(30_000),
-            max_deliver: -1,
-          });
-          if (replaced)
-            this.opts.logger.info(
-              {
-                consumer: this.opts.durable,
-                after: replaced.name,
-                from_seq: replaced.ack_floor.stream_seq + 1,
-              },
-              'consumer created where the one it replaces stopped',
-            );
-        } else if (existing.config.filter_subject !== this.opts.filterSubject) {
-          // The filter changed between releases (e.g. audit records gained their producer token).
-          await nats.jsm.consumers.update(this.opts.stream, this.opts.durable, {
-            filter_subject: this.opts.filterSubject,
-          });
-          this.opts.logger.info(
-            {
-              consumer: this.opts.durable,
-              from: existing.config.filter_subject,
-              to: this.opts.filterSubject,
-            },
-            'consumer filter updated',
-          );
-        }
+        await this.ensureDurable(nats.jsm);
         const consumer = await nats.js.consumers.get(this.opts.stream, this.opts.durable);
         this.messages = await consumer.consume({ max_messages: 64 });
         if (this.stopped) await this.messages.close();
@@ -146,6 +110,47 @@ export class IdempotentConsumer {
         }
       }
     }
+  }
+
+  /**
+   * Creates the durable when it is missing (after the ack floor of the one it replaces, if any;
+   * else at the stream's first event). A durable left by an earlier release with another subject
+   * filter is made again with the new filter where it stood: NATS 2.9 takes a filter update but
+   * keeps delivering by the old one. Events past its ack floor that it had acknowledged come again
+   * and find their inbox rows (same durable, same inbox key).
+   */
+  private async ensureDurable(jsm: JetStreamManager): Promise<void> {
+    const { stream, durable, filterSubject, logger } = this.opts;
+    const existing = await jsm.consumers.info(stream, durable).catch(() => undefined);
+    if (existing && existing.config.filter_subject === filterSubject) return;
+    const from =
+      existing ??
+      (this.opts.startAfter
+        ? await jsm.consumers.info(stream, this.opts.startAfter).catch(() => undefined)
+        : undefined);
+    if (existing) await jsm.consumers.delete(stream, durable);
+    await jsm.consumers.add(stream, {
+      durable_name: durable,
+      ack_policy: AckPolicy.Explicit,
+      ...(from
+        ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from.ack_floor.stream_seq + 1 }
+        : { deliver_policy: DeliverPolicy.All }),
+      filter_subject: filterSubject,
+      ack_wait: nanos(30_000),
+      max_deliver: -1,
+    });
+    if (from)
+      logger.info(
+        {
+          consumer: durable,
+          after: from.name,
+          from_seq: from.ack_floor.stream_seq + 1,
+          ...(existing ? { old_filter: existing.config.filter_subject, filter: filterSubject } : {}),
+        },
+        existing
+          ? 'consumer made again with its new subject filter'
+          : 'consumer created where the one it replaces stopped',
+      );
   }
 
   private async handle(m: JsMsg): Promise<void> {

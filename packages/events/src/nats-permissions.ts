@@ -93,8 +93,8 @@ export function consumerFilter(prefix: string, filter: string): string {
 /**
  * The permissions of `service` for the stream and subject prefix of a deployment: publish its own
  * events and `audit.recorded.<service>`; the JetStream API calls its link and consumers make
- * (account info, info and create of the one stream, info/create/next of its own durables, acks of
- * its own deliveries); subscribe to its own inbox. Nothing else: no stream update, delete or
+ * (account info, info and create of the one stream, info/create/delete/next of its own durables,
+ * acks of its own deliveries); subscribe to its own inbox. Nothing else: no stream update, delete or
  * purge, no other service's events or consumers, no direct reads of the stream.
  */
 export function natsPermissions(
@@ -115,6 +115,8 @@ export function natsPermissions(
     publish.push(
       `$JS.API.CONSUMER.INFO.${stream}.${c.durable}`,
       `$JS.API.CONSUMER.CREATE.${stream}.${c.durable}.${consumerFilter(prefix, c.filter)}`,
+      // Only to make it again when an earlier release left it with another filter (consumer.ts).
+      `$JS.API.CONSUMER.DELETE.${stream}.${c.durable}`,
       `$JS.API.CONSUMER.MSG.NEXT.${stream}.${c.durable}`,
       `$JS.ACK.${stream}.${c.durable}.>`,
     );

@@ -8,6 +8,7 @@ import {
   waitFor,
   type TestNatsServer,
 } from '@custos/service-kit/testing';
+import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import {
@@ -293,6 +294,47 @@ describe('outbox → JetStream → idempotent consumer', () => {
     await new Promise((r) => setTimeout(r, 500));
     // Nothing from before the old consumer's position: not `before`, nor earlier tests' events.
     expect(handled.map((e) => e.id)).toEqual([after]);
+  });
+
+  it('makes a durable again when its subject filter changed (audit records gained a producer token)', async () => {
+    if (!(await isUp(nats))) await nats.start();
+    const { link, handled: seen } = startPipeline('filter-bystander');
+    await waitFor(async () => (await link.ready()) !== undefined, 20000);
+    const { jsm } = (await link.ready())!;
+    // As an earlier release left it: the filter of audit records without the producer. (NATS 2.9
+    // accepts an update of the filter but keeps delivering by the old one: the consumer must see
+    // the new record all the same.)
+    await jsm.consumers.add(stream, {
+      durable_name: 'moved',
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.New,
+      filter_subject: `${prefix}.audit.recorded`,
+    });
+    const handled: EventEnvelope[] = [];
+    const consumer = new IdempotentConsumer({
+      link,
+      stream,
+      durable: 'moved',
+      filterSubject: `${prefix}.audit.recorded.>`,
+      db: db(),
+      inbox,
+      logger,
+      handler: async (event) => {
+        handled.push(event);
+      },
+    });
+    consumer.start();
+    stoppers.push(() => consumer.stop());
+    await waitFor(
+      async () =>
+        (await jsm.consumers.info(stream, 'moved')).config.filter_subject === `${prefix}.audit.recorded.>`,
+      20000,
+    );
+    const id = await db().transaction((tx) =>
+      writeEvent(tx, outbox, { name: 'audit.recorded', orgId: 'org-6', data: {} }),
+    );
+    await waitFor(async () => seen.some((e) => e.id === id), 20000);
+    await waitFor(async () => handled.some((e) => e.id === id), 20000);
   });
 
   it('acknowledges events the consumer does not accept without handling them or writing the inbox', async () => {
