@@ -123,11 +123,16 @@ describe('NATS trust: what webhook-dispatcher’s credentials can and cannot do'
     });
     // Under vault-crypto's name: NATS refuses the subject.
     await expect(
-      publish(subjectFor(prefix, 'audit.recorded', 'vault-crypto'), envelope('audit.recorded', record('secret.read'))),
+      publish(
+        subjectFor(prefix, 'audit.recorded', 'vault-crypto'),
+        envelope('audit.recorded', record('secret.read')),
+      ),
     ).rejects.toThrow(/Permissions Violation/);
     // Under its own name: NATS lets it through, and the audit service refuses the action.
     const own = envelope('audit.recorded', record('secret.read'));
-    await expect(publish(subjectFor(prefix, 'audit.recorded', 'webhook-dispatcher'), own)).resolves.toMatchObject({
+    await expect(
+      publish(subjectFor(prefix, 'audit.recorded', 'webhook-dispatcher'), own),
+    ).resolves.toMatchObject({
       duplicate: false,
     });
 
@@ -162,7 +167,9 @@ describe('NATS trust: what webhook-dispatcher’s credentials can and cannot do'
 
     // On policy's subject: NATS refuses it.
     const direct = envelope('policy.created', data);
-    await expect(publish(subjectFor(prefix, 'policy.created'), direct)).rejects.toThrow(/Permissions Violation/);
+    await expect(publish(subjectFor(prefix, 'policy.created'), direct)).rejects.toThrow(
+      /Permissions Violation/,
+    );
     // Disguised on the one subject it may publish: stored, but its type is not its subject's.
     const disguised = envelope('policy.created', data);
     await publish(subjectFor(prefix, 'audit.recorded', 'webhook-dispatcher'), disguised);
