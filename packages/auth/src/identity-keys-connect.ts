@@ -7,7 +7,7 @@ import {
   describeError,
   redisTlsOptions,
 } from '@custos/service-kit';
-import { IdentityKeys } from './identity-keys.js';
+import { IdentityKeys, type TokenTrust } from './identity-keys.js';
 
 /** What a service behind the gateway needs to verify the caller's token itself. */
 export interface IdentityKeysSettings {
@@ -21,6 +21,8 @@ export interface IdentityKeysSettings {
   deadlineMs: number;
   /** This service's mesh certificates (`rt.tls`): identity is reached over mTLS and must prove it is identity. */
   tls: MeshTls;
+  /** Accepted issuers and audience: the service's own configuration (tokenTrustOf). */
+  trust: TokenTrust;
 }
 
 /**
@@ -52,5 +54,5 @@ export async function connectIdentityKeys(
   onShutdown('identity-client', async () => {
     identity.close();
   });
-  return IdentityKeys.overGrpc(identity, redis, logger);
+  return IdentityKeys.overGrpc(identity, redis, logger, s.trust);
 }

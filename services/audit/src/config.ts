@@ -1,11 +1,13 @@
 import { natsConfigShape } from '@custos/events';
 import { baseConfigShape, databaseConfigShape, env, redisTlsConfigShape } from '@custos/service-kit';
+import { tokenTrustConfigShape } from '@custos/auth';
 
 /** Every environment variable the audit service reads (see docs/configuration.md). */
 export const configShape = {
   ...baseConfigShape({ grpcPort: 50056, metricsPort: 9466 }),
   ...databaseConfigShape,
   ...natsConfigShape,
+  ...tokenTrustConfigShape,
   REDIS_URL: env.url('Redis URL; token revocations are read there.', ['redis', 'rediss']),
   ...redisTlsConfigShape,
   IDENTITY_ADDR: env

@@ -1,4 +1,4 @@
-import { connectIdentityKeys } from '@custos/auth';
+import { connectIdentityKeys, tokenTrustOf } from '@custos/auth';
 import { IdempotentConsumer, auditRecordedFilter, runDataService } from '@custos/events';
 import { AuditServiceService } from '@custos/proto/custos/audit/v1/service';
 import { Counter } from 'prom-client';
@@ -22,6 +22,7 @@ runDataService({
         redisTlsCaFile: c.REDIS_TLS_CA_FILE,
         identityAddr: c.IDENTITY_ADDR,
         deadlineMs: c.GRPC_DEADLINE_MS,
+        trust: tokenTrustOf(c),
         tls: rt.tls,
       },
       rt.logger,

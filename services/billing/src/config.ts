@@ -1,12 +1,14 @@
 import { natsConfigShape } from '@custos/events';
 import { baseConfigShape, databaseConfigShape, env, redisTlsConfigShape } from '@custos/service-kit';
 import { PLANS } from './plans/plan-fns.js';
+import { tokenTrustConfigShape } from '@custos/auth';
 
 /** Every environment variable the billing service reads (see docs/configuration.md). */
 export const configShape = {
   ...baseConfigShape({ grpcPort: 50058, metricsPort: 9468 }),
   ...databaseConfigShape,
   ...natsConfigShape,
+  ...tokenTrustConfigShape,
   BILLING_DEFAULT_PLAN: env
     .oneOf(
       'Plan of an org that was never assigned one (its tier caps). Self-hosted installs default to enterprise (no caps).',

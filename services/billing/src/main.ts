@@ -1,4 +1,4 @@
-import { connectIdentityKeys } from '@custos/auth';
+import { connectIdentityKeys, tokenTrustOf } from '@custos/auth';
 import { runDataService } from '@custos/events';
 import { BillingServiceService } from '@custos/proto/custos/billing/v1/service';
 import { configShape } from './config.js';
@@ -20,6 +20,7 @@ runDataService({
         redisTlsCaFile: c.REDIS_TLS_CA_FILE,
         identityAddr: c.IDENTITY_ADDR,
         deadlineMs: c.GRPC_DEADLINE_MS,
+        trust: tokenTrustOf(c),
         tls: rt.tls,
       },
       rt.logger,

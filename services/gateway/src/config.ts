@@ -1,3 +1,4 @@
+import { tokenTrustConfigShape } from '@custos/auth';
 import { baseConfigShape, env, redisTlsConfigShape } from '@custos/service-kit';
 
 /** The peer services the gateway calls, with the variable that gives each one's address. */
@@ -15,6 +16,7 @@ export const PEERS = [
 /** Every environment variable the gateway reads (see docs/configuration.md). */
 export const configShape = {
   ...baseConfigShape({ grpcPort: 50050, metricsPort: 9460 }),
+  ...tokenTrustConfigShape,
   HOST: env.string('Address the public HTTP server binds.').default('0.0.0.0'),
   PORT: env.port('Port of the public HTTP API.').default(8080),
   REDIS_URL: env.url('Redis URL for rate-limit counters.', ['redis', 'rediss']),

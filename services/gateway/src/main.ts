@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { Redis } from 'ioredis';
-import { IdentityKeys } from '@custos/auth';
+import { IdentityKeys, tokenTrustOf } from '@custos/auth';
 import { describeError, runService, redisTlsOptions } from '@custos/service-kit';
 import { configShape } from './config.js';
 import { createApp } from './http/app.js';
@@ -39,7 +39,7 @@ runService({
       rateLimit: { ratePerSecond: c.RATE_LIMIT_RPS, burst: c.RATE_LIMIT_BURST },
       authRateLimit: { ratePerSecond: c.AUTH_RATE_LIMIT_PER_MINUTE / 60, burst: c.AUTH_RATE_LIMIT_BURST },
       healthTimeoutMs: c.HEALTH_TIMEOUT_MS,
-      identityKeys: IdentityKeys.overGrpc(peers.identity, redis, rt.logger),
+      identityKeys: IdentityKeys.overGrpc(peers.identity, redis, rt.logger, tokenTrustOf(rt.config)),
       ipRulesCacheTtlMs: c.IP_RULES_CACHE_TTL_MS,
     });
     const server = http.createServer(app);

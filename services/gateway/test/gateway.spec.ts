@@ -124,7 +124,10 @@ describe('gateway HTTP pipeline', () => {
       rateLimit: { ratePerSecond: opts.rps ?? 1000, burst: opts.burst ?? 1000 },
       authRateLimit: { ratePerSecond: 1 / 60, burst: opts.authBurst ?? 1000 },
       healthTimeoutMs: 1000,
-      identityKeys: IdentityKeys.overGrpc(p.identity, redis, logger),
+      identityKeys: IdentityKeys.overGrpc(p.identity, redis, logger, {
+        issuers: ['http://127.0.0.1:8080'],
+        audience: 'custos-api',
+      }),
     });
     const port = await freePort();
     const server = http.createServer(app);

@@ -97,7 +97,10 @@ describe('gateway HTTP contract', () => {
       trustedProxies: parseTrustedProxies([]),
       rateLimit: { ratePerSecond: 10_000, burst: 10_000 },
       healthTimeoutMs: 300,
-      identityKeys: IdentityKeys.overGrpc(peers.identity, redis, logger),
+      identityKeys: IdentityKeys.overGrpc(peers.identity, redis, logger, {
+        issuers: ['http://127.0.0.1:8080'],
+        audience: 'custos-api',
+      }),
     });
     server = http.createServer(app);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

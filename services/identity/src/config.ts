@@ -1,3 +1,4 @@
+import { tokenTrustConfigShape } from '@custos/auth';
 import { natsConfigShape } from '@custos/events';
 import { baseConfigShape, databaseConfigShape, env, redisTlsConfigShape } from '@custos/service-kit';
 import { mailConfigShape } from './notifications/mail-config.js';
@@ -20,13 +21,12 @@ export const configShape = {
   GRPC_DEADLINE_MS: env
     .int('Deadline of a call to a peer service, in milliseconds.', 100, 60000)
     .default(5000),
-  TOKEN_ISSUER: env
-    .url('Canonical issuer (`iss`) of access tokens: the public base URL.', ['http', 'https'])
-    .default('http://127.0.0.1:8080'),
-  TOKEN_LEGACY_ISSUERS: env.list('Comma-separated former issuers whose tokens still validate.'),
-  TOKEN_AUDIENCE: env.string('Audience (`aud`) of access tokens.').default('custos-api'),
+  ...tokenTrustConfigShape,
   TOKEN_SIGNING_KEK: env.base64Key(
     'Base64 of the 32-byte key that encrypts the token-signing private keys at rest. Keep it in a secret.',
+  ),
+  MFA_SECRET_KEY: env.base64Key(
+    'Base64 of the 32-byte key that encrypts TOTP secrets at rest; separate from TOKEN_SIGNING_KEK. Keep it in a secret.',
   ),
   SIGNING_KEY_ROTATION_DAYS: env
     .int('Days a token-signing key signs before a new one replaces it.', 1, 3650)

@@ -55,10 +55,13 @@ runDataService({
         verificationTtlSeconds: c.EMAIL_VERIFICATION_TTL_SECONDS,
         requireEmailVerification: c.EMAIL_VERIFICATION_REQUIRED,
         maxPendingInvites: c.ORG_MAX_PENDING_INVITES,
-        totpKek: c.TOKEN_SIGNING_KEK,
+        totpKek: c.MFA_SECRET_KEY,
         google: { clientIds: c.GOOGLE_CLIENT_IDS, issuers: c.GOOGLE_ISSUERS, jwksUrl: c.GOOGLE_JWKS_URL },
       },
     });
+    const legacyTotp = await people.mfa.resealLegacy(c.TOKEN_SIGNING_KEK);
+    if (legacyTotp.resealed + legacyTotp.unreadable > 0)
+      rt.logger.info(legacyTotp, 'TOTP secrets moved from TOKEN_SIGNING_KEK to MFA_SECRET_KEY');
     const federationKey = loadFederationKey(c);
     const agents = buildAgents({
       db,

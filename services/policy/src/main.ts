@@ -1,4 +1,4 @@
-import { connectIdentityKeys } from '@custos/auth';
+import { connectIdentityKeys, tokenTrustOf } from '@custos/auth';
 import { runDataService } from '@custos/events';
 import { PolicyServiceService } from '@custos/proto/custos/policy/v1/service';
 import { configShape } from './config.js';
@@ -24,6 +24,7 @@ runDataService({
         redisTlsCaFile: c.REDIS_TLS_CA_FILE,
         identityAddr: c.IDENTITY_ADDR,
         deadlineMs: c.GRPC_DEADLINE_MS,
+        trust: tokenTrustOf(c),
         tls: rt.tls,
       },
       rt.logger,

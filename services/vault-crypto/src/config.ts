@@ -1,12 +1,14 @@
 import { natsConfigShape } from '@custos/events';
 import { baseConfigShape, databaseConfigShape, env, redisTlsConfigShape } from '@custos/service-kit';
 import { kmsConfigShape } from './kms/kms-config.js';
+import { tokenTrustConfigShape } from '@custos/auth';
 
 /** Every environment variable the vault-crypto service reads (see docs/configuration.md). */
 export const configShape = {
   ...baseConfigShape({ grpcPort: 50052, metricsPort: 9462 }),
   ...databaseConfigShape,
   ...natsConfigShape,
+  ...tokenTrustConfigShape,
   ...kmsConfigShape,
   REDIS_URL: env.url('Redis URL; token revocations are read there.', ['redis', 'rediss']),
   ...redisTlsConfigShape,

@@ -1,4 +1,4 @@
-import { connectIdentityKeys } from '@custos/auth';
+import { connectIdentityKeys, tokenTrustOf } from '@custos/auth';
 import { runDataService } from '@custos/events';
 import { BillingServiceClient } from '@custos/proto/custos/billing/v1/service';
 import { PolicyServiceClient } from '@custos/proto/custos/policy/v1/service';
@@ -49,6 +49,7 @@ runDataService({
         redisTlsCaFile: c.REDIS_TLS_CA_FILE,
         identityAddr: c.IDENTITY_ADDR,
         deadlineMs: c.GRPC_DEADLINE_MS,
+        trust: tokenTrustOf(c),
         tls: rt.tls,
       },
       rt.logger,

@@ -6,6 +6,7 @@ import {
   normalizeCidr,
   redisTlsConfigShape,
 } from '@custos/service-kit';
+import { tokenTrustConfigShape } from '@custos/auth';
 
 const ALLOWED_CIDRS_DOC =
   'Comma-separated CIDRs of private networks webhooks may deliver to although they are loopback, ' +
@@ -17,6 +18,7 @@ export const configShape = {
   ...baseConfigShape({ grpcPort: 50057, metricsPort: 9467 }),
   ...databaseConfigShape,
   ...natsConfigShape,
+  ...tokenTrustConfigShape,
   REDIS_URL: env.url('Redis URL; token revocations are read there.', ['redis', 'rediss']),
   ...redisTlsConfigShape,
   IDENTITY_ADDR: env

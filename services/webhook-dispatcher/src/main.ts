@@ -1,4 +1,4 @@
-import { connectIdentityKeys } from '@custos/auth';
+import { connectIdentityKeys, tokenTrustOf } from '@custos/auth';
 import {
   FANOUT_CONSUMERS,
   IdempotentConsumer,
@@ -32,6 +32,7 @@ runDataService({
         redisTlsCaFile: c.REDIS_TLS_CA_FILE,
         identityAddr: c.IDENTITY_ADDR,
         deadlineMs: c.GRPC_DEADLINE_MS,
+        trust: tokenTrustOf(c),
         tls: rt.tls,
       },
       rt.logger,

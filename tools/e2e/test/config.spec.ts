@@ -31,6 +31,8 @@ const VALID = {
   NATS_URL: 'nats://127.0.0.1:4222',
   REDIS_URL: 'redis://127.0.0.1:6379',
   KMS_PROVIDER: 'local',
+  KMS_ALLOW_LOCAL: 'true',
+  MFA_SECRET_KEY: Buffer.alloc(32, 5).toString('base64'),
   LOCAL_KMS_MASTER_KEY: Buffer.alloc(32, 7).toString('base64'),
   TOKEN_SIGNING_KEK: Buffer.alloc(32, 9).toString('base64'),
   AUDIT_HMAC_KEY: Buffer.alloc(32, 7).toString('base64'),
@@ -39,6 +41,18 @@ const VALID = {
 };
 
 describe('bad configuration stops a service at start with one line naming the variable', () => {
+  it('vault-crypto refuses the local KMS unless KMS_ALLOW_LOCAL=true', () => {
+    const env: Record<string, string> = { ...VALID };
+    delete env.KMS_ALLOW_LOCAL;
+    const r = start('vault-crypto', env);
+    expect(r.status).toBe(78);
+    expect(r.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(
+        /^custos-vault-crypto: invalid configuration: KMS_PROVIDER: local .*development only/,
+      ),
+    ]);
+  });
+
   const required: Record<string, string> = {
     gateway: 'REDIS_URL',
     identity: 'DATABASE_URL',

@@ -10,7 +10,7 @@ import { SERVICES, addrVar, type ServiceName } from './services';
  */
 export type MeshProfile = 'dev' | 'test' | 'bench';
 
-/** The four 32-byte keys (base64) every mesh needs. */
+/** The five 32-byte keys (base64) every mesh needs. */
 export interface MeshKeys {
   /** LOCAL_KMS_MASTER_KEY: the local KMS provider's master key. */
   kmsMasterKey: string;
@@ -20,12 +20,20 @@ export interface MeshKeys {
   auditHmacKey: string;
   /** WEBHOOK_SECRET_KEY: seals webhook secrets. */
   webhookSecretKey: string;
+  /** MFA_SECRET_KEY: seals TOTP secrets. */
+  mfaSecretKey: string;
 }
 
-/** Four fresh random keys (a mesh whose data lives no longer than it does). */
+/** Fresh random keys (a mesh whose data lives no longer than it does). */
 export function randomMeshKeys(): MeshKeys {
   const key = () => randomBytes(32).toString('base64');
-  return { kmsMasterKey: key(), tokenSigningKek: key(), auditHmacKey: key(), webhookSecretKey: key() };
+  return {
+    kmsMasterKey: key(),
+    tokenSigningKek: key(),
+    auditHmacKey: key(),
+    webhookSecretKey: key(),
+    mfaSecretKey: key(),
+  };
 }
 
 /**
@@ -36,6 +44,8 @@ export const PROFILE_DEFAULTS: Readonly<Record<MeshProfile, Readonly<Record<stri
   dev: {
     LOG_LEVEL: 'info',
     KMS_PROVIDER: 'local',
+    // The local KMS keeps its master key beside the data: allowed on a developer's machine only.
+    KMS_ALLOW_LOCAL: 'true',
     // Dev mode may deliver to a receiver on this machine over plain HTTP; production may not.
     WEBHOOK_ALLOW_HTTP: 'true',
     WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32,::1/128',
@@ -43,6 +53,7 @@ export const PROFILE_DEFAULTS: Readonly<Record<MeshProfile, Readonly<Record<stri
   test: {
     LOG_LEVEL: 'info',
     KMS_PROVIDER: 'local',
+    KMS_ALLOW_LOCAL: 'true',
     SHUTDOWN_GRACE_MS: '2000',
     // Several meshes run at once in a test run (the shared ones and a private one per worker): half
     // the default pool keeps them, and the tests beside them, under Postgres' 100 connections.
@@ -54,6 +65,7 @@ export const PROFILE_DEFAULTS: Readonly<Record<MeshProfile, Readonly<Record<stri
   bench: {
     LOG_LEVEL: 'info',
     KMS_PROVIDER: 'local',
+    KMS_ALLOW_LOCAL: 'true',
     SHUTDOWN_GRACE_MS: '2000',
     // The benchmark signs up its own users and sends all load from one client IP: the limiters
     // still run on every request, they just never say no.
@@ -110,6 +122,7 @@ export function meshEnv(o: MeshEnvOptions): Record<string, string> {
     TOKEN_SIGNING_KEK: o.keys.tokenSigningKek,
     AUDIT_HMAC_KEY: o.keys.auditHmacKey,
     WEBHOOK_SECRET_KEY: o.keys.webhookSecretKey,
+    MFA_SECRET_KEY: o.keys.mfaSecretKey,
     MAIL_DIR: o.mailDir,
     ...(o.tlsCaFile ? { GRPC_TLS_CA_FILE: o.tlsCaFile } : {}),
   });
