@@ -31,7 +31,11 @@ export function subjectOf(p: Principal): string {
  */
 export function redisRevocationCheck(redis: RedisLike): (p: Principal, kid: string) => Promise<boolean> {
   return async (p, kid) => {
-    const keys = [revocationKey('jti', p.tokenId), revocationKey('sub', subjectOf(p)), revocationKey('kid', kid)];
+    const keys = [
+      revocationKey('jti', p.tokenId),
+      revocationKey('sub', subjectOf(p)),
+      revocationKey('kid', kid),
+    ];
     if (p.sessionId) keys.push(revocationKey('sid', p.sessionId));
     let values: Array<string | null>;
     try {

@@ -14,7 +14,11 @@ export const tokenTrustConfigShape = {
 };
 
 /** Issuers (canonical first) and audience of a parsed tokenTrustConfigShape. */
-export function tokenTrustOf(c: { TOKEN_ISSUER: string; TOKEN_LEGACY_ISSUERS: string[]; TOKEN_AUDIENCE: string }): {
+export function tokenTrustOf(c: {
+  TOKEN_ISSUER: string;
+  TOKEN_LEGACY_ISSUERS: string[];
+  TOKEN_AUDIENCE: string;
+}): {
   issuers: string[];
   audience: string;
 } {

@@ -123,7 +123,8 @@ describe('token signing keys: only keys that open under the KEK are trusted', ()
     await database.drop();
   });
 
-  const newRing = () => new SigningKeyRing(db, { kek, rotationMs: 3_600_000, retiredKeyTtlMs: 86_400_000 }, logger);
+  const newRing = () =>
+    new SigningKeyRing(db, { kek, rotationMs: 3_600_000, retiredKeyTtlMs: 86_400_000 }, logger);
   const verifierFor = (r: SigningKeyRing) =>
     new TokenVerifier({
       keys: localKeySource(r),
@@ -226,10 +227,14 @@ describe('token signing keys: only keys that open under the KEK are trusted', ()
 
   it('the prune function never drops a key retired less than a day ago, whatever it is asked', async () => {
     const before = await db.execute(sql`SELECT count(*)::int AS n FROM identity.signing_keys`);
-    await db.execute(sql`UPDATE identity.signing_keys SET retired_at = now() - interval '2 hours' WHERE retired_at IS NOT NULL`);
+    await db.execute(
+      sql`UPDATE identity.signing_keys SET retired_at = now() - interval '2 hours' WHERE retired_at IS NOT NULL`,
+    );
     const pruned = await db.execute(sql`SELECT identity.prune_signing_keys(interval '0 seconds') AS n`);
     expect(pruned.rows).toEqual([{ n: 0 }]);
-    await db.execute(sql`UPDATE identity.signing_keys SET retired_at = now() - interval '25 hours' WHERE retired_at IS NOT NULL`);
+    await db.execute(
+      sql`UPDATE identity.signing_keys SET retired_at = now() - interval '25 hours' WHERE retired_at IS NOT NULL`,
+    );
     const old = await db.execute(sql`SELECT identity.prune_signing_keys(interval '0 seconds') AS n`);
     const after = await db.execute(sql`SELECT count(*)::int AS n FROM identity.signing_keys`);
     expect((old.rows[0] as { n: number }).n).toBeGreaterThan(0);
@@ -256,7 +261,9 @@ describe('token signing keys: only keys that open under the KEK are trusted', ()
     expect(await retireCompromisedKey(db, redis, logger, 'no-such-kid')).toBe(false);
     // The retire/revoke functions use the server's clock and never un-revoke.
     await db.execute(sql`SELECT identity.revoke_signing_key(${kid})`);
-    const row = await db.execute(sql`SELECT revoked_at IS NOT NULL AS revoked FROM identity.signing_keys WHERE kid = ${kid}`);
+    const row = await db.execute(
+      sql`SELECT revoked_at IS NOT NULL AS revoked FROM identity.signing_keys WHERE kid = ${kid}`,
+    );
     expect(row.rows).toEqual([{ revoked: true }]);
   });
 });

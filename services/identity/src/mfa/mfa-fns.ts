@@ -56,7 +56,12 @@ export function isLegacySealed(sealed: Buffer): boolean {
 }
 
 /** Moves a format-1 secret (under the token-signing KEK) to format 2 under the MFA key. */
-export function resealLegacyTotpSecret(sealed: Buffer, legacyKek: Buffer, kek: Buffer, userId: string): Buffer {
+export function resealLegacyTotpSecret(
+  sealed: Buffer,
+  legacyKek: Buffer,
+  kek: Buffer,
+  userId: string,
+): Buffer {
   const secret = open(sealed, legacyKek, userId, LEGACY_FORMAT);
   try {
     return seal(secret, kek, userId, SEALED_FORMAT);

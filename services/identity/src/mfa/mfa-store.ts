@@ -21,7 +21,11 @@ export class MfaStore {
     format: number,
   ): Promise<Array<{ userId: string; secretEnc: Buffer | null; pendingSecretEnc: Buffer | null }>> {
     return this.db
-      .select({ userId: users.id, secretEnc: users.totpSecretEnc, pendingSecretEnc: users.totpPendingSecretEnc })
+      .select({
+        userId: users.id,
+        secretEnc: users.totpSecretEnc,
+        pendingSecretEnc: users.totpPendingSecretEnc,
+      })
       .from(users)
       .where(
         or(

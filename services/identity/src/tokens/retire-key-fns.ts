@@ -18,7 +18,11 @@ export async function retireCompromisedKey(
   kid: string,
 ): Promise<boolean> {
   const revocations = new RevocationStore(db, redis, logger);
-  const revocation = { kind: 'kid' as const, value: kid, expiresAt: new Date(Date.now() + KID_REVOCATION_MS) };
+  const revocation = {
+    kind: 'kid' as const,
+    value: kid,
+    expiresAt: new Date(Date.now() + KID_REVOCATION_MS),
+  };
   const found = await db.transaction(async (tx) => {
     const { rows } = await tx.execute<{ found: boolean }>(
       sql`SELECT identity.revoke_signing_key(${kid}) AS found`,
