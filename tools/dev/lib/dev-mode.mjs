@@ -166,6 +166,8 @@ async function startServices(s, state) {
         ...state.certs.envOf(svc),
         // Its own NATS user, when the launcher runs the nats-server.
         ...state.infraByName.nats.envOf?.(svc),
+        // Its own Redis user, when the launcher runs the redis-server.
+        ...state.infraByName.redis.envOf?.(svc),
       }),
     logDir: s.logDir,
     detached: true,
@@ -322,8 +324,10 @@ export async function runDevMode({ infraOnly = false } = {}) {
       // Passwords stay in their files (the lines read them when pasted).
       if (nats.envDir)
         console.log(`  export $(cat '${nats.envDir}/<name>')   # NATS_USER and NATS_PASSWORD of <name>`);
-      const redisUrl = redis.urlFile ? `"$(cat '${redis.urlFile}')"` : `'${maskUrl(redis.url)}'`;
-      console.log(`  export REDIS_URL=${redisUrl} MAIL_DIR='${s.mailDir}'`);
+      if (redis.envDir) {
+        console.log(`  export $(cat '${redis.envDir}/<name>')   # REDIS_URL of <name> (its own Redis user)`);
+        console.log(`  export MAIL_DIR='${s.mailDir}'`);
+      } else console.log(`  export REDIS_URL='${maskUrl(redis.url)}' MAIL_DIR='${s.mailDir}'`);
       console.log(
         `  export GRPC_TLS_CA_FILE='${state.certs.caFile}' GRPC_TLS_CERT_FILE='${state.certs.dir}/<name>.crt' GRPC_TLS_KEY_FILE='${state.certs.dir}/<name>.key'`,
       );

@@ -111,15 +111,20 @@ export async function startNats(s) {
 // Redis
 
 /**
- * REDIS_URL as given, else a private redis-server behind a password. The machine's own Redis on
- * 6379 is not used: it has no password.
+ * REDIS_URL as given (every service uses it), else a private redis-server with an ACL user per
+ * service. The machine's own Redis on 6379 is not used: it has no password.
  */
 export async function resolveRedis(s) {
   if (s.redisUrl) return { url: s.redisUrl, how: 'from REDIS_URL' };
   return startRedis(s);
 }
 
-/** Starts an in-memory redis-server on 127.0.0.1:<redisPort> with a fresh password each launch. */
+/**
+ * Starts an in-memory redis-server on 127.0.0.1:<redisPort>: the default user off, one ACL user per
+ * service with only its own rights (@custos/service-kit redis-acl.ts) and a fresh password each
+ * launch, and a test user with every right (its URL is the mesh-wide REDIS_URL, for you, not for
+ * the services).
+ */
 export async function startRedis(s) {
   const bin = await ensureBinary(
     'redis-server',
@@ -134,10 +139,18 @@ export async function startRedis(s) {
     );
   }
   const conf = await prepareMeshRedis({ dir: s.redisDir, port: s.redisPort });
-  // For services started by hand (--infra-only): the URL with its password, in a file.
+  // For services started by hand (--infra-only): each one's REDIS_URL in a file of its own, and the
+  // test user's (every right: redis-cli -u "$(cat url)") in `url`.
+  const envDir = path.join(s.redisDir, 'env');
+  fs.mkdirSync(envDir, { recursive: true, mode: 0o700 });
+  for (const [service, url] of Object.entries(conf.urls)) {
+    const file = path.join(envDir, service);
+    fs.rmSync(file, { force: true });
+    fs.writeFileSync(file, `REDIS_URL=${url}\n`, { mode: 0o600 });
+  }
   const urlFile = path.join(s.redisDir, 'url');
   fs.rmSync(urlFile, { force: true });
-  fs.writeFileSync(urlFile, `${conf.url}\n`, { mode: 0o600 });
+  fs.writeFileSync(urlFile, `${conf.testUrl}\n`, { mode: 0o600 });
   const child = new ManagedChild({
     name: 'redis',
     command: bin,
@@ -149,7 +162,7 @@ export async function startRedis(s) {
     onUnexpectedExit: onInfraExit,
   });
   const up = await pollUntil(
-    async () => !child.alive || (await redisReadyAt(s.redisPort, conf.password)),
+    async () => !child.alive || (await redisReadyAt(s.redisPort, conf.testUser)),
     15_000,
     100,
   );
@@ -160,9 +173,11 @@ export async function startRedis(s) {
     );
   }
   return {
-    url: conf.url,
-    how: `started redis-server on 127.0.0.1:${s.redisPort} (in memory, with a password)`,
+    url: conf.testUrl,
+    how: `started redis-server on 127.0.0.1:${s.redisPort} (in memory, a user per service)`,
     urlFile,
+    envOf: conf.envOf,
+    envDir,
     stop: () => child.stop('SIGTERM', 10_000),
     abandon: () => child.signal('SIGTERM'),
   };

@@ -143,6 +143,7 @@ export default async function globalSetup(
           env: m.mesh.env,
           logDir: path.join(runDir, m.profile, 'logs'),
           ...(m.mesh.nats ? { nats: m.mesh.nats } : {}),
+          ...(m.mesh.redis ? { redis: m.mesh.redis } : {}),
         },
       ]),
     ),

@@ -3,7 +3,14 @@ import { createPrivateKey } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { type MeshNatsAccess, SERVICES, type ServiceName, checkHealth, launchMesh } from '@custos/mesh';
+import {
+  type MeshNatsAccess,
+  type MeshRedisAccess,
+  SERVICES,
+  type ServiceName,
+  checkHealth,
+  launchMesh,
+} from '@custos/mesh';
 import { createTestDatabase } from '@custos/service-kit/testing';
 import type { SmtpCapture } from '@custos/testing';
 import { type GoogleIdp, googleIdpClient } from './google-idp';
@@ -36,6 +43,8 @@ export interface Mesh {
   mail?: SmtpCapture;
   /** The mesh's own NATS: its URL, each service's login, and a test user that may do anything. */
   nats?: MeshNatsAccess;
+  /** The mesh's own Redis: each service's REDIS_URL (its ACL user), and a test user's that may do anything. */
+  redis?: MeshRedisAccess;
 }
 
 /**
@@ -74,6 +83,7 @@ export async function startMesh(opts: { extraEnv?: Record<string, string> } = {}
     kill: (service, signal = 'SIGKILL') => supervisor.kill(service, signal),
     restart: (service) => supervisor.restart(service),
     ...(launched.nats ? { nats: launched.nats } : {}),
+    ...(launched.redis ? { redis: launched.redis } : {}),
     async stop() {
       await stopMesh(10_000);
       await database.drop();
@@ -180,6 +190,7 @@ export async function sharedMesh(profile: SharedProfile = 'default'): Promise<Me
     stop: async () => undefined,
     mail: sharedMail(run),
     ...(info.nats ? { nats: info.nats } : {}),
+    ...(info.redis ? { redis: info.redis } : {}),
   };
 }
 

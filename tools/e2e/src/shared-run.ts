@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { MeshNatsAccess } from '@custos/mesh';
+import type { MeshNatsAccess, MeshRedisAccess } from '@custos/mesh';
 import type { SharedProfile } from './profiles';
 
 /** The variable naming the file that describes the shared meshes of this test run. */
@@ -14,6 +14,8 @@ export interface SharedMeshInfo {
   logDir: string;
   /** The mesh's own NATS: each service's login and the test user's. */
   nats?: MeshNatsAccess;
+  /** The mesh's own Redis: each service's REDIS_URL and the test user's. */
+  redis?: MeshRedisAccess;
 }
 
 /** What the global setup started, for the spec files (written to a file; jest workers read it). */

@@ -54,8 +54,10 @@ export {
 } from './nats-server';
 export {
   type MeshRedis,
+  type MeshRedisAccess,
   type MeshRedisConfig,
   type MeshRedisOptions,
+  type RedisLogin,
   prepareMeshRedis,
   redisReadyAt,
   redisServerBinary,

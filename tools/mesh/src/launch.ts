@@ -2,6 +2,7 @@ import { type MeshCerts, makeMeshCerts } from './certs';
 import { type MeshKeys, type MeshProfile, meshEnv, randomMeshKeys, serviceEnv, uniqueNatsNames } from './env';
 import { waitForHealth } from './health';
 import { type MeshNatsAccess, startMeshInfra } from './mesh-infra';
+import type { MeshRedisAccess } from './redis-server';
 import { type MeshDatabase, migrateMesh } from './migrate';
 import { type MeshPorts, freePorts } from './ports';
 import type { ServiceName } from './services';
@@ -17,7 +18,7 @@ export interface LaunchMeshOptions extends Omit<MeshSupervisorOptions, 'env'> {
    * its own permissions; mesh-infra.ts), stopped with it.
    */
   natsUrl?: string;
-  /** A Redis to use as it is. Default: a private redis-server behind a random password. */
+  /** A Redis to use as it is. Default: a private redis-server with an ACL user per service. */
   redisUrl?: string;
   /** Where the private nats-server and redis-server keep their files. Default: a temp folder. */
   infraDir?: string;
@@ -45,6 +46,7 @@ export interface LaunchedMesh {
   /**
    * The variables every service got (without its own GRPC_PORT, METRICS_PORT and DATABASE_URL):
    * DATABASE_URL here is the owner's (for tests' own SQL); each service got its role's (`database`).
+   * REDIS_URL here is the Redis test user's (with the mesh's own redis-server); each service got its own.
    */
   env: Record<string, string>;
   /** The owner's URL and each service's own database URL. */
@@ -55,6 +57,8 @@ export interface LaunchedMesh {
   supervisor: MeshSupervisor;
   /** The mesh's own NATS (absent when `natsUrl` was given): each service's login and a test user's. */
   nats?: MeshNatsAccess;
+  /** The mesh's own Redis (absent when `redisUrl` was given): each service's REDIS_URL and the test user's. */
+  redis?: MeshRedisAccess;
   /** The full environment of one service. */
   envOf(service: ServiceName): Record<string, string>;
   /** Stops the services, then the nats-server and redis-server started for the mesh; returns the services it had to kill. */
@@ -135,5 +139,6 @@ export async function launchMesh(o: LaunchMeshOptions): Promise<LaunchedMesh> {
     infra.abandon();
   };
   const nats = infra.nats ? { nats: infra.nats } : {};
-  return { baseUrl, env, database, certs, ports, supervisor, ...nats, envOf, stop, abandon };
+  const redis = infra.redis ? { redis: infra.redis } : {};
+  return { baseUrl, env, database, certs, ports, supervisor, ...nats, ...redis, envOf, stop, abandon };
 }

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { type MeshNats, type NatsLogin, startMeshNats } from './nats-server';
-import { type MeshRedis, startMeshRedis } from './redis-server';
+import { type MeshRedis, type MeshRedisAccess, startMeshRedis } from './redis-server';
 import type { ServiceName } from './services';
 
 /** How tests reach a mesh's own NATS: its URL, each service's login and the test user's. */
@@ -17,11 +17,14 @@ export interface MeshNatsAccess {
 /** The NATS and Redis of one mesh: given ones, or private servers started for it. */
 export interface MeshInfra {
   natsUrl: string;
+  /** The given Redis URL, or the test user's of the mesh's own redis-server (each service gets its own). */
   redisUrl: string;
   /** Present when the mesh runs its own nats-server. */
   nats?: MeshNatsAccess;
-  /** A service's own NATS credentials, for serviceEnv. */
-  envOf(service: ServiceName): Record<string, string>;
+  /** Present when the mesh runs its own redis-server: each service's REDIS_URL and the test user's. */
+  redis?: MeshRedisAccess;
+  /** A service's own NATS credentials and REDIS_URL, for serviceEnv (undefined: not for this service). */
+  envOf(service: ServiceName): Record<string, string | undefined>;
   /** Stops the servers it started and removes a folder it made. */
   stop(graceMs?: number): Promise<void>;
   /** Last resort when the process exits without `stop`: SIGKILL to the servers it started. */
@@ -32,7 +35,7 @@ export interface MeshInfra {
 export interface MeshInfraOptions {
   /** A NATS to use as it is (no credentials handed out). Default: a private nats-server. */
   natsUrl?: string;
-  /** A Redis to use as it is. Default: a private redis-server with a password. */
+  /** A Redis to use as it is (every service gets this URL). Default: a private redis-server, a user per service. */
   redisUrl?: string;
   /** Where the private servers keep their config and JetStream store. Default: a temp folder. */
   dir?: string;
@@ -45,7 +48,8 @@ export interface MeshInfraOptions {
 /**
  * Starts what the mesh needs beyond Postgres: unless given URLs, a private nats-server (JetStream,
  * a user per service with the permissions of @custos/events, random passwords; store in
- * `<dir>/nats`) and a private in-memory redis-server behind a random password. Unlike the
+ * `<dir>/nats`) and a private in-memory redis-server (an ACL user per service with the rights of
+ * @custos/service-kit redis-acl.ts, random passwords, the default user off). Unlike the
  * machine's shared servers, these make the services prove who they are, as in production.
  */
 export async function startMeshInfra(o: MeshInfraOptions): Promise<MeshInfra> {
@@ -77,11 +81,13 @@ export async function startMeshInfra(o: MeshInfraOptions): Promise<MeshInfra> {
     throw err;
   }
   const started = nats;
+  const ownRedis = redis;
   return {
     natsUrl: o.natsUrl ?? started!.url,
-    redisUrl: o.redisUrl ?? redis!.url,
+    redisUrl: o.redisUrl ?? ownRedis!.testUrl,
     ...(started ? { nats: { url: started.url, users: started.users, testUser: started.testUser } } : {}),
-    envOf: (service) => started?.envOf(service) ?? {},
+    ...(ownRedis ? { redis: { testUrl: ownRedis.testUrl, urls: ownRedis.urls } } : {}),
+    envOf: (service) => ({ ...started?.envOf(service), ...ownRedis?.envOf(service) }),
     stop,
     abandon: () => {
       nats?.process.signal('SIGKILL');

@@ -52,19 +52,49 @@ describe('startMeshInfra: the mesh’s own nats-server and redis-server', () => 
       await natsConnect(port, { user: 'vault-crypto', password: users['webhook-dispatcher']!.password }),
     ).toMatch(/Authorization Violation/);
     // Services get their own login; the gateway does not use NATS and gets none.
-    expect(infra.envOf('policy')).toEqual({ NATS_USER: 'policy', NATS_PASSWORD: users.policy!.password });
-    expect(infra.envOf('gateway')).toEqual({});
+    expect(infra.envOf('policy')).toMatchObject({
+      NATS_USER: 'policy',
+      NATS_PASSWORD: users.policy!.password,
+    });
+    expect(infra.envOf('gateway')).not.toHaveProperty('NATS_USER');
+    expect(infra.envOf('gateway')).not.toHaveProperty('NATS_PASSWORD');
     // The config holds the passwords: only this user may read it.
     expect(fs.statSync(path.join(dir, 'nats', 'nats-server.conf')).mode & 0o077).toBe(0);
   });
 
-  it('runs Redis behind a password that the URL carries', async () => {
-    const url = new URL(infra.redisUrl);
-    expect(url.password).not.toBe('');
-    const port = Number(url.port);
-    expect(await redisReadyAt(port, decodeURIComponent(url.password))).toBe(true);
-    expect(await redisReadyAt(port, 'wrong')).toBe(false);
-    expect(fs.statSync(path.join(dir, 'redis', 'redis.conf')).mode & 0o077).toBe(0);
+  it('runs Redis with an ACL user per service, the default user off, each service its own URL', async () => {
+    const redis = infra.redis!;
+    const port = Number(new URL(infra.redisUrl).port);
+    const loginOf = (url: string) => {
+      const u = new URL(url);
+      return { user: decodeURIComponent(u.username), password: decodeURIComponent(u.password) };
+    };
+    // The mesh-wide URL is the test user's; each service signs in as its own user.
+    expect(loginOf(infra.redisUrl).user).toBe('custos_test');
+    expect(await redisReadyAt(port, loginOf(redis.testUrl))).toBe(true);
+    const gateway = loginOf(redis.urls.gateway);
+    expect(gateway.user).toBe('custos_gateway');
+    expect(await redisReadyAt(port, { user: 'custos_webhook_dispatcher', password: 'wrong' })).toBe(false);
+    // Another service's password does not open this one.
+    expect(await redisReadyAt(port, { user: 'custos_webhook_dispatcher', password: gateway.password })).toBe(
+      false,
+    );
+    // The default user (AUTH <password> with requirepass, or no AUTH at all) is off.
+    expect(await redisReadyAt(port, { user: 'default', password: '' })).toBe(false);
+    expect(infra.envOf('webhook-dispatcher')).toMatchObject({ REDIS_URL: redis.urls['webhook-dispatcher'] });
+    expect(loginOf(infra.envOf('identity')['REDIS_URL']!).user).toBe('custos_identity');
+    // signer and approvals do not use Redis: the mesh-wide (test user's) URL is taken away from them.
+    expect(infra.envOf('signer')).toHaveProperty('REDIS_URL', undefined);
+    const urls = Object.values(redis.urls);
+    expect(new Set(urls).size).toBe(urls.length);
+    expect(urls).not.toContain(redis.testUrl);
+    // Config and ACL file: only this user may read them.
+    for (const f of ['redis.conf', 'users.acl'])
+      expect(fs.statSync(path.join(dir, 'redis', f)).mode & 0o077).toBe(0);
+    // The ACL file holds hashes, never the passwords.
+    const acl = fs.readFileSync(path.join(dir, 'redis', 'users.acl'), 'utf8');
+    expect(acl).not.toContain(gateway.password);
+    expect(acl).toMatch(/^user default reset off$/m);
   });
 
   it('stops both servers', async () => {
