@@ -123,7 +123,7 @@ the services that verify tokens read them. (dict root name) → "true" or ""
 {{- if has .name (list "gateway" "identity" "vault-crypto" "policy" "billing" "audit" "webhook-dispatcher") }}true{{ end -}}
 {{- end -}}
 
-{{/* Name of the Secret the chart creates for shared values given inline (redis.url, keys, ...). */}}
+{{/* Name of the Secret the chart creates for shared values given inline (keys, SMTP URL, ...). */}}
 {{- define "custos.managedSecretName" -}}
 {{- printf "%s-env" (include "custos.fullname" .) -}}
 {{- end -}}
@@ -146,6 +146,23 @@ version, the development-only local KMS without kms.allowLocal. Renders nothing.
 {{- if and .Values.migrations.enabled (not .Values.postgres.migrationExistingSecret) (not .Values.postgres.migrationUrl) -}}
 {{- fail "postgres: the migration Job needs the schema owner's URL: set postgres.migrationExistingSecret (recommended) or postgres.migrationUrl" -}}
 {{- end -}}
+{{- range $old := list "url" "existingSecret" "existingSecretKey" -}}
+{{- if hasKey $.Values.redis $old -}}
+{{- fail (printf "redis.%s was removed: the services no longer share one Redis URL and password. Each signs in as its own ACL user: give each service redis.users.<service>.existingSecret (a Secret with its REDIS_URL, recommended) or redis.users.<service>.password with redis.host, redis.port and redis.db, and give your Redis the users of the ConfigMap <release>-redis-acl (docs/deployment.md, \"Redis\")" $old) -}}
+{{- end -}}
+{{- end -}}
+{{- if .Values.redis.auth.enabled -}}
+{{- $redisUsers := dict -}}
+{{- range $name, $_ := .Values.services -}}
+{{- if include "custos.usesRedis" (dict "root" $ "name" $name) -}}
+{{- $user := (index $.Values.redis.users $name).user -}}
+{{- if hasKey $redisUsers $user -}}
+{{- fail (printf "redis.users: %s and %s are both the Redis user %s; each service needs a user of its own, or one could do what the other may" (index $redisUsers $user) $name $user) -}}
+{{- end -}}
+{{- $_ := set $redisUsers $user $name -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- if and (eq .Values.kms.provider "local") (not .Values.kms.allowLocal) -}}
 {{- fail "kms: provider \"local\" keeps the master key of every stored secret in a Kubernetes Secret and is for development only. For a throwaway evaluation install set kms.allowLocal=true; for anything you keep, set kms.provider to aws-kms or pkcs11 (docs/kms.md)" -}}
 {{- end -}}
@@ -156,12 +173,6 @@ Data of the chart-managed shared Secret as YAML (key: base64 value); empty when 
 an existingSecret. Also fails early when a required connection or key is configured neither way.
 */}}
 {{- define "custos.managedSecretData" -}}
-{{- if not .Values.redis.existingSecret -}}
-{{- if not .Values.redis.url -}}
-{{- fail "redis: set redis.existingSecret (recommended) or redis.url" -}}
-{{- end }}
-redis-url: {{ .Values.redis.url | b64enc | quote }}
-{{- end -}}
 {{- if and (not .Values.kms.existingSecret) .Values.kms.localMasterKey }}
 local-kms-master-key: {{ .Values.kms.localMasterKey | b64enc | quote }}
 {{- end -}}
@@ -208,14 +219,14 @@ smtp-url: {{ .Values.mail.smtpUrl | b64enc | quote }}
 
 {{/*
 secretKeyRef (name, key) of a shared value's Secret as YAML; empty if unset. (dict root dep)
-  redis → REDIS_URL, kms → LOCAL_KMS_MASTER_KEY, tokens → TOKEN_SIGNING_KEK, mfa → MFA_SECRET_KEY,
+  kms → LOCAL_KMS_MASTER_KEY, tokens → TOKEN_SIGNING_KEK, mfa → MFA_SECRET_KEY,
   mail → SMTP_URL, audit → AUDIT_HMAC_KEY, webhooks → WEBHOOK_SECRET_KEY.
 existingSecret wins; else the value given inline, kept in the chart-managed Secret.
 */}}
 {{- define "custos.dependencySecretRef" -}}
 {{- $dep := index .root.Values .dep -}}
-{{- $inlineValue := index (dict "redis" "url" "kms" "localMasterKey" "tokens" "signingKek" "mfa" "secretKey" "mail" "smtpUrl" "audit" "hmacKey" "webhooks" "secretKey") .dep -}}
-{{- $managedKey := index (dict "redis" "redis-url" "kms" "local-kms-master-key" "tokens" "token-signing-kek" "mfa" "mfa-secret-key" "mail" "smtp-url" "audit" "audit-hmac-key" "webhooks" "webhook-secret-key") .dep -}}
+{{- $inlineValue := index (dict "kms" "localMasterKey" "tokens" "signingKek" "mfa" "secretKey" "mail" "smtpUrl" "audit" "hmacKey" "webhooks" "secretKey") .dep -}}
+{{- $managedKey := index (dict "kms" "local-kms-master-key" "tokens" "token-signing-kek" "mfa" "mfa-secret-key" "mail" "smtp-url" "audit" "audit-hmac-key" "webhooks" "webhook-secret-key") .dep -}}
 {{- if $dep.existingSecret -}}
 name: {{ $dep.existingSecret }}
 key: {{ $dep.existingSecretKey }}
@@ -241,10 +252,11 @@ database and parameters with the service's role and inline password as the user.
 
 {{/*
 Data of the chart-managed Secret <prefix>-<service>-credentials as YAML: the service's own
-DATABASE_URL (derived, unless an existingSecret or a services.<name> override gives it) and NATS
-password (inline). Empty when everything comes from existing Secrets. Fails when a credential the
-service needs is configured no way, or when the derived URL would have no password (a passwordless
-LOGIN role) without postgres.allowPasswordlessRoles. (dict root name)
+DATABASE_URL (derived, unless an existingSecret or a services.<name> override gives it), NATS
+password (inline) and REDIS_URL (built from redis.host/port/db and its own user's inline password).
+Empty when everything comes from existing Secrets. Fails when a credential the service needs is
+configured no way, or when the derived URL would have no password (a passwordless LOGIN role)
+without postgres.allowPasswordlessRoles. (dict root name)
 */}}
 {{- define "custos.serviceSecretData" -}}
 {{- $root := .root -}}
@@ -272,6 +284,16 @@ nats-password: {{ $n.password | b64enc | quote }}
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- if and (include "custos.usesRedis" .) $root.Values.redis.auth.enabled -}}
+{{- $r := index $root.Values.redis.users .name -}}
+{{- if and (not $r.existingSecret) (not (hasKey $own "REDIS_URL")) -}}
+{{- if $r.password }}
+redis-url: {{ include "custos.redisUrl" . | b64enc | quote }}
+{{- else -}}
+{{- fail (printf "redis: %s needs its own Redis user's credentials: set redis.users.%s.existingSecret (a Secret with its REDIS_URL, recommended) or redis.users.%s.password (or redis.auth.enabled=false for a Redis without authentication, development only)" .name .name .name) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* secretKeyRef of a service's own DATABASE_URL as YAML. (dict root name) */}}
@@ -283,6 +305,35 @@ key: {{ $c.existingSecretKey }}
 {{- else -}}
 name: {{ include "custos.credentialsSecretName" . }}
 key: database-url
+{{- end -}}
+{{- end -}}
+
+{{/*
+A service's REDIS_URL built from the values: redis[s]://<user>:<password>@<host>:<port>/<db> with
+its own user's inline password, or without credentials when redis.auth.enabled is false. rediss://
+with redis.tls.enabled or a redis.tls.caSecret. The schema keeps user and password to characters a
+URL carries as they are. (dict root name)
+*/}}
+{{- define "custos.redisUrl" -}}
+{{- $r := .root.Values.redis -}}
+{{- $scheme := ternary "rediss" "redis" (or $r.tls.enabled (ne ($r.tls.caSecret | default "") "")) -}}
+{{- $login := "" -}}
+{{- if $r.auth.enabled -}}
+{{- $u := index $r.users .name -}}
+{{- $login = printf "%s:%s@" $u.user $u.password -}}
+{{- end -}}
+{{- printf "%s://%s%s:%d/%d" $scheme $login $r.host ($r.port | int) ($r.db | int) -}}
+{{- end -}}
+
+{{/* secretKeyRef of a service's own REDIS_URL as YAML. (dict root name) */}}
+{{- define "custos.redisUrlRef" -}}
+{{- $u := index .root.Values.redis.users .name -}}
+{{- if $u.existingSecret -}}
+name: {{ $u.existingSecret }}
+key: {{ $u.existingSecretKey }}
+{{- else -}}
+name: {{ include "custos.credentialsSecretName" . }}
+key: redis-url
 {{- end -}}
 {{- end -}}
 
@@ -530,7 +581,12 @@ issuer and audience from its own configuration, never from a peer's answer. */ -
 {{- $_ := set $plain "TRUSTED_PROXIES" (join "," ($root.Values.http.trustedProxies | default list)) -}}
 {{- end -}}
 {{- if include "custos.usesRedis" . -}}
-{{- $_ := set $secret "REDIS_URL" (include "custos.dependencySecretRef" (dict "root" $root "dep" "redis") | fromYaml) -}}
+{{- /* Its own Redis user's URL, from its own Secret; without authentication (development) a plain value. */ -}}
+{{- if $root.Values.redis.auth.enabled -}}
+{{- $_ := set $secret "REDIS_URL" (include "custos.redisUrlRef" . | fromYaml) -}}
+{{- else -}}
+{{- $_ := set $plain "REDIS_URL" (include "custos.redisUrl" .) -}}
+{{- end -}}
 {{- if $root.Values.redis.tls.caSecret -}}
 {{- $_ := set $plain "REDIS_TLS_CA_FILE" "/etc/custos/redis-ca/ca.crt" -}}
 {{- end -}}

@@ -105,6 +105,12 @@ export const REDIS_SERVICES: ServiceName[] = [
   'billing',
 ];
 
+/** Each service's Redis ACL user (redis.users.<s>.user): the name of its Postgres role. */
+export const REDIS_USERS: Record<string, string> = {
+  ...DATABASE_ROLES,
+  gateway: 'custos_gateway',
+};
+
 /**
  * The cloud metadata and host addresses no internet rule may reach, among them Azure's
  * wireserver 168.63.129.16, a public address outside every private range.

@@ -2,7 +2,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import yaml from 'js-yaml';
-import { DATABASE_SERVICES, NATS_SERVICES } from './facts';
+import { DATABASE_SERVICES, NATS_SERVICES, REDIS_SERVICES } from './facts';
 
 /** Repository root (tools/chart-tests/test → ../../..). */
 export const repoRoot = path.resolve(__dirname, '..', '..', '..');
@@ -39,6 +39,11 @@ export function testNatsPassword(service: string): string {
   return `chart-tests-nats-${service}`;
 }
 
+/** The inline password of a service's Redis user in the test renders (16+ URL-safe characters). */
+export function testRedisPassword(service: string): string {
+  return `chart-tests-redis-${service}`;
+}
+
 /** The inline password of a service's database role in the test renders. */
 export function testDatabasePassword(service: string): string {
   return `chart-tests-db-${service}`;
@@ -47,8 +52,9 @@ export function testDatabasePassword(service: string): string {
 /**
  * The least the default values need: identity cannot start without TOKEN_SIGNING_KEK,
  * MFA_SECRET_KEY and SMTP_URL, nor audit without AUDIT_HMAC_KEY, nor webhook-dispatcher without
- * WEBHOOK_SECRET_KEY, nor any service that uses NATS without its NATS password, so the chart
- * refuses to render until they are given (inline here, existingSecret in production). Each
+ * WEBHOOK_SECRET_KEY, nor any service that uses NATS or Redis without its NATS password or Redis
+ * user's password, so the chart refuses to render until they are given (inline here,
+ * existingSecret in production). Each
  * database role gets a password too (the chart refuses passwordless roles unless
  * postgres.allowPasswordlessRoles), and kms.allowLocal=true accepts the default local KMS, as a
  * throwaway evaluation install would.
@@ -69,6 +75,7 @@ export const REQUIRED_SETS = [
   '--set',
   'kms.allowLocal=true',
   ...NATS_SERVICES.flatMap((s) => ['--set', `nats.users.${s}.password=${testNatsPassword(s)}`]),
+  ...REDIS_SERVICES.flatMap((s) => ['--set', `redis.users.${s}.password=${testRedisPassword(s)}`]),
   ...DATABASE_SERVICES.flatMap((s) => [
     '--set',
     `postgres.serviceCredentials.${s}.password=${testDatabasePassword(s)}`,

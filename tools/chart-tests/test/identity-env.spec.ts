@@ -86,8 +86,14 @@ describe.each([
     },
   );
 
-  it('REDIS_URL is the same Secret reference as the gateway’s', () => {
-    expect(identity.get('REDIS_URL').valueFrom).toEqual(envOf(objects, 'gateway').get('REDIS_URL').valueFrom);
+  it('REDIS_URL is identity’s own (its Redis user), not the gateway’s', () => {
+    expect(identity.get('REDIS_URL').valueFrom.secretKeyRef).toEqual({
+      name: 'custos-identity-credentials',
+      key: 'redis-url',
+    });
+    expect(identity.get('REDIS_URL').valueFrom).not.toEqual(
+      envOf(objects, 'gateway').get('REDIS_URL').valueFrom,
+    );
   });
 
   it('TOKEN_SIGNING_KEK and SMTP_URL name the configured Secrets', () => {
@@ -140,7 +146,7 @@ describe.each([
     },
   );
 
-  it('REDIS_URL goes to the gateway, identity and the services that check revocations, all alike', () => {
+  it('REDIS_URL goes to the gateway, identity and the services that check revocations, each its own', () => {
     const withRedis = SERVICES.filter((s) => envOf(objects, s).has('REDIS_URL'));
     expect(withRedis.sort()).toEqual([
       'audit',
@@ -152,7 +158,10 @@ describe.each([
       'webhook-dispatcher',
     ]);
     for (const s of withRedis)
-      expect(envOf(objects, s).get('REDIS_URL').valueFrom).toEqual(identity.get('REDIS_URL').valueFrom);
+      expect(envOf(objects, s).get('REDIS_URL').valueFrom.secretKeyRef).toEqual({
+        name: `custos-${s}-credentials`,
+        key: 'redis-url',
+      });
   });
 });
 

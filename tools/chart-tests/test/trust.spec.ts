@@ -491,6 +491,7 @@ describe('database credential values', () => {
     });
     expect(Object.keys(named(objects, 'Secret', 'custos-policy-credentials').data)).toEqual([
       'nats-password',
+      'redis-url',
     ]);
   });
 
@@ -573,7 +574,9 @@ describe('NATS credential values', () => {
       });
       expect(env.get('NATS_URL')).toBeDefined();
     }
-    expect(ofKind(objects, 'ConfigMap')).toEqual([]);
+    expect(ofKind(objects, 'ConfigMap').map((c) => c.metadata.name)).not.toContain(
+      'custos-nats-authorization',
+    );
   });
 });
 
@@ -629,11 +632,7 @@ describe('TLS to Redis and NATS with a private CA', () => {
   it('redis.tls.caSecret is mounted into the Redis users only, with REDIS_TLS_CA_FILE', () => {
     const objects = renderChart([
       ...REQUIRED_SETS,
-      ...sets(
-        'redis.url=rediss://:pw@redis:6380/0',
-        'redis.tls.caSecret=redis-ca',
-        'nats.tls.caSecret=nats-ca',
-      ),
+      ...sets('redis.tls.caSecret=redis-ca', 'nats.tls.caSecret=nats-ca'),
     ]);
     for (const s of SERVICES) {
       const pod = named(objects, 'Deployment', objectName(s)).spec.template.spec;

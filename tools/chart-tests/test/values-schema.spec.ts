@@ -97,10 +97,12 @@ describe('dependency checks', () => {
     );
   });
 
-  it('refuses to render without any Redis connection', () => {
-    const { status, stderr } = template('redis.url=', 'redis.existingSecret=');
+  it('refuses to render a service without its Redis credentials, naming the values', () => {
+    const { status, stderr } = template('redis.users.billing.password=');
     expect(status).not.toBe(0);
-    expect(stderr).toMatch(/redis\.existingSecret/);
+    expect(stderr).toContain(
+      "redis: billing needs its own Redis user's credentials: set redis.users.billing.existingSecret (a Secret with its REDIS_URL, recommended) or redis.users.billing.password",
+    );
   });
 
   it('refuses to render without a token-signing KEK, saying how to give one', () => {

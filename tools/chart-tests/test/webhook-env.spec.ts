@@ -63,9 +63,12 @@ describe.each([
     else expect(ofKind(objects, 'Secret').map((s) => s.metadata.name)).not.toContain('custos-env');
   });
 
-  it('REDIS_URL is the same Secret reference as the audit service’s', () => {
-    expect(env.get('REDIS_URL')?.valueFrom?.secretKeyRef).toBeDefined();
-    expect(env.get('REDIS_URL').valueFrom).toEqual(envOf(objects, 'audit').get('REDIS_URL').valueFrom);
+  it('REDIS_URL is its own (its Redis user), not the audit service’s', () => {
+    expect(env.get('REDIS_URL')?.valueFrom?.secretKeyRef).toEqual({
+      name: 'custos-webhook-dispatcher-credentials',
+      key: 'redis-url',
+    });
+    expect(env.get('REDIS_URL').valueFrom).not.toEqual(envOf(objects, 'audit').get('REDIS_URL').valueFrom);
   });
 
   it('deliveries default to public addresses over HTTPS', () => {
