@@ -8,6 +8,8 @@ import {
   describeError,
   env,
   loadConfig,
+  redisTlsConfigShape,
+  redisTlsOptions,
 } from '@custos/service-kit';
 import { retireCompromisedKey } from './tokens/retire-key-fns.js';
 
@@ -21,6 +23,7 @@ import { retireCompromisedKey } from './tokens/retire-key-fns.js';
 const shape = {
   DATABASE_URL: databaseConfigShape.DATABASE_URL,
   REDIS_URL: env.url('Redis URL.', ['redis', 'rediss']),
+  ...redisTlsConfigShape,
 };
 
 async function main(): Promise<number> {
@@ -41,7 +44,11 @@ async function main(): Promise<number> {
   }
   const logger = createLogger({ service: 'identity-retire-key' });
   const pool = createPool(config.DATABASE_URL, 1, logger, 'custos-identity-retire-key');
-  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: true });
+  const redis = new Redis(config.REDIS_URL, {
+    maxRetriesPerRequest: 1,
+    lazyConnect: true,
+    ...redisTlsOptions(config.REDIS_URL, config.REDIS_TLS_CA_FILE),
+  });
   redis.on('error', () => undefined);
   try {
     await redis.connect().catch(() => undefined);

@@ -31,7 +31,7 @@ Environment: BENCH_URL=http://host:port runs against a mesh that is already runn
 starting one (it needs EMAIL_VERIFICATION_REQUIRED=false, or BENCH_EMAIL and BENCH_PASSWORD of a
 user to sign in as, and RATE_LIMIT_RPS/RATE_LIMIT_BURST above the offered load).
 TEST_DATABASE_URL names the Postgres server (a superuser; default postgres://postgres@127.0.0.1:5432).
-The started mesh runs its own nats-server (a user per service) and redis-server (a password).`;
+The started mesh runs its own nats-server (a user per service) and redis-server (a user per service).`;
 
 /** What the issue aims at, for comparison (a 2-core machine, 64 connections). */
 const TARGETS = {
