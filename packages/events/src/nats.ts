@@ -34,6 +34,7 @@ export class NatsLink {
   private jsClient: JetStreamClient | undefined;
   private jsm: JetStreamManager | undefined;
   private streamReady = false;
+  private lastStreamProblem: string | undefined;
   private closed = false;
   private connecting: Promise<void> | undefined;
 
@@ -123,7 +124,16 @@ export class NatsLink {
   async ready(): Promise<{ js: JetStreamClient; jsm: JetStreamManager } | undefined> {
     if (!this.jsClient || !this.jsm || this.nc?.isClosed()) return undefined;
     if (!this.streamReady) {
-      await ensureStream(this.jsm, this.settings);
+      try {
+        await ensureStream(this.jsm, this.settings);
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        if (message !== this.lastStreamProblem)
+          this.logger.error({ err: describeError(err) }, 'event stream not usable');
+        this.lastStreamProblem = message;
+        throw err;
+      }
+      this.lastStreamProblem = undefined;
       this.streamReady = true;
     }
     return { js: this.jsClient, jsm: this.jsm };
@@ -141,24 +151,47 @@ export class NatsLink {
   }
 }
 
-/** Creates the events stream, or updates its subjects; idempotent and safe to race. */
+/**
+ * Creates the events stream, or checks the one that exists; idempotent and safe to race. Every
+ * service may create it (whoever starts first on a fresh install), so every service also checks what
+ * it finds: a stream that does not carry the prefix, or that lets a publisher roll up (purge) the
+ * stream with a `Nats-Rollup` header, is refused — the link stays not ready and says why — rather
+ * than used. New streams also refuse message deletes and purges.
+ */
 export async function ensureStream(jsm: JetStreamManager, s: StreamSettings): Promise<void> {
   const config = {
     name: s.stream,
     subjects: [`${s.subjectPrefix}.>`],
     duplicate_window: nanos(s.duplicateWindowMs ?? 2 * 60 * 60 * 1000),
+    allow_rollup_hdrs: false,
+    deny_delete: true,
+    deny_purge: true,
   };
+  let info;
   try {
-    await jsm.streams.info(s.stream);
+    info = await jsm.streams.info(s.stream);
   } catch {
     try {
       await jsm.streams.add(config);
       return;
     } catch (err) {
       // Another process may have created it in between; fall through to verify.
-      await jsm.streams.info(s.stream).catch(() => {
+      info = await jsm.streams.info(s.stream).catch(() => {
         throw err;
       });
     }
   }
+  const problem = streamConfigProblem(info.config, config.subjects[0]!);
+  if (problem) throw new Error(`stream ${s.stream} is not safe to use: ${problem}`);
+}
+
+/** Why an existing stream's configuration cannot carry Custos events, or undefined when it can. */
+export function streamConfigProblem(
+  c: { subjects?: string[]; allow_rollup_hdrs?: boolean; sealed?: boolean },
+  subject: string,
+): string | undefined {
+  if (!(c.subjects ?? []).includes(subject)) return `its subjects do not include ${subject}`;
+  if (c.allow_rollup_hdrs) return 'it allows Nats-Rollup headers (any publisher could purge it)';
+  if (c.sealed) return 'it is sealed';
+  return undefined;
 }

@@ -217,6 +217,8 @@ describe('NATS permissions per service (real nats-server)', () => {
     const info = await jsm.streams.info(stream);
     expect(info.config.max_msgs).toBe(-1);
     expect(info.state.messages).toBeGreaterThan(0);
+    // As the services create it: no rollup purges, no message deletes, no purges even for an admin.
+    expect(info.config).toMatchObject({ allow_rollup_hdrs: false, deny_delete: true, deny_purge: true });
   });
 
   it('refuses reading through another service’s consumer, a wider filter, or another inbox', async () => {
