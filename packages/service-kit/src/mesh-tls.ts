@@ -91,6 +91,25 @@ function readFile(file: string, what: string): Buffer {
   }
 }
 
+/** Peers' clocks may differ this much: a certificate this close to its validity window still loads. */
+const CLOCK_SKEW_MS = 5 * 60 * 1000;
+
+/**
+ * True when `cert` leads to one of `authorities` through CA certificates of `chain` (each link
+ * issued and signed by the next), as a peer verifying it would find; at most a few links.
+ */
+function chainsToAuthority(
+  cert: X509Certificate,
+  chain: X509Certificate[],
+  authorities: X509Certificate[],
+  depth = 0,
+): boolean {
+  if (depth > 4) return false;
+  const signedBy = (i: X509Certificate) => cert.checkIssued(i) && cert.verify(i.publicKey);
+  if (authorities.some(signedBy)) return true;
+  return chain.some((i) => i.ca && signedBy(i) && chainsToAuthority(i, chain, authorities, depth + 1));
+}
+
 /** Reads and checks the files: parsable, the key matches, the CA issued the certificate, one mesh identity. */
 function loadMaterial(files: MeshTlsFiles): MeshMaterial {
   const ca = readFile(files.caFile, 'GRPC_TLS_CA_FILE');
@@ -107,10 +126,15 @@ function loadMaterial(files: MeshTlsFiles): MeshMaterial {
   if (!leaf!.checkPrivateKey(privateKey)) {
     throw new MeshTlsError('GRPC_TLS_KEY_FILE is not the key of the certificate in GRPC_TLS_CERT_FILE');
   }
-  const issuers = [...authorities, ...chain];
-  if (!issuers.some((i) => leaf!.checkIssued(i) && leaf!.verify(i.publicKey))) {
+  if (!chainsToAuthority(leaf!, chain, authorities)) {
     throw new MeshTlsError(
       'the certificate in GRPC_TLS_CERT_FILE is not issued by the CA in GRPC_TLS_CA_FILE',
+    );
+  }
+  const now = Date.now();
+  if (Date.parse(leaf!.validFrom) > now + CLOCK_SKEW_MS || Date.parse(leaf!.validTo) < now - CLOCK_SKEW_MS) {
+    throw new MeshTlsError(
+      `the certificate in GRPC_TLS_CERT_FILE is not valid now (${leaf!.validFrom} – ${leaf!.validTo})`,
     );
   }
   const identity = meshIdentityOf(leaf!.subjectAltName);

@@ -158,6 +158,8 @@ export function runService<S extends ConfigShape>(opts: ServiceDefinitionOptions
   const tls = loadMeshTls(opts.name, base, logger);
   const grpc = new GrpcServer(logger, metrics, tls);
   const steps: Array<{ name: string; step: () => Promise<void> }> = [];
+  // Registered first, so it runs last: the certificate watcher outlives every client and server.
+  steps.push({ name: 'mesh-tls', step: async () => tls.close() });
   let stopping = false;
 
   const stop = async (exitCode: number) => {

@@ -376,6 +376,28 @@ describe('certificate rotation without a restart', () => {
       /GRPC_TLS_CA_FILE/,
     );
   });
+  it('keeps the current certificate instead of an expired one, or one that chains only to a certificate in its own file', async () => {
+    const t = new MeshTls(files['gateway']!, { refreshMs: 60_000 });
+    const before = t.certificate.serialNumber;
+    // Expired a day ago (issued 31 days ago for 30 days).
+    writeMeshCert(
+      dir,
+      'gateway',
+      await issueMeshCert(ca, 'gateway', {
+        notBefore: new Date(Date.now() - 31 * 86_400_000),
+        validDays: 29,
+      }),
+    );
+    expect(t.reload()).toBe(false);
+    expect(t.certificate.serialNumber).toBe(before);
+    // Signed by another "CA" whose certificate rides along in the cert file (not the mesh CA).
+    const rogue = await createMeshCa({ commonName: 'rogue' });
+    const forged = await issueMeshCert(rogue, 'gateway');
+    writeMeshCert(dir, 'gateway', { ...forged, certPem: forged.certPem + rogue.certPem });
+    expect(t.reload()).toBe(false);
+    expect(t.certificate.serialNumber).toBe(before);
+    t.close();
+  });
 });
 
 describe('probes on the metrics port', () => {
