@@ -13,14 +13,25 @@ export const tokenTrustConfigShape = {
   TOKEN_AUDIENCE: env.string('Audience (`aud`) of access tokens.').default('custos-api'),
 };
 
-/** Issuers (canonical first) and audience of a parsed tokenTrustConfigShape. */
-export function tokenTrustOf(c: {
-  TOKEN_ISSUER: string;
-  TOKEN_LEGACY_ISSUERS: string[];
-  TOKEN_AUDIENCE: string;
-}): {
+/**
+ * Issuers (canonical first) and audience of a parsed tokenTrustConfigShape. The gateway and
+ * identity accept the public audience (`TOKEN_AUDIENCE`); a service behind the gateway passes its
+ * own name (`service`) and accepts only the tokens identity re-signed for it,
+ * `<TOKEN_AUDIENCE>:<service>` — so a token it sees is refused by the public API and by its peers.
+ */
+export function tokenTrustOf(
+  c: {
+    TOKEN_ISSUER: string;
+    TOKEN_LEGACY_ISSUERS: string[];
+    TOKEN_AUDIENCE: string;
+  },
+  service?: string,
+): {
   issuers: string[];
   audience: string;
 } {
-  return { issuers: [c.TOKEN_ISSUER, ...c.TOKEN_LEGACY_ISSUERS], audience: c.TOKEN_AUDIENCE };
+  return {
+    issuers: [c.TOKEN_ISSUER, ...c.TOKEN_LEGACY_ISSUERS],
+    audience: service ? `${c.TOKEN_AUDIENCE}:${service}` : c.TOKEN_AUDIENCE,
+  };
 }

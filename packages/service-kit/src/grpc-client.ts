@@ -9,9 +9,11 @@ import {
   type Metadata,
   Metadata as MetadataCtor,
   type ServiceError,
+  type StatusObject,
+  status as GrpcStatus,
 } from '@grpc/grpc-js';
 import { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
-import { fromGrpcError } from './grpc-errors.js';
+import { fromGrpcError, toGrpcStatus } from './grpc-errors.js';
 import type { MeshService, MeshTls } from './mesh-tls.js';
 import { currentRequestContext } from './request-context.js';
 import { injectTraceContext, tracer } from './tracing.js';
@@ -27,11 +29,20 @@ export interface GrpcClientOptions {
    * other services' calls carry what the callee needs as request fields). Default false.
    */
   forwardCaller?: boolean;
+  /**
+   * With `forwardCaller`: the credential this peer gets instead of the user's own `authorization`
+   * (the gateway asks identity for a token whose audience names the peer). Resolves the token to
+   * send as `Bearer <token>`, or undefined to send none; a rejection fails the call with its error.
+   */
+  callerToken?: CallerTokenSource;
   /** Deadline applied to every call that sets none, in milliseconds. */
   deadlineMs?: number;
   /** Attempts for a call that fails with UNAVAILABLE (bounded, with backoff), including the first. */
   maxAttempts?: number;
 }
+
+/** The token a peer gets for the caller whose `authorization` header the gateway holds. */
+export type CallerTokenSource = (peer: MeshService, userAuthorization: string) => Promise<string | undefined>;
 
 type ClientCtor<C> = new (
   address: string,
@@ -41,9 +52,14 @@ type ClientCtor<C> = new (
 
 /**
  * Interceptor that sets a default deadline, opens a client span and forwards trace and request id,
- * and with `forwardCaller` the user's JWT and client IP.
+ * and with `forwardCaller` the client IP and the caller's credential: the user's `authorization`
+ * as it is, or with `callerToken` the token it resolves for `peer` (the call starts once it has).
  */
-export function propagationInterceptor(deadlineMs: number, forwardCaller = false): Interceptor {
+export function propagationInterceptor(
+  deadlineMs: number,
+  forwardCaller = false,
+  callerToken?: { peer: MeshService; source: CallerTokenSource },
+): Interceptor {
   return (options, nextCall) => {
     const opts = options.deadline ? options : { ...options, deadline: Date.now() + deadlineMs };
     const path = opts.method_definition.path;
@@ -53,29 +69,59 @@ export function propagationInterceptor(deadlineMs: number, forwardCaller = false
     });
     const spanContext = trace.setSpan(context.active(), span);
     const request = currentRequestContext();
-    return new InterceptingCall(nextCall(opts), {
-      start(metadata, _listener, next) {
+    const call: InterceptingCall = new InterceptingCall(nextCall(opts), {
+      start(metadata, listener, next) {
         const carrier: Record<string, string> = {};
         injectTraceContext(carrier, spanContext);
         for (const [k, v] of Object.entries(carrier)) metadata.set(k, v);
+        let userAuthorization: string | undefined;
         if (request) {
           metadata.set('x-request-id', request.requestId);
           if (forwardCaller && request.authorization && metadata.get('authorization').length === 0) {
-            metadata.set('authorization', request.authorization);
+            userAuthorization = request.authorization;
           }
           if (forwardCaller && request.clientIp) metadata.set('x-custos-client-ip', request.clientIp);
         }
         // A partial listener: grpc-js fills in the other callbacks and passes `nextStatus`.
-        next(metadata, {
-          onReceiveStatus(status, nextStatus) {
-            span.setAttribute('rpc.grpc.status_code', status.code);
-            if (status.code !== 0) span.setStatus({ code: SpanStatusCode.ERROR });
-            span.end();
-            nextStatus(status);
+        const proceed = () =>
+          next(metadata, {
+            onReceiveStatus(status, nextStatus) {
+              span.setAttribute('rpc.grpc.status_code', status.code);
+              if (status.code !== 0) span.setStatus({ code: SpanStatusCode.ERROR });
+              span.end();
+              nextStatus(status);
+            },
+          });
+        if (!userAuthorization) return proceed();
+        if (!callerToken) {
+          metadata.set('authorization', userAuthorization);
+          return proceed();
+        }
+        // grpc-js holds the request message and half-close until `next` runs.
+        callerToken.source(callerToken.peer, userAuthorization).then(
+          (token) => {
+            if (token) metadata.set('authorization', `Bearer ${token}`);
+            proceed();
           },
-        });
+          (err: unknown) => {
+            // The call never starts (the peer sees nothing): its caller gets the error, details
+            // included, and the unstarted call below is ended.
+            const status = toGrpcStatus(err);
+            const failure: StatusObject = {
+              code: status.code ?? GrpcStatus.UNAVAILABLE,
+              details: status.details ?? 'unavailable',
+              metadata: status.metadata ?? new MetadataCtor(),
+            };
+            span.setAttribute('rpc.grpc.status_code', failure.code);
+            span.setStatus({ code: SpanStatusCode.ERROR });
+            span.end();
+            call.cancelWithStatus(GrpcStatus.CANCELLED, 'no credential for the peer');
+            listener.onReceiveStatus(failure);
+          },
+        );
       },
     });
+    return call;
   };
 }
 
@@ -99,7 +145,13 @@ export function createGrpcClient<C extends Client>(
   };
   const serviceConfig = { methodConfig: [{ name: [{}], ...(maxAttempts > 1 ? { retryPolicy } : {}) }] };
   return new Ctor(address, opts.tls.channelCredentials(opts.peer), {
-    interceptors: [propagationInterceptor(opts.deadlineMs ?? 5000, opts.forwardCaller ?? false)],
+    interceptors: [
+      propagationInterceptor(
+        opts.deadlineMs ?? 5000,
+        opts.forwardCaller ?? false,
+        opts.callerToken && { peer: opts.peer, source: opts.callerToken },
+      ),
+    ],
     // SNI names the service (a DNS SAN of its certificate) rather than an address, which TLS
     // forbids; the identity check itself reads the URI SAN and ignores host names.
     'grpc.ssl_target_name_override': opts.peer,

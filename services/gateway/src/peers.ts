@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { type ChannelCredentials, type Client, type ClientOptions, Metadata } from '@grpc/grpc-js';
 import {
   HealthCheckResponse_ServingStatus as ServingStatus,
@@ -5,7 +6,13 @@ import {
 } from '@custos/proto/grpc/health/v1/health';
 import { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service';
 import { VaultCryptoServiceClient } from '@custos/proto/custos/vault_crypto/v1/service';
-import { type MeshTls, callUnary, createGrpcClient } from '@custos/service-kit';
+import {
+  type CallerTokenSource,
+  ExpiringLru,
+  type MeshTls,
+  callUnary,
+  createGrpcClient,
+} from '@custos/service-kit';
 import { PEERS } from './config.js';
 
 /** The gateway's gRPC clients: a health client per peer and the service clients the routes use. */
@@ -22,23 +29,61 @@ export interface Peers {
 }
 
 /**
+ * The token each peer gets for the caller: identity re-signs the user's verified token for that
+ * peer (MintServiceToken, audience `<TOKEN_AUDIENCE>:<peer>`), so no peer ever holds a token the
+ * public API or another peer accepts. Remembered per (user token, peer) until it expires, at most
+ * `maxEntries`; concurrent requests for one key share one call to identity. A refusal or an
+ * unreachable identity rejects with identity's error (401 or 503).
+ */
+export function serviceTokenSource(
+  identity: IdentityServiceClient,
+  opts: { maxEntries?: number; now?: () => number } = {},
+): CallerTokenSource {
+  const now = opts.now ?? Date.now;
+  const cache = new ExpiringLru<string>(opts.maxEntries ?? 10_000);
+  const inflight = new Map<string, Promise<string>>();
+  return async (peer, userAuthorization) => {
+    const key = `${createHash('sha256').update(userAuthorization).digest('base64url')}:${peer}`;
+    const cached = cache.get(key, now());
+    if (cached) return cached;
+    let pending = inflight.get(key);
+    if (!pending) {
+      const md = new Metadata();
+      md.set('authorization', userAuthorization);
+      pending = callUnary(identity, identity.mintServiceToken, { service: peer }, md)
+        .then((r) => {
+          cache.set(key, r.accessToken, Number(r.expiresAt) * 1000);
+          return r.accessToken;
+        })
+        .finally(() => inflight.delete(key));
+      inflight.set(key, pending);
+    }
+    return pending;
+  };
+}
+
+/**
  * Opens one channel per peer service from the `<NAME>_ADDR` settings, over mTLS with the gateway's
  * certificate (`tls`), each checking that the server is the peer it names. Only these clients
- * forward the user's JWT and client IP (the request context) to the service that acts for them.
+ * forward the caller (the request context) and the client IP: identity gets the user's JWT as it
+ * is, every other peer a token identity re-signed for it alone (serviceTokenSource). Health
+ * checks carry neither.
  */
 export function connectPeers(
   config: Record<(typeof PEERS)[number]['variable'], string> & { GRPC_DEADLINE_MS: number },
   tls: MeshTls,
 ): Peers {
-  const opts = { tls, deadlineMs: config.GRPC_DEADLINE_MS, forwardCaller: true };
+  const base = { tls, deadlineMs: config.GRPC_DEADLINE_MS };
   const health = PEERS.map((p) => ({
     name: p.name,
-    client: createGrpcClient(HealthClient, config[p.variable], { ...opts, peer: p.name }),
+    client: createGrpcClient(HealthClient, config[p.variable], { ...base, peer: p.name }),
   }));
   const identity = createGrpcClient(IdentityServiceClient, config.IDENTITY_ADDR, {
-    ...opts,
+    ...base,
+    forwardCaller: true,
     peer: 'identity',
   });
+  const opts = { ...base, forwardCaller: true, callerToken: serviceTokenSource(identity) };
   const vaultCrypto = createGrpcClient(VaultCryptoServiceClient, config.VAULT_CRYPTO_ADDR, {
     ...opts,
     peer: 'vault-crypto',
@@ -57,7 +102,11 @@ export function connectPeers(
     identity,
     vaultCrypto,
     client(ctor, peer) {
-      const c = createGrpcClient(ctor, addresses[peer], { ...opts, peer });
+      // A second client of identity (its other services) gets the user's JWT like the first.
+      const c = createGrpcClient(ctor, addresses[peer], {
+        ...(peer === 'identity' ? { ...base, forwardCaller: true } : opts),
+        peer,
+      });
       extra.push(c);
       return c;
     },

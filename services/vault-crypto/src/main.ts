@@ -49,7 +49,7 @@ runDataService({
         redisTlsCaFile: c.REDIS_TLS_CA_FILE,
         identityAddr: c.IDENTITY_ADDR,
         deadlineMs: c.GRPC_DEADLINE_MS,
-        trust: tokenTrustOf(c),
+        trust: tokenTrustOf(c, rt.name),
         tls: rt.tls,
       },
       rt.logger,

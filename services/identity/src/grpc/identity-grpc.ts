@@ -1,14 +1,20 @@
-import type { TokenVerifier } from '@custos/auth';
+import { type TokenVerifier, bearerToken } from '@custos/auth';
 import type { IdentityServiceServer } from '@custos/proto/custos/identity/v1/service';
 import type { ApiKey, TokenSet, UserProfile } from '@custos/proto/custos/identity/v1/messages';
-import type { AsyncService } from '@custos/service-kit';
+import {
+  type AsyncService,
+  InvalidArgumentError,
+  MESH_SERVICES,
+  UnauthenticatedError,
+  currentRequestContext,
+} from '@custos/service-kit';
 import type { AgentExchangeService } from '../agents/agent-exchange-service.js';
 import type { AgentService } from '../agents/agent-service.js';
 import type { ApiKeyView, PersonalKeyService } from '../keys/personal-key-service.js';
 import type { SigningKeyRing } from '../tokens/signing-key-store.js';
 import { agentChangeOf, agentMessage } from './agent-messages.js';
 import { callerResolver } from './caller.js';
-import type { TokenSettings } from '../tokens/token-issuer.js';
+import { TokenIssuer, type TokenSettings } from '../tokens/token-issuer.js';
 import type { ProfileService } from '../users/profile-service.js';
 import type { SessionService } from '../users/session-service.js';
 import type { SignupService } from '../users/signup-service.js';
@@ -50,6 +56,17 @@ function profile(u: User): UserProfile {
   };
 }
 
+/** The services a token may be re-signed for: those that act for a user behind the gateway. */
+const SERVICE_TOKEN_AUDIENCES: ReadonlySet<string> = new Set(
+  MESH_SERVICES.filter((s) => s !== 'gateway' && s !== 'identity'),
+);
+
+/** The payload of a compact JWS (its signature checked by the caller). */
+function jwtPayload(token: string): Record<string, unknown> {
+  const part = token.split('.')[1] ?? '';
+  return JSON.parse(Buffer.from(part, 'base64url').toString('utf8')) as Record<string, unknown>;
+}
+
 /** gRPC adapter of IdentityService: decode, call the rules, encode. */
 export function identityGrpc(deps: {
   signups: SignupService;
@@ -65,6 +82,7 @@ export function identityGrpc(deps: {
   extraJwks?: ReadonlyArray<Record<string, unknown>> | undefined;
 }): AsyncService<IdentityServiceServer> {
   const caller = callerResolver(deps.verifier);
+  const issuer = new TokenIssuer(deps.ring, deps.settings);
 
   return {
     async getJwks() {
@@ -72,6 +90,18 @@ export function identityGrpc(deps: {
         jwksJson: JSON.stringify({ keys: [...deps.ring.jwks().keys, ...(deps.extraJwks ?? [])] }),
         activeKid: deps.ring.active().kid,
       };
+    },
+    async mintServiceToken(req) {
+      if (!SERVICE_TOKEN_AUDIENCES.has(req.service)) {
+        throw new InvalidArgumentError('service', 'service must be a mesh service behind the gateway');
+      }
+      // The caller's token as the gateway passed it, verified here like on every other RPC
+      // (public audience, signature, issuer, expiry, revocation) before its claims are re-signed.
+      const token = bearerToken(currentRequestContext()?.authorization);
+      if (!token) throw new UnauthenticatedError();
+      await deps.verifier.verify(token);
+      const t = issuer.serviceAccessToken(jwtPayload(token), req.service);
+      return { accessToken: t.token, expiresAt: String(t.expiresAt) };
     },
     async signup(req) {
       const r = await deps.signups.signup({

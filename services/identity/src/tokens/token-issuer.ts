@@ -36,6 +36,11 @@ export interface AgentTokenSubject {
   routerKey?: { id: string; maxConcurrentStreams: number | null; spendCapMicroUsd: number | null };
 }
 
+/** The audience of a token re-signed for one service behind the gateway: `<audience>:<service>`. */
+export function serviceAudience(audience: string, service: string): string {
+  return `${audience}:${service}`;
+}
+
 /** Mints access JWTs with the ring's active key (claims per DECISIONS.md "Identity and tokens"). */
 export class TokenIssuer {
   constructor(
@@ -87,6 +92,22 @@ export class TokenIssuer {
       kid,
     );
     return { token, jti, expiresIn: ttl };
+  }
+
+  /**
+   * The claims of an access token identity has just verified (signature, claims, revocation),
+   * re-signed with the active key for one service: only `aud` changes, to `<audience>:<service>`.
+   * The same jti, sid, sub and exp make every revocation of the original end this one too.
+   */
+  serviceAccessToken(
+    verifiedClaims: Record<string, unknown>,
+    service: string,
+  ): { token: string; expiresAt: number } {
+    const exp = verifiedClaims['exp'];
+    if (typeof exp !== 'number') throw new TypeError('a verified access token has a numeric exp');
+    const { kid, privateKey } = this.ring.active();
+    const claims = { ...verifiedClaims, aud: serviceAudience(this.settings.audience, service) };
+    return { token: signJwt(claims, privateKey, kid), expiresAt: exp };
   }
 
   /** An access token for an agent; optional claims appear only when they are true or set. */

@@ -22,6 +22,24 @@ export interface GetJwksResponse {
   activeKid: string;
 }
 
+/** MintServiceTokenRequest names the service the gateway is about to call for the caller. */
+export interface MintServiceTokenRequest {
+  /** A mesh service other than gateway and identity (`vault-crypto`, `webhook-dispatcher`, ...). */
+  service: string;
+}
+
+/**
+ * MintServiceTokenResponse carries the caller's token re-signed for one service: the same claims
+ * (jti, sid, sub, exp) with `aud` `<TOKEN_AUDIENCE>:<service>`, so that service alone accepts it
+ * and revoking the user's token, session or subject revokes it too.
+ */
+export interface MintServiceTokenResponse {
+  /** The compact JWS. */
+  accessToken: string;
+  /** `exp` of the token, in seconds since the epoch. */
+  expiresAt: string;
+}
+
 /** TokenSet is what every successful sign-in returns. */
 export interface TokenSet {
   /** The access JWT. */
@@ -355,6 +373,140 @@ export const GetJwksResponse: MessageFns<GetJwksResponse> = {
     const message = createBaseGetJwksResponse();
     message.jwksJson = object.jwksJson ?? "";
     message.activeKid = object.activeKid ?? "";
+    return message;
+  },
+};
+
+function createBaseMintServiceTokenRequest(): MintServiceTokenRequest {
+  return { service: "" };
+}
+
+export const MintServiceTokenRequest: MessageFns<MintServiceTokenRequest> = {
+  encode(message: MintServiceTokenRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.service !== "") {
+      writer.uint32(10).string(message.service);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MintServiceTokenRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseMintServiceTokenRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.service = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): MintServiceTokenRequest {
+    return { service: isSet(object.service) ? globalThis.String(object.service) : "" };
+  },
+
+  toJSON(message: MintServiceTokenRequest): unknown {
+    const obj: any = {};
+    if (message.service !== "") {
+      obj.service = message.service;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<MintServiceTokenRequest>, I>>(base?: I): MintServiceTokenRequest {
+    return MintServiceTokenRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MintServiceTokenRequest>, I>>(object: I): MintServiceTokenRequest {
+    const message = createBaseMintServiceTokenRequest();
+    message.service = object.service ?? "";
+    return message;
+  },
+};
+
+function createBaseMintServiceTokenResponse(): MintServiceTokenResponse {
+  return { accessToken: "", expiresAt: "0" };
+}
+
+export const MintServiceTokenResponse: MessageFns<MintServiceTokenResponse> = {
+  encode(message: MintServiceTokenResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.accessToken !== "") {
+      writer.uint32(10).string(message.accessToken);
+    }
+    if (message.expiresAt !== "0") {
+      writer.uint32(16).int64(message.expiresAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MintServiceTokenResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseMintServiceTokenResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.accessToken = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 16) {
+            break;
+          }
+
+          message.expiresAt = reader.int64().toString();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): MintServiceTokenResponse {
+    return {
+      accessToken: isSet(object.accessToken) ? globalThis.String(object.accessToken) : "",
+      expiresAt: isSet(object.expiresAt) ? globalThis.String(object.expiresAt) : "0",
+    };
+  },
+
+  toJSON(message: MintServiceTokenResponse): unknown {
+    const obj: any = {};
+    if (message.accessToken !== "") {
+      obj.accessToken = message.accessToken;
+    }
+    if (message.expiresAt !== "0") {
+      obj.expiresAt = message.expiresAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<MintServiceTokenResponse>, I>>(base?: I): MintServiceTokenResponse {
+    return MintServiceTokenResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MintServiceTokenResponse>, I>>(object: I): MintServiceTokenResponse {
+    const message = createBaseMintServiceTokenResponse();
+    message.accessToken = object.accessToken ?? "";
+    message.expiresAt = object.expiresAt ?? "0";
     return message;
   },
 };

@@ -48,6 +48,8 @@ import {
   ListApiKeysResponse,
   LoginRequest,
   LoginResponse,
+  MintServiceTokenRequest,
+  MintServiceTokenResponse,
   RefreshSessionRequest,
   RefreshSessionResponse,
   RevokeApiKeyRequest,
@@ -78,6 +80,21 @@ export const IdentityServiceService = {
     requestDeserialize: (value: Buffer): GetJwksRequest => GetJwksRequest.decode(value),
     responseSerialize: (value: GetJwksResponse): Buffer => Buffer.from(GetJwksResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetJwksResponse => GetJwksResponse.decode(value),
+  },
+  /**
+   * MintServiceToken re-signs the caller's verified access token (the `authorization` metadata)
+   * for one service behind the gateway: only the audience changes. Gateway only.
+   */
+  mintServiceToken: {
+    path: "/custos.identity.v1.IdentityService/MintServiceToken",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: MintServiceTokenRequest): Buffer =>
+      Buffer.from(MintServiceTokenRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): MintServiceTokenRequest => MintServiceTokenRequest.decode(value),
+    responseSerialize: (value: MintServiceTokenResponse): Buffer =>
+      Buffer.from(MintServiceTokenResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): MintServiceTokenResponse => MintServiceTokenResponse.decode(value),
   },
   /** Signup creates a user and a new org owned by that user. */
   signup: {
@@ -295,6 +312,11 @@ export const IdentityServiceService = {
 export interface IdentityServiceServer extends UntypedServiceImplementation {
   /** GetJwks returns the public keys that verify Custos access tokens (current and recently retired). */
   getJwks: handleUnaryCall<GetJwksRequest, GetJwksResponse>;
+  /**
+   * MintServiceToken re-signs the caller's verified access token (the `authorization` metadata)
+   * for one service behind the gateway: only the audience changes. Gateway only.
+   */
+  mintServiceToken: handleUnaryCall<MintServiceTokenRequest, MintServiceTokenResponse>;
   /** Signup creates a user and a new org owned by that user. */
   signup: handleUnaryCall<SignupRequest, SignupResponse>;
   /** VerifyEmail consumes an e-mail verification token and signs the user in. */
@@ -356,6 +378,25 @@ export interface IdentityServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetJwksResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * MintServiceToken re-signs the caller's verified access token (the `authorization` metadata)
+   * for one service behind the gateway: only the audience changes. Gateway only.
+   */
+  mintServiceToken(
+    request: MintServiceTokenRequest,
+    callback: (error: ServiceError | null, response: MintServiceTokenResponse) => void,
+  ): ClientUnaryCall;
+  mintServiceToken(
+    request: MintServiceTokenRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: MintServiceTokenResponse) => void,
+  ): ClientUnaryCall;
+  mintServiceToken(
+    request: MintServiceTokenRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: MintServiceTokenResponse) => void,
   ): ClientUnaryCall;
   /** Signup creates a user and a new org owned by that user. */
   signup(
