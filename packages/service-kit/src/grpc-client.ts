@@ -69,6 +69,10 @@ export function propagationInterceptor(
     });
     const spanContext = trace.setSpan(context.active(), span);
     const request = currentRequestContext();
+    const d = opts.deadline;
+    const deadlineAt = d instanceof Date ? d.getTime() : Number(d);
+    let settled = false;
+    let abandon: (() => void) | undefined;
     const call: InterceptingCall = new InterceptingCall(nextCall(opts), {
       start(metadata, listener, next) {
         const carrier: Record<string, string> = {};
@@ -97,28 +101,52 @@ export function propagationInterceptor(
           metadata.set('authorization', userAuthorization);
           return proceed();
         }
-        // grpc-js holds the request message and half-close until `next` runs.
+        // grpc-js holds the request message and half-close until `next` runs. Until then the
+        // underlying call has no listener, so its own deadline or a cancel would go unheard: this
+        // interceptor ends the call itself when the deadline passes or the caller cancels first.
+        const fail = (failure: StatusObject) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          span.setAttribute('rpc.grpc.status_code', failure.code);
+          span.setStatus({ code: SpanStatusCode.ERROR });
+          span.end();
+          call.cancelWithStatus(GrpcStatus.CANCELLED, 'no credential for the peer');
+          listener.onReceiveStatus(failure);
+        };
+        const expired = (): StatusObject => ({
+          code: GrpcStatus.DEADLINE_EXCEEDED,
+          details: 'deadline exceeded while getting a credential for the peer',
+          metadata: new MetadataCtor(),
+        });
+        const timer = setTimeout(() => fail(expired()), Math.max(0, deadlineAt - Date.now()));
+        abandon = () =>
+          fail({ code: GrpcStatus.CANCELLED, details: 'cancelled', metadata: new MetadataCtor() });
         callerToken.source(callerToken.peer, userAuthorization).then(
           (token) => {
+            if (settled) return;
+            if (Date.now() >= deadlineAt) return fail(expired());
+            settled = true;
+            clearTimeout(timer);
             if (token) metadata.set('authorization', `Bearer ${token}`);
             proceed();
           },
           (err: unknown) => {
             // The call never starts (the peer sees nothing): its caller gets the error, details
-            // included, and the unstarted call below is ended.
+            // included, and the unstarted call is ended.
             const status = toGrpcStatus(err);
-            const failure: StatusObject = {
+            fail({
               code: status.code ?? GrpcStatus.UNAVAILABLE,
               details: status.details ?? 'unavailable',
               metadata: status.metadata ?? new MetadataCtor(),
-            };
-            span.setAttribute('rpc.grpc.status_code', failure.code);
-            span.setStatus({ code: SpanStatusCode.ERROR });
-            span.end();
-            call.cancelWithStatus(GrpcStatus.CANCELLED, 'no credential for the peer');
-            listener.onReceiveStatus(failure);
+            });
           },
         );
+      },
+      cancel(next) {
+        // Before the call started, the caller's cancel must reach its listener from here.
+        if (abandon && !settled) abandon();
+        else next();
       },
     });
     return call;

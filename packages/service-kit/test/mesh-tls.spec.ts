@@ -260,6 +260,49 @@ describe('mTLS between mesh services', () => {
     edge.close();
   });
 
+  it('sends the token callerToken resolves for the peer, and ends the call at its deadline or cancel while it waits', async () => {
+    const ctx = { requestId: 'req-3', authorization: 'Bearer user' };
+    const clientWith = (source: (peer: string, auth: string) => Promise<string | undefined>) =>
+      createGrpcClient(TestClientCtor, `127.0.0.1:${port}`, {
+        tls: meshTls('gateway'),
+        peer: 'vault-crypto',
+        forwardCaller: true,
+        callerToken: source,
+      });
+    const swapped = clientWith(async (peer, auth) => `for-${peer}-of-${auth.split(' ')[1]}`);
+    expect(await runWithRequestContext(ctx, () => call(swapped, 'whoAmI'))).toMatchObject({
+      authorization: 'Bearer for-vault-crypto-of-user',
+    });
+    // A source slower than the deadline: the call ends with DEADLINE_EXCEEDED, not never.
+    const slow = clientWith(() => new Promise((r) => setTimeout(() => r('late'), 800)));
+    const started = Date.now();
+    const code = await runWithRequestContext(
+      ctx,
+      () =>
+        new Promise<number | undefined>((resolve) =>
+          slow.whoAmI({}, new Metadata(), { deadline: Date.now() + 200 }, (e) =>
+            resolve((e as { code?: number } | null)?.code),
+          ),
+        ),
+    );
+    expect(code).toBe(4); // DEADLINE_EXCEEDED
+    expect(Date.now() - started).toBeLessThan(700);
+    // Cancelled by its caller while it waits: the callback still runs, with CANCELLED.
+    const cancelled = await runWithRequestContext(
+      ctx,
+      () =>
+        new Promise<number | undefined>((resolve) => {
+          const c = slow.whoAmI({}, new Metadata(), { deadline: Date.now() + 3000 }, (e) =>
+            resolve((e as { code?: number } | null)?.code),
+          );
+          setTimeout(() => c.cancel(), 50);
+        }),
+    );
+    expect(cancelled).toBe(1); // CANCELLED
+    swapped.close();
+    slow.close();
+  });
+
   it('rejects an access list that names a method the service does not have', () => {
     const s = new GrpcServer(logger, createMetrics('mesh-tls-test-3'), serverTls);
     expect(() =>

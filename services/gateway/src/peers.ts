@@ -28,11 +28,14 @@ export interface Peers {
   close(): void;
 }
 
+/** How long the gateway reuses a service token it minted (at most until it expires). */
+const SERVICE_TOKEN_REUSE_MS = 120_000;
+
 /**
  * The token each peer gets for the caller: identity re-signs the user's verified token for that
  * peer (MintServiceToken, audience `<TOKEN_AUDIENCE>:<peer>`), so no peer ever holds a token the
- * public API or another peer accepts. Remembered per (user token, peer) until it expires, at most
- * `maxEntries`; concurrent requests for one key share one call to identity. A refusal or an
+ * public API or another peer accepts. Remembered per (user token, peer) for two minutes or until it
+ * expires, at most `maxEntries`; concurrent requests for one key share one call to identity. A refusal or an
  * unreachable identity rejects with identity's error (401 or 503).
  */
 export function serviceTokenSource(
@@ -52,7 +55,10 @@ export function serviceTokenSource(
       md.set('authorization', userAuthorization);
       pending = callUnary(identity, identity.mintServiceToken, { service: peer }, md)
         .then((r) => {
-          cache.set(key, r.accessToken, Number(r.expiresAt) * 1000);
+          // Kept two minutes at most: after an operator revokes the key that signed it (retire-key),
+          // a fresh one is minted with identity's next key instead of failing until the user's
+          // token expires.
+          cache.set(key, r.accessToken, Math.min(Number(r.expiresAt) * 1000, now() + SERVICE_TOKEN_REUSE_MS));
           return r.accessToken;
         })
         .finally(() => inflight.delete(key));

@@ -34,6 +34,13 @@ describe('the mesh: nine processes behind the gateway', () => {
     expect(await res.json()).toMatchObject({ status: 'ok', provider: 'local' });
   });
 
+  it('answers GET /v1/health/hsm whatever Authorization header a probe sends', async () => {
+    const res = await fetch(`${mesh.baseUrl}/v1/health/hsm`, {
+      headers: { authorization: 'Bearer stale.or.junk' },
+    });
+    expect(res.status).toBe(200);
+  });
+
   it('traces one health request through the gateway and all nine services under one trace id', async () => {
     const traceId = randomBytes(16).toString('hex');
     const callerSpanId = randomBytes(8).toString('hex');

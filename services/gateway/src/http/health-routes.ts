@@ -1,7 +1,7 @@
 import { Metadata } from '@grpc/grpc-js';
 import { Router } from 'express';
 import { z } from 'zod/v4';
-import { callUnary, type Logger } from '@custos/service-kit';
+import { callUnary, currentRequestContext, runWithRequestContext, type Logger } from '@custos/service-kit';
 import { checkPeer, type PeerState, type Peers } from '../peers.js';
 import { sendProblem } from './problem.js';
 import { type Guards, declareRoute } from './routes.js';
@@ -67,9 +67,14 @@ export function healthRoutes(peers: Peers, timeoutMs: number, logger: Logger, gu
       responses: { 200: { description: 'The provider answered', schema: HsmHealthResponse } },
     },
     async (_req, res) => {
-      const h = await callUnary(peers.vaultCrypto, peers.vaultCrypto.getKmsHealth, {}, new Metadata(), {
-        deadline: Date.now() + timeoutMs,
-      });
+      // A public probe acts for nobody: whatever Authorization header it came with is not turned
+      // into a service token (a stale one would otherwise make the probe answer 401).
+      const requestId = currentRequestContext()?.requestId ?? 'health';
+      const h = await runWithRequestContext({ requestId }, () =>
+        callUnary(peers.vaultCrypto, peers.vaultCrypto.getKmsHealth, {}, new Metadata(), {
+          deadline: Date.now() + timeoutMs,
+        }),
+      );
       const latency_ms = Math.round(h.latencyMs * 1000) / 1000;
       if (h.healthy) {
         res.json({ status: 'ok', provider: h.provider, latency_ms });
