@@ -27,6 +27,8 @@ function start(service: string, env: Record<string, string>) {
 }
 
 const VALID = {
+  // A free metrics port: dev mode (readme.spec, in the other worker) may hold the default ones.
+  METRICS_PORT: '0',
   DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/postgres',
   NATS_URL: 'nats://127.0.0.1:4222',
   REDIS_URL: 'redis://127.0.0.1:6379',
