@@ -3,11 +3,13 @@ import { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service'
 import {
   type Logger,
   type MeshTls,
+  type Runtime,
   createGrpcClient,
   describeError,
   redisTlsOptions,
 } from '@custos/service-kit';
 import { IdentityKeys, type TokenTrust } from './identity-keys.js';
+import { tokenTrustOf } from './token-config.js';
 
 /** What a service behind the gateway needs to verify the caller's token itself. */
 export interface IdentityKeysSettings {
@@ -55,4 +57,35 @@ export async function connectIdentityKeys(
     identity.close();
   });
   return IdentityKeys.overGrpc(identity, redis, logger, s.trust);
+}
+
+/** The configuration a service behind the gateway verifies tokens with (its config.ts has these). */
+export interface IdentityKeysConfig {
+  REDIS_URL: string;
+  REDIS_TLS_CA_FILE?: string | undefined;
+  IDENTITY_ADDR: string;
+  GRPC_DEADLINE_MS: number;
+  TOKEN_ISSUER: string;
+  TOKEN_LEGACY_ISSUERS: string[];
+  TOKEN_AUDIENCE: string;
+}
+
+/**
+ * connectIdentityKeys for a service's runtime: its Redis, identity's address, its mesh
+ * certificate, and the audience of tokens minted for it alone (`<TOKEN_AUDIENCE>:<rt.name>`).
+ */
+export function connectServiceIdentityKeys(rt: Runtime<IdentityKeysConfig>): Promise<IdentityKeys> {
+  const c = rt.config;
+  return connectIdentityKeys(
+    {
+      redisUrl: c.REDIS_URL,
+      redisTlsCaFile: c.REDIS_TLS_CA_FILE,
+      identityAddr: c.IDENTITY_ADDR,
+      deadlineMs: c.GRPC_DEADLINE_MS,
+      trust: tokenTrustOf(c, rt.name),
+      tls: rt.tls,
+    },
+    rt.logger,
+    rt.onShutdown,
+  );
 }

@@ -1,4 +1,4 @@
-import { connectIdentityKeys, tokenTrustOf } from '@custos/auth';
+import { connectServiceIdentityKeys } from '@custos/auth';
 import { IdempotentConsumer, auditRecordedFilter, runDataService } from '@custos/events';
 import { AuditServiceService } from '@custos/proto/custos/audit/v1/service';
 import { Counter } from 'prom-client';
@@ -16,18 +16,7 @@ runDataService({
   configShape,
   async start(rt, { db, events }) {
     const c = rt.config;
-    const keys = await connectIdentityKeys(
-      {
-        redisUrl: c.REDIS_URL,
-        redisTlsCaFile: c.REDIS_TLS_CA_FILE,
-        identityAddr: c.IDENTITY_ADDR,
-        deadlineMs: c.GRPC_DEADLINE_MS,
-        trust: tokenTrustOf(c, rt.name),
-        tls: rt.tls,
-      },
-      rt.logger,
-      rt.onShutdown,
-    );
+    const keys = await connectServiceIdentityKeys(rt);
     const audit = new AuditService(new AuditStore(db, c.AUDIT_HMAC_KEY), c.AUDIT_HMAC_KEY, rt.logger);
     const consumer = new IdempotentConsumer({
       link: events.link,

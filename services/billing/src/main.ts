@@ -1,4 +1,4 @@
-import { connectIdentityKeys, tokenTrustOf } from '@custos/auth';
+import { connectServiceIdentityKeys } from '@custos/auth';
 import { runDataService } from '@custos/events';
 import { BillingServiceService } from '@custos/proto/custos/billing/v1/service';
 import { configShape } from './config.js';
@@ -14,18 +14,7 @@ runDataService({
   configShape,
   async start(rt, { db }) {
     const c = rt.config;
-    const keys = await connectIdentityKeys(
-      {
-        redisUrl: c.REDIS_URL,
-        redisTlsCaFile: c.REDIS_TLS_CA_FILE,
-        identityAddr: c.IDENTITY_ADDR,
-        deadlineMs: c.GRPC_DEADLINE_MS,
-        trust: tokenTrustOf(c, rt.name),
-        tls: rt.tls,
-      },
-      rt.logger,
-      rt.onShutdown,
-    );
+    const keys = await connectServiceIdentityKeys(rt);
     const plans = new PlanService(new PlanStore(db), c.BILLING_DEFAULT_PLAN);
     rt.grpc.add(BillingServiceService, billingGrpc({ keys, plans }), billingAccess);
   },

@@ -1,4 +1,4 @@
-import { connectIdentityKeys, tokenTrustOf } from '@custos/auth';
+import { connectServiceIdentityKeys } from '@custos/auth';
 import { runDataService } from '@custos/events';
 import { PolicyServiceService } from '@custos/proto/custos/policy/v1/service';
 import { configShape } from './config.js';
@@ -17,19 +17,7 @@ runDataService({
   schema: SCHEMA,
   configShape,
   async start(rt, { db }) {
-    const c = rt.config;
-    const keys = await connectIdentityKeys(
-      {
-        redisUrl: c.REDIS_URL,
-        redisTlsCaFile: c.REDIS_TLS_CA_FILE,
-        identityAddr: c.IDENTITY_ADDR,
-        deadlineMs: c.GRPC_DEADLINE_MS,
-        trust: tokenTrustOf(c, rt.name),
-        tls: rt.tls,
-      },
-      rt.logger,
-      rt.onShutdown,
-    );
+    const keys = await connectServiceIdentityKeys(rt);
     const grants = new GrantService(new GrantStore(db));
     const ipRules = new IpRuleService(new IpRuleStore(db));
     rt.grpc.add(PolicyServiceService, policyGrpc({ keys, grants, ipRules }), policyAccess);

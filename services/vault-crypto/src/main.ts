@@ -1,4 +1,4 @@
-import { connectIdentityKeys, tokenTrustOf } from '@custos/auth';
+import { connectServiceIdentityKeys } from '@custos/auth';
 import { runDataService } from '@custos/events';
 import { BillingServiceClient } from '@custos/proto/custos/billing/v1/service';
 import { PolicyServiceClient } from '@custos/proto/custos/policy/v1/service';
@@ -43,18 +43,7 @@ runDataService({
       billing.close();
     });
 
-    const keys = await connectIdentityKeys(
-      {
-        redisUrl: c.REDIS_URL,
-        redisTlsCaFile: c.REDIS_TLS_CA_FILE,
-        identityAddr: c.IDENTITY_ADDR,
-        deadlineMs: c.GRPC_DEADLINE_MS,
-        trust: tokenTrustOf(c, rt.name),
-        tls: rt.tls,
-      },
-      rt.logger,
-      rt.onShutdown,
-    );
+    const keys = await connectServiceIdentityKeys(rt);
     const ring = new OrgKeyRing(
       db,
       kms,

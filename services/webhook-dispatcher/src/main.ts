@@ -1,4 +1,4 @@
-import { connectIdentityKeys, tokenTrustOf } from '@custos/auth';
+import { connectServiceIdentityKeys } from '@custos/auth';
 import {
   FANOUT_CONSUMERS,
   IdempotentConsumer,
@@ -26,18 +26,7 @@ runDataService({
   configShape,
   async start(rt, { db, events }) {
     const c = rt.config;
-    const keys = await connectIdentityKeys(
-      {
-        redisUrl: c.REDIS_URL,
-        redisTlsCaFile: c.REDIS_TLS_CA_FILE,
-        identityAddr: c.IDENTITY_ADDR,
-        deadlineMs: c.GRPC_DEADLINE_MS,
-        trust: tokenTrustOf(c, rt.name),
-        tls: rt.tls,
-      },
-      rt.logger,
-      rt.onShutdown,
-    );
+    const keys = await connectServiceIdentityKeys(rt);
     const policy: DestinationPolicy = {
       allowHttp: c.WEBHOOK_ALLOW_HTTP,
       allowedNetworks: c.WEBHOOK_ALLOWED_CIDRS.map((cidr) => parseNetwork(cidr)!),
