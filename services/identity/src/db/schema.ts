@@ -47,7 +47,7 @@ export const users = identitySchema.table(
     emailVerified: boolean('email_verified').notNull().default(false),
     marketingEmails: boolean('marketing_emails').notNull().default(false),
     totpEnabled: boolean('totp_enabled').notNull().default(false),
-    /** TOTP secret, AES-256-GCM under TOKEN_SIGNING_KEK bound to the user id; set once confirmed. */
+    /** TOTP secret, AES-256-GCM under MFA_SECRET_KEY bound to the user id (format 2); set once confirmed. */
     totpSecretEnc: bytea('totp_secret_enc'),
     /** A secret being enrolled, until verify-setup confirms a code from it. */
     totpPendingSecretEnc: bytea('totp_pending_secret_enc'),
