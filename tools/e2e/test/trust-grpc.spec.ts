@@ -178,7 +178,10 @@ describe('gRPC between services: mTLS and per-RPC caller allow-lists', () => {
     });
 
     // Vault-crypto is the one service policy answers Decide for. An address it puts in metadata
-    // (as if the gateway had resolved it) is dropped: not the gateway's certificate.
+    // (as if the gateway had resolved it) does not count: Decide reads the typed field, and the
+    // server drops the metadata from any certificate but the gateway's (that rule itself is
+    // tested in packages/service-kit/test/mesh-tls.spec.ts, "believes the JWT and client IP from
+    // the gateway only"; this checks the two together on the real mesh).
     const vc = grpcClientAs(mesh, 'vault-crypto', PolicyServiceClient, 'policy');
     const hook = grpcClientAs(mesh, 'webhook-dispatcher', PolicyServiceClient, 'policy');
     try {
