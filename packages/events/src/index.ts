@@ -8,3 +8,4 @@ export * from './tables.js';
 export * from './runtime.js';
 export * from './audit.js';
 export * from './nats-permissions.js';
+export * from './outbox-batch.js';
