@@ -15,7 +15,17 @@ export const REDIS_KEY_PATTERNS = {
   revoked: 'custos:revoked:*',
   /** The gateway's rate-limit buckets (`custos:rl:<scope>:<client>`). */
   rateLimit: 'custos:rl:*',
+  /** Each org's decision generation (policyGenerationKey): policy bumps it, vault-crypto reads it. */
+  policyGeneration: 'custos:policy:gen:*',
 } as const;
+
+/**
+ * The Redis key of an org's decision generation: a counter the policy service increments after it
+ * commits any change to the org's grants. A cached decision stamped with another value is stale.
+ */
+export function policyGenerationKey(orgId: string): string {
+  return `custos:policy:gen:${orgId}`;
+}
 
 /** What one service does in Redis. */
 export interface RedisServiceUse {
@@ -55,8 +65,19 @@ export const REDIS_SERVICES = {
   },
   // Mirrors revocations (SET … PX: revocation-store.ts, retire-key) and checks its own tokens (MGET).
   identity: { commands: ['set', 'mget'], readWrite: [REDIS_KEY_PATTERNS.revoked], readOnly: [] },
-  'vault-crypto': REVOCATION_READER,
-  policy: REVOCATION_READER,
+  // Checks revocations, and reads each org's decision generation (GET) before it trusts a cached
+  // policy decision (services/vault-crypto/src/access/decision-cache.ts).
+  'vault-crypto': {
+    commands: ['mget', 'get'],
+    readWrite: [],
+    readOnly: [REDIS_KEY_PATTERNS.revoked, REDIS_KEY_PATTERNS.policyGeneration],
+  },
+  // Checks revocations; bumps an org's decision generation (INCR) after each grant change it commits.
+  policy: {
+    commands: ['mget', 'incr'],
+    readWrite: [REDIS_KEY_PATTERNS.policyGeneration],
+    readOnly: [REDIS_KEY_PATTERNS.revoked],
+  },
   audit: REVOCATION_READER,
   'webhook-dispatcher': REVOCATION_READER,
   billing: REVOCATION_READER,

@@ -8,7 +8,10 @@ export const configShape = {
   ...databaseConfigShape,
   ...natsConfigShape,
   ...tokenTrustConfigShape,
-  REDIS_URL: env.url('Redis URL; token revocations are read there.', ['redis', 'rediss']),
+  REDIS_URL: env.url(
+    "Redis URL; token revocations are read there, and each org's decision generation is bumped there after a grant change.",
+    ['redis', 'rediss'],
+  ),
   ...redisTlsConfigShape,
   IDENTITY_ADDR: env
     .address("host:port of the identity service (the keys that verify callers' tokens).")

@@ -1,7 +1,10 @@
+import { Redis } from 'ioredis';
 import { connectServiceIdentityKeys } from '@custos/auth';
 import { runDataService } from '@custos/events';
 import { PolicyServiceService } from '@custos/proto/custos/policy/v1/service';
+import { describeError, redisTlsOptions } from '@custos/service-kit';
 import { configShape } from './config.js';
+import { decisionGenerationBump } from './grants/decision-generation.js';
 import { SCHEMA } from './db/schema.js';
 import { GrantService } from './grants/grant-service.js';
 import { GrantStore } from './grants/grant-store.js';
@@ -18,7 +21,21 @@ runDataService({
   configShape,
   async start(rt, { db }) {
     const keys = await connectServiceIdentityKeys(rt);
-    const grants = new GrantService(new GrantStore(db));
+    const c = rt.config;
+    // Its own connection for the decision generation (the keys' one only reads revocations).
+    const redis = new Redis(c.REDIS_URL, {
+      maxRetriesPerRequest: 1,
+      ...redisTlsOptions(c.REDIS_URL, c.REDIS_TLS_CA_FILE),
+    });
+    redis.on('error', (err) => rt.logger.warn({ err: describeError(err) }, 'redis error'));
+    rt.onShutdown('redis-generation', async () => {
+      redis.disconnect();
+    });
+    const grants = new GrantService(
+      new GrantStore(db),
+      () => new Date(),
+      decisionGenerationBump(redis, rt.logger),
+    );
     const ipRules = new IpRuleService(new IpRuleStore(db));
     rt.grpc.add(PolicyServiceService, policyGrpc({ keys, grants, ipRules }), policyAccess);
   },

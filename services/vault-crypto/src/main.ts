@@ -1,9 +1,11 @@
 import { connectServiceIdentityKeys } from '@custos/auth';
-import { runDataService } from '@custos/events';
+import { OutboxGroupCommit, runDataService } from '@custos/events';
+import { Redis } from 'ioredis';
 import { BillingServiceClient } from '@custos/proto/custos/billing/v1/service';
 import { PolicyServiceClient } from '@custos/proto/custos/policy/v1/service';
 import { VaultCryptoServiceService } from '@custos/proto/custos/vault_crypto/v1/service';
-import { createGrpcClient } from '@custos/service-kit';
+import { createGrpcClient, describeError, redisTlsOptions } from '@custos/service-kit';
+import { DecisionCache } from './access/decision-cache.js';
 import { AccessService } from './access/access-service.js';
 import { VaultCryptoAudit } from './audit/vault-crypto-audit.js';
 import { configShape } from './config.js';
@@ -28,7 +30,7 @@ runDataService({
   name: 'vault-crypto',
   schema: SCHEMA,
   configShape,
-  async start(rt, { db }) {
+  async start(rt, { db, pool }) {
     const c = rt.config;
     const kms = await createKmsProvider(c, rt.logger);
     rt.onShutdown('kms', async () => {
@@ -54,13 +56,36 @@ runDataService({
       },
       rt.logger,
     );
-    const access = new AccessService(new PolicyClient(policy));
+    // Its own Redis connection for the orgs' decision generations (the keys' one reads revocations).
+    const redis = new Redis(c.REDIS_URL, {
+      maxRetriesPerRequest: 1,
+      ...redisTlsOptions(c.REDIS_URL, c.REDIS_TLS_CA_FILE),
+    });
+    redis.on('error', (err) => rt.logger.warn({ err: describeError(err) }, 'redis error'));
+    rt.onShutdown('redis-decisions', async () => {
+      redis.disconnect();
+    });
+    const decisions = new DecisionCache(redis, {
+      ttlMs: c.POLICY_DECISION_CACHE_TTL_MS,
+      size: c.POLICY_DECISION_CACHE_SIZE,
+    });
+    const access = new AccessService(new PolicyClient(policy), decisions);
     const limits = new BillingClient(billing);
     const vaultStore = new VaultStore(db);
-    const audit = new VaultCryptoAudit(db, rt.logger);
+    // Records of concurrent reads share a commit; the relay picks them up on its next cycle.
+    const commits = new OutboxGroupCommit({ pool, schema: SCHEMA });
+    const audit = new VaultCryptoAudit(db, rt.logger, commits);
     const vaults = new VaultService(vaultStore, access, limits, ring, audit);
     const secrets = new SecretService(
-      { vaults: vaultStore, secrets: new SecretStore(db), access, limits, ring, audit, logger: rt.logger },
+      {
+        vaults: vaultStore,
+        secrets: new SecretStore(db, pool),
+        access,
+        limits,
+        ring,
+        audit,
+        logger: rt.logger,
+      },
       { ttlMs: c.DATA_KEY_CACHE_TTL_SECONDS * 1000, size: c.DATA_KEY_CACHE_SIZE },
     );
     const env = new EnvService(vaultStore, access, secrets);

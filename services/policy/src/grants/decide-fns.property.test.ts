@@ -88,7 +88,7 @@ function byAge(a: Grant, b: Grant): number {
   return a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
-function refDecide(grants: readonly Grant[], r: DecisionRequest): Decision {
+function refDecide(grants: readonly Grant[], r: DecisionRequest): Omit<Decision, 'cacheableForMs'> {
   if (r.principalOrgId !== r.vaultOrgId) return { allowed: false, policyId: '', reason: 'other_org' };
   const applicable = grants.filter(
     (g) =>
@@ -114,10 +114,30 @@ function refDecide(grants: readonly Grant[], r: DecisionRequest): Decision {
 }
 
 describe('decide (property)', () => {
+  it('gives a cacheable answer to the same question from any client address at any time inside its window', () => {
+    fc.assert(
+      fc.property(
+        grantsArb,
+        requestArb,
+        fc.constantFrom('10.0.0.1', '192.168.1.9', '2001:db8::1', undefined),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (grants, r, otherIp, f) => {
+          const first = decide(grants, r);
+          if (first.cacheableForMs === 0) return;
+          const later = new Date(r.now.getTime() + Math.floor(f * (first.cacheableForMs - 1)));
+          const again = decide(grants, { ...r, clientIp: otherIp, now: later });
+          expect(again.allowed).toBe(first.allowed);
+          expect(again.policyId).toBe(first.policyId);
+        },
+      ),
+      { numRuns: 3000 },
+    );
+  });
   it('agrees with the reference model', () => {
     fc.assert(
       fc.property(grantsArb, requestArb, (grants, r) => {
-        expect(decide(grants, r)).toEqual(refDecide(grants, r));
+        const { cacheableForMs: _cacheable, ...decision } = decide(grants, r);
+        expect(decision).toEqual(refDecide(grants, r));
       }),
       { numRuns: 5000 },
     );

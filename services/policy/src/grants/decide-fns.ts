@@ -31,7 +31,10 @@ function older(a: Grant, b: Grant): boolean {
  * always denied (`other_org`). Among equals the oldest grant is named, so the answer is stable.
  */
 export function decide(grants: readonly Grant[], r: DecisionRequest): Decision {
-  if (r.principalOrgId !== r.vaultOrgId) return { allowed: false, policyId: '', reason: 'other_org' };
+  if (r.principalOrgId !== r.vaultOrgId) {
+    return { allowed: false, policyId: '', reason: 'other_org', cacheableForMs: MAX_CACHEABLE_MS };
+  }
+  const cacheable = cacheableForMs(grants, r.now);
   let winner: Grant | undefined;
   for (const g of grants) {
     if (!grantApplies(g, r)) continue;
@@ -45,8 +48,33 @@ export function decide(grants: readonly Grant[], r: DecisionRequest): Decision {
       winner = g;
     }
   }
-  if (!winner) return { allowed: false, policyId: '', reason: 'no_match' };
-  return { allowed: winner.effect === 'allow', policyId: winner.id, reason: winner.effect };
+  if (!winner) return { allowed: false, policyId: '', reason: 'no_match', cacheableForMs: cacheable };
+  return {
+    allowed: winner.effect === 'allow',
+    policyId: winner.id,
+    reason: winner.effect,
+    cacheableForMs: cacheable,
+  };
+}
+
+/** The longest a decision is declared cacheable: a day. */
+export const MAX_CACHEABLE_MS = 86_400_000;
+
+/**
+ * How long a decision over these grants (the principal's grants on the vault) stays the answer to
+ * the same question — same principal, environment, vault, path and permission — whatever the
+ * client address and the clock: 0 when any of them has an IP or time-window condition (the answer
+ * may differ for the next address or minute), else until the first of them expires (an expiry can
+ * turn a deny into an allow as well as the reverse), at most MAX_CACHEABLE_MS. A grant change is
+ * not foreseen here: callers drop cached answers when one happens (the decision generation).
+ */
+export function cacheableForMs(grants: readonly Grant[], now: Date): number {
+  let ms = MAX_CACHEABLE_MS;
+  for (const g of grants) {
+    if (g.conditions.ipCidrs || g.conditions.timeWindow) return 0;
+    if (g.expiresAt) ms = Math.min(ms, Math.max(0, g.expiresAt.getTime() - now.getTime()));
+  }
+  return ms;
 }
 
 /** The distinct patterns and vaults of a principal's live allow grants, in creation order. */

@@ -28,6 +28,11 @@ export class GrantService {
   constructor(
     private readonly store: GrantStore,
     private readonly clock: () => Date = () => new Date(),
+    /**
+     * Told after each committed change of an org's grants, before the change is answered: bumps the
+     * org's decision generation, so cached decisions of the org stop counting (DecisionGeneration).
+     */
+    private readonly changed: (orgId: string) => Promise<void> = async () => undefined,
   ) {}
 
   private manage(p: Principal, vault: VaultFacts): UserPrincipal {
@@ -60,7 +65,7 @@ export class GrantService {
         `principal_id does not name ${input.principalType === 'agent' ? 'an agent' : 'a member'} of this org`,
       );
     }
-    return this.store.transaction(async (tx) => {
+    const created = await this.store.transaction(async (tx) => {
       const row = await this.store.insert(
         { ...input, orgId: vault.orgId, vaultId: vault.vaultId, createdBy: caller.userId },
         tx,
@@ -73,6 +78,8 @@ export class GrantService {
       await writePolicyAudit(tx, grantAudit(caller, 'policy.created', row));
       return row;
     });
+    await this.changed(created.orgId);
+    return created;
   }
 
   /** A vault's grants, expired ones included, oldest first. */
@@ -101,7 +108,7 @@ export class GrantService {
     const change = checkGrantChange(request, before.principalType, this.clock());
     const changed = changedFields(change);
     if (changed.length === 0) return before;
-    return this.store.transaction(async (tx) => {
+    const updated = await this.store.transaction(async (tx) => {
       const row = await this.store.update(vault.orgId, vault.vaultId, before.id, change, tx);
       if (!row) throw new NotFoundError('policy', policyId);
       await writeEvent(tx, outbox, {
@@ -112,6 +119,8 @@ export class GrantService {
       await writePolicyAudit(tx, grantAudit(caller, 'policy.updated', row, changed));
       return row;
     });
+    await this.changed(updated.orgId);
+    return updated;
   }
 
   /** Removes a grant. */
@@ -128,6 +137,7 @@ export class GrantService {
       });
       await writePolicyAudit(tx, grantAudit(caller, 'policy.deleted', row));
     });
+    await this.changed(vault.orgId);
   }
 
   /** Whether the principal may perform `permission` on `path` of the vault: one indexed read. */

@@ -161,4 +161,9 @@ export interface Decision {
   /** The grant that decided; empty when none did. */
   policyId: string;
   reason: DecisionReason;
+  /**
+   * How long the same question gets the same answer whatever the client address and clock, unless
+   * a grant changes (milliseconds; 0: ask each time). See `cacheableForMs` in decide-fns.
+   */
+  cacheableForMs: number;
 }

@@ -1,6 +1,7 @@
 import { type Principal, scopesCover } from '@custos/auth';
 import { NotFoundError, PermissionDeniedError } from '@custos/service-kit';
 import type { PolicyClient } from '../peers/policy-client.js';
+import type { DecisionCache } from './decision-cache.js';
 import type { VaultRow } from '../vaults/vault-store.js';
 import { agentSeesVault, managesVault } from './access-fns.js';
 
@@ -13,7 +14,10 @@ export type Permission = 'read' | 'write';
  * agent additionally needs the path inside its token's scopes and the vault in its `vault_ids`.
  */
 export class AccessService {
-  constructor(private readonly policy: Pick<PolicyClient, 'decide'>) {}
+  constructor(
+    private readonly policy: Pick<PolicyClient, 'decide'>,
+    private readonly decisions?: DecisionCache,
+  ) {}
 
   /** The vault as the caller may see it: another org's or a hidden vault is 404, a system vault 403. */
   visible(p: Principal, v: VaultRow | undefined, id: string): VaultRow {
@@ -37,7 +41,27 @@ export class AccessService {
   async allowed(p: Principal, v: VaultRow, path: string, permission: Permission): Promise<boolean> {
     if (managesVault(p, v)) return true;
     if (p.kind === 'agent' && (!p.vaultIds.includes(v.id) || !scopesCover(p.scopes, path))) return false;
-    return this.policy.decide({ principal: p, vaultId: v.id, vaultOrgId: v.orgId, path, permission });
+    const cache = this.decisions?.enabled ? this.decisions : undefined;
+    // The generation is read before policy is asked (DecisionCache): an answer that raced a grant
+    // change carries the generation from before it.
+    const generation = cache ? await cache.generation(v.orgId) : undefined;
+    const question =
+      p.kind === 'user'
+        ? `user:${p.userId}:${p.orgId}::${v.id}:${permission}:${path}`
+        : `agent:${p.agentId}:${p.orgId}:${p.environment ?? ''}:${v.id}:${permission}:${path}`;
+    if (cache && generation !== undefined) {
+      const hit = cache.get(question, generation);
+      if (hit !== undefined) return hit;
+    }
+    const d = await this.policy.decide({
+      principal: p,
+      vaultId: v.id,
+      vaultOrgId: v.orgId,
+      path,
+      permission,
+    });
+    if (cache && generation !== undefined) cache.set(question, generation, d.allowed, d.cacheableForMs);
+    return d.allowed;
   }
 
   /** The subset of `paths` the principal may read, asked a few at a time. */

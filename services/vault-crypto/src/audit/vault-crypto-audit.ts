@@ -1,5 +1,5 @@
 import type { Principal } from '@custos/auth';
-import { type AuditRecordInput, auditOf, writeAudit } from '@custos/events';
+import { type AuditRecordInput, type OutboxGroupCommit, auditOf, writeAudit } from '@custos/events';
 import {
   CustosError,
   type Database,
@@ -13,8 +13,11 @@ import { outbox } from '../db/schema.js';
 /** What vault-crypto audits: the kinds of resource its records name. */
 export type AuditedResource = { type: 'vault' | 'secret' | 'org_key' | 'share'; id: string | null };
 
-/** Writes one audit record inside a transaction of the action it describes. */
-export type AuditWrite = (tx: Transaction) => Promise<unknown>;
+/**
+ * Writes one audit record inside a transaction of the action it describes; `grouped()` commits it
+ * alone instead (for an action whose only write is its record), in a group commit.
+ */
+export type AuditWrite = ((tx: Transaction) => Promise<unknown>) & { grouped(): Promise<unknown> };
 
 /** Writes a record into this service's outbox, inside the caller's transaction. */
 export function writeVaultCryptoAudit(tx: Transaction, record: AuditRecordInput): Promise<string> {
@@ -29,6 +32,8 @@ export class VaultCryptoAudit {
   constructor(
     private readonly db: Database,
     private readonly logger: Logger,
+    /** Group commit of records that are an action's only write (OutboxGroupCommit). */
+    private readonly commits?: OutboxGroupCommit,
   ) {}
 
   /** A write of the record of `p`'s action, for a store method to run inside its transaction. */
@@ -39,7 +44,10 @@ export class VaultCryptoAudit {
     details: Record<string, unknown> = {},
   ): AuditWrite {
     const record = auditOf(p, action, resource, details);
-    return (tx) => writeVaultCryptoAudit(tx, record);
+    const write = (tx: Transaction) => writeVaultCryptoAudit(tx, record);
+    return Object.assign(write, {
+      grouped: () => (this.commits ? this.commits.audit(record) : this.db.transaction((tx) => write(tx))),
+    });
   }
 
   /** Writes a record in a transaction of its own (for an action that has no transaction). */

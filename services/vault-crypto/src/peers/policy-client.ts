@@ -23,8 +23,11 @@ export interface DecisionQuestion {
 export class PolicyClient {
   constructor(private readonly policy: PolicyServiceClient) {}
 
-  /** Whether a grant of the principal allows the operation. */
-  async decide(q: DecisionQuestion): Promise<boolean> {
+  /**
+   * Whether a grant of the principal allows the operation, and how long the same question keeps
+   * this answer unless a grant changes (milliseconds; 0: ask each time).
+   */
+  async decide(q: DecisionQuestion): Promise<{ allowed: boolean; cacheableForMs: number }> {
     const p = q.principal;
     const r = await callUnary(
       this.policy,
@@ -42,6 +45,6 @@ export class PolicyClient {
       },
       new Metadata(),
     );
-    return r.allowed;
+    return { allowed: r.allowed, cacheableForMs: r.cacheableForMs };
   }
 }

@@ -1,6 +1,8 @@
 import { and, asc, desc, eq, isNull, sql } from 'drizzle-orm';
+import type pg from 'pg';
 import { type Database, type Transaction, lockOrgResource } from '@custos/service-kit';
-import { secretVersions, vaults } from '../db/schema.js';
+import { SCHEMA, secretVersions, vaults } from '../db/schema.js';
+import type { VaultRow } from '../vaults/vault-store.js';
 
 /** A stored secret version (ciphertext included). */
 export type SecretRow = typeof secretVersions.$inferSelect;
@@ -9,9 +11,125 @@ export type AuditStep<R> = (tx: Transaction, row: R) => Promise<unknown>;
 /** What a new version stores besides its address and number. */
 export type NewVersion = Omit<typeof secretVersions.$inferInsert, 'vaultId' | 'orgId' | 'path' | 'version'>;
 
+// The read path's one query (a named prepared statement: parsed and planned once per connection):
+// the live vault and, in the same round trip, the latest live version at the path (or the named
+// version, $3 > 0). Column order is what rowOfRead reads.
+const VAULT_COLUMNS = [
+  'id',
+  'org_id',
+  'name',
+  'description',
+  'created_by',
+  'created_by_type',
+  'is_system',
+  'created_at',
+  'deleted_at',
+];
+const SECRET_COLUMNS = [
+  'id',
+  'vault_id',
+  'org_id',
+  'path',
+  'version',
+  'type',
+  'ciphertext',
+  'iv',
+  'tag',
+  'wrapped_data_key',
+  'kek_version',
+  'metadata',
+  'expires_at',
+  'max_access_count',
+  'access_count',
+  'is_disabled',
+  'rotation_policy',
+  'created_by',
+  'created_by_type',
+  'created_at',
+  'deleted_at',
+];
+const FIND_WITH_VAULT = `
+  SELECT ${VAULT_COLUMNS.map((c) => `v.${c}`).join(', ')}, ${SECRET_COLUMNS.map((c) => `s.${c}`).join(', ')}
+  FROM "${SCHEMA}".vaults v
+  LEFT JOIN LATERAL (
+    SELECT * FROM "${SCHEMA}".secret_versions sv
+    WHERE sv.vault_id = v.id AND sv.path = $2 AND sv.deleted_at IS NULL AND ($3::int = 0 OR sv.version = $3::int)
+    ORDER BY sv.version DESC LIMIT 1
+  ) s ON true
+  WHERE v.id = $1 AND v.deleted_at IS NULL`;
+
+const bigintOrNull = (v: unknown): number | null => (v === null ? null : Number(v));
+
+function vaultOfRead(r: unknown[]): VaultRow {
+  return {
+    id: r[0] as string,
+    orgId: r[1] as string,
+    name: r[2] as string,
+    description: r[3] as string,
+    createdBy: r[4] as string,
+    createdByType: r[5] as string,
+    isSystem: r[6] as boolean,
+    createdAt: r[7] as Date,
+    deletedAt: r[8] as Date | null,
+  };
+}
+
+function secretOfRead(r: unknown[]): SecretRow | undefined {
+  const o = VAULT_COLUMNS.length;
+  if (r[o] === null) return undefined;
+  return {
+    id: r[o] as string,
+    vaultId: r[o + 1] as string,
+    orgId: r[o + 2] as string,
+    path: r[o + 3] as string,
+    version: r[o + 4] as number,
+    type: r[o + 5] as string,
+    ciphertext: r[o + 6] as Buffer,
+    iv: r[o + 7] as Buffer,
+    tag: r[o + 8] as Buffer,
+    wrappedDataKey: r[o + 9] as Buffer,
+    kekVersion: r[o + 10] as number,
+    metadata: r[o + 11],
+    expiresAt: r[o + 12] as Date | null,
+    maxAccessCount: bigintOrNull(r[o + 13]),
+    accessCount: Number(r[o + 14]),
+    isDisabled: r[o + 15] as boolean,
+    rotationPolicy: r[o + 16],
+    createdBy: r[o + 17] as string,
+    createdByType: r[o + 18] as string,
+    createdAt: r[o + 19] as Date,
+    deletedAt: r[o + 20] as Date | null,
+  };
+}
+
 /** SQL of secret versions. */
 export class SecretStore {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    /** The same pool, for the read path's prepared statement. */
+    private readonly pool: pg.Pool,
+  ) {}
+
+  /**
+   * The live vault `vaultId` and the latest live version at `path` in it (or `version`, when > 0),
+   * in one round trip: undefined when there is no such vault; `secret` undefined when the path has
+   * no such version.
+   */
+  async findWithVault(
+    vaultId: string,
+    path: string,
+    version = 0,
+  ): Promise<{ vault: VaultRow; secret: SecretRow | undefined } | undefined> {
+    const r = await this.pool.query<unknown[]>({
+      name: 'vault_crypto_find_with_vault',
+      text: FIND_WITH_VAULT,
+      values: [vaultId, path, version],
+      rowMode: 'array',
+    });
+    const row = r.rows[0];
+    if (!row) return undefined;
+    return { vault: vaultOfRead(row), secret: secretOfRead(row) };
+  }
 
   /**
    * Stores the next version of a path. Writers of one path are serialised by an advisory lock so

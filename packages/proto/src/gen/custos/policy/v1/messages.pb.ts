@@ -265,6 +265,14 @@ export interface DecideResponse {
   policyId: string;
   /** Why, for logs and audit: `allow`, `deny`, `no_match`, `other_org`. */
   reason: string;
+  /**
+   * How long the same question (same principal, environment, vault, path and permission) gets the
+   * same answer whatever the client address and clock, in milliseconds, unless a grant changes: 0
+   * when a grant that could apply has an IP or time-window condition (then it must be asked each
+   * time), else the time until the first of those grants expires (capped at a day). A caller's
+   * decision cache keeps the answer at most this long.
+   */
+  cacheableForMs: number;
 }
 
 /** GetAgentScopesRequest names the agent. */
@@ -2176,7 +2184,7 @@ export const DecideRequest: MessageFns<DecideRequest> = {
 };
 
 function createBaseDecideResponse(): DecideResponse {
-  return { allowed: false, policyId: "", reason: "" };
+  return { allowed: false, policyId: "", reason: "", cacheableForMs: 0 };
 }
 
 export const DecideResponse: MessageFns<DecideResponse> = {
@@ -2189,6 +2197,9 @@ export const DecideResponse: MessageFns<DecideResponse> = {
     }
     if (message.reason !== "") {
       writer.uint32(26).string(message.reason);
+    }
+    if (message.cacheableForMs !== 0) {
+      writer.uint32(32).uint32(message.cacheableForMs);
     }
     return writer;
   },
@@ -2224,6 +2235,14 @@ export const DecideResponse: MessageFns<DecideResponse> = {
           message.reason = reader.string();
           continue;
         }
+        case 4: {
+          if (tag !== 32) {
+            break;
+          }
+
+          message.cacheableForMs = reader.uint32();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -2238,6 +2257,7 @@ export const DecideResponse: MessageFns<DecideResponse> = {
       allowed: isSet(object.allowed) ? globalThis.Boolean(object.allowed) : false,
       policyId: isSet(object.policyId) ? globalThis.String(object.policyId) : "",
       reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+      cacheableForMs: isSet(object.cacheableForMs) ? globalThis.Number(object.cacheableForMs) : 0,
     };
   },
 
@@ -2252,6 +2272,9 @@ export const DecideResponse: MessageFns<DecideResponse> = {
     if (message.reason !== "") {
       obj.reason = message.reason;
     }
+    if (message.cacheableForMs !== 0) {
+      obj.cacheableForMs = Math.round(message.cacheableForMs);
+    }
     return obj;
   },
 
@@ -2263,6 +2286,7 @@ export const DecideResponse: MessageFns<DecideResponse> = {
     message.allowed = object.allowed ?? false;
     message.policyId = object.policyId ?? "";
     message.reason = object.reason ?? "";
+    message.cacheableForMs = object.cacheableForMs ?? 0;
     return message;
   },
 };
