@@ -94,15 +94,58 @@ export function cpuSnapshot(labelled: Map<string, number>, database?: string): C
   return { at: process.hrtime.bigint(), machineBusy: total - idle, machineTotal: total, byPid };
 }
 
+/** Labels of the load itself and of unaccounted CPU, left out of the mesh's own total. */
+const NOT_MESH = new Set(['load-generator', 'other']);
+
+/**
+ * CPU time per request, in µs, of each entry of `cores` (cores busy over the run: 1.0 = one core
+ * for the whole run) at `rps` requests per second: cores × 1e6 ÷ rps, rounded to 0.1 µs. Adds
+ * `mesh_total` (every entry but the load generator and `other`) and `machine_total` (`machineCores`,
+ * all busy CPU of the machine). Empty when nothing was served.
+ */
+export function perRequestUs(
+  cores: Record<string, number>,
+  machineCores: number,
+  rps: number,
+): Record<string, number> {
+  if (!(rps > 0)) return {};
+  const us = (c: number) => Math.round(((c * 1e6) / rps) * 10) / 10;
+  const out: Record<string, number> = {};
+  let mesh = 0;
+  for (const [label, c] of Object.entries(cores)) {
+    out[label] = us(c);
+    if (!NOT_MESH.has(label)) mesh += c;
+  }
+  out['mesh_total'] = us(mesh);
+  out['machine_total'] = us(machineCores);
+  return out;
+}
+
+/** Where the CPU went during a run, in cores; `us_per_request` when the run's rate was given. */
+export interface CpuUsage {
+  machine_busy_fraction: number | null;
+  machine_busy_cores: number;
+  processes_cores: Record<string, number>;
+  other_cores: number;
+  us_per_request?: Record<string, number>;
+}
+
 /**
  * CPU used between two snapshots, in cores (1.0 = one core busy for the whole interval). Processes
- * that started or ended in between count only for the part seen by both snapshots.
+ * that started or ended in between count only for the part seen by both snapshots. With `rps` (the
+ * successful requests per second of the run) it adds the CPU µs per request of each process,
+ * computed from the unrounded figures.
  */
-export function cpuBetween(a: CpuSnapshot | undefined, b: CpuSnapshot | undefined) {
+export function cpuBetween(
+  a: CpuSnapshot | undefined,
+  b: CpuSnapshot | undefined,
+  rps?: number,
+): CpuUsage | undefined {
   if (!a || !b) return undefined;
   const seconds = Number(b.at - a.at) / 1e9;
   const hz = ticksPerSecond();
-  const cores = (ticks: number) => Math.round((ticks / hz / seconds) * 100) / 100;
+  const rawCores = (ticks: number) => ticks / hz / seconds;
+  const cores = (ticks: number) => Math.round(rawCores(ticks) * 100) / 100;
   const ticks = new Map<string, number>();
   let accounted = 0;
   for (const [pid, end] of b.byPid) {
@@ -116,10 +159,18 @@ export function cpuBetween(a: CpuSnapshot | undefined, b: CpuSnapshot | undefine
   for (const [label, t] of ticks) processes[label] = cores(t);
   const busy = b.machineBusy - a.machineBusy;
   const totalTicks = b.machineTotal - a.machineTotal;
-  return {
+  const other = Math.max(0, busy - accounted);
+  const usage: CpuUsage = {
     machine_busy_fraction: totalTicks > 0 ? Math.round((busy / totalTicks) * 1000) / 1000 : null,
     machine_busy_cores: cores(busy),
     processes_cores: processes,
-    other_cores: cores(Math.max(0, busy - accounted)),
+    other_cores: cores(other),
   };
+  if (rps !== undefined) {
+    const raw: Record<string, number> = {};
+    for (const [label, t] of ticks) raw[label] = rawCores(t);
+    raw['other'] = rawCores(other);
+    usage.us_per_request = perRequestUs(raw, rawCores(busy), rps);
+  }
+  return usage;
 }

@@ -1,70 +1,17 @@
-import { randomBytes } from 'node:crypto';
 import { type LoadRequest } from './load.js';
-
-/** JSON request to the gateway, for setting a scenario up (not timed). */
-export async function api(
-  baseUrl: string,
-  method: string,
-  path: string,
-  opts: { body?: unknown; token?: string } = {},
-): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(`${baseUrl}${path}`, {
-    method,
-    headers: {
-      ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}),
-      ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
-    },
-    ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}),
-  });
-  const text = await res.text();
-  let body: Record<string, unknown> = {};
-  try {
-    body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
-  } catch {
-    body = { text };
-  }
-  return { status: res.status, body };
-}
-
-/** Calls the gateway and throws, naming the step, unless it answers `expected`. */
-async function must(
-  baseUrl: string,
-  step: string,
-  expected: number,
-  method: string,
-  path: string,
-  opts: { body?: unknown; token?: string } = {},
-): Promise<Record<string, unknown>> {
-  const r = await api(baseUrl, method, path, opts);
-  if (r.status !== expected) {
-    throw new Error(
-      `${step}: ${method} ${path} answered ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`,
-    );
-  }
-  return r.body;
-}
-
-/** A value of `bytes` printable characters (what a password or API key looks like). */
-function value(bytes: number): string {
-  return randomBytes(bytes).toString('base64url').slice(0, bytes);
-}
-
-/**
- * A user with a token: signs up (the mesh must run with EMAIL_VERIFICATION_REQUIRED=false), or signs
- * in as BENCH_EMAIL / BENCH_PASSWORD when both are set (for a mesh started elsewhere).
- */
-export async function benchUser(baseUrl: string): Promise<string> {
-  const email = process.env.BENCH_EMAIL;
-  const password = process.env.BENCH_PASSWORD;
-  if (email && password) {
-    const body = await must(baseUrl, 'sign in', 200, 'POST', '/v1/auth/token', { body: { email, password } });
-    return String(body['access_token']);
-  }
-  const body = await must(baseUrl, 'sign up', 201, 'POST', '/v1/auth/signup', {
-    body: { email: `bench-${randomBytes(5).toString('hex')}@example.com`, password: `Bench-${value(20)}-9` },
-  });
-  return String(body['access_token']);
-}
+import { type MixedShape, mixedPick } from './scenario-fns.js';
+import {
+  type BenchAgent,
+  agentToken as exchange,
+  benchUser,
+  createVault,
+  eachLimited,
+  expectValue,
+  grant,
+  registerAgent,
+  storeSecret,
+  value,
+} from './setup.js';
 
 /** A set-up scenario: the request of the i-th iteration, and what it is. */
 export interface Scenario {
@@ -73,57 +20,43 @@ export interface Scenario {
   request(i: number): LoadRequest;
 }
 
-async function createVault(baseUrl: string, token: string, name: string): Promise<string> {
-  const body = await must(baseUrl, 'create vault', 201, 'POST', '/v1/vaults', {
-    token,
-    body: { name: `${name}-${randomBytes(4).toString('hex')}`, description: 'tools/bench' },
-  });
-  return String(body['id']);
+/** What every scenario is set up from (the command's options). */
+export interface ScenarioOptions {
+  paths: number;
+  valueBytes: number;
+  concurrency: number;
+}
+
+/** Parallel set-up calls: enough to hide latency, few enough not to matter (set-up is not timed). */
+const SETUP_PARALLEL = 8;
+
+const JSON_HEADERS = { accept: 'application/json', 'content-type': 'application/json' };
+
+/** Request bodies of a PUT of a new random value; a few, reused in turn. */
+function putBodies(valueBytes: number): Buffer[] {
+  return Array.from({ length: 64 }, () =>
+    Buffer.from(JSON.stringify({ type: 'api_key', value: value(valueBytes) })),
+  );
 }
 
 /**
  * `agent-read`: an agent with a read policy on `bench/*` reads `paths` secrets of `valueBytes` in
  * turn with its own token: gateway → vault-crypto → policy decision → audited read → decrypt.
  */
-export async function agentRead(
-  baseUrl: string,
-  opts: { paths: number; valueBytes: number },
-): Promise<Scenario> {
+export async function agentRead(baseUrl: string, opts: ScenarioOptions): Promise<Scenario> {
   const userToken = await benchUser(baseUrl);
   const vaultId = await createVault(baseUrl, userToken, 'bench-read');
-  const values: string[] = [];
-  for (let k = 0; k < opts.paths; k++) {
-    values.push(value(opts.valueBytes));
-    await must(baseUrl, 'store secret', 201, 'PUT', `/v1/vaults/${vaultId}/secrets/bench/s${k}`, {
-      token: userToken,
-      body: { type: 'api_key', value: values[k] },
-    });
-  }
-  const created = await must(baseUrl, 'register agent', 201, 'POST', '/v1/agents', {
-    token: userToken,
-    body: { name: `bench-${randomBytes(3).toString('hex')}` },
-  });
-  const agentId = String((created['agent'] as Record<string, unknown>)['id']);
-  await must(baseUrl, 'grant read', 201, 'POST', `/v1/vaults/${vaultId}/policies`, {
-    token: userToken,
-    body: {
-      secret_path_pattern: 'bench/*',
-      principal_type: 'agent',
-      principal_id: agentId,
-      permissions: ['read'],
-    },
-  });
+  const values = Array.from({ length: opts.paths }, () => value(opts.valueBytes));
+  await eachLimited([...values.keys()], SETUP_PARALLEL, (k) =>
+    storeSecret(baseUrl, userToken, vaultId, `bench/s${k}`, values[k]!),
+  );
+  const agent = await registerAgent(baseUrl, userToken);
+  await grant(baseUrl, userToken, vaultId, agent.id, 'bench/*', ['read']);
   // The token is minted after the grant, so it carries the scopes the grant gives.
-  const exchanged = await must(baseUrl, 'agent token', 200, 'POST', '/v1/auth/agent-token', {
-    body: { agent_id: agentId, api_key: created['api_key'] },
-  });
-  const agentToken = String(exchanged['access_token']);
-  for (let k = 0; k < opts.paths; k++) {
-    const read = await must(baseUrl, 'agent read', 200, 'GET', `/v1/vaults/${vaultId}/secrets/bench/s${k}`, {
-      token: agentToken,
-    });
-    if (read['value'] !== values[k]) throw new Error(`agent read of bench/s${k} returned another value`);
-  }
+  const agentToken = await exchange(baseUrl, agent);
+  await eachLimited([...values.keys()], SETUP_PARALLEL, (k) =>
+    expectValue(baseUrl, agentToken, vaultId, `bench/s${k}`, values[k]!),
+  );
   const headers = { authorization: `Bearer ${agentToken}`, accept: 'application/json' };
   const paths = Array.from({ length: opts.paths }, (_, k) => `/v1/vaults/${vaultId}/secrets/bench/s${k}`);
   return {
@@ -134,28 +67,17 @@ export async function agentRead(
 }
 
 /** `user-write`: the vault's owner stores a new version of one of `paths` secrets of `valueBytes`. */
-export async function userWrite(
-  baseUrl: string,
-  opts: { paths: number; valueBytes: number },
-): Promise<Scenario> {
+export async function userWrite(baseUrl: string, opts: ScenarioOptions): Promise<Scenario> {
   const userToken = await benchUser(baseUrl);
   const vaultId = await createVault(baseUrl, userToken, 'bench-write');
-  const paths = Array.from({ length: opts.paths }, (_, k) => `/v1/vaults/${vaultId}/secrets/bench/w${k}`);
+  const keys = Array.from({ length: opts.paths }, (_, k) => k);
   // Every path exists before the run, so the run stores versions rather than new paths (tier caps).
-  for (const p of paths) {
-    await must(baseUrl, 'store secret', 201, 'PUT', p, {
-      token: userToken,
-      body: { type: 'api_key', value: value(opts.valueBytes) },
-    });
-  }
-  const bodies = Array.from({ length: 64 }, () =>
-    Buffer.from(JSON.stringify({ type: 'api_key', value: value(opts.valueBytes) })),
+  await eachLimited(keys, SETUP_PARALLEL, (k) =>
+    storeSecret(baseUrl, userToken, vaultId, `bench/w${k}`, value(opts.valueBytes)),
   );
-  const headers = {
-    authorization: `Bearer ${userToken}`,
-    accept: 'application/json',
-    'content-type': 'application/json',
-  };
+  const paths = keys.map((k) => `/v1/vaults/${vaultId}/secrets/bench/w${k}`);
+  const bodies = putBodies(opts.valueBytes);
+  const headers = { authorization: `Bearer ${userToken}`, ...JSON_HEADERS };
   return {
     name: 'user-write',
     description: `user stores a new version of one of ${opts.paths} secrets (${opts.valueBytes} B)`,
@@ -167,3 +89,97 @@ export async function userWrite(
     }),
   };
 }
+
+/**
+ * `agent-token`: agents exchange their API key for a token (`POST /v1/auth/agent-token`), as each
+ * agent does at start and whenever its token expires. One org with as many agents as connections,
+ * each with a read grant (so the exchange looks its grants up, as for a real agent), request i
+ * exchanging the key of agent i mod agents: the requests in flight at any moment are of different
+ * agents. Many exchanges of one key at once would instead measure the row lock on that agent (each
+ * exchange records its last activity), which no real agent causes; identity throttles no key.
+ */
+export async function agentTokenExchange(baseUrl: string, opts: ScenarioOptions): Promise<Scenario> {
+  const userToken = await benchUser(baseUrl);
+  const vaultId = await createVault(baseUrl, userToken, 'bench-token');
+  const agents: BenchAgent[] = [];
+  await eachLimited(
+    Array.from({ length: opts.concurrency }, (_, k) => k),
+    SETUP_PARALLEL,
+    async () => {
+      const agent = await registerAgent(baseUrl, userToken);
+      await grant(baseUrl, userToken, vaultId, agent.id, 'bench/*', ['read']);
+      await exchange(baseUrl, agent);
+      agents.push(agent);
+    },
+  );
+  const bodies = agents.map((a) => Buffer.from(JSON.stringify({ agent_id: a.id, api_key: a.apiKey })));
+  return {
+    name: 'agent-token',
+    description: `one of ${agents.length} agents exchanges its API key for a token`,
+    request: (i) => ({
+      method: 'POST',
+      path: '/v1/auth/agent-token',
+      headers: JSON_HEADERS,
+      body: bodies[i % bodies.length]!,
+    }),
+  };
+}
+
+/** The shape of `mixed` (issue 14): 4 orgs × 3 agents, 64 paths per org's vault, 10 % writes. */
+export const MIXED: MixedShape = { orgs: 4, agentsPerOrg: 3, paths: 64, writeEvery: 10 };
+
+/**
+ * `mixed`: four orgs (a sign-up each), each with one vault of 64 secrets `bench/m0…` and three agents
+ * holding a read+write grant on `bench/*`; request i (see mixedPick) is a read (9 in 10) or a PUT
+ * of a new version (1 in 10) of one path by one agent of one org, with that agent's token.
+ */
+export async function mixed(baseUrl: string, opts: ScenarioOptions): Promise<Scenario> {
+  const orgs = await Promise.all(
+    Array.from({ length: MIXED.orgs }, async () => {
+      const userToken = await benchUser(baseUrl);
+      const vaultId = await createVault(baseUrl, userToken, 'bench-mixed');
+      const values = Array.from({ length: MIXED.paths }, () => value(opts.valueBytes));
+      await eachLimited([...values.keys()], SETUP_PARALLEL / 2, (k) =>
+        storeSecret(baseUrl, userToken, vaultId, `bench/m${k}`, values[k]!),
+      );
+      const tokens: string[] = [];
+      for (let a = 0; a < MIXED.agentsPerOrg; a++) {
+        const agent = await registerAgent(baseUrl, userToken);
+        await grant(baseUrl, userToken, vaultId, agent.id, 'bench/*', ['read', 'write']);
+        const token = await exchange(baseUrl, agent);
+        // Each agent reads one of the values back before the run: the grant and token work.
+        const k = (a * 17) % MIXED.paths;
+        await expectValue(baseUrl, token, vaultId, `bench/m${k}`, values[k]!);
+        tokens.push(token);
+      }
+      return {
+        paths: values.map((_, k) => `/v1/vaults/${vaultId}/secrets/bench/m${k}`),
+        reads: tokens.map((t) => ({ authorization: `Bearer ${t}`, accept: 'application/json' })),
+        writes: tokens.map((t) => ({ authorization: `Bearer ${t}`, ...JSON_HEADERS })),
+      };
+    }),
+  );
+  const bodies = putBodies(opts.valueBytes);
+  return {
+    name: 'mixed',
+    description:
+      `${MIXED.orgs} orgs × ${MIXED.agentsPerOrg} agents with read+write grants, ${MIXED.paths} secrets ` +
+      `(${opts.valueBytes} B) per org; 1 request in ${MIXED.writeEvery} a new version, the rest reads`,
+    request: (i) => {
+      const p = mixedPick(i, MIXED);
+      const org = orgs[p.org]!;
+      const path = org.paths[p.path]!;
+      return p.write
+        ? { method: 'PUT', path, headers: org.writes[p.agent]!, body: bodies[i % bodies.length]! }
+        : { method: 'GET', path, headers: org.reads[p.agent]! };
+    },
+  };
+}
+
+/** Every scenario by name, in the order a default run measures them. */
+export const SCENARIOS: Record<string, (baseUrl: string, opts: ScenarioOptions) => Promise<Scenario>> = {
+  'agent-read': agentRead,
+  'user-write': userWrite,
+  'agent-token': agentTokenExchange,
+  mixed,
+};

@@ -1,0 +1,99 @@
+import { type ScenarioResult, cpuTable, table, targetLines } from './report';
+import { TARGETS, evaluateTargets } from './targets';
+
+const scenario = (rps: number, us: Record<string, number> | undefined): ScenarioResult => ({
+  description: '',
+  concurrency: 64,
+  seconds: 20,
+  requests: rps * 20,
+  ok: rps * 20,
+  rps,
+  statuses: { '200': rps * 20 },
+  latency_ms: { count: rps * 20, mean: 1, p50: 1, p90: 2, p99: 3, max: 4 },
+  per_pg_point_select: 0.1,
+  cpu: us && {
+    machine_busy_fraction: 1,
+    machine_busy_cores: 2,
+    processes_cores: {},
+    other_cores: 0,
+    us_per_request: us,
+  },
+});
+
+describe('table', () => {
+  it('pads the first column to the left and the others to the right', () => {
+    expect(
+      table([
+        ['a', 'bb'],
+        ['ccc', 'd'],
+      ]),
+    ).toEqual(['a    bb', 'ccc   d']);
+    expect(
+      table(
+        [
+          ['x', 'y', 'z'],
+          ['long', 'w'],
+        ],
+        2,
+      ),
+    ).toEqual(['x     y  z', 'long  w']);
+  });
+});
+
+describe('cpuTable', () => {
+  it('has a column per measured scenario and the busiest processes first, totals last', () => {
+    const lines = cpuTable({
+      'agent-read': scenario(1000, {
+        gateway: 300,
+        policy: 100,
+        other: 5,
+        mesh_total: 400,
+        machine_total: 420,
+      }),
+      'user-write': scenario(500, {
+        gateway: 200,
+        policy: 900,
+        other: 0,
+        mesh_total: 1100,
+        machine_total: 1100,
+      }),
+      mixed: { error: 'set-up failed' },
+    });
+    expect(lines.map((l) => l.split(/\s+/)[0])).toEqual([
+      'CPU',
+      'policy',
+      'gateway',
+      'other',
+      'mesh_total',
+      'machine_total',
+    ]);
+    expect(lines[0]).toContain('agent-read');
+    expect(lines[0]).not.toContain('mixed');
+    expect(lines[1]!.split(/\s+/)).toEqual(['policy', '100', '900']);
+    expect(lines[5]!.split(/\s+/)).toEqual(['machine_total', '420', '1,100']);
+  });
+
+  it('is empty when no scenario has CPU figures', () => {
+    expect(cpuTable({ 'agent-read': scenario(1000, undefined) })).toEqual([]);
+  });
+});
+
+describe('targetLines', () => {
+  it('says what each target asks, what the run did and whether it is met', () => {
+    const lines = targetLines(
+      evaluateTargets(
+        { 'agent-read': { rps: 2000, requests: 40000, ok: 40000, latency_ms: { p99: 60 } } },
+        10000,
+      ),
+    );
+    expect(lines).toHaveLength(1 + Object.keys(TARGETS).length);
+    const read = lines.find((l) => l.startsWith('agent-read '))!;
+    expect(read).toContain('≥ 0.15 × pg (1,500/s), p99 ≤ 100 ms, 0 failed');
+    expect(read).toContain('0.2 × pg, p99 60 ms, 0 failed');
+    expect(read.trimEnd().endsWith('met')).toBe(true);
+    expect(lines.find((l) => l.startsWith('agent-read headed to'))).toContain(
+      'NOT met (rate < 0.26 × pg; p99 ≥ 50 ms)',
+    );
+    expect(lines.find((l) => l.startsWith('user-write'))).toContain('not run');
+  });
+});

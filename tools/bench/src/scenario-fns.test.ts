@@ -1,0 +1,50 @@
+import { mixedPick } from './scenario-fns';
+
+describe('mixedPick', () => {
+  const shape = { orgs: 4, agentsPerOrg: 3, paths: 64, writeEvery: 10 };
+  const cycle = shape.orgs * shape.agentsPerOrg * shape.paths * shape.writeEvery;
+
+  it('makes exactly one request in ten a write, the last of each block of ten', () => {
+    const picks = Array.from({ length: 100 }, (_, i) => mixedPick(i, shape));
+    expect(picks.filter((p) => p.write)).toHaveLength(10);
+    expect(picks.map((p, i) => (p.write ? i : -1)).filter((i) => i >= 0)).toEqual([
+      9, 19, 29, 39, 49, 59, 69, 79, 89, 99,
+    ]);
+  });
+
+  it('reads each (org, agent, path) nine times and writes it once over one cycle', () => {
+    const counts = new Map<string, { reads: number; writes: number }>();
+    for (let i = 0; i < cycle; i++) {
+      const p = mixedPick(i, shape);
+      const key = `${p.org}/${p.agent}/${p.path}`;
+      const c = counts.get(key) ?? { reads: 0, writes: 0 };
+      if (p.write) c.writes++;
+      else c.reads++;
+      counts.set(key, c);
+    }
+    expect(counts.size).toBe(4 * 3 * 64);
+    for (const c of counts.values()) expect(c).toEqual({ reads: 9, writes: 1 });
+  });
+
+  it('spreads writes over every org, not only those of one parity', () => {
+    const writesPerOrg = [0, 0, 0, 0];
+    for (let i = 0; i < 400; i++) {
+      const p = mixedPick(i, shape);
+      if (p.write) writesPerOrg[p.org]!++;
+    }
+    expect(writesPerOrg).toEqual([10, 10, 10, 10]);
+  });
+
+  it('stays within the shape and repeats after one cycle', () => {
+    for (const i of [0, 1, 767, 7679, 123_456]) {
+      const p = mixedPick(i, shape);
+      expect(p.org).toBeLessThan(4);
+      expect(p.agent).toBeLessThan(3);
+      expect(p.path).toBeLessThan(64);
+      expect(mixedPick(i + cycle, shape)).toEqual(p);
+    }
+    expect(mixedPick(10, shape)).toEqual({ org: 1, agent: 0, path: 0, write: false });
+    expect(mixedPick(40, shape)).toEqual({ org: 0, agent: 1, path: 0, write: false });
+    expect(mixedPick(120, shape)).toEqual({ org: 0, agent: 0, path: 1, write: false });
+  });
+});

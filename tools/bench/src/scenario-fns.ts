@@ -1,0 +1,35 @@
+/** What the i-th request of the `mixed` scenario does. */
+export interface MixedPick {
+  org: number;
+  agent: number;
+  path: number;
+  write: boolean;
+}
+
+/** The shape of the `mixed` scenario: how many of each, and one write in `writeEvery` requests. */
+export interface MixedShape {
+  orgs: number;
+  agentsPerOrg: number;
+  paths: number;
+  writeEvery: number;
+}
+
+/**
+ * The i-th request of `mixed`: request i is a write when i mod `writeEvery` is the last of its block,
+ * a read otherwise; the block j = ⌊i / writeEvery⌋ picks the org (j mod orgs), then the org's agent
+ * (⌊j / orgs⌋ mod agentsPerOrg), then the path (⌊j / (orgs × agentsPerOrg)⌋ mod paths). Writes are
+ * thus exactly one in `writeEvery`, evenly spread in time, and over orgs × agents × paths × writeEvery
+ * requests every (org, agent, path) is read writeEvery − 1 times and written once. Picking the
+ * org from i itself would tie the operation to the org (with 10 and 4, every write would land on
+ * the odd orgs).
+ */
+export function mixedPick(i: number, shape: MixedShape): MixedPick {
+  const { orgs, agentsPerOrg, paths, writeEvery } = shape;
+  const j = Math.floor(i / writeEvery);
+  return {
+    org: j % orgs,
+    agent: Math.floor(j / orgs) % agentsPerOrg,
+    path: Math.floor(j / (orgs * agentsPerOrg)) % paths,
+    write: i % writeEvery === writeEvery - 1,
+  };
+}
