@@ -1,4 +1,4 @@
-import { describeError, extractTraceContext, type Logger, withSpan } from '@custos/service-kit';
+import { describeError, extractTraceContext, isUuid, type Logger, withSpan } from '@custos/service-kit';
 import { SpanKind } from '@opentelemetry/api';
 import {
   AckPolicy,
@@ -8,7 +8,10 @@ import {
   type JsMsg,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/nats-core';
+import { trace, type Link } from '@opentelemetry/api';
 import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
+import { getTableConfig } from 'drizzle-orm/pg-core';
+import type pg from 'pg';
 import { type EventEnvelope, eventOfSubject } from './catalogue.js';
 import type { NatsLink } from './nats.js';
 import type { InboxTable } from './tables.js';
@@ -28,8 +31,22 @@ export interface EventDelivery {
   producer: string | null;
 }
 
-/** Options of an idempotent JetStream consumer. */
-export interface ConsumerOptions {
+/** The transaction a batch handler runs in: a raw `pg` client inside BEGIN (prepared statements welcome). */
+export type BatchTx = pg.PoolClient;
+
+/** One event of a batch, with how it arrived, in delivery order. */
+export interface ConsumedEvent {
+  event: EventEnvelope;
+  delivery: EventDelivery;
+}
+
+/**
+ * Applies a batch of events (the fresh ones only: already-applied ids are left out) inside the
+ * transaction that records them as processed. Throwing rolls the whole batch back.
+ */
+export type BatchHandler = (events: ConsumedEvent[], client: BatchTx) => Promise<void>;
+
+interface CommonConsumerOptions {
   link: NatsLink;
   stream: string;
   /** Durable consumer name; also the inbox key, so it must be stable across restarts. */
@@ -39,8 +56,6 @@ export interface ConsumerOptions {
   db: Db;
   inbox: InboxTable;
   logger: Logger;
-  /** Applies one event; runs inside the transaction that records it as processed. */
-  handler: (event: EventEnvelope, tx: HandlerTx, delivery: EventDelivery) => Promise<void>;
   /**
    * Events the handler wants; others are acknowledged without touching the database. For a
    * consumer whose subject filter is wider than what it handles (NATS 2.9 takes one filter).
@@ -57,9 +72,42 @@ export interface ConsumerOptions {
   startAfter?: string;
 }
 
+/** Options of an idempotent JetStream consumer that applies one event per transaction. */
+export interface SingleConsumerOptions extends CommonConsumerOptions {
+  /** Applies one event; runs inside the transaction that records it as processed. */
+  handler: (event: EventEnvelope, tx: HandlerTx, delivery: EventDelivery) => Promise<void>;
+  batchHandler?: never;
+}
+
+/**
+ * Options of a consumer that applies the events at hand together: up to `maxBatch` that have
+ * arrived, in one transaction. A failed batch is retried one event per transaction, so a
+ * poison event is redelivered alone and does not hold the others back.
+ */
+export interface BatchConsumerOptions extends CommonConsumerOptions {
+  batchHandler: BatchHandler;
+  /** The pool batches run on (as raw `pg`, with prepared statements). */
+  pool: pg.Pool;
+  /** Events in one batch at most. Default 256. */
+  maxBatch?: number;
+  handler?: never;
+}
+
+/** Options of an idempotent JetStream consumer. */
+export type ConsumerOptions = SingleConsumerOptions | BatchConsumerOptions;
+
+/** An event that passed the envelope checks, with its message. */
+interface Checked extends ConsumedEvent {
+  m: JsMsg;
+}
+
 /**
  * Runs `handler` once per event: the event id is inserted into the inbox in the handler's
- * transaction, so a redelivered or republished event finds its id and is only acknowledged.
+ * transaction, so a redelivered or republished event finds its id and is only acknowledged. With
+ * `batchHandler` instead, the events at hand (up to `maxBatch`, without waiting for more) are
+ * applied in one transaction: their ids go into the inbox in one statement and only the fresh ones
+ * reach the handler, in delivery order; all are acknowledged after the commit. A batch that fails is
+ * applied again one event per transaction, so only the failing event is redelivered.
  *
  * An event is believed only as far as NATS permissions vouch for it: its type must be the one its
  * subject names (only the owning service may publish on that subject), and its id must be its
@@ -70,15 +118,31 @@ export class IdempotentConsumer {
   private messages: ConsumerMessages | undefined;
   private stopped = false;
   private loop: Promise<void> | undefined;
+  private readonly maxBatch: number;
+  private readonly inboxInsert: { name: string; text: string } | undefined;
 
-  constructor(private readonly opts: ConsumerOptions) {}
+  constructor(private readonly opts: ConsumerOptions) {
+    this.maxBatch = opts.batchHandler ? (opts.maxBatch ?? 256) : 1;
+    if (opts.batchHandler) {
+      const t = getTableConfig(opts.inbox);
+      const quote = (n: string) => `"${n.replace(/"/g, '""')}"`;
+      const table = t.schema ? `${quote(t.schema)}.${quote(t.name)}` : quote(t.name);
+      this.inboxInsert = {
+        // Prepared once per connection; the text depends only on the table.
+        name: `custos_inbox_batch_${t.schema ?? ''}_${t.name}`,
+        text:
+          `INSERT INTO ${table} (consumer, event_id) SELECT $1, unnest($2::uuid[]) ` +
+          'ON CONFLICT DO NOTHING RETURNING event_id',
+      };
+    }
+  }
 
   /** Starts consuming (waits in the background for NATS when it is down). */
   start(): void {
     this.loop ??= this.run();
   }
 
-  /** Stops fetching; the message in hand is finished first. */
+  /** Stops fetching; the messages in hand are finished first. */
   async stop(): Promise<void> {
     this.stopped = true;
     await this.messages?.close().catch(() => undefined);
@@ -95,10 +159,14 @@ export class IdempotentConsumer {
         }
         await this.ensureDurable(nats.jsm);
         const consumer = await nats.js.consumers.get(this.opts.stream, this.opts.durable);
-        this.messages = await consumer.consume({ max_messages: 64 });
+        this.messages = await consumer.consume({ max_messages: Math.max(64, this.maxBatch) });
         if (this.stopped) await this.messages.close();
-        for await (const m of this.messages) {
-          await this.handle(m);
+        if (this.opts.batchHandler) {
+          await this.consumeBatches(this.messages);
+        } else {
+          for await (const m of this.messages) {
+            await this.handle(m);
+          }
         }
       } catch (err) {
         if (!this.stopped) {
@@ -153,16 +221,63 @@ export class IdempotentConsumer {
       );
   }
 
-  private async handle(m: JsMsg): Promise<void> {
+  /**
+   * Takes messages as they arrive into a buffer while the previous batch is being applied, and
+   * applies what is there (up to maxBatch) as soon as the previous one is done: no added wait when
+   * one message is there, bigger batches when messages come faster than a commit. The reader stops
+   * pulling while a full batch waits, so unacknowledged messages stay bounded.
+   */
+  private async consumeBatches(messages: ConsumerMessages): Promise<void> {
+    const buffer: JsMsg[] = [];
+    let done = false;
+    let wakeWorker: (() => void) | undefined;
+    let wakeReader: (() => void) | undefined;
+    const reader = (async () => {
+      try {
+        for await (const m of messages) {
+          buffer.push(m);
+          wakeWorker?.();
+          if (buffer.length >= this.maxBatch) await new Promise<void>((r) => (wakeReader = r));
+        }
+      } finally {
+        done = true;
+        wakeWorker?.();
+      }
+    })();
+    for (;;) {
+      if (buffer.length === 0) {
+        if (done) break;
+        await new Promise<void>((r) => (wakeWorker = r));
+        wakeWorker = undefined;
+        continue;
+      }
+      // Let the messages NATS has already handed over reach the buffer before taking a batch.
+      await new Promise((r) => setImmediate(r));
+      const batch = buffer.splice(0, this.maxBatch);
+      wakeReader?.();
+      wakeReader = undefined;
+      await this.handleBatch(batch);
+    }
+    await reader;
+  }
+
+  /**
+   * The checks every event passes before it is applied: a malformed envelope, a type that is not
+   * the one its subject names, or an id that is not its message id is terminated (never
+   * redelivered); an event the consumer does not accept is acknowledged. Returns the others.
+   */
+  private check(m: JsMsg): Checked | undefined {
     let event: EventEnvelope;
     try {
       event = m.json<EventEnvelope>();
       if (typeof event.id !== 'string' || typeof event.type !== 'string')
         throw new Error('not an event envelope');
+      // The inbox keys events by uuid; an id that is not one could never be recorded as applied.
+      if (!isUuid(event.id)) throw new Error('event id is not a uuid');
     } catch (err) {
       this.opts.logger.error({ err: describeError(err), subject: m.subject }, 'dropping malformed event');
       m.term();
-      return;
+      return undefined;
     }
     const where = eventOfSubject(this.opts.link.subjectPrefix, m.subject);
     if (!where || where.name !== event.type) {
@@ -171,7 +286,7 @@ export class IdempotentConsumer {
         'dropping an event whose type is not the one its subject names',
       );
       m.term();
-      return;
+      return undefined;
     }
     if (m.headers?.get('Nats-Msg-Id') !== event.id) {
       this.opts.logger.error(
@@ -179,13 +294,20 @@ export class IdempotentConsumer {
         'dropping an event whose id is not its message id',
       );
       m.term();
-      return;
+      return undefined;
     }
-    const delivery: EventDelivery = { subject: m.subject, producer: where.producer };
     if (this.opts.accept && !this.opts.accept(event)) {
       m.ack();
-      return;
+      return undefined;
     }
+    return { m, event, delivery: { subject: m.subject, producer: where.producer } };
+  }
+
+  private async handle(m: JsMsg): Promise<void> {
+    const c = this.check(m);
+    if (!c) return;
+    const { event, delivery } = c;
+    const handler = this.opts.handler!;
     const parent = extractTraceContext({ traceparent: m.headers?.get('traceparent') || undefined });
     try {
       await withSpan(
@@ -198,7 +320,7 @@ export class IdempotentConsumer {
               .values({ consumer: this.opts.durable, eventId: event.id })
               .onConflictDoNothing()
               .returning({ id: this.opts.inbox.eventId });
-            if (fresh.length > 0) await this.opts.handler(event, tx, delivery);
+            if (fresh.length > 0) await handler(event, tx, delivery);
           }),
       );
       m.ack();
@@ -209,5 +331,91 @@ export class IdempotentConsumer {
       );
       m.nak(this.opts.retryDelayMs ?? 1000);
     }
+  }
+
+  private async handleBatch(batch: JsMsg[]): Promise<void> {
+    const checked: Checked[] = [];
+    for (const m of batch) {
+      const c = this.check(m);
+      if (c) checked.push(c);
+    }
+    if (checked.length === 0) return;
+    try {
+      await this.applyBatch(checked);
+      for (const c of checked) c.m.ack();
+      return;
+    } catch (err) {
+      if (checked.length === 1) {
+        this.nakFailed(checked[0]!, err);
+        return;
+      }
+      this.opts.logger.warn(
+        { err: describeError(err), consumer: this.opts.durable, events: checked.length },
+        'event batch failed; applying its events one at a time',
+      );
+    }
+    // One per transaction, in delivery order: only the event that fails again is redelivered.
+    for (const c of checked) {
+      try {
+        await this.applyBatch([c]);
+        c.m.ack();
+      } catch (err) {
+        this.nakFailed(c, err);
+      }
+    }
+  }
+
+  private nakFailed(c: Checked, err: unknown): void {
+    this.opts.logger.warn(
+      { err: describeError(err), event_id: c.event.id, type: c.event.type },
+      'event handler failed; will redeliver',
+    );
+    c.m.nak(this.opts.retryDelayMs ?? 1000);
+  }
+
+  /** Records the events' ids in the inbox and applies the fresh ones, in one transaction. */
+  private async applyBatch(items: Checked[]): Promise<void> {
+    const opts = this.opts as BatchConsumerOptions;
+    const links: Link[] = [];
+    for (const c of items) {
+      const traceparent = c.m.headers?.get('traceparent');
+      const ctx = traceparent ? trace.getSpanContext(extractTraceContext({ traceparent })) : undefined;
+      if (ctx) links.push({ context: ctx });
+    }
+    await withSpan(
+      items.length === 1 ? `consume ${items[0]!.event.type}` : `consume ${items.length} events`,
+      {
+        kind: SpanKind.CONSUMER,
+        links,
+        attributes: { 'messaging.system': 'nats', 'messaging.batch.message_count': items.length },
+      },
+      async () => {
+        const client = await opts.pool.connect();
+        let broken = false;
+        try {
+          await client.query('BEGIN');
+          const { rows } = await client.query<{ event_id: string }>({
+            ...this.inboxInsert!,
+            values: [this.opts.durable, items.map((c) => c.event.id)],
+          });
+          // Postgres returns ids in lower case; an id twice in the batch is applied once.
+          const fresh = new Set(rows.map((r) => r.event_id));
+          const apply = items.filter((c) => fresh.delete(c.event.id.toLowerCase()));
+          if (apply.length > 0)
+            await opts.batchHandler(
+              apply.map(({ event, delivery }) => ({ event, delivery })),
+              client,
+            );
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => {
+            broken = true;
+          });
+          throw err;
+        } finally {
+          client.release(broken);
+        }
+      },
+    );
   }
 }

@@ -1,0 +1,200 @@
+import { randomUUID } from 'node:crypto';
+import { createLogger } from '@custos/service-kit';
+import {
+  createTestDatabase,
+  testNatsServer,
+  waitFor,
+  type TestNatsServer,
+} from '@custos/service-kit/testing';
+import { drizzle } from 'drizzle-orm/node-postgres';
+import pg from 'pg';
+import { IdempotentConsumer, NatsLink, type ConsumedEvent } from '../src';
+import { DDL, SCHEMA, inbox } from './fixtures/schema';
+
+// IdempotentConsumer with a batch handler, against real JetStream and Postgres: what the handler
+// gets, what is checked before, and what happens when a batch fails.
+const logLines: Array<Record<string, unknown>> = [];
+const logger = createLogger({
+  service: 'consumer-batch-test',
+  level: 'warn',
+  destination: { write: (line: string) => void logLines.push(JSON.parse(line)) },
+});
+
+describe('IdempotentConsumer with a batch handler', () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let pool: pg.Pool;
+  let nats: TestNatsServer;
+  let link: NatsLink;
+  const stream = `BAT_${randomUUID().slice(0, 8)}`;
+  const prefix = `batch.${stream.toLowerCase()}`;
+  const stoppers: Array<() => Promise<void>> = [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase('custos_events_batch');
+    pool = new pg.Pool({ connectionString: database.url, max: 4 });
+    pool.on('error', () => undefined);
+    await pool.query(DDL);
+    await pool.query(`CREATE TABLE ${SCHEMA}.applied (n serial PRIMARY KEY, event_id uuid NOT NULL)`);
+    nats = await testNatsServer();
+    await nats.start();
+    link = new NatsLink([nats.url], { stream, subjectPrefix: prefix }, logger, 'batch-test');
+    link.start();
+    await waitFor(async () => (await link.ready()) !== undefined, 20000);
+  });
+
+  beforeEach(() => {
+    logLines.length = 0;
+  });
+
+  afterEach(async () => {
+    for (const stop of stoppers.splice(0).reverse()) await stop();
+  });
+
+  afterAll(async () => {
+    await link?.close();
+    await nats?.stop();
+    await pool?.end();
+    await database?.drop();
+  });
+
+  /** A consumer of `policy.*` events of one org that records what it applies in `applied`. */
+  function consumer(durable: string, orgId: string, fail?: (e: ConsumedEvent) => boolean) {
+    const batches: ConsumedEvent[][] = [];
+    const c = new IdempotentConsumer({
+      link,
+      stream,
+      durable,
+      filterSubject: `${prefix}.policy.>`,
+      db: drizzle(pool),
+      pool,
+      inbox,
+      logger,
+      retryDelayMs: 200,
+      accept: (e) => e.org_id === orgId,
+      batchHandler: async (events, client) => {
+        batches.push(events);
+        for (const e of events) {
+          if (fail?.(e)) throw new Error(`handler refused ${e.event.id}`);
+          await client.query(`INSERT INTO ${SCHEMA}.applied (event_id) VALUES ($1)`, [e.event.id]);
+        }
+      },
+    });
+    c.start();
+    stoppers.push(() => c.stop());
+    return { batches, c };
+  }
+
+  async function publish(
+    orgId: string,
+    n: number,
+    over: (
+      i: number,
+      id: string,
+    ) => { subject?: string; type?: string; msgID?: string; body?: string } = () => ({}),
+  ): Promise<string[]> {
+    const { js } = (await link.ready())!;
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const id = randomUUID();
+      const o = over(i, id);
+      const envelope = {
+        id,
+        type: o.type ?? 'policy.updated',
+        created_at: new Date().toISOString(),
+        org_id: orgId,
+        data: { i },
+      };
+      await js.publish(o.subject ?? `${prefix}.policy.updated`, o.body ?? JSON.stringify(envelope), {
+        msgID: o.msgID ?? id,
+      });
+      ids.push(id);
+    }
+    return ids;
+  }
+
+  const applied = async (ids: string[]) =>
+    (
+      await pool.query<{ event_id: string }>(
+        `SELECT event_id FROM ${SCHEMA}.applied WHERE event_id = ANY($1::uuid[]) ORDER BY n`,
+        [ids],
+      )
+    ).rows.map((r) => r.event_id);
+  const inInbox = async (durable: string, ids: string[]) =>
+    (
+      await pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM ${SCHEMA}.inbox WHERE consumer = $1 AND event_id = ANY($2::uuid[])`,
+        [durable, ids],
+      )
+    ).rows[0]!.n;
+
+  it('hands the events at hand over together, in delivery order, and each event once', async () => {
+    const orgId = randomUUID();
+    const ids = await publish(orgId, 120);
+    const { batches } = consumer('together', orgId);
+    await waitFor(async () => (await inInbox('together', ids)) === ids.length, 30000);
+    expect(await applied(ids)).toEqual(ids);
+    expect(batches.flat().map((e) => e.event.id)).toEqual(ids);
+    expect(Math.max(...batches.map((b) => b.length))).toBeGreaterThan(1);
+    expect(batches[0]![0]!.delivery).toEqual({ subject: `${prefix}.policy.updated`, producer: null });
+
+    // Delivered again under the same durable (it lost its place): nothing reaches the handler.
+    await stoppers.splice(0).reverse()[0]!();
+    const { jsm } = (await link.ready())!;
+    await jsm.consumers.delete(stream, 'together');
+    const [marker] = await publish(orgId, 1);
+    const again = consumer('together', orgId);
+    await waitFor(async () => (await inInbox('together', [marker!])) === 1, 30000);
+    expect(again.batches.flat().map((e) => e.event.id)).toEqual([marker]);
+    expect(await applied(ids)).toEqual(ids);
+  });
+
+  it('drops, in a batch too, a malformed event, a type its subject does not name and an id that is not its message id', async () => {
+    const orgId = randomUUID();
+    const ids = await publish(orgId, 5, (i, id) =>
+      i === 1
+        ? { subject: `${prefix}.policy.created` } // type policy.updated on the policy.created subject
+        : i === 2
+          ? { msgID: randomUUID() }
+          : i === 3
+            ? {
+                body: JSON.stringify({ id: 'not-a-uuid', type: 'policy.updated', org_id: orgId }),
+                msgID: 'not-a-uuid',
+              }
+            : { msgID: id },
+    );
+    const { batches } = consumer('checked', orgId);
+    await waitFor(async () => (await inInbox('checked', [ids[0]!, ids[4]!])) === 2, 30000);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(batches.flat().map((e) => e.event.id)).toEqual([ids[0], ids[4]]);
+    expect(await inInbox('checked', ids)).toBe(2);
+    expect(logLines.map((l) => l.msg)).toEqual(
+      expect.arrayContaining([
+        'dropping an event whose type is not the one its subject names',
+        'dropping an event whose id is not its message id',
+        'dropping malformed event',
+      ]),
+    );
+  });
+
+  it('applies the rest of a failed batch one event at a time and redelivers only the failing one', async () => {
+    const orgId = randomUUID();
+    let poisonId = '';
+    const ids = await publish(orgId, 40, (i, id) => {
+      if (i === 17) poisonId = id;
+      return {};
+    });
+    const good = ids.filter((id) => id !== poisonId);
+    const { batches } = consumer('poisoned', orgId, (e) => e.event.id === poisonId);
+    await waitFor(async () => (await inInbox('poisoned', good)) === good.length, 30000);
+    await waitFor(
+      async () => batches.filter((b) => b.length === 1 && b[0]!.event.id === poisonId).length >= 3 && true,
+      30000,
+    );
+    // The good events once each (the failed batch rolled back), in delivery order; never the poison.
+    expect(await applied(ids)).toEqual(good);
+    expect(await inInbox('poisoned', [poisonId])).toBe(0);
+    expect(logLines.some((l) => l.msg === 'event batch failed; applying its events one at a time')).toBe(
+      true,
+    );
+  });
+});
