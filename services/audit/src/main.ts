@@ -6,7 +6,7 @@ import { AuditService } from './chain/audit-service.js';
 import { AuditStore } from './chain/audit-store.js';
 import { configShape } from './config.js';
 import { SCHEMA, inbox } from './db/schema.js';
-import { AUDIT_RECORDED_DURABLE, auditRecordedConsumer } from './events/audit-recorded-consumer.js';
+import { AUDIT_RECORDED_DURABLE, auditRecordedBatchConsumer } from './events/audit-recorded-consumer.js';
 import { auditAccess, auditGrpc } from './grpc/audit-grpc.js';
 
 // Composition root of audit: the chain, the consumer of `audit.recorded`, then the gRPC adapter.
@@ -14,7 +14,7 @@ runDataService({
   name: 'audit',
   schema: SCHEMA,
   configShape,
-  async start(rt, { db, events }) {
+  async start(rt, { pool, db, events }) {
     const c = rt.config;
     const keys = await connectServiceIdentityKeys(rt);
     const audit = new AuditService(new AuditStore(db, c.AUDIT_HMAC_KEY), c.AUDIT_HMAC_KEY, rt.logger);
@@ -24,9 +24,11 @@ runDataService({
       durable: AUDIT_RECORDED_DURABLE,
       filterSubject: auditRecordedFilter(events.subjectPrefix),
       db,
+      pool,
       inbox,
       logger: rt.logger,
-      handler: auditRecordedConsumer({
+      // The records at hand are chained together: one transaction per batch, not per record.
+      batchHandler: auditRecordedBatchConsumer({
         audit,
         logger: rt.logger,
         refused: new Counter({

@@ -23,7 +23,7 @@ import { Counter, Registry } from 'prom-client';
 import { AuditService } from '../src/chain/audit-service';
 import { AuditStore } from '../src/chain/audit-store';
 import { SCHEMA, auditEvents, inbox } from '../src/db/schema';
-import { AUDIT_RECORDED_DURABLE, auditRecordedConsumer } from '../src/events/audit-recorded-consumer';
+import { AUDIT_RECORDED_DURABLE, auditRecordedBatchConsumer } from '../src/events/audit-recorded-consumer';
 import { eq } from 'drizzle-orm';
 
 const logger = createLogger({ service: 'audit-producers-test', level: 'silent' });
@@ -97,9 +97,11 @@ describe('audit records checked against their producer (real NATS and Postgres)'
       durable: AUDIT_RECORDED_DURABLE,
       filterSubject: auditRecordedFilter(prefix),
       db,
+      pool,
       inbox,
       logger,
-      handler: auditRecordedConsumer({ audit: service, logger, refused }),
+      // As the service runs it: the records at hand chained in one transaction.
+      batchHandler: auditRecordedBatchConsumer({ audit: service, logger, refused }),
     });
     consumer.start();
   });

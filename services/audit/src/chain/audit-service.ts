@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Principal, requireHumanAdmin } from '@custos/auth';
-import { type AuditRecordData, auditOf, auditRecordData } from '@custos/events';
+import { type AuditRecordData, type BatchTx, auditOf, auditRecordData } from '@custos/events';
 import { InvalidArgumentError, type Logger, type Transaction } from '@custos/service-kit';
 import { ACTION_NAME, ChainVerifier, foldContext } from './chain-fns.js';
 import type { AuditRow, AuditStore, NewRecord } from './audit-store.js';
@@ -64,6 +64,19 @@ export class AuditService {
   async chain(tx: Transaction, record: NewRecord): Promise<void> {
     const row = await this.store.append(tx, record);
     this.logger.debug({ org_id: row.orgId, seq: row.seq, action: row.action }, 'audit record chained');
+  }
+
+  /**
+   * Chains records services sent, in the order given within each org (inside the consumer's
+   * inbox transaction of the batch).
+   */
+  async chainBatch(client: BatchTx, records: readonly NewRecord[]): Promise<void> {
+    const chained = await this.store.appendBatch(client, records);
+    if (chained.length > 0 && this.logger.isLevelEnabled('debug'))
+      this.logger.debug(
+        { records: chained.map((r) => ({ org_id: r.orgId, seq: r.seq, action: r.action })) },
+        'audit records chained',
+      );
   }
 
   /** The caller's org's records, newest first; owners and admins only. */

@@ -1,5 +1,6 @@
 import {
   type AuditRecordData,
+  type BatchHandler,
   type EventDelivery,
   type EventEnvelope,
   type HandlerTx,
@@ -52,36 +53,72 @@ export interface RefusedRecords {
   inc(labels: { producer: string }): void;
 }
 
-/**
- * The handler of `audit.recorded`: decode the record and chain it in the inbox transaction, with
- * the producer its subject names. A record whose producer may not record its action (only
- * vault-crypto records `secret.read`; see audit-producers.ts) is refused: not chained, logged and
- * counted, and acknowledged (its inbox row is written) so it is not delivered again.
- */
-export function auditRecordedConsumer(deps: {
-  audit: Pick<AuditService, 'chain'>;
+/** What the handlers of `audit.recorded` use. */
+interface AuditRecordedDeps {
+  audit: Pick<AuditService, 'chain' | 'chainBatch'>;
   logger: Logger;
   refused: RefusedRecords;
-}): (event: EventEnvelope, tx: HandlerTx, delivery: EventDelivery) => Promise<void> {
+}
+
+/**
+ * The record an event carries if its producer may record its action, else undefined (refused:
+ * logged and counted; its inbox row is written, so it is not delivered again). Checked before
+ * decoding: a producer's malformed record throws and is retried (its bug, logged each time), but
+ * another service's record it may not send is refused once, whatever its shape.
+ */
+function acceptedRecord(
+  deps: AuditRecordedDeps,
+  event: EventEnvelope,
+  delivery: EventDelivery,
+): NewRecord | undefined {
+  const action = (event.data as { action?: unknown }).action;
+  const producer = delivery.producer;
+  if (!producer || typeof action !== 'string' || !mayRecord(producer, action)) {
+    // Bounded label: an unknown producer token (NATS without permissions) counts as `unknown`.
+    deps.refused.inc({ producer: producer && isNatsService(producer) ? producer : 'unknown' });
+    deps.logger.warn(
+      {
+        producer,
+        action: typeof action === 'string' ? action.slice(0, 100) : null,
+        org_id: event.org_id,
+        event_id: event.id,
+      },
+      'audit record refused: its producer may not record this action',
+    );
+    return undefined;
+  }
+  return recordFromEvent(event, producer);
+}
+
+/**
+ * The handler of `audit.recorded`, one event per transaction: decode the record and chain it in
+ * the inbox transaction, with the producer its subject names. A record whose producer may not
+ * record its action (only vault-crypto records `secret.read`; see audit-producers.ts) is refused:
+ * not chained, logged and counted, and acknowledged (its inbox row is written) so it is not
+ * delivered again.
+ */
+export function auditRecordedConsumer(
+  deps: AuditRecordedDeps,
+): (event: EventEnvelope, tx: HandlerTx, delivery: EventDelivery) => Promise<void> {
   return async (event, tx, delivery) => {
-    // Checked before decoding: a producer's malformed record is retried (its bug, logged each
-    // time), but another service's record it may not send is refused once, whatever its shape.
-    const action = (event.data as { action?: unknown }).action;
-    const producer = delivery.producer;
-    if (!producer || typeof action !== 'string' || !mayRecord(producer, action)) {
-      // Bounded label: an unknown producer token (NATS without permissions) counts as `unknown`.
-      deps.refused.inc({ producer: producer && isNatsService(producer) ? producer : 'unknown' });
-      deps.logger.warn(
-        {
-          producer,
-          action: typeof action === 'string' ? action.slice(0, 100) : null,
-          org_id: event.org_id,
-          event_id: event.id,
-        },
-        'audit record refused: its producer may not record this action',
-      );
-      return;
+    const record = acceptedRecord(deps, event, delivery);
+    if (record) await deps.audit.chain(tx, record);
+  };
+}
+
+/**
+ * The batch handler of `audit.recorded` (what the service runs): the same checks per record as
+ * `auditRecordedConsumer`, then the accepted records are chained together in the batch's inbox
+ * transaction, each org's in delivery order. A malformed record fails the batch; the consumer
+ * then applies its events one at a time, so only that record is retried.
+ */
+export function auditRecordedBatchConsumer(deps: AuditRecordedDeps): BatchHandler {
+  return async (events, client) => {
+    const records: NewRecord[] = [];
+    for (const { event, delivery } of events) {
+      const record = acceptedRecord(deps, event, delivery);
+      if (record) records.push(record);
     }
-    await deps.audit.chain(tx, recordFromEvent(event, producer));
+    await deps.audit.chainBatch(client, records);
   };
 }
