@@ -1,0 +1,107 @@
+import { randomUUID } from 'node:crypto';
+import { createLogger } from '@custos/service-kit';
+import {
+  createTestDatabase,
+  testNatsServer,
+  waitFor,
+  type TestNatsServer,
+} from '@custos/service-kit/testing';
+import { drizzle } from 'drizzle-orm/node-postgres';
+import pg from 'pg';
+import { IdempotentConsumer, NatsLink, OutboxRelay, writeEvent, type EventEnvelope } from '../src';
+import { DDL, SCHEMA, inbox, outbox } from './fixtures/schema';
+
+const logger = createLogger({ service: 'relay-test', level: 'silent' });
+
+describe('OutboxRelay', () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let pool: pg.Pool;
+  let nats: TestNatsServer;
+  let link: NatsLink;
+  const stream = `REL_${randomUUID().slice(0, 8)}`;
+  const prefix = `rel.${stream.toLowerCase()}`;
+  const stoppers: Array<() => Promise<void>> = [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase('custos_events_relay');
+    pool = new pg.Pool({ connectionString: database.url, max: 4 });
+    pool.on('error', () => undefined);
+    await pool.query(DDL);
+    nats = await testNatsServer();
+    await nats.start();
+    link = new NatsLink([nats.url], { stream, subjectPrefix: prefix }, logger, 'relay-test');
+    link.start();
+    await waitFor(async () => (await link.ready()) !== undefined, 20000);
+  });
+
+  afterAll(async () => {
+    for (const stop of stoppers.splice(0).reverse()) await stop();
+    await link?.close();
+    await nats?.stop();
+    await pool?.end();
+    await database?.drop();
+  });
+
+  const unpublished = async () =>
+    (
+      await pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM ${SCHEMA}.outbox WHERE published_at IS NULL`,
+      )
+    ).rows[0]!.n;
+
+  it('publishes when nudged, without waiting for its poll, and every envelope as it was written', async () => {
+    // A poll far beyond the test's patience: only the nudge can make it publish in time.
+    const relay = new OutboxRelay({
+      pool,
+      schema: SCHEMA,
+      link,
+      subjectPrefix: prefix,
+      producer: 'relay-test',
+      logger,
+      pollMs: 10 * 60 * 1000,
+    });
+    relay.start();
+    stoppers.push(() => relay.stop());
+    await waitFor(async () => (await unpublished()) === 0, 20000);
+
+    const handled: EventEnvelope[] = [];
+    const consumer = new IdempotentConsumer({
+      link,
+      stream,
+      durable: 'relay-test',
+      filterSubject: `${prefix}.>`,
+      db: drizzle(pool),
+      inbox,
+      logger,
+      handler: async (event) => {
+        handled.push(event);
+      },
+    });
+    consumer.start();
+    stoppers.push(() => consumer.stop());
+
+    const data = [
+      { policy_id: 'p1', nested: { b: [1, 2.5, null, true], a: 'x' } },
+      { text: 'quotes " and \\ and é 🙂 and \n newline', empty: {}, list: [] },
+      { n: 0 },
+    ];
+    const ids: string[] = [];
+    for (const [i, d] of data.entries()) {
+      ids.push(
+        await drizzle(pool).transaction((tx) =>
+          writeEvent(tx, outbox, { name: 'policy.updated', orgId: i === 2 ? null : 'org-r', data: d }),
+        ),
+      );
+    }
+    relay.nudge();
+    await waitFor(async () => handled.length === data.length, 20000);
+    expect(await unpublished()).toBe(0);
+    expect(handled.map((e) => e.id)).toEqual(ids);
+    expect(handled.map((e) => e.data)).toEqual(data);
+    expect(handled.map((e) => e.org_id)).toEqual(['org-r', 'org-r', null]);
+    for (const e of handled) {
+      expect(e.type).toBe('policy.updated');
+      expect(new Date(e.created_at).toISOString()).toBe(e.created_at);
+    }
+  });
+});
