@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { freePort } from '@custos/service-kit/testing';
 import { UnavailableError } from '@custos/service-kit';
 import type { Principal } from '../src';
-import { redisRevocationCheck, revocationKey, subjectOf } from '../src';
+import { redisRevocationCheck, revocationKey, subjectOf, verifierRedisOptions } from '../src';
 
 function user(overrides: Partial<{ tokenId: string; sessionId: string; issuedAt: number }> = {}): Principal {
   return {
@@ -64,6 +64,41 @@ describe('redisRevocationCheck (against Redis)', () => {
       enableOfflineQueue: false,
       disconnectTimeout: 50,
     });
+    dead.on('error', () => undefined);
+    await expect(redisRevocationCheck(dead)(user(), KID)).rejects.toBeInstanceOf(UnavailableError);
+    dead.disconnect();
+  });
+});
+
+describe('redisRevocationCheck on a service’s auto-pipelined client (verifierRedisOptions)', () => {
+  const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const redis = new Redis(url, verifierRedisOptions(url));
+  const writer = new Redis(url, { lazyConnect: true });
+  const isRevoked = redisRevocationCheck(redis);
+  beforeAll(() => Promise.all([redis.connect(), writer.connect()]));
+  afterAll(() => Promise.all([redis.quit(), writer.quit()]));
+
+  it('answers each of many concurrent checks for its own token, sharing pipelines', async () => {
+    const principals = Array.from({ length: 30 }, () => user());
+    const revoked = new Set([3, 11, 29]);
+    for (const i of revoked) await writer.set(revocationKey('jti', principals[i]!.tokenId), '1', 'EX', 60);
+    const checks = principals.map((p) => isRevoked(p, KID));
+    // The MGETs wait in one auto-pipeline queue and leave in one write.
+    expect(redis.autoPipelineQueueSize).toBeGreaterThan(1);
+    expect(await Promise.all(checks)).toEqual(principals.map((_, i) => revoked.has(i)));
+  });
+
+  it('refuses a token on the first check after its revocation is stored', async () => {
+    const p = user();
+    expect(await isRevoked(p, KID)).toBe(false);
+    await writer.set(revocationKey('sid', (p as { sessionId: string }).sessionId), '1', 'EX', 60);
+    expect(await isRevoked(p, KID)).toBe(true);
+  });
+
+  it('fails closed with 503 when Redis cannot be asked', async () => {
+    const deadUrl = `redis://127.0.0.1:${await freePort()}`;
+    // The options as services use them: reconnecting, one retry per command, then the error.
+    const dead = new Redis(deadUrl, { ...verifierRedisOptions(deadUrl), disconnectTimeout: 50 });
     dead.on('error', () => undefined);
     await expect(redisRevocationCheck(dead)(user(), KID)).rejects.toBeInstanceOf(UnavailableError);
     dead.disconnect();

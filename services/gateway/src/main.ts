@@ -1,11 +1,12 @@
 import http from 'node:http';
 import { Redis } from 'ioredis';
 import { IdentityKeys, tokenTrustOf } from '@custos/auth';
-import { describeError, runService, redisTlsOptions } from '@custos/service-kit';
+import { describeError, runService } from '@custos/service-kit';
 import { configShape } from './config.js';
 import { createApp } from './http/app.js';
 import { parseTrustedProxies } from './http/client-ip.js';
 import { connectPeers } from './peers.js';
+import { gatewayRedisOptions } from './redis-options.js';
 
 // Composition root of the gateway: peers, Redis, the HTTP app. Its gRPC server serves health only.
 runService({
@@ -16,12 +17,7 @@ runService({
     const trustedProxies = parseTrustedProxies(c.TRUSTED_PROXIES);
     const peers = connectPeers(c, rt.tls);
     rt.onShutdown('peers', async () => peers.close());
-    const redis = new Redis(c.REDIS_URL, {
-      maxRetriesPerRequest: 1,
-      enableOfflineQueue: false,
-      lazyConnect: true,
-      ...redisTlsOptions(c.REDIS_URL, c.REDIS_TLS_CA_FILE),
-    });
+    const redis = new Redis(c.REDIS_URL, gatewayRedisOptions(c.REDIS_URL, c.REDIS_TLS_CA_FILE));
     redis.on('error', (err) => rt.logger.warn({ err: describeError(err) }, 'redis error'));
     rt.onShutdown('redis', async () => {
       redis.disconnect();

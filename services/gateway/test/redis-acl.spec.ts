@@ -13,6 +13,7 @@ import {
 import { freePort, waitFor } from '@custos/service-kit/testing';
 import { Redis } from 'ioredis';
 import { tokenBucket } from '../src/http/rate-limit';
+import { gatewayRedisOptions } from '../src/redis-options';
 
 // The Redis ACL users of @custos/service-kit (redis-acl.ts) on a real redis-server started with
 // the ACL file they render, each client connecting as the services do (a REDIS_URL with its user
@@ -118,6 +119,35 @@ describe('Redis ACL users on a real redis-server', () => {
     expect(await take(key)).toEqual({ allowed: true });
     expect((await take(key)).allowed).toBe(false);
     expect(await asTest().hget(key, 't')).not.toBeNull();
+  });
+
+  it('serves the gateway’s auto-pipelined client (as main.ts makes it) with the same commands, each request its own answer', async () => {
+    const url = urlOf(redisUserOf('gateway'), passwords.gateway);
+    const gateway = new Redis(url, { ...gatewayRedisOptions(url), retryStrategy: () => null });
+    gateway.on('error', () => undefined);
+    clients.push(gateway);
+    await gateway.connect();
+    const take = tokenBucket(gateway, { ratePerSecond: 0.01, burst: 5 });
+    const isRevoked = redisRevocationCheck(gateway);
+    const bucket = `custos:rl:global:${unique()}`;
+    const revoked = unique();
+    await as('identity').set(revocationKey('jti', revoked), '1', 'PX', 60_000);
+    // Twenty requests at once, as concurrent HTTP requests reach the limiter and the revocation
+    // check: their commands queue into shared pipelines (the first run of the script is an EVAL
+    // inside one), and each request still gets its own verdict.
+    const takes = Array.from({ length: 20 }, () => take(bucket));
+    const checks = Array.from({ length: 20 }, (_, i) =>
+      isRevoked(principal(i === 7 ? revoked : unique()), 'kid-1'),
+    );
+    expect(gateway.autoPipelineQueueSize).toBeGreaterThan(1);
+    const verdicts = await Promise.all(takes);
+    expect(verdicts.filter((v) => v.allowed)).toHaveLength(5);
+    expect(await Promise.all(checks)).toEqual(Array.from({ length: 20 }, (_, i) => i === 7));
+    // A revocation identity stores is refused on the very next check.
+    const next = unique();
+    expect(await isRevoked(principal(next), 'kid-1')).toBe(false);
+    await as('identity').set(revocationKey('jti', next), '1', 'PX', 60_000);
+    expect(await isRevoked(principal(next), 'kid-1')).toBe(true);
   });
 
   it('lets a service connect without a refused ready check (INFO) or SELECT of its URL’s database', async () => {
