@@ -18,12 +18,51 @@ export interface OutboxGroupCommitOptions {
   onCommitted?: () => void;
 }
 
-interface PendingRow {
+/** One outbox row, ready to insert: what writeEvent stores, for hand-written SQL. */
+export interface OutboxRow {
   id: string;
   name: string;
   orgId: string | null;
+  /** The event's `data`, as JSON text (for a `jsonb` parameter). */
   payload: string;
   traceparent: string | null;
+}
+
+/**
+ * The outbox row of an event (a fresh id, the current trace context). Refuses data NATS could not
+ * carry (over MAX_EVENT_DATA_BYTES), as writeEvent does.
+ */
+export function outboxRowOf(event: {
+  name: EventName;
+  orgId: string | null;
+  data: Record<string, unknown>;
+}): OutboxRow {
+  const payload = JSON.stringify(event.data);
+  const size = Buffer.byteLength(payload);
+  if (size > MAX_EVENT_DATA_BYTES) {
+    throw new Error(`event ${event.name} data is ${size} bytes; at most ${MAX_EVENT_DATA_BYTES}`);
+  }
+  const carrier: Record<string, string> = {};
+  injectTraceContext(carrier);
+  return {
+    id: randomUUID(),
+    name: event.name,
+    orgId: event.orgId,
+    payload,
+    traceparent: carrier['traceparent'] ?? null,
+  };
+}
+
+/** The outbox row of an audit record (an `audit.recorded` event); refuses secret-bearing metadata. */
+export function auditOutboxRowOf(record: AuditRecordInput): OutboxRow {
+  return outboxRowOf({
+    name: 'audit.recorded',
+    orgId: record.orgId,
+    data: auditRecordData(record) as unknown as Record<string, unknown>,
+  });
+}
+
+interface PendingRow extends OutboxRow {
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -57,36 +96,24 @@ export class OutboxGroupCommit {
 
   /** Commits an audit record (an `audit.recorded` event); resolves with its event id once committed. */
   audit(record: AuditRecordInput): Promise<string> {
-    return this.event({
-      name: 'audit.recorded',
-      orgId: record.orgId,
-      data: auditRecordData(record) as unknown as Record<string, unknown>,
-    });
+    return this.row(() => auditOutboxRowOf(record));
   }
 
   /** Commits one event row; resolves with its id once committed. */
   event(event: { name: EventName; orgId: string | null; data: Record<string, unknown> }): Promise<string> {
-    const payload = JSON.stringify(event.data);
-    // NATS refuses messages over 1 MiB; checked per row so one row cannot fail the others' batch.
-    const size = Buffer.byteLength(payload);
-    if (size > MAX_EVENT_DATA_BYTES) {
-      return Promise.reject(
-        new Error(`event ${event.name} data is ${size} bytes; at most ${MAX_EVENT_DATA_BYTES}`),
-      );
+    return this.row(() => outboxRowOf(event));
+  }
+
+  // A row that cannot be built (too large, a secret-bearing key) is refused alone, before any batch.
+  private row(build: () => OutboxRow): Promise<string> {
+    let row: OutboxRow;
+    try {
+      row = build();
+    } catch (err) {
+      return Promise.reject(err);
     }
-    const carrier: Record<string, string> = {};
-    injectTraceContext(carrier);
-    const id = randomUUID();
     return new Promise<string>((resolve, reject) => {
-      this.queue.push({
-        id,
-        name: event.name,
-        orgId: event.orgId,
-        payload,
-        traceparent: carrier['traceparent'] ?? null,
-        resolve: () => resolve(id),
-        reject,
-      });
+      this.queue.push({ ...row, resolve: () => resolve(row.id), reject });
       this.schedule();
     });
   }

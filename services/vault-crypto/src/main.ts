@@ -71,7 +71,7 @@ runDataService({
     });
     const access = new AccessService(new PolicyClient(policy), decisions);
     const limits = new BillingClient(billing);
-    const vaultStore = new VaultStore(db);
+    const vaultStore = new VaultStore(db, pool);
     // Records of concurrent reads share a commit; the relay picks them up on its next cycle.
     const commits = new OutboxGroupCommit({ pool, schema: SCHEMA });
     const audit = new VaultCryptoAudit(db, rt.logger, commits);

@@ -188,7 +188,13 @@ describe('audit: fail-closed records, the per-org hash chain, query and verify',
       expect(
         (await put(owner, vaultId, 'fc/token', { type: 'api_key', value, max_access_count: 2 })).status,
       ).toBe(201);
+      const open = `unlimited-${randomBytes(6).toString('hex')}`;
+      expect((await put(owner, vaultId, 'fc/open', { type: 'api_key', value: open })).status).toBe(201);
       await refuse();
+      // A read with no limit commits its record alone (group commit): refused just the same.
+      const unlimited = await read(owner, vaultId, 'fc/open');
+      expect(unlimited.status).toBe(503);
+      expect(JSON.stringify(unlimited.body)).not.toContain(open);
       for (let i = 0; i < 3; i++) {
         const r = await read(owner, vaultId, 'fc/token');
         expect(r.status).toBe(503);
@@ -228,6 +234,26 @@ describe('audit: fail-closed records, the per-org hash chain, query and verify',
         410,
       );
     });
+  });
+
+  it('chains exactly one record for each of 100 parallel reads (group commits lose and double nothing)', async () => {
+    const user = await quickUser(mesh);
+    const vault = await newVault(user);
+    expect((await put(user, vault, 'par/key', { type: 'password', value: 'pw-parallel' })).status).toBe(201);
+    const ids = Array.from({ length: 100 }, (_, i) => `par-${String(i).padStart(3, '0')}`);
+    const replies = await Promise.all(ids.map((id) => read(user, vault, 'par/key', { 'x-request-id': id })));
+    expect(replies.map((r) => r.status)).toEqual(ids.map(() => 200));
+    await eventually(user, 'secret.read', 100);
+    // A second look after a pause: a duplicate arriving late would show here.
+    await new Promise((r) => setTimeout(r, 1000));
+    const all = await eventually(user, 'secret.read', 100);
+    expect(all).toHaveLength(100);
+    expect(all.map((e) => e['request_id']).sort()).toEqual(ids);
+    const seqs = all.map((e) => e.sequence);
+    expect(new Set(seqs).size).toBe(100);
+    const verify = await api(mesh, 'GET', '/v1/audit/verify', { token: user.token });
+    expect(verify.status).toBe(200);
+    expect(verify.body).toMatchObject({ chain_valid: true, broken_at_event_id: null });
   });
 
   it('keeps every record, once and in chain order, while the audit service is down', async () => {

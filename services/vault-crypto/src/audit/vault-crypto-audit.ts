@@ -1,5 +1,12 @@
 import type { Principal } from '@custos/auth';
-import { type AuditRecordInput, type OutboxGroupCommit, auditOf, writeAudit } from '@custos/events';
+import {
+  type AuditRecordInput,
+  type OutboxGroupCommit,
+  type OutboxRow,
+  auditOf,
+  auditOutboxRowOf,
+  writeAudit,
+} from '@custos/events';
 import {
   CustosError,
   type Database,
@@ -48,6 +55,16 @@ export class VaultCryptoAudit {
     return Object.assign(write, {
       grouped: () => (this.commits ? this.commits.audit(record) : this.db.transaction((tx) => write(tx))),
     });
+  }
+
+  /** The outbox row of `p`'s action, for a store method that inserts it in its own SQL. */
+  rowOf(
+    p: Principal,
+    action: string,
+    resource: AuditedResource,
+    details: Record<string, unknown> = {},
+  ): OutboxRow {
+    return auditOutboxRowOf(auditOf(p, action, resource, details));
   }
 
   /** Writes a record in a transaction of its own (for an action that has no transaction). */

@@ -1,5 +1,7 @@
 import { and, asc, desc, eq, isNull, sql } from 'drizzle-orm';
+import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
+import type { OutboxRow } from '@custos/events';
 import { type Database, type Transaction, lockOrgResource } from '@custos/service-kit';
 import { SCHEMA, secretVersions, vaults } from '../db/schema.js';
 import type { VaultRow } from '../vaults/vault-store.js';
@@ -102,6 +104,22 @@ function secretOfRead(r: unknown[]): SecretRow | undefined {
   };
 }
 
+// A new version and its audit record in one statement (both or neither).
+const INSERT_VERSION_WITH_RECORD = `
+  WITH ins AS (
+    INSERT INTO "${SCHEMA}".secret_versions (id, vault_id, org_id, path, version, type, ciphertext, iv, tag,
+      wrapped_data_key, kek_version, metadata, expires_at, max_access_count, rotation_policy, created_by,
+      created_by_type)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, $15::jsonb, $16, $17)
+    RETURNING ${SECRET_COLUMNS.join(', ')}
+  ), record AS (
+    INSERT INTO "${SCHEMA}".outbox (id, name, org_id, payload, traceparent)
+    VALUES ($18, $19, $20, $21::jsonb, $22)
+  )
+  SELECT * FROM ins`;
+
+const jsonOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v));
+
 /** SQL of secret versions. */
 export class SecretStore {
   constructor(
@@ -129,6 +147,83 @@ export class SecretStore {
     const row = r.rows[0];
     if (!row) return undefined;
     return { vault: vaultOfRead(row), secret: secretOfRead(row) };
+  }
+
+  /**
+   * Stores the next version of a path that has a live version already, with its audit record, in
+   * four round trips and no query building: BEGIN; the path's write lock and its latest version
+   * (`lock_path_latest`); the version and the record in one statement; COMMIT. Returns 'new_path'
+   * (nothing written) when the path has no live version: starting one counts against the tier cap,
+   * which insertNextVersion does. `record(row)` builds the audit record of the row to be stored.
+   */
+  async insertNextLiveVersion(
+    at: { orgId: string; vaultId: string; path: string },
+    seal: (version: number) => NewVersion,
+    record: (row: { id: string; version: number; type: string }) => OutboxRow,
+  ): Promise<SecretRow | 'new_path'> {
+    const client = await this.pool.connect();
+    let broken = false;
+    try {
+      await client.query('BEGIN').catch((err: unknown) => {
+        broken = true;
+        throw err;
+      });
+      try {
+        const latest = await client.query<[number, Date | null]>({
+          name: 'vault_crypto_lock_path_latest',
+          text: `SELECT version, deleted_at FROM "${SCHEMA}".lock_path_latest($1, $2)`,
+          values: [at.vaultId, at.path],
+          rowMode: 'array',
+        });
+        const top = latest.rows[0];
+        if (!top || top[1] !== null) {
+          await client.query('ROLLBACK');
+          return 'new_path';
+        }
+        const version = top[0] + 1;
+        const id = randomUUID();
+        const v = seal(version);
+        const r = record({ id, version, type: v.type });
+        const inserted = await client.query<unknown[]>({
+          name: 'vault_crypto_insert_version_with_record',
+          text: INSERT_VERSION_WITH_RECORD,
+          values: [
+            id,
+            at.vaultId,
+            at.orgId,
+            at.path,
+            version,
+            v.type,
+            v.ciphertext,
+            v.iv,
+            v.tag,
+            v.wrappedDataKey,
+            v.kekVersion,
+            jsonOrNull(v.metadata),
+            v.expiresAt ?? null,
+            v.maxAccessCount ?? null,
+            jsonOrNull(v.rotationPolicy),
+            v.createdBy,
+            v.createdByType,
+            r.id,
+            r.name,
+            r.orgId,
+            r.payload,
+            r.traceparent,
+          ],
+          rowMode: 'array',
+        });
+        await client.query('COMMIT');
+        return secretOfRead([...Array(VAULT_COLUMNS.length).fill(null), ...inserted.rows[0]!])!;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {
+          broken = true;
+        });
+        throw err;
+      }
+    } finally {
+      client.release(broken);
+    }
   }
 
   /**

@@ -1,6 +1,7 @@
 import { and, asc, count, eq, inArray, isNull, or, sql } from 'drizzle-orm';
+import type pg from 'pg';
 import { type Database, type Transaction, lockOrgResource } from '@custos/service-kit';
-import { secretVersions, vaults } from '../db/schema.js';
+import { SCHEMA, secretVersions, vaults } from '../db/schema.js';
 import { SYSTEM_VAULT_NAMES } from './vault-fns.js';
 
 /** A stored vault. */
@@ -10,11 +11,26 @@ type Db = Database | Transaction;
 
 /** SQL of vaults. */
 export class VaultStore {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    /** The same pool, for `get`'s prepared statement (every secret operation starts with it). */
+    private readonly pool?: pg.Pool,
+  ) {}
 
   /** A live vault by id. */
-  async get(id: string, tx: Db = this.db): Promise<VaultRow | undefined> {
-    const [row] = await tx
+  async get(id: string, tx?: Db): Promise<VaultRow | undefined> {
+    if (!tx && this.pool) {
+      const r = await this.pool.query<VaultRow>({
+        name: 'vault_crypto_vault_get',
+        text: `SELECT id, org_id AS "orgId", name, description, created_by AS "createdBy",
+                 created_by_type AS "createdByType", is_system AS "isSystem", created_at AS "createdAt",
+                 deleted_at AS "deletedAt"
+               FROM "${SCHEMA}".vaults WHERE id = $1 AND deleted_at IS NULL`,
+        values: [id],
+      });
+      return r.rows[0];
+    }
+    const [row] = await (tx ?? this.db)
       .select()
       .from(vaults)
       .where(and(eq(vaults.id, id), isNull(vaults.deletedAt)));
