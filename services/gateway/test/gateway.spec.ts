@@ -26,6 +26,7 @@ import { createApp } from '../src/http/app';
 import { ROUTE_TABLE } from '../src/http/routes';
 import { parseTrustedProxies } from '../src/http/client-ip';
 import { connectPeers } from '../src/peers';
+import { gatewayRedisOptions } from '../src/redis-options';
 
 /** Real gRPC servers on loopback, over mTLS with their own certificates, in place of the eight peers. */
 async function startPeerServers() {
@@ -99,11 +100,12 @@ describe('gateway HTTP pipeline', () => {
   async function serve(
     opts: { rps?: number; burst?: number; redisUrl?: string; trusted?: string[]; authBurst?: number } = {},
   ) {
-    const redis = new Redis(opts.redisUrl ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
+    const url = opts.redisUrl ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+    // The gateway's own client options (auto-pipelined), in a key space of this test.
+    const redis = new Redis(url, {
+      ...gatewayRedisOptions(url),
       keyPrefix: `test-${randomBytes(4).toString('hex')}:`,
       maxRetriesPerRequest: 0,
-      enableOfflineQueue: false,
-      lazyConnect: true,
       disconnectTimeout: 100,
     });
     redis.on('error', () => undefined);
