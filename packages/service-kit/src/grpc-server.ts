@@ -52,6 +52,38 @@ export const EDGE_IDENTITY: MeshService = 'gateway';
 
 type Allowed = (caller: string | undefined) => boolean;
 
+// The mesh identity of each HTTP/2 session's client certificate. A session is one TLS connection,
+// whose peer certificate cannot change (HTTP/2 forbids renegotiation), so it is read once per
+// connection: Node's getPeerCertificate builds the whole certificate (fingerprints included) on
+// every call, tens of µs that every RPC paid. `null`: the connection has no mesh identity.
+const sessionCallers = new WeakMap<object, string | null>();
+
+/**
+ * grpc-js's HTTP/2 session under a server call: the call wraps a chain of intercepting calls, the
+ * innermost holding the stream. Not a public API, so anything unexpected yields undefined and the
+ * caller reads the certificate the public way.
+ */
+function sessionOf(call: object): object | undefined {
+  let c = (call as { call?: unknown }).call;
+  for (let depth = 0; depth < 8 && c !== null && typeof c === 'object'; depth++) {
+    const session = (c as { stream?: { session?: unknown } }).stream?.session;
+    if (session !== null && typeof session === 'object') return session;
+    c = (c as { nextCall?: unknown }).nextCall;
+  }
+  return undefined;
+}
+
+// The verified mesh identity of a call's peer, read from its connection's certificate once per connection.
+function meshCallerOf(call: Parameters<typeof callerIdentity>[0]): string | undefined {
+  const session = sessionOf(call);
+  if (!session) return callerIdentity(call);
+  const known = sessionCallers.get(session);
+  if (known !== undefined) return known ?? undefined;
+  const caller = callerIdentity(call);
+  sessionCallers.set(session, caller ?? null);
+  return caller;
+}
+
 /**
  * The gRPC server of one service: mTLS (a client certificate from the mesh CA required), a caller
  * allow-list per RPC, tracing, request context, metrics and error mapping on every call.
@@ -147,7 +179,7 @@ export class GrpcServer {
   /** Streaming handlers (grpc.health.v1 Watch) get the allow-list only. */
   private guardStream(path: string, handler: (call: StreamCall) => void, allowed: Allowed) {
     return (call: StreamCall) => {
-      const caller = callerIdentity(call);
+      const caller = meshCallerOf(call);
       if (!allowed(caller)) {
         call.emit('error', this.refuse(path, caller));
         return;
@@ -162,7 +194,7 @@ export class GrpcServer {
     allowed: Allowed,
   ): handleUnaryCall<unknown, unknown> {
     return (call, callback) => {
-      const caller = callerIdentity(call);
+      const caller = meshCallerOf(call);
       const md = call.metadata.getMap();
       const parent = extractTraceContext({
         traceparent: firstString(md['traceparent']),

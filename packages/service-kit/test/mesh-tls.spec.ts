@@ -209,6 +209,31 @@ describe('mTLS between mesh services', () => {
     for (const c of [signer, hook, gateway]) c.close();
   });
 
+  it('reads each connection’s client certificate once, and tells concurrent callers on their own connections apart', async () => {
+    const read = jest.spyOn(tls.TLSSocket.prototype, 'getPeerCertificate');
+    try {
+      const gateway = clientAs('gateway');
+      const hook = clientAs('webhook-dispatcher');
+      const signer = clientAs('signer');
+      const [g, h, s] = await Promise.all([
+        Promise.all(Array.from({ length: 10 }, () => call(gateway, 'whoAmI'))),
+        Promise.all(Array.from({ length: 10 }, () => call(hook, 'whoAmI'))),
+        Promise.all(Array.from({ length: 10 }, () => call(signer, 'whoAmI').catch((e: unknown) => e))),
+      ]);
+      expect(g.map((r) => r['caller'])).toEqual(Array(10).fill('gateway'));
+      expect(h.map((r) => r['caller'])).toEqual(Array(10).fill('webhook-dispatcher'));
+      // Signer may not call whoAmI: its identity, remembered for its connection, is refused every time.
+      expect(s).toEqual(Array(10).fill(expect.objectContaining({ kind: 'permission_denied' })));
+      // Thirty calls on three connections: the server read three client certificates (the
+      // clients check the server's once each as they connect, which also goes through this method).
+      const serverReads = read.mock.contexts.filter((socket) => (socket as tls.TLSSocket).server);
+      expect(serverReads).toHaveLength(3);
+      for (const c of [gateway, hook, signer]) c.close();
+    } finally {
+      read.mockRestore();
+    }
+  });
+
   it('answers health to any mesh certificate', async () => {
     const h = createGrpcClient(HealthClient, `127.0.0.1:${port}`, {
       tls: meshTls('billing'),
