@@ -242,6 +242,29 @@ describe('secrets: versions, values, limits and what is stored', () => {
     expect(row!.access_count).toBe('5');
   });
 
+  it('30 concurrent writes of a live path store 30 dense versions, each readable with its own value', async () => {
+    expect((await put('busy/path', { value: 'v-0' })).status).toBe(201);
+    const writes = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => put('busy/path', { value: `v-${i + 1}` })),
+    );
+    expect(writes.map((w) => w.status)).toEqual(writes.map(() => 201));
+    const versions = writes.map((w) => w.body['version'] as number).sort((a, b) => a - b);
+    expect(versions).toEqual(Array.from({ length: 30 }, (_, i) => i + 2));
+    // Each answered version decrypts to the value its own request sent (AAD binds the version).
+    for (const [i, w] of writes.entries()) {
+      const r = await api(
+        mesh,
+        'GET',
+        `/v1/vaults/${vaultId}/secret-version/busy/path/${w.body['version']}`,
+        {
+          token: owner.token,
+        },
+      );
+      expect(r.status).toBe(200);
+      expect(r.body['value']).toBe(`v-${i + 1}`);
+    }
+  });
+
   it('never stores the plaintext: the row holds ciphertext, IV, tag, wrapped key and KEK version', async () => {
     const plaintext = `canary-${Math.random().toString(36).slice(2)}-plaintext`;
     await put('canary/value', { type: 'password', value: plaintext });
