@@ -30,7 +30,7 @@ runDataService({
   name: 'vault-crypto',
   schema: SCHEMA,
   configShape,
-  async start(rt, { db, pool }) {
+  async start(rt, { db, pool, events }) {
     const c = rt.config;
     const kms = await createKmsProvider(c, rt.logger);
     rt.onShutdown('kms', async () => {
@@ -72,8 +72,9 @@ runDataService({
     const access = new AccessService(new PolicyClient(policy), decisions);
     const limits = new BillingClient(billing);
     const vaultStore = new VaultStore(db, pool);
-    // Records of concurrent reads share a commit; the relay picks them up on its next cycle.
-    const commits = new OutboxGroupCommit({ pool, schema: SCHEMA });
+    // Records of concurrent reads share a commit; each commit nudges the relay (it folds nudges
+    // into at most one cycle per few milliseconds).
+    const commits = new OutboxGroupCommit({ pool, schema: SCHEMA, onCommitted: () => events.relay.nudge() });
     const audit = new VaultCryptoAudit(db, rt.logger, commits);
     const vaults = new VaultService(vaultStore, access, limits, ring, audit);
     const secrets = new SecretService(
