@@ -1,4 +1,4 @@
-import { runDataService } from '@custos/events';
+import { OutboxGroupCommit, runDataService } from '@custos/events';
 import { BillingServiceClient } from '@custos/proto/custos/billing/v1/service';
 import { AccountServiceService } from '@custos/proto/custos/identity/v1/account';
 import { FederationServiceService } from '@custos/proto/custos/identity/v1/federation';
@@ -32,7 +32,7 @@ runDataService({
   name: 'identity',
   schema: SCHEMA,
   configShape,
-  async start(rt, { db, events }) {
+  async start(rt, { db, pool, events }) {
     const c = rt.config;
     const notifier = new Notifier(createMailer(c, rt.logger), c.PUBLIC_BASE_URL);
     const tokens = await buildTokens(rt, db);
@@ -63,8 +63,13 @@ runDataService({
     if (legacyTotp.resealed + legacyTotp.unreadable > 0)
       rt.logger.info(legacyTotp, 'TOTP secrets moved from TOKEN_SIGNING_KEK to MFA_SECRET_KEY');
     const federationKey = loadFederationKey(c);
+    // Concurrent sign-ins' audit records share one INSERT; each waits for its own commit.
+    const commits = new OutboxGroupCommit({ pool, schema: SCHEMA, onCommitted: () => events.relay.nudge() });
     const agents = buildAgents({
       db,
+      pool,
+      commits,
+      logger: rt.logger,
       tokens,
       billing: new BillingClient(billing),
       policy: new PolicyClient(policy),

@@ -1,8 +1,15 @@
-import { UnauthenticatedError } from '@custos/service-kit';
+import type { AuditRecordInput, OutboxGroupCommit } from '@custos/events';
+import {
+  CustosError,
+  type Logger,
+  UnauthenticatedError,
+  UnavailableError,
+  describeError,
+} from '@custos/service-kit';
 import { SECRET_TOKEN_PREFIXES, parseSecretToken, secretMatches } from '../credentials/secret-token-fns.js';
-import { audit, auditRefusal } from '../audit/identity-audit.js';
 import type { PolicyClient } from '../peers/policy-client.js';
 import type { TokenIssuer } from '../tokens/token-issuer.js';
+import type { AgentActivity } from './agent-activity.js';
 import { agentAccess, agentKeyExpired, agentTokenTtl } from './agent-fns.js';
 import type { AgentStore } from './agent-store.js';
 import type { Agent, AgentToken } from './agent-types.js';
@@ -27,13 +34,21 @@ interface Grant {
  * agent id) exchanges for a token of the agent's lifetime; a router key (`sk-proxy-v1-`) of a
  * proxy-enabled agent for a 60-second token with a `router_key` claim. Each refusal answers the
  * same 401; one of a known agent is recorded under its org.
+ *
+ * The `auth.login` record is the exchange's only write: it goes through the outbox's group commit
+ * (concurrent exchanges share one INSERT), and the token leaves only once that INSERT committed;
+ * when it cannot be committed the exchange answers 503 and no token. `last_active_at` is kept by
+ * AgentActivity, at most one write per agent per minute on this replica.
  */
 export class AgentExchangeService {
   constructor(
-    private readonly agents: AgentStore,
-    private readonly routerKeys: RouterKeyStore,
+    private readonly agents: Pick<AgentStore, 'findLiveKeyWithAgent' | 'findById'>,
+    private readonly routerKeys: Pick<RouterKeyStore, 'findLive'>,
     private readonly issuer: Pick<TokenIssuer, 'agentAccessToken'>,
     private readonly policy: Pick<PolicyClient, 'agentGrants'>,
+    private readonly commits: Pick<OutboxGroupCommit, 'audit'>,
+    private readonly activity: Pick<AgentActivity, 'seen'>,
+    private readonly logger: Pick<Logger, 'error'>,
   ) {}
 
   /** Exchanges the credential; `agentId`, when given, must be the credential's agent. */
@@ -45,17 +60,17 @@ export class AgentExchangeService {
 
   private async agentKey(apiKey: string, agentId: string): Promise<AgentToken> {
     const parsed = parseSecretToken(apiKey, SECRET_TOKEN_PREFIXES.agentApiKey);
-    const key = parsed && (await this.agents.findLiveKey(parsed.id));
-    if (!parsed || !key) throw new UnauthenticatedError(EXCHANGE_FAILED);
+    // The key and its agent in one round trip; the secret is checked before the agent is looked at.
+    const found = parsed && (await this.agents.findLiveKeyWithAgent(parsed.id));
+    if (!parsed || !found) throw new UnauthenticatedError(EXCHANGE_FAILED);
+    const { key, agent } = found;
     // From here the key names a known agent: a refusal is recorded under the agent's org.
     const refused = { method: 'agent_api_key' };
-    if (!secretMatches(parsed.secret, key.secretHash))
-      return this.refuse(key.agentId, refused, 'wrong_secret');
+    if (!secretMatches(parsed.secret, key.secretHash)) return this.refuse(agent, refused, 'wrong_secret');
     if (agentId && agentId.toLowerCase() !== key.agentId)
-      return this.refuse(key.agentId, refused, 'agent_mismatch');
-    const agent = await this.agents.findById(key.agentId);
-    if (!agent?.isActive) return this.refuse(key.agentId, refused, 'agent_inactive');
-    if (agentKeyExpired(agent.settings)) return this.refuse(key.agentId, refused, 'key_expired');
+      return this.refuse(agent, refused, 'agent_mismatch');
+    if (!agent.isActive) return this.refuse(agent, refused, 'agent_inactive');
+    if (agentKeyExpired(agent.settings)) return this.refuse(agent, refused, 'key_expired');
     const ttlSeconds = agentTokenTtl(agent.settings);
     return this.issue(agent, {
       sessionId: key.id,
@@ -69,13 +84,14 @@ export class AgentExchangeService {
     const key = parsed && (await this.routerKeys.findLive(parsed.id));
     if (!parsed || !key) throw new UnauthenticatedError(EXCHANGE_FAILED);
     const refused = { method: 'router_key', router_key_id: key.id };
-    if (!secretMatches(parsed.secret, key.secretHash))
-      return this.refuse(key.agentId, refused, 'wrong_secret');
-    if (agentId && agentId.toLowerCase() !== key.agentId)
-      return this.refuse(key.agentId, refused, 'agent_mismatch');
     const agent = await this.agents.findById(key.agentId);
-    if (!agent?.isActive) return this.refuse(key.agentId, refused, 'agent_inactive');
-    if (!agent.settings.proxyEnabled) return this.refuse(key.agentId, refused, 'proxy_disabled');
+    // A live router key always has its agent (agent_id references agents, on delete cascade).
+    if (!agent) throw new UnauthenticatedError(EXCHANGE_FAILED);
+    if (!secretMatches(parsed.secret, key.secretHash)) return this.refuse(agent, refused, 'wrong_secret');
+    if (agentId && agentId.toLowerCase() !== key.agentId)
+      return this.refuse(agent, refused, 'agent_mismatch');
+    if (!agent.isActive) return this.refuse(agent, refused, 'agent_inactive');
+    if (!agent.settings.proxyEnabled) return this.refuse(agent, refused, 'proxy_disabled');
     return this.issue(agent, {
       sessionId: key.tokenId,
       ttlSeconds: ROUTER_KEY_TOKEN_TTL_SECONDS,
@@ -89,8 +105,8 @@ export class AgentExchangeService {
   }
 
   /**
-   * Mints the token of a verified credential; it is handed out only once the agent's last activity
-   * and its `auth.login` record are committed.
+   * Mints the token of a verified credential; it is handed out only once its `auth.login` record is
+   * committed (fail-closed: 503 and no token when it cannot be).
    */
   private async issue(agent: Agent, grant: Grant): Promise<AgentToken> {
     const s = agent.settings;
@@ -108,26 +124,41 @@ export class AgentExchangeService {
       ttlSeconds: grant.ttlSeconds,
       ...(grant.routerKey ? { routerKey: grant.routerKey } : {}),
     });
-    await this.agents.transaction(async (tx) => {
-      await this.agents.update(agent.id, { lastActiveAt: new Date() }, tx);
-      await audit(tx, {
-        orgId: agent.orgId,
-        actorType: 'agent',
-        actorId: agent.id,
-        action: 'auth.login',
-        resourceType: 'agent',
-        resourceId: agent.id,
-        metadata: grant.details,
-      });
-    });
+    const login: AuditRecordInput = {
+      orgId: agent.orgId,
+      actorType: 'agent',
+      actorId: agent.id,
+      action: 'auth.login',
+      resourceType: 'agent',
+      resourceId: agent.id,
+      metadata: grant.details,
+    };
+    // The activity write never rejects; the audit commit decides whether the token leaves.
+    await Promise.all([this.committed(login), this.activity.seen(agent.id)]);
     return { token: minted.token, expiresIn: minted.expiresIn };
   }
 
-  /** Refuses an exchange of a known credential with the one 401, after recording it under its org. */
-  private async refuse(agentId: string, details: Record<string, unknown>, reason: string): Promise<never> {
-    const agent = await this.agents.findById(agentId);
-    if (agent) {
-      await auditRefusal(this.agents, {
+  /** Commits the record, or refuses the exchange with 503 (the database's error goes to the log only). */
+  private async committed(record: AuditRecordInput): Promise<void> {
+    try {
+      await this.commits.audit(record);
+    } catch (err) {
+      if (err instanceof CustosError) throw err;
+      this.logger.error(
+        { err: describeError(err), action: record.action },
+        'agent token refused: audit record not committed',
+      );
+      throw new UnavailableError('the sign-in was refused because its audit record could not be committed');
+    }
+  }
+
+  /**
+   * Refuses an exchange of a known credential with the one 401, after recording it under its org
+   * (best-effort: a record that cannot be written is logged and never changes the answer).
+   */
+  private async refuse(agent: Agent, details: Record<string, unknown>, reason: string): Promise<never> {
+    try {
+      await this.commits.audit({
         orgId: agent.orgId,
         actorType: 'anonymous',
         actorId: null,
@@ -136,6 +167,11 @@ export class AgentExchangeService {
         resourceId: agent.id,
         metadata: { ...details, reason },
       });
+    } catch (err) {
+      this.logger.error(
+        { err: describeError(err), action: 'auth.login_failed' },
+        'audit record of a refusal not written',
+      );
     }
     throw new UnauthenticatedError(EXCHANGE_FAILED);
   }

@@ -1,11 +1,48 @@
 import { and, asc, count, eq, isNull } from 'drizzle-orm';
 import type { Database, Transaction } from '@custos/service-kit';
-import { agentKeys, agents } from '../db/schema.js';
+import { SCHEMA, agentKeys, agents } from '../db/schema.js';
 import { settingsFromStored, settingsToStored } from './agent-settings-fns.js';
 import type { Agent, AgentSettings } from './agent-types.js';
 
 type Tx = Transaction | Database;
 type AgentRow = typeof agents.$inferSelect;
+
+/**
+ * The part of a `pg` pool the hand-written hot queries use: named prepared statements, parsed once
+ * per connection, instead of Drizzle building the SQL on every call.
+ */
+export interface SqlPool {
+  query(q: { name: string; text: string; values: unknown[] }): Promise<{
+    rows: Array<Record<string, unknown>>;
+    rowCount: number | null;
+  }>;
+}
+
+/** A live agent key together with its agent: what the agent-token exchange needs, in one round trip. */
+export interface LiveKeyOfAgent {
+  key: AgentKeyRow;
+  agent: Agent;
+}
+
+// The key and its agent in one statement (agent_keys.agent_id references agents, so a live key
+// always has its agent). Columns are listed, so a column added later does not change the row shape.
+const LIVE_KEY_WITH_AGENT = {
+  name: 'identity_live_agent_key_with_agent',
+  text:
+    `SELECT k.id AS key_id, k.secret_hash, a.id, a.org_id, a.name, a.description, a.is_active,` +
+    ` a.created_by, a.created_at, a.updated_at, a.last_active_at, a.settings` +
+    ` FROM "${SCHEMA}".agent_keys k JOIN "${SCHEMA}".agents a ON a.id = k.agent_id` +
+    ` WHERE k.id = $1 AND k.revoked_at IS NULL`,
+};
+
+// Only ever moves last_active_at forward (two replicas, or a write that arrives late, cannot move
+// it back); updated_at is left alone: it says when the agent was changed, not when it was used.
+const TOUCH_LAST_ACTIVE = {
+  name: 'identity_touch_agent_last_active',
+  text:
+    `UPDATE "${SCHEMA}".agents SET last_active_at = $2` +
+    ` WHERE id = $1 AND (last_active_at IS NULL OR last_active_at < $2)`,
+};
 
 /** A live agent key: its lookup id, its agent and the hash of its secret. */
 export interface AgentKeyRow {
@@ -31,7 +68,10 @@ function agentOf(row: AgentRow): Agent {
 
 /** SQL of agents and their API keys. Every method takes an optional transaction. */
 export class AgentStore {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    private readonly pool: SqlPool,
+  ) {}
 
   /** Runs `fn` in one transaction. */
   transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
@@ -121,5 +161,35 @@ export class AgentStore {
       .from(agentKeys)
       .where(and(eq(agentKeys.id, id), isNull(agentKeys.revokedAt)));
     return rows[0];
+  }
+
+  /**
+   * A live (unrevoked) key by its id part, with its agent, in one round trip (a prepared statement
+   * on the pool; the exchange runs it outside any transaction).
+   */
+  async findLiveKeyWithAgent(id: string): Promise<LiveKeyOfAgent | undefined> {
+    const { rows } = await this.pool.query({ ...LIVE_KEY_WITH_AGENT, values: [id] });
+    const r = rows[0];
+    if (!r) return undefined;
+    return {
+      key: { id: r['key_id'] as string, agentId: r['id'] as string, secretHash: r['secret_hash'] as string },
+      agent: {
+        id: r['id'] as string,
+        orgId: r['org_id'] as string,
+        name: r['name'] as string,
+        description: r['description'] as string,
+        isActive: r['is_active'] as boolean,
+        createdBy: r['created_by'] as string,
+        createdAt: r['created_at'] as Date,
+        updatedAt: r['updated_at'] as Date,
+        lastActiveAt: (r['last_active_at'] as Date | null) ?? null,
+        settings: settingsFromStored(r['settings'] as Record<string, unknown>),
+      },
+    };
+  }
+
+  /** Moves an agent's `last_active_at` forward to `at` (never back); only that column is written. */
+  async touchLastActive(id: string, at: Date): Promise<void> {
+    await this.pool.query({ ...TOUCH_LAST_ACTIVE, values: [id, at] });
   }
 }

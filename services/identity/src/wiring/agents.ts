@@ -1,7 +1,9 @@
-import type { Database } from '@custos/service-kit';
+import type { OutboxGroupCommit } from '@custos/events';
+import type { Database, Logger } from '@custos/service-kit';
+import { AgentActivity } from '../agents/agent-activity.js';
 import { AgentExchangeService } from '../agents/agent-exchange-service.js';
 import { AgentService } from '../agents/agent-service.js';
-import { AgentStore } from '../agents/agent-store.js';
+import { AgentStore, type SqlPool } from '../agents/agent-store.js';
 import { RouterKeyService } from '../agents/router-key-service.js';
 import { RouterKeyStore } from '../agents/router-key-store.js';
 import type { FederationKey } from '../federation/federation-fns.js';
@@ -16,18 +18,31 @@ import type { Tokens } from './tokens.js';
  */
 export function buildAgents(deps: {
   db: Database;
+  /** The pool under `db`, for the exchange's prepared statements. */
+  pool: SqlPool;
+  /** Group commit of identity's outbox: the exchange's `auth.login` records. */
+  commits: Pick<OutboxGroupCommit, 'audit'>;
+  logger: Logger;
   tokens: Tokens;
   billing: BillingClient;
   policy: PolicyClient;
   federationKey: FederationKey | undefined;
 }) {
   const { db, tokens } = deps;
-  const agentStore = new AgentStore(db);
+  const agentStore = new AgentStore(db, deps.pool);
   const routerKeyStore = new RouterKeyStore(db);
   return {
     agents: new AgentService(agentStore, tokens.revocations, deps.billing),
     routerKeys: new RouterKeyService(routerKeyStore, agentStore, tokens.revocations),
-    exchange: new AgentExchangeService(agentStore, routerKeyStore, tokens.issuer, deps.policy),
+    exchange: new AgentExchangeService(
+      agentStore,
+      routerKeyStore,
+      tokens.issuer,
+      deps.policy,
+      deps.commits,
+      new AgentActivity(agentStore, deps.logger),
+      deps.logger,
+    ),
     federation: new FederationService(
       agentStore,
       tokens.verifier,
