@@ -32,7 +32,8 @@ bench/results/<name>.json beside this machine's bare pg point-select and AES-256
 
 Environment: BENCH_URL=http://host:port runs against a mesh that is already running instead of
 starting one (it needs EMAIL_VERIFICATION_REQUIRED=false, or BENCH_EMAIL and BENCH_PASSWORD of a
-user to sign in as, and RATE_LIMIT_RPS/RATE_LIMIT_BURST above the offered load).
+user to sign in as, and RATE_LIMIT_RPS/RATE_LIMIT_BURST and, for agent-token,
+AUTH_RATE_LIMIT_PER_MINUTE/AUTH_RATE_LIMIT_BURST above the offered load).
 TEST_DATABASE_URL names the Postgres server (a superuser; default postgres://postgres@127.0.0.1:5432).
 The started mesh runs its own nats-server (a user per service) and redis-server (a user per service).`;
 
