@@ -19,7 +19,7 @@ runDataService({
   name: 'policy',
   schema: SCHEMA,
   configShape,
-  async start(rt, { db }) {
+  async start(rt, { db, pool }) {
     const keys = await connectServiceIdentityKeys(rt);
     const c = rt.config;
     // Its own connection for the decision generation (the keys' one only reads revocations).
@@ -32,7 +32,7 @@ runDataService({
       redis.disconnect();
     });
     const grants = new GrantService(
-      new GrantStore(db),
+      new GrantStore(db, pool),
       () => new Date(),
       decisionGenerationBump(redis, rt.logger),
     );

@@ -36,7 +36,7 @@ describe('grants stay in their org, whatever facts a caller sends', () => {
     database = await createTestDatabase('custos_policy');
     pool = createPool(database.url, 4, logger, 'policy-test');
     await migrateSchema(pool, { schema: SCHEMA, migrationsFolder: path.join(__dirname, '..', 'migrations') });
-    service = new GrantService(new GrantStore(createDatabase(pool)));
+    service = new GrantService(new GrantStore(createDatabase(pool), pool));
   });
   afterAll(async () => {
     await pool?.end();

@@ -1,6 +1,7 @@
-import { and, asc, eq, gt, isNull, or } from 'drizzle-orm';
+import { and, asc, eq } from 'drizzle-orm';
+import type pg from 'pg';
 import type { Database, Transaction } from '@custos/service-kit';
-import { grants } from '../db/schema.js';
+import { SCHEMA, grants } from '../db/schema.js';
 import { conditionsJson, conditionsOfJson } from './condition-fns.js';
 import type {
   Effect,
@@ -33,11 +34,27 @@ function toRecord(r: Row): GrantRecord {
   };
 }
 
-const live = (now: Date) => or(isNull(grants.expiresAt), gt(grants.expiresAt, now));
+// The two hot reads (Decide on a cache miss, GetAgentScopes on every agent-token exchange) as named
+// prepared statements: parsed and planned once per connection, no query building per call.
+const COLUMNS = `id, org_id AS "orgId", vault_id AS "vaultId", secret_path_pattern AS "secretPathPattern",
+  principal_type AS "principalType", principal_id AS "principalId", permissions, conditions, effect,
+  priority, expires_at AS "expiresAt", created_by AS "createdBy", created_at AS "createdAt",
+  updated_at AS "updatedAt"`;
+const FOR_DECISION = `SELECT ${COLUMNS} FROM "${SCHEMA}".grants
+  WHERE org_id = $1 AND vault_id = $2 AND principal_type = $3 AND principal_id = $4
+    AND (expires_at IS NULL OR expires_at > $5)`;
+const LIVE_ALLOWS_OF_AGENT = `SELECT ${COLUMNS} FROM "${SCHEMA}".grants
+  WHERE principal_type = 'agent' AND principal_id = $2 AND org_id = $1 AND effect = 'allow'
+    AND (expires_at IS NULL OR expires_at > $3)
+  ORDER BY created_at, id`;
 
 /** SQL of grants. */
 export class GrantStore {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    /** The same pool, for the hot reads' prepared statements. */
+    private readonly pool: pg.Pool,
+  ) {}
 
   /** Runs `fn` in one transaction. */
   transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
@@ -120,36 +137,21 @@ export class GrantStore {
     principalId: string,
     now: Date,
   ): Promise<GrantRecord[]> {
-    const rows = await this.db
-      .select()
-      .from(grants)
-      .where(
-        and(
-          eq(grants.orgId, orgId),
-          eq(grants.vaultId, vaultId),
-          eq(grants.principalType, type),
-          eq(grants.principalId, principalId),
-          live(now),
-        ),
-      );
-    return rows.map(toRecord);
+    const r = await this.pool.query<Row>({
+      name: 'policy_grants_for_decision',
+      text: FOR_DECISION,
+      values: [orgId, vaultId, type, principalId, now],
+    });
+    return r.rows.map(toRecord);
   }
 
   /** The live allow grants of an agent of an org, oldest first. */
   async liveAllowsOfAgent(orgId: string, agentId: string, now: Date): Promise<GrantRecord[]> {
-    const rows = await this.db
-      .select()
-      .from(grants)
-      .where(
-        and(
-          eq(grants.principalType, 'agent'),
-          eq(grants.principalId, agentId),
-          eq(grants.orgId, orgId),
-          eq(grants.effect, 'allow'),
-          live(now),
-        ),
-      )
-      .orderBy(asc(grants.createdAt), asc(grants.id));
-    return rows.map(toRecord);
+    const r = await this.pool.query<Row>({
+      name: 'policy_live_allows_of_agent',
+      text: LIVE_ALLOWS_OF_AGENT,
+      values: [orgId, agentId, now],
+    });
+    return r.rows.map(toRecord);
   }
 }
