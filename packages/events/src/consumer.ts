@@ -244,19 +244,28 @@ export class IdempotentConsumer {
         wakeWorker?.();
       }
     })();
-    for (;;) {
-      if (buffer.length === 0) {
-        if (done) break;
-        await new Promise<void>((r) => (wakeWorker = r));
-        wakeWorker = undefined;
-        continue;
+    try {
+      for (;;) {
+        if (buffer.length === 0) {
+          if (done) break;
+          await new Promise<void>((r) => (wakeWorker = r));
+          wakeWorker = undefined;
+          continue;
+        }
+        // Let the messages NATS has already handed over reach the buffer before taking a batch.
+        await new Promise((r) => setImmediate(r));
+        const batch = buffer.splice(0, this.maxBatch);
+        wakeReader?.();
+        wakeReader = undefined;
+        await this.handleBatch(batch);
       }
-      // Let the messages NATS has already handed over reach the buffer before taking a batch.
-      await new Promise((r) => setImmediate(r));
-      const batch = buffer.splice(0, this.maxBatch);
+    } catch (err) {
+      // The connection failed under an ack: stop this subscription (its unacknowledged messages
+      // come again) before run() opens a new one, so no reader is left filling a dead buffer.
+      await messages.close().catch(() => undefined);
       wakeReader?.();
-      wakeReader = undefined;
-      await this.handleBatch(batch);
+      await reader.catch(() => undefined);
+      throw err;
     }
     await reader;
   }
