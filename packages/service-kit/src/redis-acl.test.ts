@@ -60,12 +60,23 @@ describe('redisAclRules', () => {
   });
 
   it('lets identity write revocations, and no one else', () => {
-    expect(redisAclRules('identity').keys).toBe('~custos:revoked:*');
+    expect(redisAclRules('identity').keys).toBe('~custos:revoked:* %R~custos:policy:gen:*');
     for (const s of REDIS_SERVICE_NAMES.filter((x) => x !== 'identity'))
       expect({ s, keys: redisAclRules(s).keys }).not.toEqual({
         s,
         keys: expect.stringMatching(/(^| )~custos:revoked:/),
       });
+  });
+
+  it('lets policy alone write decision generations; vault-crypto and identity only read them', () => {
+    expect(redisAclRules('policy').keys).toBe('~custos:policy:gen:* %R~custos:revoked:*');
+    for (const s of REDIS_SERVICE_NAMES.filter((x) => x !== 'policy'))
+      expect({ s, keys: redisAclRules(s).keys }).not.toEqual({
+        s,
+        keys: expect.stringMatching(/(^| )~custos:policy:gen:/),
+      });
+    expect(redisAclRules('vault-crypto').keys).toContain('%R~custos:policy:gen:*');
+    expect(redisAclRules('identity').keys).toContain('%R~custos:policy:gen:*');
   });
 
   it('allows nothing broad to anyone', () => {
@@ -174,7 +185,7 @@ describe('the table against the code', () => {
       'HSET',
       'PEXPIRE',
     ]);
-    expect([...clientCalls(sourcesUnder('services', 'identity', 'src'))]).toEqual(['set']);
+    expect([...clientCalls(sourcesUnder('services', 'identity', 'src'))]).toEqual(['get', 'set']);
     expect(REDIS_CONNECT_COMMANDS).toEqual(['info', 'select']);
   });
 });

@@ -63,8 +63,13 @@ export const REDIS_SERVICES = {
     readWrite: [REDIS_KEY_PATTERNS.rateLimit],
     readOnly: [REDIS_KEY_PATTERNS.revoked],
   },
-  // Mirrors revocations (SET … PX: revocation-store.ts, retire-key) and checks its own tokens (MGET).
-  identity: { commands: ['set', 'mget'], readWrite: [REDIS_KEY_PATTERNS.revoked], readOnly: [] },
+  // Mirrors revocations (SET … PX: revocation-store.ts, retire-key) and checks its own tokens (MGET);
+  // reads decision generations (GET) before it reuses an agent's cached grant scopes.
+  identity: {
+    commands: ['set', 'mget', 'get'],
+    readWrite: [REDIS_KEY_PATTERNS.revoked],
+    readOnly: [REDIS_KEY_PATTERNS.policyGeneration],
+  },
   // Checks revocations, and reads each org's decision generation (GET) before it trusts a cached
   // policy decision (services/vault-crypto/src/access/decision-cache.ts).
   'vault-crypto': {

@@ -17,6 +17,13 @@ export const configShape = {
   POLICY_ADDR: env
     .address('host:port of the policy service (the grants behind agent token scopes).')
     .default('127.0.0.1:50053'),
+  AGENT_SCOPES_CACHE_TTL_MS: env
+    .int(
+      "Longest an agent's grant scopes (its token's scopes and vault_ids) are reused between exchanges, in milliseconds (0: ask policy on every exchange). A grant change ends an org's cached scopes at once (its decision generation in Redis); scopes only pre-filter, every operation is still decided by policy.",
+      0,
+      600_000,
+    )
+    .default(5000),
   BILLING_ADDR: env.address('host:port of the billing service (tier caps).').default('127.0.0.1:50058'),
   GRPC_DEADLINE_MS: env
     .int('Deadline of a call to a peer service, in milliseconds.', 100, 60000)

@@ -72,7 +72,11 @@ runDataService({
       logger: rt.logger,
       tokens,
       billing: new BillingClient(billing),
-      policy: new PolicyClient(policy),
+      policy: new PolicyClient(policy, {
+        redis: tokens.redis,
+        ttlMs: c.AGENT_SCOPES_CACHE_TTL_MS,
+        size: 10_000,
+      }),
       federationKey,
     });
 

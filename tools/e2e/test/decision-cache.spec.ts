@@ -126,6 +126,20 @@ describe('policy decision cache: a grant change counts from the next read', () =
     expectProblem(await s.read(token), 403);
   });
 
+  it("mints the next agent token with the grants of that moment, though the agent's scopes were cached", async () => {
+    const s = await setup();
+    const claims = (token: string) =>
+      JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as Record<string, unknown>;
+    const policyId = await s.grant();
+    // The second exchange is answered from identity's scopes cache.
+    expect(claims(await s.agentToken())).toMatchObject({ scopes: ['app/*'], vault_ids: [s.vaultId] });
+    expect(claims(await s.agentToken())).toMatchObject({ scopes: ['app/*'], vault_ids: [s.vaultId] });
+    expect((await s.revoke(policyId)).status).toBe(204);
+    expect(claims(await s.agentToken())).toMatchObject({ scopes: [], vault_ids: [] });
+    await s.grant({ secret_path_pattern: 'app/key' });
+    expect(claims(await s.agentToken())).toMatchObject({ scopes: ['app/key'], vault_ids: [s.vaultId] });
+  });
+
   it('asks policy on every read while a grant in play has an IP condition (its answer depends on the address)', async () => {
     const s = await setup();
     const policyId = await s.grant({ conditions: { ip_cidrs: ['0.0.0.0/0', '::/0'] } });

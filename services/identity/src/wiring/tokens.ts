@@ -24,6 +24,8 @@ export interface Tokens {
   issuer: TokenIssuer;
   verifier: TokenVerifier;
   settings: TokenSettings;
+  /** Identity's Redis connection (revocations; the agent-scopes cache reads decision generations). */
+  redis: Redis;
 }
 
 /**
@@ -82,5 +84,5 @@ export async function buildTokens(rt: Runtime<ConfigOf<typeof configShape>>, db:
     audience: settings.audience,
     isRevoked: redisRevocationCheck(redis),
   });
-  return { ring, revocations, issuer: new TokenIssuer(ring, settings), verifier, settings };
+  return { ring, revocations, issuer: new TokenIssuer(ring, settings), verifier, settings, redis };
 }
