@@ -68,6 +68,10 @@ export class NatsLink {
           maxReconnectAttempts: -1,
           reconnectTimeWait: 500,
           timeout: 2000,
+          // No stack trace captured ahead of every request (each JetStream publish is one) in case
+          // it fails: measured, building those errors was ~5 % of a publishing service's CPU. A
+          // failed publish still rejects with its error; only the caller's async stack is missing.
+          noAsyncTraces: true,
           ...(c.user !== undefined ? { user: c.user } : {}),
           ...(c.password !== undefined ? { pass: c.password } : {}),
           ...(c.inboxPrefix ? { inboxPrefix: c.inboxPrefix } : {}),
