@@ -10,6 +10,7 @@ import { LoadGenerator } from './load.js';
 import { type BenchMesh, REPO, startMesh } from './mesh.js';
 import { type ScenarioResult, cpuTable, fmt, resultTable, targetLines } from './report.js';
 import { MIXED, SCENARIOS, type Scenario } from './scenarios.js';
+import { serviceEnvOf } from './scenario-fns.js';
 import { TARGET_CONDITIONS, evaluateTargets, ratio } from './targets.js';
 
 const USAGE = `pnpm bench [-- options]    (or: node tools/bench/dist/main.js [options])
@@ -158,7 +159,9 @@ async function main(): Promise<number> {
       mesh = await startMesh({
         databaseUrl: db.url,
         // The bench profile of @custos/mesh: sign-up without verification, per-IP limits lifted.
-        extraEnv: { LOG_LEVEL: opts.logLevel },
+        // BENCH_SERVICE_ENV ("K=V,K=V") sets service variables, to measure a lever with it off
+        // (e.g. POLICY_DECISION_CACHE_TTL_MS=0); it is recorded in the results.
+        extraEnv: { ...serviceEnvOf(process.env.BENCH_SERVICE_ENV), LOG_LEVEL: opts.logLevel },
       });
       baseUrl = mesh.baseUrl;
       for (const [s, pid] of mesh.pids) labelled.set(s, pid);
@@ -232,6 +235,7 @@ async function main(): Promise<number> {
       },
       ceiling_duration_s: opts.ceilingDuration,
       mesh: externalUrl ? 'external (BENCH_URL)' : 'started by the benchmark on this machine',
+      service_env: serviceEnvOf(process.env.BENCH_SERVICE_ENV),
       log_level: externalUrl ? null : opts.logLevel,
       load_generator: 'same machine, one Node process, node:http keep-alive agent, closed loop',
     },

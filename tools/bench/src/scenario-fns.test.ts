@@ -1,4 +1,4 @@
-import { mixedPick } from './scenario-fns';
+import { mixedPick, serviceEnvOf } from './scenario-fns';
 
 describe('mixedPick', () => {
   const shape = { orgs: 4, agentsPerOrg: 3, paths: 64, writeEvery: 10 };
@@ -46,5 +46,17 @@ describe('mixedPick', () => {
     expect(mixedPick(10, shape)).toEqual({ org: 1, agent: 0, path: 0, write: false });
     expect(mixedPick(40, shape)).toEqual({ org: 0, agent: 1, path: 0, write: false });
     expect(mixedPick(120, shape)).toEqual({ org: 0, agent: 0, path: 1, write: false });
+  });
+});
+
+describe('serviceEnvOf', () => {
+  it('reads NAME=value pairs and refuses anything else', () => {
+    expect(serviceEnvOf(undefined)).toEqual({});
+    expect(serviceEnvOf(' POLICY_DECISION_CACHE_TTL_MS=0 , A_B=x=y ')).toEqual({
+      POLICY_DECISION_CACHE_TTL_MS: '0',
+      A_B: 'x=y',
+    });
+    expect(() => serviceEnvOf('lower=1')).toThrow(/not NAME=value/);
+    expect(() => serviceEnvOf('NOVALUE')).toThrow(/not NAME=value/);
   });
 });

@@ -33,3 +33,21 @@ export function mixedPick(i: number, shape: MixedShape): MixedPick {
     write: i % writeEvery === writeEvery - 1,
   };
 }
+
+/**
+ * BENCH_SERVICE_ENV, "K=V,K=V": variables for every service the benchmark starts (to measure a lever
+ * with it off). Names must look like environment variables; anything else is refused.
+ */
+export function serviceEnvOf(raw: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of (raw ?? '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
+    const eq = part.indexOf('=');
+    const name = eq > 0 ? part.slice(0, eq) : '';
+    if (!/^[A-Z][A-Z0-9_]*$/.test(name)) throw new Error(`BENCH_SERVICE_ENV: "${part}" is not NAME=value`);
+    out[name] = part.slice(eq + 1);
+  }
+  return out;
+}
