@@ -18,6 +18,10 @@ export interface OutboxGroupCommitOptions {
   onCommitted?: () => void;
 }
 
+// `\u0000` as JSON.stringify writes a NUL character: after an even run of backslashes (an odd
+// run makes it the text `\u0000`, which jsonb takes).
+const NUL_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u0000/;
+
 /** One outbox row, ready to insert: what writeEvent stores, for hand-written SQL. */
 export interface OutboxRow {
   id: string;
@@ -38,6 +42,9 @@ export function outboxRowOf(event: {
   data: Record<string, unknown>;
 }): OutboxRow {
   const payload = JSON.stringify(event.data);
+  // Postgres' jsonb refuses the NUL character: such a row would fail the statement it is in, and
+  // with it every other caller of a group commit. Refused here, alone.
+  if (NUL_ESCAPE.test(payload)) throw new Error(`event ${event.name} data holds a NUL character`);
   const size = Buffer.byteLength(payload);
   if (size > MAX_EVENT_DATA_BYTES) {
     throw new Error(`event ${event.name} data is ${size} bytes; at most ${MAX_EVENT_DATA_BYTES}`);

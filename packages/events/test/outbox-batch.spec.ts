@@ -82,6 +82,18 @@ describe('OutboxGroupCommit (group commit of outbox rows, real Postgres)', () =>
     expect(rows[0].p).not.toContain('canary-s3cr3t');
   });
 
+  it('refuses a record with a NUL character (jsonb cannot hold it) alone, before it can fail a batch', async () => {
+    const commits = new OutboxGroupCommit({ pool, schema: SCHEMA });
+    const [good, refused] = await Promise.allSettled([
+      commits.audit(record(0)),
+      commits.audit({ ...record(1), metadata: { path: 'a\u0000b' } }),
+    ]);
+    expect(good.status).toBe('fulfilled');
+    expect(refused.status).toBe('rejected');
+    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM ${SCHEMA}.outbox`);
+    expect(rows[0].n).toBe(1);
+  });
+
   it('refuses an oversized event before it can fail a batch', async () => {
     const commits = new OutboxGroupCommit({ pool, schema: SCHEMA });
     await expect(

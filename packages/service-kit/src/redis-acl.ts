@@ -20,11 +20,12 @@ export const REDIS_KEY_PATTERNS = {
 } as const;
 
 /**
- * The Redis key of an org's decision generation: a counter the policy service increments after it
- * commits any change to the org's grants. A cached decision stamped with another value is stale.
+ * The Redis key of an org's decision generation: a value the policy service replaces with a fresh
+ * UUID after it commits any change to the org's grants. A cached decision stamped with another
+ * value is stale. Org ids are lower-cased here, so every caller names the same key.
  */
 export function policyGenerationKey(orgId: string): string {
-  return `custos:policy:gen:${orgId}`;
+  return `custos:policy:gen:${orgId.toLowerCase()}`;
 }
 
 /** What one service does in Redis. */
@@ -77,9 +78,10 @@ export const REDIS_SERVICES = {
     readWrite: [],
     readOnly: [REDIS_KEY_PATTERNS.revoked, REDIS_KEY_PATTERNS.policyGeneration],
   },
-  // Checks revocations; bumps an org's decision generation (INCR) after each grant change it commits.
+  // Checks revocations; moves an org's decision generation (SET of a fresh UUID) after each grant
+  // change it commits.
   policy: {
-    commands: ['mget', 'incr'],
+    commands: ['mget', 'set'],
     readWrite: [REDIS_KEY_PATTERNS.policyGeneration],
     readOnly: [REDIS_KEY_PATTERNS.revoked],
   },

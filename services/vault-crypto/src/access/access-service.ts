@@ -53,6 +53,7 @@ export class AccessService {
       const hit = cache.get(question, generation);
       if (hit !== undefined) return hit;
     }
+    const askedAt = cache?.clock() ?? 0;
     const d = await this.policy.decide({
       principal: p,
       vaultId: v.id,
@@ -60,7 +61,8 @@ export class AccessService {
       path,
       permission,
     });
-    if (cache && generation !== undefined) cache.set(question, generation, d.allowed, d.cacheableForMs);
+    if (cache && generation !== undefined)
+      cache.set(question, generation, d.allowed, d.cacheableForMs, askedAt);
     return d.allowed;
   }
 

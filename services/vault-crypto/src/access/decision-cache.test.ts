@@ -46,6 +46,17 @@ describe('DecisionCache', () => {
     expect(cache.get('long', '0')).toBeUndefined();
   });
 
+  it("counts an answer's life from when the question was asked, not from when the answer came", () => {
+    const cache = new DecisionCache(new Generations(), { ttlMs: 5000, size: 10 }, now);
+    const askedAt = cache.clock();
+    clock += 300; // the round trip to policy
+    cache.set('q', '0', true, 1000, askedAt);
+    clock += 699;
+    expect(cache.get('q', '0')).toBe(true);
+    clock += 1;
+    expect(cache.get('q', '0')).toBeUndefined();
+  });
+
   it('keeps nothing that policy says to ask again (cacheable_for_ms 0), nor when disabled', () => {
     const cache = new DecisionCache(new Generations(), { ttlMs: 5000, size: 10 }, now);
     cache.set('ip-bound', '0', true, 0);

@@ -66,10 +66,24 @@ export class DecisionCache {
     return hit.allowed;
   }
 
-  /** Keeps policy's answer, fetched under `generation`, for as long as both sides allow. */
-  set(question: string, generation: string, allowed: boolean, cacheableForMs: number): void {
+  /** When a question is asked: the lifetime of its answer counts from here. */
+  clock(): number {
+    return this.now();
+  }
+
+  /**
+   * Keeps policy's answer, fetched under `generation`, for as long as both sides allow, counted
+   * from `askedAt` (before the question left, so a declared stability is never overshot).
+   */
+  set(
+    question: string,
+    generation: string,
+    allowed: boolean,
+    cacheableForMs: number,
+    askedAt = this.now(),
+  ): void {
     const ms = Math.min(this.opts.ttlMs, cacheableForMs);
     if (!this.enabled || ms <= 0) return;
-    this.entries.set(question, { allowed, generation }, this.now() + ms);
+    this.entries.set(question, { allowed, generation }, askedAt + ms);
   }
 }
