@@ -57,8 +57,10 @@ runDataService({
       rt.logger,
     );
     // Its own Redis connection for the orgs' decision generations (the keys' one reads revocations).
+    // Auto-pipelined: the GETs of concurrent operations leave in one write (each still asks).
     const redis = new Redis(c.REDIS_URL, {
       maxRetriesPerRequest: 1,
+      enableAutoPipelining: true,
       ...redisTlsOptions(c.REDIS_URL, c.REDIS_TLS_CA_FILE),
     });
     redis.on('error', (err) => rt.logger.warn({ err: describeError(err) }, 'redis error'));
