@@ -1,4 +1,11 @@
-import { describeError, extractTraceContext, isUuid, type Logger, withSpan } from '@custos/service-kit';
+import {
+  describeError,
+  extractTraceContext,
+  isUuid,
+  type Logger,
+  withPgTransaction,
+  withSpan,
+} from '@custos/service-kit';
 import { SpanKind } from '@opentelemetry/api';
 import {
   AckPolicy,
@@ -398,11 +405,8 @@ export class IdempotentConsumer {
         links,
         attributes: { 'messaging.system': 'nats', 'messaging.batch.message_count': items.length },
       },
-      async () => {
-        const client = await opts.pool.connect();
-        let broken = false;
-        try {
-          await client.query('BEGIN');
+      () =>
+        withPgTransaction(opts.pool, async (client) => {
           const { rows } = await client.query<{ event_id: string }>({
             ...this.inboxInsert!,
             values: [this.opts.durable, items.map((c) => c.event.id)],
@@ -415,16 +419,7 @@ export class IdempotentConsumer {
               apply.map(({ event, delivery }) => ({ event, delivery })),
               client,
             );
-          await client.query('COMMIT');
-        } catch (err) {
-          await client.query('ROLLBACK').catch(() => {
-            broken = true;
-          });
-          throw err;
-        } finally {
-          client.release(broken);
-        }
-      },
+        }),
     );
   }
 }

@@ -25,6 +25,39 @@ export function createDatabase(pool: pg.Pool): Database {
   return drizzle(pool);
 }
 
+/**
+ * Runs `fn` in one transaction on one connection of `pool`, for hand-written SQL on a hot path:
+ * COMMIT when it returns, ROLLBACK when it throws. A connection that failed to BEGIN or to roll back
+ * is destroyed rather than handed back to the pool.
+ */
+export async function withPgTransaction<T>(
+  pool: pg.Pool,
+  fn: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  let broken = false;
+  try {
+    try {
+      await client.query('BEGIN');
+    } catch (err) {
+      broken = true;
+      throw err;
+    }
+    try {
+      const out = await fn(client);
+      await client.query('COMMIT');
+      return out;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {
+        broken = true;
+      });
+      throw err;
+    }
+  } finally {
+    client.release(broken);
+  }
+}
+
 /** Runs `fn` on one connection holding the migration lock of `schema` (one migrator per schema at a time). */
 async function withMigrationLock<T>(
   pool: pg.Pool,

@@ -2,7 +2,7 @@ import { and, asc, desc, eq, isNull, sql } from 'drizzle-orm';
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { OutboxRow } from '@custos/events';
-import { type Database, type Transaction, lockOrgResource } from '@custos/service-kit';
+import { type Database, type Transaction, lockOrgResource, withPgTransaction } from '@custos/service-kit';
 import { SCHEMA, secretVersions, vaults } from '../db/schema.js';
 import type { VaultRow } from '../vaults/vault-store.js';
 
@@ -161,69 +161,51 @@ export class SecretStore {
     seal: (version: number) => NewVersion,
     record: (row: { id: string; version: number; type: string }) => OutboxRow,
   ): Promise<SecretRow | 'new_path'> {
-    const client = await this.pool.connect();
-    let broken = false;
-    try {
-      await client.query('BEGIN').catch((err: unknown) => {
-        broken = true;
-        throw err;
+    return withPgTransaction(this.pool, async (client) => {
+      const latest = await client.query<[number, Date | null]>({
+        name: 'vault_crypto_lock_path_latest',
+        text: `SELECT version, deleted_at FROM "${SCHEMA}".lock_path_latest($1, $2)`,
+        values: [at.vaultId, at.path],
+        rowMode: 'array',
       });
-      try {
-        const latest = await client.query<[number, Date | null]>({
-          name: 'vault_crypto_lock_path_latest',
-          text: `SELECT version, deleted_at FROM "${SCHEMA}".lock_path_latest($1, $2)`,
-          values: [at.vaultId, at.path],
-          rowMode: 'array',
-        });
-        const top = latest.rows[0];
-        if (!top || top[1] !== null) {
-          await client.query('ROLLBACK');
-          return 'new_path';
-        }
-        const version = top[0] + 1;
-        const id = randomUUID();
-        const v = seal(version);
-        const r = record({ id, version, type: v.type });
-        const inserted = await client.query<unknown[]>({
-          name: 'vault_crypto_insert_version_with_record',
-          text: INSERT_VERSION_WITH_RECORD,
-          values: [
-            id,
-            at.vaultId,
-            at.orgId,
-            at.path,
-            version,
-            v.type,
-            v.ciphertext,
-            v.iv,
-            v.tag,
-            v.wrappedDataKey,
-            v.kekVersion,
-            jsonOrNull(v.metadata),
-            v.expiresAt ?? null,
-            v.maxAccessCount ?? null,
-            jsonOrNull(v.rotationPolicy),
-            v.createdBy,
-            v.createdByType,
-            r.id,
-            r.name,
-            r.orgId,
-            r.payload,
-            r.traceparent,
-          ],
-          rowMode: 'array',
-        });
-        await client.query('COMMIT');
-        return secretOfRead([...Array(VAULT_COLUMNS.length).fill(null), ...inserted.rows[0]!])!;
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => {
-          broken = true;
-        });
-        throw err;
-      }
-    } finally {
-      client.release(broken);
-    }
+      const top = latest.rows[0];
+      // Nothing written: committing only releases the path's lock.
+      if (!top || top[1] !== null) return 'new_path' as const;
+      const version = top[0] + 1;
+      const id = randomUUID();
+      const v = seal(version);
+      const r = record({ id, version, type: v.type });
+      const inserted = await client.query<unknown[]>({
+        name: 'vault_crypto_insert_version_with_record',
+        text: INSERT_VERSION_WITH_RECORD,
+        values: [
+          id,
+          at.vaultId,
+          at.orgId,
+          at.path,
+          version,
+          v.type,
+          v.ciphertext,
+          v.iv,
+          v.tag,
+          v.wrappedDataKey,
+          v.kekVersion,
+          jsonOrNull(v.metadata),
+          v.expiresAt ?? null,
+          v.maxAccessCount ?? null,
+          jsonOrNull(v.rotationPolicy),
+          v.createdBy,
+          v.createdByType,
+          r.id,
+          r.name,
+          r.orgId,
+          r.payload,
+          r.traceparent,
+        ],
+        rowMode: 'array',
+      });
+      return secretOfRead([...Array(VAULT_COLUMNS.length).fill(null), ...inserted.rows[0]!])!;
+    });
   }
 
   /**
