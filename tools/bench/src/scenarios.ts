@@ -95,8 +95,8 @@ export async function userWrite(baseUrl: string, opts: ScenarioOptions): Promise
  * agent does at start and whenever its token expires. One org with as many agents as connections,
  * each with a read grant (so the exchange looks its grants up, as for a real agent), request i
  * exchanging the key of agent i mod agents: the requests in flight at any moment are of different
- * agents. Many exchanges of one key at once would instead measure the row lock on that agent (each
- * exchange records its last activity), which no real agent causes; identity throttles no key.
+ * agents, as in a fleet (identity caches an agent's grant scopes, and one agent's exchanges in a
+ * burst would mostly measure that cache). Identity throttles no key.
  */
 export async function agentTokenExchange(baseUrl: string, opts: ScenarioOptions): Promise<Scenario> {
   const userToken = await benchUser(baseUrl);
