@@ -409,7 +409,9 @@ export class IdempotentConsumer {
         withPgTransaction(opts.pool, async (client) => {
           const { rows } = await client.query<{ event_id: string }>({
             ...this.inboxInsert!,
-            values: [this.opts.durable, items.map((c) => c.event.id)],
+            // In id order, not delivery order: two replicas inserting overlapping redeliveries
+            // then take the inbox rows' locks in the same order and cannot deadlock.
+            values: [this.opts.durable, items.map((c) => c.event.id.toLowerCase()).sort()],
           });
           // Postgres returns ids in lower case; an id twice in the batch is applied once.
           const fresh = new Set(rows.map((r) => r.event_id));
