@@ -14,8 +14,13 @@ export interface OutboxGroupCommitOptions {
   maxBatch?: number;
   /** Batches being committed at once at most (each on its own pool connection). Default 2. */
   maxInFlight?: number;
-  /** Called after each committed batch (e.g. the outbox relay's `nudge`). */
+  /** Called after each committed batch (e.g. the outbox relay's `nudge`); what it throws is ignored. */
   onCommitted?: () => void;
+  /**
+   * Rows waiting at most (default 10,000). When Postgres is this far behind, a new row is refused
+   * at once (its action answers 503) rather than queued with its caller's state held in memory.
+   */
+  maxQueue?: number;
 }
 
 // `\u0000` as JSON.stringify writes a NUL character: after an even run of backslashes (an odd
@@ -88,12 +93,14 @@ export class OutboxGroupCommit {
   private scheduled = false;
   private readonly maxBatch: number;
   private readonly maxInFlight: number;
+  private readonly maxQueue: number;
   private readonly statement: string;
   private readonly statementName: string;
 
   constructor(private readonly opts: OutboxGroupCommitOptions) {
     this.maxBatch = opts.maxBatch ?? 256;
     this.maxInFlight = opts.maxInFlight ?? 2;
+    this.maxQueue = opts.maxQueue ?? 10_000;
     const schema = `"${opts.schema.replace(/"/g, '""')}"`;
     this.statement =
       `INSERT INTO ${schema}.outbox (id, name, org_id, payload, traceparent) ` +
@@ -118,6 +125,9 @@ export class OutboxGroupCommit {
       row = build();
     } catch (err) {
       return Promise.reject(err);
+    }
+    if (this.queue.length >= this.maxQueue) {
+      return Promise.reject(new Error(`the outbox group commit has ${this.queue.length} rows waiting`));
     }
     return new Promise<string>((resolve, reject) => {
       this.queue.push({ ...row, resolve: () => resolve(row.id), reject });
@@ -164,6 +174,10 @@ export class OutboxGroupCommit {
       return;
     }
     for (const r of batch) r.resolve();
-    this.opts.onCommitted?.();
+    try {
+      this.opts.onCommitted?.();
+    } catch {
+      // A nudge that fails changes nothing that was committed.
+    }
   }
 }

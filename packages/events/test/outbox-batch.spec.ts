@@ -94,6 +94,17 @@ describe('OutboxGroupCommit (group commit of outbox rows, real Postgres)', () =>
     expect(rows[0].n).toBe(1);
   });
 
+  it('refuses rows beyond its queue bound at once, and commits the ones it took', async () => {
+    const commits = new OutboxGroupCommit({ pool, schema: SCHEMA, maxQueue: 5 });
+    const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => commits.audit(record(i))));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(5);
+    const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(refused).toHaveLength(15);
+    expect(String(refused[0]!.reason)).toMatch(/rows waiting/);
+    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM ${SCHEMA}.outbox`);
+    expect(rows[0].n).toBe(5);
+  });
+
   it('refuses an oversized event before it can fail a batch', async () => {
     const commits = new OutboxGroupCommit({ pool, schema: SCHEMA });
     await expect(
