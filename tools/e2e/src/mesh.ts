@@ -53,26 +53,34 @@ export interface Mesh {
  * kill or restart services, tamper with what all orgs share, or need settings no shared profile has.
  */
 export async function startMesh(opts: { extraEnv?: Record<string, string> } = {}): Promise<Mesh> {
-  const database = await createTestDatabase('custos_e2e');
   const mailDir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-e2e-mail-'));
   const certDir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-e2e-certs-'));
   const output = new Map<ServiceName, string[]>(SERVICES.map((s) => [s, []]));
   let launched;
-  try {
-    launched = await launchMesh({
-      profile: 'test',
-      databaseUrl: database.url,
-      mailDir,
-      certDir,
-      ...(opts.extraEnv ? { extraEnv: opts.extraEnv } : {}),
-      onLine: (s, line) => output.get(s)!.push(line),
-      // A busy 2-core machine can take more than a minute (a service that exits fails at once); the
-      // jest hook that calls this gives up at 120 s (testTimeout).
-      healthTimeoutMs: 100_000,
-    });
-  } catch (err) {
-    await database.drop();
-    throw err;
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  // Ports are picked free, but another process on the machine (a mesh of another jest worker) can
+  // bind one before the service does: that start fails with EADDRINUSE and is tried once more on
+  // new ports and a new database. Any other failure fails at once.
+  for (let attempt = 1; ; attempt++) {
+    database = await createTestDatabase('custos_e2e');
+    for (const lines of output.values()) lines.length = 0;
+    try {
+      launched = await launchMesh({
+        profile: 'test',
+        databaseUrl: database.url,
+        mailDir,
+        certDir,
+        ...(opts.extraEnv ? { extraEnv: opts.extraEnv } : {}),
+        onLine: (s, line) => output.get(s)!.push(line),
+        // A busy 2-core machine can take more than a minute (a service that exits fails at once); the
+        // jest hook that calls this gives up at 120 s (testTimeout).
+        healthTimeoutMs: 100_000,
+      });
+      break;
+    } catch (err) {
+      await database.drop();
+      if (attempt >= 2 || !/EADDRINUSE/.test((err as Error).message)) throw err;
+    }
   }
   const { supervisor, stop: stopMesh } = launched;
   return {
