@@ -23,6 +23,18 @@ pnpm install --frozen-lockfile --reporter=append-only | tail -n 3
 step "Postgres, NATS JetStream, Redis"
 bash tools/dev/ensure-infra.sh
 
+# Dev mode's default gRPC ports (50050-50058) and Postgres port (54329) lie inside Linux's ephemeral
+# range, where any outgoing connection of the suite (a pooled Postgres connection) can hold one for
+# minutes while the README spec starts dev mode on them. Keep them out of that range for the run when
+# this machine lets us (root); elsewhere the spec only runs the risk it always had.
+if [ -w /proc/sys/net/ipv4/ip_local_reserved_ports ]; then
+  reserved="$(cat /proc/sys/net/ipv4/ip_local_reserved_ports)"
+  case ",$reserved," in
+    *,50050-50058,*) ;;
+    *) echo "${reserved:+$reserved,}50050-50058,54329" > /proc/sys/net/ipv4/ip_local_reserved_ports 2>/dev/null || true ;;
+  esac
+fi
+
 step "contracts: generate, lint, breaking"
 pnpm --filter @custos/proto run generate >/dev/null
 if git rev-parse --git-dir >/dev/null 2>&1; then
