@@ -1,8 +1,8 @@
 import { Redis } from 'ioredis';
-import { connectServiceIdentityKeys } from '@custos/auth';
+import { connectServiceIdentityKeys, verifierRedisOptions } from '@custos/auth';
 import { runDataService } from '@custos/events';
 import { PolicyServiceService } from '@custos/proto/custos/policy/v1/service';
-import { describeError, redisTlsOptions } from '@custos/service-kit';
+import { describeError } from '@custos/service-kit';
 import { configShape } from './config.js';
 import { decisionGenerationBump } from './grants/decision-generation.js';
 import { SCHEMA } from './db/schema.js';
@@ -23,10 +23,7 @@ runDataService({
     const keys = await connectServiceIdentityKeys(rt);
     const c = rt.config;
     // Its own connection for the decision generation (the keys' one only reads revocations).
-    const redis = new Redis(c.REDIS_URL, {
-      maxRetriesPerRequest: 1,
-      ...redisTlsOptions(c.REDIS_URL, c.REDIS_TLS_CA_FILE),
-    });
+    const redis = new Redis(c.REDIS_URL, verifierRedisOptions(c.REDIS_URL, c.REDIS_TLS_CA_FILE));
     redis.on('error', (err) => rt.logger.warn({ err: describeError(err) }, 'redis error'));
     rt.onShutdown('redis-generation', async () => {
       redis.disconnect();

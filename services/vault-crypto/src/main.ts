@@ -1,10 +1,10 @@
-import { connectServiceIdentityKeys } from '@custos/auth';
+import { connectServiceIdentityKeys, verifierRedisOptions } from '@custos/auth';
 import { OutboxGroupCommit, runDataService } from '@custos/events';
 import { Redis } from 'ioredis';
 import { BillingServiceClient } from '@custos/proto/custos/billing/v1/service';
 import { PolicyServiceClient } from '@custos/proto/custos/policy/v1/service';
 import { VaultCryptoServiceService } from '@custos/proto/custos/vault_crypto/v1/service';
-import { createGrpcClient, describeError, redisTlsOptions } from '@custos/service-kit';
+import { createGrpcClient, describeError } from '@custos/service-kit';
 import { DecisionCache } from './access/decision-cache.js';
 import { AccessService } from './access/access-service.js';
 import { VaultCryptoAudit } from './audit/vault-crypto-audit.js';
@@ -58,11 +58,7 @@ runDataService({
     );
     // Its own Redis connection for the orgs' decision generations (the keys' one reads revocations).
     // Auto-pipelined: the GETs of concurrent operations leave in one write (each still asks).
-    const redis = new Redis(c.REDIS_URL, {
-      maxRetriesPerRequest: 1,
-      enableAutoPipelining: true,
-      ...redisTlsOptions(c.REDIS_URL, c.REDIS_TLS_CA_FILE),
-    });
+    const redis = new Redis(c.REDIS_URL, verifierRedisOptions(c.REDIS_URL, c.REDIS_TLS_CA_FILE));
     redis.on('error', (err) => rt.logger.warn({ err: describeError(err) }, 'redis error'));
     rt.onShutdown('redis-decisions', async () => {
       redis.disconnect();
