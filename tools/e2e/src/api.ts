@@ -68,6 +68,9 @@ export function expectProblem(
   status: number,
   members: Record<string, unknown> = {},
 ): void {
+  // jest's diff prints a matched `expect.any` as the matcher, hiding the detail that says why.
+  if (r.status !== status)
+    throw new Error(`expected a ${status} problem, got ${r.status}: ${JSON.stringify(r.body)}`);
   expect({ status: r.status, body: r.body }).toMatchObject({
     status,
     body: { status, title: expect.any(String), detail: expect.any(String), ...members },

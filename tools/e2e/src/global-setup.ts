@@ -5,6 +5,7 @@ import path from 'node:path';
 import { launchMesh } from '@custos/mesh';
 import { createTestDatabase } from '@custos/service-kit/testing';
 import { newIdpKey, startGoogleIdp } from './google-idp';
+import { PrivatePostgres, postgresBinDir } from './private-postgres';
 import { startMailSpool } from './mail-spool';
 import {
   GOOGLE_CLIENT_ID,
@@ -16,7 +17,7 @@ import {
   profileEnv,
 } from './profiles';
 import { type SharedRunInfo, publishSharedRun } from './shared-run';
-import { type SharedState, holder, stopShared } from './shared-state';
+import { type SharedState, holder, postgresHolder, stopShared } from './shared-state';
 
 const ASKS = /sharedMesh\(\s*(?:'([a-z-]+)'\s*)?\)/g;
 
@@ -85,6 +86,21 @@ async function bootProfile(
 }
 
 /**
+ * The run's databases live in a Postgres cluster of its own (fsync off, 300 connections): the suite's
+ * meshes hold up to 45 connections each, and beside the other packages' tests (turbo runs two at a
+ * time) the machine server's 100 ran out (seen in CI: a vault create answered 503). The workers
+ * inherit TEST_DATABASE_URL. Skipped when TEST_DATABASE_URL is set (the caller chose a server) or
+ * when this machine has no Postgres server programs.
+ */
+async function ownPostgres(): Promise<void> {
+  if (process.env.TEST_DATABASE_URL || postgresBinDir() === undefined) return;
+  const pg = await PrivatePostgres.start({ fast: true, maxConnections: 300 });
+  postgresHolder.__custosE2ePostgres = pg;
+  process.env.TEST_DATABASE_URL = pg.url();
+  process.once('exit', () => pg.destroySync());
+}
+
+/**
  * Jest global setup: boots one mesh per environment profile the selected spec files ask for, once
  * for the whole run, with the mail spool, the Google stand-in and the federation key they use, and
  * tells the spec files where they are (SHARED_RUN_VAR).
@@ -93,6 +109,7 @@ export default async function globalSetup(
   globalConfig: { testPathPatterns?: unknown },
   projectConfig: { rootDir: string },
 ): Promise<void> {
+  await ownPostgres();
   const profiles = profilesOfRun(projectConfig.rootDir, globalConfig.testPathPatterns);
   if (profiles.length === 0) return;
   const started = Date.now();
@@ -151,6 +168,6 @@ export default async function globalSetup(
   publishSharedRun(info);
   const took = ((Date.now() - started) / 1000).toFixed(1);
   process.stdout.write(
-    `\nshared meshes (${took} s): ${meshes.map((m) => `${m.profile} ${m.mesh.baseUrl}`).join(', ')}; logs in ${runDir}\n`,
+    `\nshared meshes (${took} s): ${meshes.map((m) => `${m.profile} ${m.mesh.baseUrl}`).join(', ')}; logs in ${runDir}; databases on ${postgresHolder.__custosE2ePostgres ? `a private cluster, port ${postgresHolder.__custosE2ePostgres.port}` : (process.env.TEST_DATABASE_URL ?? 'the machine server')}\n`,
   );
 }

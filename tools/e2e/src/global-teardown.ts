@@ -1,10 +1,20 @@
-import { holder, stopShared } from './shared-state';
+import { holder, postgresHolder, stopShared } from './shared-state';
 
 /**
  * Jest global teardown: stops what the global setup started. A service that exited during the run
  * fails it, with its last lines (the logs are kept then).
  */
 export default async function globalTeardown(): Promise<void> {
+  try {
+    await stopMeshes();
+  } finally {
+    const pg = postgresHolder.__custosE2ePostgres;
+    postgresHolder.__custosE2ePostgres = undefined;
+    await pg?.destroy();
+  }
+}
+
+async function stopMeshes(): Promise<void> {
   const state = holder.__custosE2eShared;
   if (!state) return;
   holder.__custosE2eShared = undefined;

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import type { LaunchedMesh, ServiceExitEvent } from '@custos/mesh';
 import type { GoogleIdp } from './google-idp';
 import type { MailSpool } from './mail-spool';
+import type { PrivatePostgres } from './private-postgres';
 import type { SharedProfile } from './profiles';
 
 /** What the global setup started and the global teardown stops (jest runs both in its main process). */
@@ -14,6 +15,9 @@ export interface SharedState {
 
 /** Where the global setup leaves the state for the global teardown. */
 export const holder = globalThis as typeof globalThis & { __custosE2eShared?: SharedState };
+
+/** The run's own Postgres cluster (global setup), which the global teardown removes after the meshes. */
+export const postgresHolder = globalThis as typeof globalThis & { __custosE2ePostgres?: PrivatePostgres };
 
 /**
  * Stops the shared meshes, drops their databases, closes the spool and the Google stand-in, and

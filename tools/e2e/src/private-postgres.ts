@@ -1,0 +1,181 @@
+import { execFile, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/** Where this machine's Postgres server programs are (initdb, pg_ctl), or undefined when it has none. */
+export function postgresBinDir(): string | undefined {
+  const fromEnv = process.env.PG_BINDIR;
+  if (fromEnv && fs.existsSync(path.join(fromEnv, 'pg_ctl'))) return fromEnv;
+  // Debian's layout: /usr/lib/postgresql/<major>/bin, the newest first.
+  const root = '/usr/lib/postgresql';
+  const majors = fs.existsSync(root)
+    ? fs
+        .readdirSync(root)
+        .filter((d) => /^\d+$/.test(d))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
+  for (const m of majors) {
+    const dir = path.join(root, m, 'bin');
+    if (fs.existsSync(path.join(dir, 'initdb')) && fs.existsSync(path.join(dir, 'pg_ctl'))) return dir;
+  }
+  try {
+    const dir = execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim();
+    if (fs.existsSync(path.join(dir, 'pg_ctl'))) return dir;
+  } catch {
+    // no pg_config: no server programs found
+  }
+  return undefined;
+}
+
+/** A free TCP port on 127.0.0.1 below Linux's ephemeral range when one is found there. */
+async function freePort(): Promise<number> {
+  for (let i = 0; i < 20; i++) {
+    const candidate = 20000 + Math.floor(Math.random() * 12000);
+    if (await canListen(candidate)) return candidate;
+  }
+  throw new Error('no free port found for a private Postgres');
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+export interface PrivatePostgresOptions {
+  /** max_connections (default 300). */
+  maxConnections?: number;
+  /**
+   * Trade durability for speed (fsync off): for a cluster whose data lives no longer than the test
+   * run. A cluster a test restarts to check that acknowledged writes survive keeps the defaults.
+   */
+  fast?: boolean;
+}
+
+/**
+ * A Postgres cluster of the tests' own, on a free loopback port and a temporary folder, started with
+ * the machine's server programs (Debian's postgresql package): the end-to-end suite's databases live
+ * in one, so that its meshes' connections do not compete with the rest of the suite's for the
+ * machine server's 100, and a fault test restarts one without disturbing anything else. Postgres
+ * refuses to run as root: under root it runs as the OS user `postgres` (runuser).
+ */
+export class PrivatePostgres {
+  private constructor(
+    readonly dir: string,
+    readonly port: number,
+    private readonly bin: string,
+    private readonly asUser: string | undefined,
+  ) {}
+
+  /** The superuser URL of database `database`. */
+  url(database = 'postgres'): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/${database}`;
+  }
+
+  private get dataDir(): string {
+    return path.join(this.dir, 'data');
+  }
+
+  get logFile(): string {
+    return path.join(this.dir, 'postgres.log');
+  }
+
+  private async cmd(program: string, args: string[]): Promise<void> {
+    const exe = path.join(this.bin, program);
+    const [file, argv] = this.asUser ? ['runuser', ['-u', this.asUser, '--', exe, ...args]] : [exe, args];
+    try {
+      await run(file, argv, { timeout: 60_000 });
+    } catch (err) {
+      const e = err as Error & { stderr?: string };
+      let log = '';
+      try {
+        log = fs.readFileSync(this.logFile, 'utf8').split('\n').slice(-15).join('\n');
+      } catch {
+        // no log yet
+      }
+      throw new Error(`${program} ${args[0] ?? ''} failed: ${e.stderr?.trim() || e.message}\n${log}`);
+    }
+  }
+
+  /** Initialises and starts a new cluster; throws when this machine has no Postgres server programs. */
+  static async start(opts: PrivatePostgresOptions = {}): Promise<PrivatePostgres> {
+    const bin = postgresBinDir();
+    if (!bin) throw new Error('no Postgres server programs (initdb, pg_ctl) on this machine');
+    const root = process.getuid?.() === 0;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-pg-'));
+    if (root) {
+      const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
+      const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
+      fs.chownSync(dir, uid, gid);
+    }
+    const pg = new PrivatePostgres(dir, await freePort(), bin, root ? 'postgres' : undefined);
+    await pg.cmd('initdb', ['-D', pg.dataDir, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync']);
+    const settings: Record<string, string> = {
+      listen_addresses: "'127.0.0.1'",
+      port: String(pg.port),
+      unix_socket_directories: `'${dir}'`,
+      max_connections: String(opts.maxConnections ?? 300),
+      shared_buffers: "'64MB'",
+      ...(opts.fast ? { fsync: 'off', full_page_writes: 'off', synchronous_commit: 'off' } : {}),
+    };
+    fs.appendFileSync(
+      path.join(pg.dataDir, 'postgresql.conf'),
+      `\n${Object.entries(settings)
+        .map(([k, v]) => `${k} = ${v}`)
+        .join('\n')}\n`,
+    );
+    await pg.startServer();
+    return pg;
+  }
+
+  private startServer(): Promise<void> {
+    return this.cmd('pg_ctl', ['start', '-D', this.dataDir, '-l', this.logFile, '-w', '-t', '60']);
+  }
+
+  /** Stops the server (`fast`: sessions are ended, as a failover or a restart for maintenance does). */
+  async stopServer(mode: 'fast' | 'immediate' = 'fast'): Promise<void> {
+    await this.cmd('pg_ctl', ['stop', '-D', this.dataDir, '-m', mode, '-w', '-t', '60']);
+  }
+
+  /** Stops and starts again on the same port with the same data. */
+  async restart(mode: 'fast' | 'immediate' = 'fast'): Promise<void> {
+    await this.stopServer(mode);
+    await this.startServer();
+  }
+
+  /** Starts a stopped server again. */
+  async resume(): Promise<void> {
+    await this.startServer();
+  }
+
+  /** The same as destroy, for a process `exit` handler (which cannot wait). */
+  destroySync(): void {
+    if (!fs.existsSync(this.dir)) return;
+    const exe = path.join(this.bin, 'pg_ctl');
+    const args = ['stop', '-D', this.dataDir, '-m', 'immediate', '-w', '-t', '30'];
+    try {
+      if (this.asUser) execFileSync('runuser', ['-u', this.asUser, '--', exe, ...args], { stdio: 'ignore' });
+      else execFileSync(exe, args, { stdio: 'ignore' });
+    } catch {
+      // already stopped
+    }
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** Stops the server (if running) and removes its folder. */
+  async destroy(): Promise<void> {
+    try {
+      await this.stopServer('immediate');
+    } catch {
+      // already stopped
+    }
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
