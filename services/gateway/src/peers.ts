@@ -45,8 +45,10 @@ export function serviceTokenSource(
   const now = opts.now ?? Date.now;
   const cache = new ExpiringLru<string>(opts.maxEntries ?? 10_000);
   const inflight = new Map<string, Promise<string>>();
-  return async (peer, userAuthorization) => {
-    const key = `${createHash('sha256').update(userAuthorization).digest('base64url')}:${peer}`;
+  const keyOf = (peer: string, userAuthorization: string) =>
+    `${createHash('sha256').update(userAuthorization).digest('base64url')}:${peer}`;
+  const source: CallerTokenSource = async (peer, userAuthorization) => {
+    const key = keyOf(peer, userAuthorization);
     const cached = cache.get(key, now());
     if (cached) return cached;
     let pending = inflight.get(key);
@@ -66,6 +68,8 @@ export function serviceTokenSource(
     }
     return pending;
   };
+  source.cached = (peer, userAuthorization) => cache.get(keyOf(peer, userAuthorization), now());
+  return source;
 }
 
 /**

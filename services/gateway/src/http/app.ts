@@ -25,6 +25,7 @@ import { vaultRoutes } from './vault-routes.js';
 import { shareRoutes } from './share-routes.js';
 import { webhookRoutes } from './webhook-routes.js';
 import { errorHandler, notFound, requireJsonBody } from './problem.js';
+import { HotRoutes, hotDispatcher } from './hot-routes.js';
 import { openApiRoutes } from './openapi-routes.js';
 import { pageRoutes } from './page-routes.js';
 import { ROUTE_TABLE } from './routes.js';
@@ -77,9 +78,18 @@ export function createApp(deps: AppDeps): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
 
-  app.use(requestContext(deps.trustedProxies));
-  app.use(accessLog(deps.logger, deps.registry));
-  app.use(rateLimit({ redis: deps.redis, ...deps.rateLimit, logger: deps.logger }));
+  // The stages before routing. Routes declared `hot` are served by the dispatcher, first: it runs
+  // these same three stages, then the route's guards and handler, skipping Express's walk over
+  // every route (the body stages have nothing to do for the bodiless requests it takes).
+  const before = [
+    requestContext(deps.trustedProxies),
+    accessLog(deps.logger, deps.registry),
+    rateLimit({ redis: deps.redis, ...deps.rateLimit, logger: deps.logger }),
+  ];
+  const hot = new HotRoutes();
+  const onError = errorHandler(deps.logger);
+  app.use(hotDispatcher(hot, before, onError));
+  app.use(...before);
   if (deps.authRateLimit) {
     app.post(
       CREDENTIAL_ROUTES,
@@ -97,6 +107,7 @@ export function createApp(deps: AppDeps): Express {
   const guards = {
     authenticated: [auth, ipRules.filter],
     human: [auth, ipRules.filter, humanOnly],
+    hot,
   };
   app.use(healthRoutes(deps.peers, deps.healthTimeoutMs, deps.logger, guards));
   app.use(authRoutes(deps.peers.identity, deps.identityKeys, guards));
@@ -120,6 +131,6 @@ export function createApp(deps: AppDeps): Express {
   app.use(openApiRoutes(ROUTE_TABLE));
 
   app.use(notFound(ROUTE_TABLE));
-  app.use(errorHandler(deps.logger));
+  app.use(onError);
   return app;
 }

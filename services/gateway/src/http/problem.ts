@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import { match } from 'path-to-regexp';
 import { CustosError, ERROR_KINDS, RateLimitedError, describeError, type Logger } from '@custos/service-kit';
+import { sendJson } from './respond.js';
 import type { DeclaredRoute } from './routes.js';
 
 /** An RFC 7807 problem-details body, with optional extension members. */
@@ -12,9 +13,9 @@ export interface Problem {
   [extension: string]: unknown;
 }
 
-/** Sends a problem-details response. */
+/** Sends a problem-details response (`application/problem+json; charset=utf-8`). */
 export function sendProblem(res: Response, problem: Problem): void {
-  res.status(problem.status).type('application/problem+json').json(problem);
+  sendJson(res, problem.status, problem, 'application/problem+json; charset=utf-8');
 }
 
 /** The problem-details body of a CustosError. */

@@ -1,6 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response, Router } from 'express';
 import type { z } from 'zod/v4';
 import { InvalidArgumentError } from '@custos/service-kit';
+import type { HotRoutes } from './hot-routes.js';
 import { bodyObject, checkJsonBody, paramsOf, parseInput } from './input.js';
 
 /** Who may call a route: anyone, any signed-in principal, or humans only (spec §5.8). */
@@ -44,6 +45,11 @@ export interface RouteSpec<
   nulAllowed?: readonly string[];
   /** Request headers the route reads, for the document (e.g. `X-Auth-Confirm`). */
   headers?: Record<string, string>;
+  /**
+   * Also served by the precompiled dispatcher (hot-routes.ts) for the plain requests of a hot
+   * load: same stages, same handler, without Express walking every route before it.
+   */
+  hot?: boolean;
 }
 
 /** What a handler receives: the checked params, query and body. */
@@ -64,8 +70,11 @@ export interface DeclaredRoute {
 /** Every route the gateway serves, with its access level; tests compare the public ones to spec §5.11. */
 export const ROUTE_TABLE: DeclaredRoute[] = [];
 
-/** The access guards every route group receives. */
-export type Guards = { authenticated: RequestHandler[]; human: RequestHandler[] };
+/**
+ * The access guards every route group receives, and the app's table of hot routes (routes
+ * declared `hot` are added to it; without one they are served by Express only).
+ */
+export type Guards = { authenticated: RequestHandler[]; human: RequestHandler[]; hot?: HotRoutes };
 
 type Handler<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType> = (
   req: Request,
@@ -113,8 +122,7 @@ export function declareRoute<P extends z.ZodType, Q extends z.ZodType, B extends
       body: spec.body ? parseInput(spec.body, raw, 'body') : emptyBody(raw),
     } as RouteInput<P, Q, B>;
   };
-  router[spec.method](
-    spec.path,
+  const stages: RequestHandler[] = [
     ...guardsFor(guards, spec.access),
     (req: Request, res: Response, next: NextFunction) => {
       let input: RouteInput<P, Q, B>;
@@ -125,7 +133,12 @@ export function declareRoute<P extends z.ZodType, Q extends z.ZodType, B extends
       }
       Promise.resolve(handler(req, res, input)).catch(next);
     },
-  );
+  ];
+  // What `router[method](path, ...stages)` does, keeping the Route: the hot dispatcher sets it as
+  // `req.route`, as Express would.
+  const route = router.route(spec.path);
+  route[spec.method](...stages);
+  if (spec.hot && guards.hot) guards.hot.add(spec.method, spec.path, route, stages);
 }
 
 function emptyBody(raw: Record<string, unknown>): Record<string, never> {

@@ -3,6 +3,7 @@ import { z } from 'zod/v4';
 import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { type Guards, declareRoute } from './routes.js';
+import { sendJson } from './respond.js';
 import { bodyOf, must, queryString } from './schemas.js';
 import {
   EnvResponse,
@@ -179,11 +180,13 @@ export function vaultRoutes(peers: Peers, guards: Guards): Router {
       params: secretParams,
       headers: PASSKEY,
       responses: { 200: { description: 'The version and its value', schema: SecretValueResponse } },
+      // The read agents repeat (tools/bench `agent-read`).
+      hot: true,
     },
     async (req, res, { params }) => {
       const body = await secretValue(params.vault_id, params.path, 0, req.header('x-passkey-token') ?? '');
       res.setHeader('Cache-Control', 'no-store');
-      res.json(body);
+      sendJson(res, 200, body);
     },
   );
 
