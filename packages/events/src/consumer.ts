@@ -19,7 +19,8 @@ import { trace, type Link } from '@opentelemetry/api';
 import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { getTableConfig } from 'drizzle-orm/pg-core';
 import type pg from 'pg';
-import { type EventEnvelope, eventOfSubject } from './catalogue.js';
+import { type EventEnvelope, type EventSubject, eventOfSubject } from './catalogue.js';
+import { batchMessageId, isEventBatch } from './event-batch.js';
 import type { NatsLink } from './nats.js';
 import type { InboxTable } from './tables.js';
 
@@ -103,10 +104,22 @@ export interface BatchConsumerOptions extends CommonConsumerOptions {
 /** Options of an idempotent JetStream consumer. */
 export type ConsumerOptions = SingleConsumerOptions | BatchConsumerOptions;
 
-/** An event that passed the envelope checks, with its message. */
+/** An event that passed the envelope checks, with its trace context. */
 interface Checked extends ConsumedEvent {
-  m: JsMsg;
+  traceparent: string | undefined;
 }
+
+/**
+ * A delivered message and its events that passed the checks: one, or several of a batch envelope
+ * (event-batch.ts). The message is acknowledged once all of them are applied.
+ */
+interface Delivered {
+  m: JsMsg;
+  events: Checked[];
+}
+
+/** Why an event is not applied: dropped (with an error log), or not one this consumer wants. */
+type Verdict = Checked | 'dropped' | 'ignored';
 
 /**
  * Runs `handler` once per event: the event id is inserted into the inbox in the handler's
@@ -116,10 +129,16 @@ interface Checked extends ConsumedEvent {
  * reach the handler, in delivery order; all are acknowledged after the commit. A batch that fails is
  * applied again one event per transaction, so only the failing event is redelivered.
  *
+ * A message may carry several events of its subject (a batch envelope, event-batch.ts, as the
+ * outbox relay sends audit records): each is checked and applied as if it had come alone, and the
+ * message is acknowledged once all of them are applied, or redelivered when one failed (the inbox
+ * then skips those that were applied).
+ *
  * An event is believed only as far as NATS permissions vouch for it: its type must be the one its
  * subject names (only the owning service may publish on that subject), and its id must be its
- * JetStream message id (so a copy of a seen event under a fresh message id cannot take the
- * original's inbox slot). Anything else is dropped with an error log.
+ * JetStream message id, or for a batch the message id must be the batch id of its events' ids
+ * (so a copy of a seen event under a fresh message id cannot take the original's inbox slot).
+ * Anything else is dropped with an error log.
  */
 export class IdempotentConsumer {
   private messages: ConsumerMessages | undefined;
@@ -235,16 +254,21 @@ export class IdempotentConsumer {
    * pulling while a full batch waits, so unacknowledged messages stay bounded.
    */
   private async consumeBatches(messages: ConsumerMessages): Promise<void> {
-    const buffer: JsMsg[] = [];
+    // Checked as they arrive; counted in events (a batch envelope carries several).
+    const buffer: Delivered[] = [];
+    let buffered = 0;
     let done = false;
     let wakeWorker: (() => void) | undefined;
     let wakeReader: (() => void) | undefined;
     const reader = (async () => {
       try {
         for await (const m of messages) {
-          buffer.push(m);
+          const d = this.check(m);
+          if (!d) continue;
+          buffer.push(d);
+          buffered += d.events.length;
           wakeWorker?.();
-          if (buffer.length >= this.maxBatch) await new Promise<void>((r) => (wakeReader = r));
+          if (buffered >= this.maxBatch) await new Promise<void>((r) => (wakeReader = r));
         }
       } finally {
         done = true;
@@ -261,7 +285,13 @@ export class IdempotentConsumer {
         }
         // Let the messages NATS has already handed over reach the buffer before taking a batch.
         await new Promise((r) => setImmediate(r));
-        const batch = buffer.splice(0, this.maxBatch);
+        // Whole messages, up to maxBatch events (at least one message, however many it carries).
+        let take = 0;
+        let events = 0;
+        while (take < buffer.length && (take === 0 || events + buffer[take]!.events.length <= this.maxBatch))
+          events += buffer[take++]!.events.length;
+        const batch = buffer.splice(0, take);
+        buffered -= events;
         wakeReader?.();
         wakeReader = undefined;
         await this.handleBatch(batch);
@@ -278,123 +308,177 @@ export class IdempotentConsumer {
   }
 
   /**
-   * The checks every event passes before it is applied: a malformed envelope, a type that is not
-   * the one its subject names, or an id that is not its message id is terminated (never
-   * redelivered); an event the consumer does not accept is acknowledged. Returns the others.
+   * The checks every message and event passes before it is applied. A message that is not JSON,
+   * or whose id is not its event's id (for a batch: the batch id of its events' ids), is
+   * terminated (never redelivered); so is a plain event that is malformed or whose type is not
+   * the one its subject names, while such an event inside a batch is dropped alone. Events the
+   * consumer does not accept are left out. Returns the message with its events to apply, or
+   * undefined when it has been settled here (terminated, or acknowledged: nothing to apply).
    */
-  private check(m: JsMsg): Checked | undefined {
-    let event: EventEnvelope;
+  private check(m: JsMsg): Delivered | undefined {
+    let body: unknown;
     try {
-      event = m.json<EventEnvelope>();
-      if (typeof event.id !== 'string' || typeof event.type !== 'string')
-        throw new Error('not an event envelope');
-      // The inbox keys events by uuid; an id that is not one could never be recorded as applied.
-      if (!isUuid(event.id)) throw new Error('event id is not a uuid');
+      body = m.json<unknown>();
     } catch (err) {
       this.opts.logger.error({ err: describeError(err), subject: m.subject }, 'dropping malformed event');
       m.term();
       return undefined;
     }
     const where = eventOfSubject(this.opts.link.subjectPrefix, m.subject);
-    if (!where || where.name !== event.type) {
-      this.opts.logger.error(
-        { subject: m.subject, type: event.type, event_id: event.id, consumer: this.opts.durable },
-        'dropping an event whose type is not the one its subject names',
-      );
+    const msgId = m.headers?.get('Nats-Msg-Id');
+    if (!isEventBatch(body)) {
+      const v = this.checkEvent(m.subject, where, body, m.headers?.get('traceparent') || undefined, msgId);
+      if (v === 'dropped') m.term();
+      else if (v === 'ignored') m.ack();
+      else return { m, events: [v] };
+      return undefined;
+    }
+    const ids = body.events.map((e) => (e as { id?: unknown } | null)?.id);
+    if (!ids.every((id): id is string => typeof id === 'string')) {
+      this.opts.logger.error({ subject: m.subject }, 'dropping malformed event batch');
       m.term();
       return undefined;
     }
-    if (m.headers?.get('Nats-Msg-Id') !== event.id) {
+    if (msgId !== batchMessageId(ids)) {
       this.opts.logger.error(
-        { subject: m.subject, event_id: event.id, consumer: this.opts.durable },
+        { subject: m.subject, events: ids.length, consumer: this.opts.durable },
         'dropping an event whose id is not its message id',
       );
       m.term();
       return undefined;
     }
-    if (this.opts.accept && !this.opts.accept(event)) {
+    const events: Checked[] = [];
+    body.events.forEach((e, i) => {
+      const v = this.checkEvent(m.subject, where, e, body.traceparents?.[i] || undefined, null);
+      if (typeof v === 'object') events.push(v);
+    });
+    if (events.length === 0) {
       m.ack();
       return undefined;
     }
-    return { m, event, delivery: { subject: m.subject, producer: where.producer } };
+    return { m, events };
+  }
+
+  /**
+   * One event's checks (see check): the event, or why it is not applied (dropped ones logged).
+   * `msgId` is the message id a plain event's id must equal; null inside a batch (checked whole).
+   */
+  private checkEvent(
+    subject: string,
+    where: EventSubject | undefined,
+    body: unknown,
+    traceparent: string | undefined,
+    msgId: string | undefined | null,
+  ): Verdict {
+    const event = body as EventEnvelope;
+    try {
+      if (typeof event !== 'object' || event === null) throw new Error('not an event envelope');
+      if (typeof event.id !== 'string' || typeof event.type !== 'string')
+        throw new Error('not an event envelope');
+      // The inbox keys events by uuid; an id that is not one could never be recorded as applied.
+      if (!isUuid(event.id)) throw new Error('event id is not a uuid');
+    } catch (err) {
+      this.opts.logger.error({ err: describeError(err), subject }, 'dropping malformed event');
+      return 'dropped';
+    }
+    if (!where || where.name !== event.type) {
+      this.opts.logger.error(
+        { subject, type: event.type, event_id: event.id, consumer: this.opts.durable },
+        'dropping an event whose type is not the one its subject names',
+      );
+      return 'dropped';
+    }
+    if (msgId !== null && msgId !== event.id) {
+      this.opts.logger.error(
+        { subject, event_id: event.id, consumer: this.opts.durable },
+        'dropping an event whose id is not its message id',
+      );
+      return 'dropped';
+    }
+    if (this.opts.accept && !this.opts.accept(event)) return 'ignored';
+    return { event, delivery: { subject, producer: where.producer }, traceparent };
   }
 
   private async handle(m: JsMsg): Promise<void> {
-    const c = this.check(m);
-    if (!c) return;
-    const { event, delivery } = c;
-    const handler = this.opts.handler!;
-    const parent = extractTraceContext({ traceparent: m.headers?.get('traceparent') || undefined });
-    try {
-      await withSpan(
-        `consume ${event.type}`,
-        { kind: SpanKind.CONSUMER, parent, attributes: { 'messaging.system': 'nats' } },
-        () =>
-          this.opts.db.transaction(async (tx) => {
-            const fresh = await tx
-              .insert(this.opts.inbox)
-              .values({ consumer: this.opts.durable, eventId: event.id })
-              .onConflictDoNothing()
-              .returning({ id: this.opts.inbox.eventId });
-            if (fresh.length > 0) await handler(event, tx, delivery);
-          }),
-      );
-      m.ack();
-    } catch (err) {
-      this.opts.logger.warn(
-        { err: describeError(err), event_id: event.id, type: event.type },
-        'event handler failed; will redeliver',
-      );
-      m.nak(this.opts.retryDelayMs ?? 1000);
+    const d = this.check(m);
+    if (!d) return;
+    let failed = false;
+    for (const c of d.events) {
+      try {
+        await this.applyOne(c);
+      } catch (err) {
+        failed = true;
+        this.logFailed(c, err);
+      }
     }
+    if (failed) m.nak(this.opts.retryDelayMs ?? 1000);
+    else m.ack();
   }
 
-  private async handleBatch(batch: JsMsg[]): Promise<void> {
-    const checked: Checked[] = [];
-    for (const m of batch) {
-      const c = this.check(m);
-      if (c) checked.push(c);
-    }
-    if (checked.length === 0) return;
+  private async applyOne({ event, delivery, traceparent }: Checked): Promise<void> {
+    const handler = this.opts.handler!;
+    const parent = extractTraceContext({ traceparent });
+    await withSpan(
+      `consume ${event.type}`,
+      { kind: SpanKind.CONSUMER, parent, attributes: { 'messaging.system': 'nats' } },
+      () =>
+        this.opts.db.transaction(async (tx) => {
+          const fresh = await tx
+            .insert(this.opts.inbox)
+            .values({ consumer: this.opts.durable, eventId: event.id })
+            .onConflictDoNothing()
+            .returning({ id: this.opts.inbox.eventId });
+          if (fresh.length > 0) await handler(event, tx, delivery);
+        }),
+    );
+  }
+
+  private async handleBatch(batch: Delivered[]): Promise<void> {
+    const all = batch.flatMap((d) => d.events);
     try {
-      await this.applyBatch(checked);
-      for (const c of checked) c.m.ack();
+      await this.applyBatch(all);
+      for (const d of batch) d.m.ack();
       return;
     } catch (err) {
-      if (checked.length === 1) {
-        this.nakFailed(checked[0]!, err);
+      if (all.length === 1) {
+        this.logFailed(all[0]!, err);
+        batch[0]!.m.nak(this.opts.retryDelayMs ?? 1000);
         return;
       }
       this.opts.logger.warn(
-        { err: describeError(err), consumer: this.opts.durable, events: checked.length },
+        { err: describeError(err), consumer: this.opts.durable, events: all.length },
         'event batch failed; applying its events one at a time',
       );
     }
-    // One per transaction, in delivery order: only the event that fails again is redelivered.
-    for (const c of checked) {
-      try {
-        await this.applyBatch([c]);
-        c.m.ack();
-      } catch (err) {
-        this.nakFailed(c, err);
+    // One per transaction, in delivery order: only a message with an event that fails again is
+    // redelivered (its other events are in the inbox by then and are not applied twice).
+    for (const d of batch) {
+      let failed = false;
+      for (const c of d.events) {
+        try {
+          await this.applyBatch([c]);
+        } catch (err) {
+          failed = true;
+          this.logFailed(c, err);
+        }
       }
+      if (failed) d.m.nak(this.opts.retryDelayMs ?? 1000);
+      else d.m.ack();
     }
   }
 
-  private nakFailed(c: Checked, err: unknown): void {
+  private logFailed(c: Checked, err: unknown): void {
     this.opts.logger.warn(
       { err: describeError(err), event_id: c.event.id, type: c.event.type },
       'event handler failed; will redeliver',
     );
-    c.m.nak(this.opts.retryDelayMs ?? 1000);
   }
 
   /** Records the events' ids in the inbox and applies the fresh ones, in one transaction. */
   private async applyBatch(items: Checked[]): Promise<void> {
     const opts = this.opts as BatchConsumerOptions;
     const links: Link[] = [];
-    for (const c of items) {
-      const traceparent = c.m.headers?.get('traceparent');
+    for (const { traceparent } of items) {
       const ctx = traceparent ? trace.getSpanContext(extractTraceContext({ traceparent })) : undefined;
       if (ctx) links.push({ context: ctx });
     }

@@ -1,7 +1,8 @@
 import { describeError, type Logger } from '@custos/service-kit';
 import { headers } from '@nats-io/nats-core';
 import type pg from 'pg';
-import { subjectFor, type EventEnvelope, type EventName } from './catalogue.js';
+import { AUDIT_RECORDED, subjectFor, type EventEnvelope, type EventName } from './catalogue.js';
+import { batchMessageId } from './event-batch.js';
 import type { NatsLink } from './nats.js';
 
 /** Options of an outbox relay. */
@@ -23,6 +24,14 @@ export interface RelayOptions {
    * them in one UPDATE. Full batches are still published back to back. Default 20.
    */
   minCycleMs?: number;
+  /**
+   * Events that go out several to a message (the batch envelope of event-batch.ts) when a cycle
+   * holds more than one of a subject. Only events whose every consumer reads batch envelopes (an
+   * IdempotentConsumer does) belong here. Default: audit records, which only audit consumes.
+   */
+  batchedEvents?: readonly string[];
+  /** Bytes of one batch message at most; an event that alone is larger goes out alone. Default 256 KiB. */
+  maxMessageBytes?: number;
 }
 
 interface OutboxRow {
@@ -53,9 +62,14 @@ export class OutboxRelay {
   private readonly minCycleMs: number;
   private readonly select: { name: string; text: string };
   private readonly mark: { name: string; text: string };
+  private readonly batched: ReadonlySet<string>;
+  private readonly maxMessageBytes: number;
 
   constructor(private readonly opts: RelayOptions) {
     this.batchSize = opts.batchSize ?? 200;
+    this.batched = new Set(opts.batchedEvents ?? [AUDIT_RECORDED]);
+    // NATS refuses a message over its max_payload (1 MiB unless configured lower).
+    this.maxMessageBytes = opts.maxMessageBytes ?? 256 * 1024;
     this.pollMs = opts.pollMs ?? 250;
     this.minCycleMs = opts.minCycleMs ?? 20;
     const schema = `"${opts.schema.replace(/"/g, '""')}"`;
@@ -168,22 +182,26 @@ export class OutboxRelay {
     if (!client) return 0;
     const { rows } = await client.query<OutboxRow>({ ...this.select, values: [this.batchSize] });
     if (rows.length === 0) return 0;
-    // Publish the batch pipelined, then mark the longest acknowledged prefix so order is kept.
+    // Publish the batch pipelined (batched events several to a message), then mark the longest
+    // prefix of rows whose message was acknowledged, so order is kept.
+    const messages = this.messagesOf(rows);
     const results = await Promise.allSettled(
-      rows.map((row) => {
-        const h = headers();
-        if (row.traceparent) h.set('traceparent', row.traceparent);
-        const subject = subjectFor(this.opts.subjectPrefix, row.name, this.opts.producer);
-        return nats.js.publish(subject, envelopeJson(row), { msgID: row.id, headers: h });
-      }),
+      messages.map((m) =>
+        nats.js.publish(m.subject, m.body, { msgID: m.id, ...(m.headers ? { headers: m.headers } : {}) }),
+      ),
     );
+    const rowAcked = new Array<boolean>(rows.length).fill(false);
+    let failure: PromiseRejectedResult | undefined;
+    results.forEach((r, i) => {
+      if (r.status === 'fulfilled') for (const at of messages[i]!.rows) rowAcked[at] = true;
+      else failure ??= r;
+    });
     let acked = 0;
-    while (acked < results.length && results[acked]?.status === 'fulfilled') acked++;
-    if (acked < results.length) {
-      const failure = results[acked];
+    while (acked < rows.length && rowAcked[acked]) acked++;
+    if (acked < rows.length) {
       this.opts.logger.warn(
         {
-          err: failure?.status === 'rejected' ? describeError(failure.reason) : undefined,
+          err: failure ? describeError(failure.reason) : undefined,
           pending: rows.length - acked,
         },
         'publishing outbox rows failed; will retry',
@@ -193,6 +211,77 @@ export class OutboxRelay {
     await client.query({ ...this.mark, values: [rows.slice(0, acked).map((r) => r.id)] });
     return acked;
   }
+
+  /**
+   * The messages that carry `rows`, in row order per subject: a row of a batched event joins the
+   * open batch of its subject (a new one once that would pass maxMessageBytes); any other row, and
+   * a batch that ends up with one row, is a plain envelope with the row id as its message id.
+   */
+  private messagesOf(rows: readonly OutboxRow[]): OutgoingMessage[] {
+    // A batch takes its slot when it opens, so it goes out in the place of its first row.
+    const out: Array<OutgoingMessage | undefined> = [];
+    const open = new Map<string, { at: number; rows: number[]; texts: string[]; bytes: number }>();
+    const close = (subject: string) => {
+      const g = open.get(subject);
+      if (!g) return;
+      open.delete(subject);
+      out[g.at] = this.batchMessage(subject, g.rows, g.texts, rows);
+    };
+    rows.forEach((row, i) => {
+      const subject = subjectFor(this.opts.subjectPrefix, row.name, this.opts.producer);
+      const text = envelopeJson(row);
+      if (!this.batched.has(row.name)) {
+        out.push(plainMessage(subject, row, text, i));
+        return;
+      }
+      const bytes = Buffer.byteLength(text) + 1;
+      let g = open.get(subject);
+      if (g && g.bytes + bytes > this.maxMessageBytes) {
+        close(subject);
+        g = undefined;
+      }
+      if (!g) {
+        g = { at: out.length, rows: [], texts: [], bytes: 64 };
+        out.push(undefined);
+        open.set(subject, g);
+      }
+      g.rows.push(i);
+      g.texts.push(text);
+      g.bytes += bytes;
+    });
+    for (const subject of [...open.keys()]) close(subject);
+    return out as OutgoingMessage[];
+  }
+
+  private batchMessage(
+    subject: string,
+    at: number[],
+    texts: string[],
+    rows: readonly OutboxRow[],
+  ): OutgoingMessage {
+    if (at.length === 1) return plainMessage(subject, rows[at[0]!]!, texts[0]!, at[0]!);
+    const traceparents = at.map((i) => rows[i]!.traceparent);
+    const body =
+      `{"events":[${texts.join(',')}]` +
+      (traceparents.some((t) => t) ? `,"traceparents":${JSON.stringify(traceparents)}}` : '}');
+    return { subject, body, id: batchMessageId(at.map((i) => rows[i]!.id)), rows: at };
+  }
+}
+
+/** One JetStream message of a relay cycle, with the indexes of the rows it carries. */
+interface OutgoingMessage {
+  subject: string;
+  body: string;
+  id: string;
+  /** The plain envelope's trace context; a batch carries its events' in its body. */
+  headers?: ReturnType<typeof headers>;
+  rows: number[];
+}
+
+function plainMessage(subject: string, row: OutboxRow, text: string, at: number): OutgoingMessage {
+  const h = headers();
+  if (row.traceparent) h.set('traceparent', row.traceparent);
+  return { subject, body: text, id: row.id, headers: h, rows: [at] };
 }
 
 /**

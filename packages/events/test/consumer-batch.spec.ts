@@ -6,9 +6,11 @@ import {
   waitFor,
   type TestNatsServer,
 } from '@custos/service-kit/testing';
+import { sql } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import { IdempotentConsumer, NatsLink, type ConsumedEvent } from '../src';
+import { batchMessageId } from '../src/event-batch';
 import { DDL, SCHEMA, inbox } from './fixtures/schema';
 
 // IdempotentConsumer with a batch handler, against real JetStream and Postgres: what the handler
@@ -196,5 +198,131 @@ describe('IdempotentConsumer with a batch handler', () => {
     expect(logLines.some((l) => l.msg === 'event batch failed; applying its events one at a time')).toBe(
       true,
     );
+  });
+  /** A consumer of `policy.*` events of one org with a one-event-per-transaction handler. */
+  function singleConsumer(durable: string, orgId: string, fail?: (id: string) => boolean) {
+    const calls: string[] = [];
+    const c = new IdempotentConsumer({
+      link,
+      stream,
+      durable,
+      filterSubject: `${prefix}.policy.>`,
+      db: drizzle(pool),
+      inbox,
+      logger,
+      retryDelayMs: 200,
+      accept: (e) => e.org_id === orgId,
+      handler: async (event, tx) => {
+        calls.push(event.id);
+        if (fail?.(event.id)) throw new Error(`handler refused ${event.id}`);
+        await tx.execute(sql`INSERT INTO ${sql.raw(SCHEMA)}.applied (event_id) VALUES (${event.id})`);
+      },
+    });
+    c.start();
+    stoppers.push(() => c.stop());
+    return { calls, c };
+  }
+
+  const envelope = (orgId: string, i: number, type = 'policy.updated') => ({
+    id: randomUUID(),
+    type,
+    created_at: new Date().toISOString(),
+    org_id: orgId,
+    data: { i },
+  });
+
+  /** Publishes envelopes as one batch message, as the outbox relay does (its id unless `msgID`). */
+  async function publishBatch(
+    envelopes: Array<ReturnType<typeof envelope>>,
+    o: { msgID?: string } = {},
+  ): Promise<string[]> {
+    const { js } = (await link.ready())!;
+    const ids = envelopes.map((e) => e.id);
+    await js.publish(`${prefix}.policy.updated`, JSON.stringify({ events: envelopes }), {
+      msgID: o.msgID ?? batchMessageId(ids),
+    });
+    return ids;
+  }
+
+  it('applies the events of batch messages and of plain ones alike, in delivery order, each once', async () => {
+    const orgId = randomUUID();
+    const a = await publish(orgId, 3);
+    const b = await publishBatch(Array.from({ length: 20 }, (_, i) => envelope(orgId, i)));
+    // A batch holding an event of another type than its subject names: that event alone is dropped.
+    const wrong = envelope(orgId, 99, 'policy.created');
+    const mixed = [envelope(orgId, 0), wrong, envelope(orgId, 1)];
+    await publishBatch(mixed);
+    // The same events again, cut into another batch (as a relay's retry may): none applied twice.
+    const again = await publishBatch(Array.from({ length: 4 }, (_, i) => envelope(orgId, i)));
+    await publishBatch([...again].reverse().map((id) => ({ ...envelope(orgId, 0), id })));
+    const c = await publish(orgId, 2);
+    const expected = [...a, ...b, mixed[0]!.id, mixed[2]!.id, ...again, ...c];
+    const { batches } = consumer('mixed-forms', orgId);
+    await waitFor(async () => (await inInbox('mixed-forms', expected)) === expected.length, 30000);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await applied(expected)).toEqual(expected);
+    expect(batches.flat().map((e) => e.event.id)).toEqual(expected);
+    expect(batches[0]![0]!.delivery).toEqual({ subject: `${prefix}.policy.updated`, producer: null });
+    expect(await inInbox('mixed-forms', [wrong.id])).toBe(0);
+    expect(logLines.map((l) => l.msg)).toContain(
+      'dropping an event whose type is not the one its subject names',
+    );
+
+    // A consumer with a one-event handler reads both forms too.
+    const single = singleConsumer('mixed-forms-single', orgId);
+    await waitFor(async () => (await inInbox('mixed-forms-single', expected)) === expected.length, 30000);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(single.calls).toEqual(expected);
+  });
+
+  it('drops a batch whose message id is not the batch id of its events, and a malformed batch', async () => {
+    const orgId = randomUUID();
+    const forged = await publishBatch([envelope(orgId, 0), envelope(orgId, 1)], { msgID: randomUUID() });
+    const { js } = (await link.ready())!;
+    await js.publish(`${prefix}.policy.updated`, JSON.stringify({ events: [{ id: 7 }] }), {
+      msgID: randomUUID(),
+    });
+    const [marker] = await publish(orgId, 1);
+    const { batches } = consumer('forged', orgId);
+    await waitFor(async () => (await inInbox('forged', [marker!])) === 1, 30000);
+    expect(batches.flat().map((e) => e.event.id)).toEqual([marker]);
+    expect(await inInbox('forged', forged)).toBe(0);
+    expect(logLines.map((l) => l.msg)).toEqual(
+      expect.arrayContaining([
+        'dropping an event whose id is not its message id',
+        'dropping malformed event batch',
+      ]),
+    );
+  });
+
+  it('redelivers a batch message whose event fails, applying its other events once', async () => {
+    const orgId = randomUUID();
+    const envelopes = Array.from({ length: 12 }, (_, i) => envelope(orgId, i));
+    const poisonId = envelopes[5]!.id;
+    const first = await publishBatch(envelopes.slice(0, 8));
+    const rest = await publish(orgId, 4);
+    const good = [...first, ...rest].filter((id) => id !== poisonId);
+    const { batches } = consumer('poisoned-batch', orgId, (e) => e.event.id === poisonId);
+    await waitFor(async () => (await inInbox('poisoned-batch', good)) === good.length, 30000);
+    // The message comes again (naked): only the poison reaches the handler again.
+    await waitFor(
+      async () => batches.filter((b) => b.length === 1 && b[0]!.event.id === poisonId).length >= 3,
+      30000,
+    );
+    expect(await applied([...first, ...rest])).toEqual(good);
+    expect(await inInbox('poisoned-batch', [poisonId])).toBe(0);
+
+    // The same with a one-event handler: the batch's other events are applied once.
+    const orgB = randomUUID();
+    const more = Array.from({ length: 6 }, (_, i) => envelope(orgB, i));
+    const bad = more[2]!.id;
+    const ids = await publishBatch(more);
+    const single = singleConsumer('poisoned-batch-single', orgB, (id) => id === bad);
+    const fine = ids.filter((id) => id !== bad);
+    await waitFor(async () => single.calls.filter((id) => id === bad).length >= 3, 30000);
+    expect(await applied(ids)).toEqual(fine);
+    expect(await inInbox('poisoned-batch-single', ids)).toBe(fine.length);
+    // Redelivered, but only the failing event ran again.
+    expect(single.calls.filter((id) => id !== bad)).toEqual(fine);
   });
 });

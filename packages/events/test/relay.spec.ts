@@ -8,7 +8,14 @@ import {
 } from '@custos/service-kit/testing';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
-import { IdempotentConsumer, NatsLink, OutboxRelay, writeEvent, type EventEnvelope } from '../src';
+import {
+  IdempotentConsumer,
+  NatsLink,
+  OutboxRelay,
+  writeEvent,
+  type ConsumedEvent,
+  type EventEnvelope,
+} from '../src';
 import { DDL, SCHEMA, inbox, outbox } from './fixtures/schema';
 
 const logger = createLogger({ service: 'relay-test', level: 'silent' });
@@ -34,8 +41,11 @@ describe('OutboxRelay', () => {
     await waitFor(async () => (await link.ready()) !== undefined, 20000);
   });
 
-  afterAll(async () => {
+  afterEach(async () => {
     for (const stop of stoppers.splice(0).reverse()) await stop();
+  });
+
+  afterAll(async () => {
     await link?.close();
     await nats?.stop();
     await pool?.end();
@@ -103,5 +113,100 @@ describe('OutboxRelay', () => {
       expect(e.type).toBe('policy.updated');
       expect(new Date(e.created_at).toISOString()).toBe(e.created_at);
     }
+  });
+  it('sends the audit records of a cycle several to a message; a consumer applies each once, in order', async () => {
+    const relay = new OutboxRelay({
+      pool,
+      schema: SCHEMA,
+      link,
+      subjectPrefix: prefix,
+      producer: 'relay-test',
+      logger,
+      pollMs: 10 * 60 * 1000,
+      // Small enough that the first 50 records need several messages.
+      maxMessageBytes: 4096,
+    });
+    relay.start();
+    stoppers.push(() => relay.stop());
+    await waitFor(async () => (await unpublished()) === 0, 20000);
+    const { jsm } = (await link.ready())!;
+    const stored = async () => (await jsm.streams.info(stream)).state.messages;
+
+    const db = drizzle(pool);
+    const orgs = ['org-a', 'org-b'];
+    const write = (n: number) =>
+      db.transaction(async (tx) => {
+        const ids: string[] = [];
+        for (let i = 0; i < n; i++) {
+          const org = orgs[i % 2]!;
+          ids.push(
+            await writeEvent(tx, outbox, {
+              name: 'audit.recorded',
+              orgId: org,
+              data: { org_id: org, action: 'secret.read', resource_id: `r${i}`, note: 'x'.repeat(40) },
+            }),
+          );
+          // Other events of the same cycle still go out one to a message.
+          if (i === 10) await writeEvent(tx, outbox, { name: 'policy.updated', orgId: org, data: { i } });
+        }
+        return ids;
+      });
+
+    const before = await stored();
+    const first = await write(50);
+    relay.nudge();
+    await waitFor(async () => (await unpublished()) === 0, 20000);
+    const firstMessages = (await stored()) - before;
+    // 51 rows, far fewer messages: a few batches of records, and the policy event alone.
+    expect(firstMessages).toBeGreaterThan(2);
+    expect(firstMessages).toBeLessThan(20);
+
+    const applied: ConsumedEvent[] = [];
+    const consumer = new IdempotentConsumer({
+      link,
+      stream,
+      durable: 'relay-batches',
+      filterSubject: `${prefix}.audit.recorded.>`,
+      db,
+      pool,
+      inbox,
+      logger,
+      batchHandler: async (events) => {
+        applied.push(...events);
+      },
+    });
+    consumer.start();
+    stoppers.push(() => consumer.stop());
+    await waitFor(async () => applied.length === first.length, 20000);
+    expect(applied.map((e) => e.event.id)).toEqual(first);
+    expect(applied[0]!.delivery).toEqual({
+      subject: `${prefix}.audit.recorded.relay-test`,
+      producer: 'relay-test',
+    });
+    expect(applied[3]!.event).toMatchObject({
+      type: 'audit.recorded',
+      org_id: 'org-b',
+      data: { org_id: 'org-b', action: 'secret.read', resource_id: 'r3' },
+    });
+
+    // A relay that published but could not mark (it died, or Postgres failed) publishes the rows
+    // again, cut otherwise since more rows came meanwhile: only the new record is applied.
+    await pool.query(`UPDATE ${SCHEMA}.outbox SET published_at = NULL WHERE id = ANY($1::uuid[])`, [first]);
+    const [late] = await write(1);
+    relay.nudge();
+    await waitFor(async () => (await unpublished()) === 0, 20000);
+    await waitFor(async () => applied.length === first.length + 1, 20000);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(applied.map((e) => e.event.id)).toEqual([...first, late]);
+
+    // The same rows cut the same way again: JetStream drops the copies (same message ids).
+    const sizeBefore = await stored();
+    await pool.query(`UPDATE ${SCHEMA}.outbox SET published_at = NULL WHERE id = ANY($1::uuid[])`, [
+      [...first, late],
+    ]);
+    relay.nudge();
+    await waitFor(async () => (await unpublished()) === 0, 20000);
+    expect(await stored()).toBe(sizeBefore);
+    expect(applied).toHaveLength(first.length + 1);
   });
 });

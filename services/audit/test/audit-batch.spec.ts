@@ -1,7 +1,14 @@
 import path from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Principal } from '@custos/auth';
-import { IdempotentConsumer, NatsLink, auditRecordedFilter, subjectFor } from '@custos/events';
+import {
+  IdempotentConsumer,
+  NatsLink,
+  OutboxGroupCommit,
+  OutboxRelay,
+  auditRecordedFilter,
+  subjectFor,
+} from '@custos/events';
 import {
   createDatabase,
   createLogger,
@@ -279,6 +286,86 @@ describe('the audit consumer chains records in batches (real NATS and Postgres)'
     expect(logLines.filter((l) => l.msg === 'event batch failed; applying its events one at a time')).toEqual(
       [],
     );
+  });
+
+  it('chains each record once, in commit order, when the outbox relay sends them several to a message and again', async () => {
+    const s = streamOf();
+    await waitFor(async () => (await s.link.ready()) !== undefined, 20000);
+    // The producer's side as vault-crypto runs it: records group-committed into an outbox, and
+    // its relay (here on audit's own outbox table, which nothing else relays in this test).
+    const outboxPool = writerPool();
+    const commits = new OutboxGroupCommit({ pool: outboxPool, schema: SCHEMA });
+    const relay = new OutboxRelay({
+      pool: outboxPool,
+      schema: SCHEMA,
+      link: s.link,
+      subjectPrefix: s.prefix,
+      producer: 'vault-crypto',
+      logger,
+      pollMs: 50,
+    });
+    const orgs = [randomUUID(), randomUUID(), randomUUID()];
+    const ids = await Promise.all(
+      Array.from({ length: 300 }, (_, i) =>
+        commits.audit({
+          orgId: orgs[i % 3]!,
+          actorType: 'agent',
+          actorId: 'a1',
+          action: 'secret.read',
+          resourceType: 'secret',
+          resourceId: `r${i}`,
+          metadata: { path: `r${i}` },
+        }),
+      ),
+    );
+    relay.start();
+    stoppers.push(() => relay.stop());
+    replica(s).start();
+    await waitFor(allProcessed(ids), 60000);
+    const { jsm } = (await s.link.ready())!;
+    const messages = (await jsm.streams.info(s.stream)).state.messages;
+    expect(messages).toBeLessThan(ids.length / 10);
+
+    const committed = async (org: string) =>
+      (
+        await adminPool.query<{ id: string }>(`SELECT id FROM audit.outbox WHERE org_id = $1 ORDER BY seq`, [
+          org,
+        ])
+      ).rows.map((r) => r.id);
+    for (const org of orgs) {
+      expect(await chainedIds(org)).toEqual(await committed(org));
+      expect(await service.verify(owner(org))).toMatchObject({ chainValid: true, eventsChecked: 100 });
+    }
+
+    // Published again (a relay that could not mark them), with a few new ones: only those are added.
+    await adminPool.query(`UPDATE audit.outbox SET published_at = NULL WHERE id = ANY($1::uuid[])`, [
+      ids.slice(50),
+    ]);
+    const late = await Promise.all(
+      orgs.map((orgId) =>
+        commits.audit({
+          orgId,
+          actorType: 'agent',
+          actorId: 'a1',
+          action: 'secret.read',
+          resourceType: 'secret',
+          resourceId: 'late',
+        }),
+      ),
+    );
+    relay.nudge();
+    await waitFor(allProcessed(late), 30000);
+    await waitFor(
+      async () =>
+        (await adminPool.query(`SELECT 1 FROM audit.outbox WHERE published_at IS NULL`)).rowCount === 0,
+      30000,
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await jsm.streams.info(s.stream)).state.messages).toBeGreaterThan(messages);
+    for (const org of orgs) {
+      expect(await chainedIds(org)).toEqual(await committed(org));
+      expect(await service.verify(owner(org))).toMatchObject({ chainValid: true, eventsChecked: 101 });
+    }
   });
 
   /** In how many transactions the events were recorded (inbox rows of one share its now()). */
