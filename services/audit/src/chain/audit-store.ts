@@ -46,19 +46,16 @@ const HEADS_LOCK = {
     'SELECT org_id, seq, hash FROM audit.chain_heads WHERE org_id = ANY($1::uuid[]) ' +
     'ORDER BY org_id FOR UPDATE',
 };
-const EVENTS_INSERT = {
-  name: 'audit_events_insert',
+// The records and the heads' new positions in one statement (one round trip per batch, not two).
+const EVENTS_INSERT_HEADS_UPDATE = {
+  name: 'audit_events_insert_heads_update',
   text:
-    'INSERT INTO audit.events (id, org_id, seq, actor_type, actor_id, action, resource_type, ' +
-    'resource_id, metadata, created_at, prev_hash, integrity_hash, producer) ' +
+    'WITH inserted AS (INSERT INTO audit.events (id, org_id, seq, actor_type, actor_id, action, ' +
+    'resource_type, resource_id, metadata, created_at, prev_hash, integrity_hash, producer) ' +
     'SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::text[], $5::text[], $6::text[], ' +
-    '$7::text[], $8::text[], $9::jsonb[], $10::timestamptz[], $11::text[], $12::text[], $13::text[])',
-};
-const HEADS_UPDATE = {
-  name: 'audit_heads_update',
-  text:
+    '$7::text[], $8::text[], $9::jsonb[], $10::timestamptz[], $11::text[], $12::text[], $13::text[])) ' +
     'UPDATE audit.chain_heads h SET seq = v.seq, hash = v.hash, updated_at = now() ' +
-    'FROM unnest($1::uuid[], $2::bigint[], $3::text[]) AS v(org_id, seq, hash) WHERE h.org_id = v.org_id',
+    'FROM unnest($14::uuid[], $15::bigint[], $16::text[]) AS v(org_id, seq, hash) WHERE h.org_id = v.org_id',
 };
 
 /** SQL of the audit chain. */
@@ -148,8 +145,7 @@ export class AuditStore {
       headSeqs.push(String(seq));
       headHashes.push(prevHash);
     }
-    await client.query({ ...EVENTS_INSERT, values: cols });
-    await client.query({ ...HEADS_UPDATE, values: [headOrgs, headSeqs, headHashes] });
+    await client.query({ ...EVENTS_INSERT_HEADS_UPDATE, values: [...cols, headOrgs, headSeqs, headHashes] });
     return chained;
   }
 
