@@ -8,13 +8,27 @@ import { describeError, type Logger } from './logger.js';
 /** A Drizzle database bound to a pool. */
 export type Database = NodePgDatabase<Record<string, never>>;
 
-/** Opens a pool to `url`; idle-client errors are logged, never thrown. */
+/**
+ * Opens a pool to `url`. A connection's failure (the server restarting, a failover, a network cut)
+ * is logged and never thrown: pg emits 'error' on a client whose connection dies, and pg-pool only
+ * listens while the client is idle, so a checked-out one (a transaction in flight, the outbox
+ * relay's leader connection) with no listener of its own would end the process. Every client gets
+ * one when it is made; the query in flight still fails (the caller answers 503), the pool drops the
+ * dead client when it is released, and the next checkout connects anew.
+ */
 export function createPool(url: string, max: number, logger: Logger, applicationName: string): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max,
     application_name: applicationName,
     keepAlive: true,
+    // A connect that hangs (a server that accepts but does not answer) must not hold a request forever.
+    connectionTimeoutMillis: 10_000,
+  });
+  pool.on('connect', (client) => {
+    client.on('error', (err) =>
+      logger.warn({ err: describeError(err) }, 'Postgres connection failed; it will be replaced'),
+    );
   });
   pool.on('error', (err) => logger.warn({ err: describeError(err) }, 'idle Postgres client failed'));
   return pool;

@@ -1,6 +1,7 @@
 import { Metadata, status as GrpcStatus, type ServiceError, type StatusObject } from '@grpc/grpc-js';
 import { ErrorDetail } from '@custos/proto/custos/common/v1/errors';
 import { CustosError, ERROR_KINDS, type ErrorKind, UnavailableError } from './errors.js';
+import { isDependencyOutage } from './dependency-errors.js';
 import { describeError, type Logger } from './logger.js';
 
 const DETAIL_KEY = 'custos-error-bin';
@@ -26,6 +27,11 @@ export function toGrpcStatus(err: unknown, logger?: Logger): Partial<StatusObjec
       ),
     );
     return { code: ERROR_KINDS[err.kind].grpc, details: err.detail, metadata };
+  }
+  if (isDependencyOutage(err)) {
+    // Postgres, NATS or Redis away (a restart, a failover): 503 and asked again, never 500.
+    logger?.warn({ err: describeError(err) }, 'a dependency is unavailable; request refused');
+    return toGrpcStatus(new UnavailableError('a dependency of the service is unavailable; retry shortly'));
   }
   logger?.error({ err: describeError(err) }, 'unhandled error in gRPC handler');
   return { code: GrpcStatus.INTERNAL, details: 'internal error' };

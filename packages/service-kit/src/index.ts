@@ -1,5 +1,6 @@
 export * from './config.js';
 export * from './db.js';
+export * from './dependency-errors.js';
 export * from './errors.js';
 export * from './grpc-client.js';
 export * from './grpc-errors.js';

@@ -17,9 +17,10 @@ export function testPostgresUrl(database = 'postgres'): string {
 /** Creates an empty database with a random name; `drop` removes it. Each test file gets its own. */
 export async function createTestDatabase(
   prefix = 'custos_test',
+  serverUrl: (database: string) => string = testPostgresUrl,
 ): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: testPostgresUrl() });
+  const admin = new pg.Client({ connectionString: serverUrl('postgres') });
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE ${name}`);
@@ -28,9 +29,9 @@ export async function createTestDatabase(
   }
   return {
     name,
-    url: testPostgresUrl(name),
+    url: serverUrl(name),
     drop: async () => {
-      const c = new pg.Client({ connectionString: testPostgresUrl() });
+      const c = new pg.Client({ connectionString: serverUrl('postgres') });
       await c.connect();
       try {
         await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);

@@ -52,7 +52,13 @@ export interface Mesh {
  * `extraEnv`, against a fresh database; waits until /v1/health answers 200. For spec files that
  * kill or restart services, tamper with what all orgs share, or need settings no shared profile has.
  */
-export async function startMesh(opts: { extraEnv?: Record<string, string> } = {}): Promise<Mesh> {
+export async function startMesh(
+  opts: {
+    extraEnv?: Record<string, string>;
+    /** Where the mesh's database is made (default: TEST_DATABASE_URL's server); a fault test's own cluster. */
+    postgresUrl?: (database: string) => string;
+  } = {},
+): Promise<Mesh> {
   const mailDir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-e2e-mail-'));
   const certDir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-e2e-certs-'));
   const output = new Map<ServiceName, string[]>(SERVICES.map((s) => [s, []]));
@@ -62,7 +68,7 @@ export async function startMesh(opts: { extraEnv?: Record<string, string> } = {}
   // bind one before the service does: that start fails with EADDRINUSE and is tried once more on
   // new ports and a new database. Any other failure fails at once.
   for (let attempt = 1; ; attempt++) {
-    database = await createTestDatabase('custos_e2e');
+    database = await createTestDatabase('custos_e2e', opts.postgresUrl);
     for (const lines of output.values()) lines.length = 0;
     try {
       launched = await launchMesh({

@@ -88,10 +88,19 @@ export function requireJsonBody(formPaths: readonly string[] = []): RequestHandl
   };
 }
 
+/**
+ * How long a client should wait after a 503 that names no time: a peer service or one of its
+ * dependencies (Postgres, NATS, Redis) is down, and they come back within seconds (docs/operations.md).
+ */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = '5';
+
 /** `Retry-After` for an error that says when to come back (rate limits, lockouts, outages). */
 function setRetryAfter(res: Response, err: CustosError): void {
   const seconds =
-    err instanceof RateLimitedError ? String(err.retryAfterSeconds) : err.extensions['retry_after'];
+    err instanceof RateLimitedError
+      ? String(err.retryAfterSeconds)
+      : (err.extensions['retry_after'] ??
+        (err.kind === 'unavailable' ? UNAVAILABLE_RETRY_AFTER_SECONDS : undefined));
   if (seconds && /^\d+$/.test(seconds)) res.setHeader('Retry-After', seconds);
 }
 

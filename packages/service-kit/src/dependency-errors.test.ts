@@ -1,0 +1,54 @@
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import pg from 'pg';
+import { isDependencyOutage } from './dependency-errors';
+import { toGrpcStatus } from './grpc-errors';
+import { testPostgresUrl } from './testing';
+
+describe('isDependencyOutage', () => {
+  it('knows a refused connection to a real port, and a wrapped one', async () => {
+    // A port nothing listens on: pg's real error for a server that is down.
+    const client = new pg.Client({ connectionString: 'postgres://postgres@127.0.0.1:1/postgres' });
+    const err = await client.connect().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(isDependencyOutage(err)).toBe(true);
+    expect(isDependencyOutage(new Error('Failed query: select 1', { cause: err }))).toBe(true);
+    expect(toGrpcStatus(err).code).toBe(GrpcStatus.ABORTED); // the "unavailable" kind: HTTP 503
+  });
+
+  it('knows a session the server ended (57P01), and not a constraint violation', async () => {
+    const victim = new pg.Client({ connectionString: testPostgresUrl() });
+    const killer = new pg.Client({ connectionString: testPostgresUrl() });
+    await victim.connect();
+    await killer.connect();
+    const errors: unknown[] = [];
+    victim.on('error', (e) => errors.push(e));
+    try {
+      const pid = (await victim.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      const pending = victim.query('SELECT pg_sleep(5)').then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      await new Promise((r) => setTimeout(r, 100));
+      await killer.query('SELECT pg_terminate_backend($1)', [pid]);
+      const err = await pending;
+      expect(isDependencyOutage(err)).toBe(true);
+      const dup = await killer.query('SELECT 1/0').then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isDependencyOutage(dup)).toBe(false);
+      expect(toGrpcStatus(dup).code).toBe(GrpcStatus.INTERNAL);
+    } finally {
+      await killer.end();
+      await victim.end().catch(() => undefined);
+    }
+  });
+
+  it('is false for programming errors', () => {
+    expect(isDependencyOutage(new TypeError('x is undefined'))).toBe(false);
+    expect(isDependencyOutage('a string')).toBe(false);
+    expect(isDependencyOutage(undefined)).toBe(false);
+  });
+});
