@@ -348,8 +348,10 @@ export class IdempotentConsumer {
       return undefined;
     }
     const events: Checked[] = [];
+    const traceparents: unknown[] = Array.isArray(body.traceparents) ? body.traceparents : [];
     body.events.forEach((e, i) => {
-      const v = this.checkEvent(m.subject, where, e, body.traceparents?.[i] || undefined, null);
+      const tp = traceparents[i];
+      const v = this.checkEvent(m.subject, where, e, typeof tp === 'string' && tp ? tp : undefined, null);
       if (typeof v === 'object') events.push(v);
     });
     if (events.length === 0) {

@@ -61,7 +61,7 @@ export class OutboxRelay {
   private readonly pollMs: number;
   private readonly minCycleMs: number;
   private readonly select: { name: string; text: string };
-  private readonly mark: { name: string; text: string };
+  private readonly mark: { text: string };
   private readonly batched: ReadonlySet<string>;
   private readonly maxMessageBytes: number;
 
@@ -73,15 +73,18 @@ export class OutboxRelay {
     this.pollMs = opts.pollMs ?? 250;
     this.minCycleMs = opts.minCycleMs ?? 20;
     const schema = `"${opts.schema.replace(/"/g, '""')}"`;
-    // Prepared once on the leader's connection (named statements), not parsed every cycle.
+    // The select is prepared once on the leader's connection (named), not parsed every cycle.
     this.select = {
       name: `custos_relay_select_${opts.schema}`,
       text:
         `SELECT id, name, org_id, payload::text AS payload, traceparent, created_at FROM ${schema}.outbox ` +
         'WHERE published_at IS NULL ORDER BY seq LIMIT $1',
     };
+    // Unnamed, so planned for each cycle's ids: a named statement keeps the generic plan chosen
+    // in its first executions, when the outbox is small, and that plan is a sequential scan — it
+    // then reads the whole (ever-growing) table every cycle (measured: 3.4–4.3 ms per mark of 30
+    // rows of a 20,000-row outbox, round trip included, against 0.7–1.2 ms planned each time).
     this.mark = {
-      name: `custos_relay_mark_${opts.schema}`,
       text: `UPDATE ${schema}.outbox SET published_at = now() WHERE id = ANY($1::uuid[])`,
     };
   }

@@ -224,7 +224,7 @@ describe('IdempotentConsumer with a batch handler', () => {
   }
 
   const envelope = (orgId: string, i: number, type = 'policy.updated') => ({
-    id: randomUUID(),
+    id: randomUUID() as string,
     type,
     created_at: new Date().toISOString(),
     org_id: orgId,
