@@ -1,6 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service';
 import {
+  type DependencyHealth,
   type Logger,
   type MeshTls,
   type Runtime,
@@ -49,9 +50,12 @@ export async function connectIdentityKeys(
   s: IdentityKeysSettings,
   logger: Logger,
   onShutdown: (name: string, fn: () => Promise<void>) => void,
+  dependencies?: Pick<DependencyHealth, 'add'>,
 ): Promise<IdentityKeys> {
   const redis = new Redis(s.redisUrl, verifierRedisOptions(s.redisUrl, s.redisTlsCaFile));
   redis.on('error', (err) => logger.warn({ err: describeError(err) }, 'redis error'));
+  // Reported, not required: while Redis is away revocation checks fail closed (503) on their own.
+  dependencies?.add({ name: 'redis', required: false, check: async () => redis.status === 'ready' });
   onShutdown('redis', async () => {
     redis.disconnect();
   });
@@ -97,5 +101,6 @@ export function connectServiceIdentityKeys(rt: Runtime<IdentityKeysConfig>): Pro
     },
     rt.logger,
     rt.onShutdown,
+    rt.dependencies,
   );
 }

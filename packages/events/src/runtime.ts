@@ -43,6 +43,12 @@ export function startEvents(
     },
   );
   link.start();
+  // Reported, not required: the outbox keeps what services commit until NATS is back.
+  rt.dependencies.add({
+    name: 'nats',
+    required: false,
+    check: async () => (await link.ready()) !== undefined,
+  });
   const relay = new OutboxRelay({
     pool: opts.pool,
     schema: opts.schema,

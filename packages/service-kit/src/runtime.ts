@@ -9,8 +9,9 @@ import {
   provisionServiceRole,
   serviceRoleName,
 } from './db.js';
+import { isDependencyOutage } from './dependency-errors.js';
 import { GrpcServer } from './grpc-server.js';
-import { ServingStatus } from './health.js';
+import { DependencyHealth, ServingStatus } from './health.js';
 import { createLogger, describeError, type Logger } from './logger.js';
 import { MeshTls, MeshTlsError } from './mesh-tls.js';
 import { createMetrics, startMetricsServer, type Metrics } from './metrics.js';
@@ -87,6 +88,8 @@ export interface Runtime<C> {
   tls: MeshTls;
   /** Registers a step run at shutdown; steps run in reverse order of registration. */
   onShutdown(name: string, step: () => Promise<void>): void;
+  /** The dependencies (Postgres, NATS, Redis) this process probes and reports in its health. */
+  dependencies: DependencyHealth;
 }
 
 /** Options of runService. */
@@ -162,9 +165,11 @@ export function runService<S extends ConfigShape>(opts: ServiceDefinitionOptions
   steps.push({ name: 'mesh-tls', step: async () => tls.close() });
   let stopping = false;
 
+  const dependencies = new DependencyHealth(grpc.health, logger);
   const stop = async (exitCode: number) => {
     if (stopping) return;
     stopping = true;
+    dependencies.stop();
     logger.info('shutting down');
     await grpc.shutdown(base.SHUTDOWN_GRACE_MS).catch(() => undefined);
     for (const { name, step } of steps.reverse()) {
@@ -188,6 +193,7 @@ export function runService<S extends ConfigShape>(opts: ServiceDefinitionOptions
     grpc,
     tls,
     onShutdown: (name, step) => steps.push({ name, step }),
+    dependencies,
   };
 
   void (async () => {
@@ -199,6 +205,7 @@ export function runService<S extends ConfigShape>(opts: ServiceDefinitionOptions
       await opts.start(rt);
       const port = await grpc.listen(base.GRPC_HOST, base.GRPC_PORT);
       grpc.health.setAll(ServingStatus.SERVING);
+      dependencies.start();
       logger.info({ grpc_port: port, metrics_port: metricsServer.port, version }, 'ready');
     } catch (err) {
       if (err instanceof ConfigError) {
@@ -278,6 +285,25 @@ export async function openDatabase(
     `custos-${rt.name}`,
   );
   rt.onShutdown('postgres', () => pool.end());
-  await pool.query('SELECT 1');
+  // Postgres not there yet (a cluster restarting, a failover) is waited for, not a reason to exit:
+  // the process is alive (/livez) and not ready (/readyz) meanwhile.
+  for (let delay = 500; ; delay = Math.min(delay * 2, 10_000)) {
+    try {
+      await pool.query('SELECT 1');
+      break;
+    } catch (err) {
+      if (!isDependencyOutage(err)) throw err;
+      rt.logger.warn(
+        { err: describeError(err), retry_in_ms: delay },
+        'Postgres is unreachable; waiting for it',
+      );
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+  rt.dependencies.add({
+    name: 'postgres',
+    required: true,
+    check: async () => (await pool.query('SELECT 1')).rowCount === 1,
+  });
   return { pool, db: createDatabase(pool) };
 }

@@ -25,6 +25,9 @@ runService({
     await redis
       .connect()
       .catch((err: unknown) => rt.logger.warn({ err: describeError(err) }, 'redis unreachable at start'));
+    // Reported, not required: without Redis the limiter lets requests through, and the credential
+    // routes and token checks refuse (503) on their own.
+    rt.dependencies.add({ name: 'redis', required: false, check: async () => redis.status === 'ready' });
 
     const app = createApp({
       logger: rt.logger,
@@ -35,6 +38,7 @@ runService({
       rateLimit: { ratePerSecond: c.RATE_LIMIT_RPS, burst: c.RATE_LIMIT_BURST },
       authRateLimit: { ratePerSecond: c.AUTH_RATE_LIMIT_PER_MINUTE / 60, burst: c.AUTH_RATE_LIMIT_BURST },
       healthTimeoutMs: c.HEALTH_TIMEOUT_MS,
+      ownDependenciesDown: () => rt.dependencies.unavailable,
       identityKeys: IdentityKeys.overGrpc(peers.identity, redis, rt.logger, tokenTrustOf(rt.config)),
       ipRulesCacheTtlMs: c.IP_RULES_CACHE_TTL_MS,
     });

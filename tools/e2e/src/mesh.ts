@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
+  type LaunchedMesh,
   type MeshNatsAccess,
   type MeshRedisAccess,
   SERVICES,
@@ -45,6 +46,8 @@ export interface Mesh {
   nats?: MeshNatsAccess;
   /** The mesh's own Redis: each service's REDIS_URL (its ACL user), and a test user's that may do anything. */
   redis?: MeshRedisAccess;
+  /** A private mesh's nats-server and redis-server, to stop and start again (fault tests). */
+  servers?: LaunchedMesh['servers'];
 }
 
 /**
@@ -96,6 +99,7 @@ export async function startMesh(
     output,
     kill: (service, signal = 'SIGKILL') => supervisor.kill(service, signal),
     restart: (service) => supervisor.restart(service),
+    servers: launched.servers,
     ...(launched.nats ? { nats: launched.nats } : {}),
     ...(launched.redis ? { redis: launched.redis } : {}),
     async stop() {

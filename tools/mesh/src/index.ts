@@ -40,7 +40,13 @@ export {
   migrateMesh,
   roleUrl,
 } from './migrate';
-export { type MeshInfra, type MeshInfraOptions, type MeshNatsAccess, startMeshInfra } from './mesh-infra';
+export {
+  type MeshInfra,
+  type MeshInfraOptions,
+  type MeshNatsAccess,
+  type ServerControl,
+  startMeshInfra,
+} from './mesh-infra';
 export {
   type MeshNats,
   type MeshNatsConfig,

@@ -1,7 +1,7 @@
 import { type MeshCerts, makeMeshCerts } from './certs';
 import { type MeshKeys, type MeshProfile, meshEnv, randomMeshKeys, serviceEnv, uniqueNatsNames } from './env';
 import { waitForHealth } from './health';
-import { type MeshNatsAccess, startMeshInfra } from './mesh-infra';
+import { type MeshInfra, type MeshNatsAccess, startMeshInfra } from './mesh-infra';
 import type { MeshRedisAccess } from './redis-server';
 import { type MeshDatabase, migrateMesh } from './migrate';
 import { type MeshPorts, freePorts } from './ports';
@@ -59,6 +59,8 @@ export interface LaunchedMesh {
   nats?: MeshNatsAccess;
   /** The mesh's own Redis (absent when `redisUrl` was given): each service's REDIS_URL and the test user's. */
   redis?: MeshRedisAccess;
+  /** The mesh's own nats-server and redis-server, to stop and start again (fault tests). */
+  servers: MeshInfra['servers'];
   /** The full environment of one service. */
   envOf(service: ServiceName): Record<string, string>;
   /** Stops the services, then the nats-server and redis-server started for the mesh; returns the services it had to kill. */
@@ -140,5 +142,18 @@ export async function launchMesh(o: LaunchMeshOptions): Promise<LaunchedMesh> {
   };
   const nats = infra.nats ? { nats: infra.nats } : {};
   const redis = infra.redis ? { redis: infra.redis } : {};
-  return { baseUrl, env, database, certs, ports, supervisor, ...nats, ...redis, envOf, stop, abandon };
+  return {
+    baseUrl,
+    env,
+    database,
+    certs,
+    ports,
+    supervisor,
+    ...nats,
+    ...redis,
+    servers: infra.servers,
+    envOf,
+    stop,
+    abandon,
+  };
 }

@@ -14,6 +14,12 @@ export interface MeshNatsAccess {
   testUser: NatsLogin;
 }
 
+/** One of a mesh's own servers, stopped and started again on the same port and settings. */
+export interface ServerControl {
+  stop(graceMs?: number): Promise<void>;
+  start(): Promise<void>;
+}
+
 /** The NATS and Redis of one mesh: given ones, or private servers started for it. */
 export interface MeshInfra {
   natsUrl: string;
@@ -25,6 +31,8 @@ export interface MeshInfra {
   redis?: MeshRedisAccess;
   /** A service's own NATS credentials and REDIS_URL, for serviceEnv (undefined: not for this service). */
   envOf(service: ServiceName): Record<string, string | undefined>;
+  /** The nats-server and redis-server it started, to stop and start again (fault tests). */
+  servers: { nats?: ServerControl; redis?: ServerControl };
   /** Stops the servers it started and removes a folder it made. */
   stop(graceMs?: number): Promise<void>;
   /** Last resort when the process exits without `stop`: SIGKILL to the servers it started. */
@@ -88,6 +96,12 @@ export async function startMeshInfra(o: MeshInfraOptions): Promise<MeshInfra> {
     ...(started ? { nats: { url: started.url, users: started.users, testUser: started.testUser } } : {}),
     ...(ownRedis ? { redis: { testUrl: ownRedis.testUrl, urls: ownRedis.urls } } : {}),
     envOf: (service) => ({ ...started?.envOf(service), ...ownRedis?.envOf(service) }),
+    servers: {
+      ...(started ? { nats: { stop: (g?: number) => started.stop(g), start: () => started.start() } } : {}),
+      ...(ownRedis
+        ? { redis: { stop: (g?: number) => ownRedis.stop(g), start: () => ownRedis.start() } }
+        : {}),
+    },
     stop,
     abandon: () => {
       nats?.process.signal('SIGKILL');

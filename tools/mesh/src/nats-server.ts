@@ -122,27 +122,25 @@ export function natsInfoAt(port: number, timeoutMs = 1000): Promise<Record<strin
 
 /** A running mesh nats-server. */
 export interface MeshNats extends MeshNatsConfig {
-  process: ManagedProcess;
+  /** The current server process (a new one after `start`). */
+  readonly process: ManagedProcess;
   /** SIGTERM, then SIGKILL after `graceMs`. */
   stop(graceMs?: number): Promise<void>;
+  /** Starts it again after `stop`: same port, config, users and JetStream store (fault tests). */
+  start(timeoutMs?: number): Promise<void>;
 }
 
-/**
- * Starts a private nats-server with the generated config (prepareMeshNats) and waits until it
- * answers with JetStream on; throws with its last lines when it does not within `timeoutMs`.
- * Its output goes to `<dir>/nats-server.log`.
- */
-export async function startMeshNats(o: MeshNatsOptions & { timeoutMs?: number }): Promise<MeshNats> {
-  const conf = await prepareMeshNats(o);
+/** Runs nats-server with `conf` and waits until it answers with JetStream and auth on. */
+async function runNats(conf: MeshNatsConfig, dir: string, timeoutMs: number): Promise<ManagedProcess> {
   const proc = new ManagedProcess({
     name: 'nats-server',
     command: natsServerBinary(),
     args: conf.args,
     env: { PATH: process.env.PATH ?? '' },
-    cwd: o.dir,
-    logFile: path.join(o.dir, 'nats-server.log'),
+    cwd: dir,
+    logFile: path.join(dir, 'nats-server.log'),
   });
-  const deadline = Date.now() + (o.timeoutMs ?? 15_000);
+  const deadline = Date.now() + timeoutMs;
   let ready = false;
   while (!ready && proc.alive && Date.now() < deadline) {
     const info = await natsInfoAt(conf.port, 500);
@@ -155,11 +153,28 @@ export async function startMeshNats(o: MeshNatsOptions & { timeoutMs?: number })
       `nats-server did not start on 127.0.0.1:${conf.port} (${proc.describeExit()}):\n  ${proc.tail(8).join('\n  ')}`,
     );
   }
+  return proc;
+}
+
+/**
+ * Starts a private nats-server with the generated config (prepareMeshNats) and waits until it
+ * answers with JetStream on; throws with its last lines when it does not within `timeoutMs`.
+ * Its output goes to `<dir>/nats-server.log`.
+ */
+export async function startMeshNats(o: MeshNatsOptions & { timeoutMs?: number }): Promise<MeshNats> {
+  const conf = await prepareMeshNats(o);
+  let proc = await runNats(conf, o.dir, o.timeoutMs ?? 15_000);
   return {
     ...conf,
-    process: proc,
+    get process() {
+      return proc;
+    },
     async stop(graceMs = 10_000) {
       await proc.stop('SIGTERM', graceMs);
+    },
+    async start(timeoutMs = 15_000) {
+      if (proc.alive) throw new Error('nats-server is still running');
+      proc = await runNats(conf, o.dir, timeoutMs);
     },
   };
 }

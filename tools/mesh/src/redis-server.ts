@@ -143,21 +143,23 @@ export function redisReadyAt(port: number, login: RedisLogin, timeoutMs = 1000):
 
 /** A running mesh redis-server. */
 export interface MeshRedis extends MeshRedisConfig {
-  process: ManagedProcess;
+  /** The current server process (a new one after `start`). */
+  readonly process: ManagedProcess;
   stop(graceMs?: number): Promise<void>;
+  /** Starts it again after `stop`: same port, config and users, and empty (it keeps nothing). */
+  start(timeoutMs?: number): Promise<void>;
 }
 
-/** Starts a private redis-server (prepareMeshRedis) and waits until it answers the test user's PING. */
-export async function startMeshRedis(o: MeshRedisOptions & { timeoutMs?: number }): Promise<MeshRedis> {
-  const conf = await prepareMeshRedis(o);
+/** Runs redis-server with `conf` and waits until it answers the test user's PING. */
+async function runRedis(conf: MeshRedisConfig, dir: string, timeoutMs: number): Promise<ManagedProcess> {
   const proc = new ManagedProcess({
     name: 'redis-server',
     command: redisServerBinary(),
     args: conf.args,
     env: { PATH: process.env.PATH ?? '' },
-    cwd: o.dir,
+    cwd: dir,
   });
-  const deadline = Date.now() + (o.timeoutMs ?? 15_000);
+  const deadline = Date.now() + timeoutMs;
   let ready = false;
   while (!ready && proc.alive && Date.now() < deadline) {
     ready = await redisReadyAt(conf.port, conf.testUser, 500);
@@ -169,11 +171,24 @@ export async function startMeshRedis(o: MeshRedisOptions & { timeoutMs?: number 
       `redis-server did not start on 127.0.0.1:${conf.port} (${proc.describeExit()}):\n  ${proc.tail(8).join('\n  ')}`,
     );
   }
+  return proc;
+}
+
+/** Starts a private redis-server (prepareMeshRedis) and waits until it answers the test user's PING. */
+export async function startMeshRedis(o: MeshRedisOptions & { timeoutMs?: number }): Promise<MeshRedis> {
+  const conf = await prepareMeshRedis(o);
+  let proc = await runRedis(conf, o.dir, o.timeoutMs ?? 15_000);
   return {
     ...conf,
-    process: proc,
+    get process() {
+      return proc;
+    },
     async stop(graceMs = 10_000) {
       await proc.stop('SIGTERM', graceMs);
+    },
+    async start(timeoutMs = 15_000) {
+      if (proc.alive) throw new Error('redis-server is still running');
+      proc = await runRedis(conf, o.dir, timeoutMs);
     },
   };
 }

@@ -61,6 +61,8 @@ export interface AppDeps {
   rateLimit: { ratePerSecond: number; burst: number };
   /** A stricter limit on credential exchanges, against password guessing (per client IP). */
   authRateLimit?: { ratePerSecond: number; burst: number };
+  /** The gateway's own dependencies (Redis) that are down now, for /v1/health. */
+  ownDependenciesDown?: () => string[];
   healthTimeoutMs: number;
   identityKeys: IdentityKeys;
   /** How long an org's IP rules are cached (IP_RULES_CACHE_TTL_MS); 5 s when not given. */
@@ -93,7 +95,13 @@ export function createApp(deps: AppDeps): Express {
   if (deps.authRateLimit) {
     app.post(
       CREDENTIAL_ROUTES,
-      rateLimit({ redis: deps.redis, ...deps.authRateLimit, logger: deps.logger, scope: 'auth' }),
+      rateLimit({
+        redis: deps.redis,
+        ...deps.authRateLimit,
+        logger: deps.logger,
+        scope: 'auth',
+        failClosed: true,
+      }),
     );
   }
   app.use(requireJsonBody(FORM_ROUTES));
@@ -109,7 +117,7 @@ export function createApp(deps: AppDeps): Express {
     human: [auth, ipRules.filter, humanOnly],
     hot,
   };
-  app.use(healthRoutes(deps.peers, deps.healthTimeoutMs, deps.logger, guards));
+  app.use(healthRoutes(deps.peers, deps.healthTimeoutMs, deps.logger, guards, deps.ownDependenciesDown));
   app.use(authRoutes(deps.peers.identity, deps.identityKeys, guards));
   app.use(agentRoutes(deps.peers.identity, guards));
   app.use(keyRoutes(deps.peers.identity, guards));

@@ -1,14 +1,28 @@
 import { Metadata } from '@grpc/grpc-js';
 import { Router } from 'express';
 import { z } from 'zod/v4';
-import { callUnary, currentRequestContext, runWithRequestContext, type Logger } from '@custos/service-kit';
+import {
+  DEPENDENCIES_HEALTH_ENTRY,
+  DEPENDENCY_HEALTH_PREFIX,
+  ServingStatus,
+  callUnary,
+  currentRequestContext,
+  runWithRequestContext,
+  type Logger,
+} from '@custos/service-kit';
 import { checkPeer, type PeerState, type Peers } from '../peers.js';
-import { sendProblem } from './problem.js';
+import { UNAVAILABLE_RETRY_AFTER_SECONDS, sendProblem } from './problem.js';
 import { type Guards, declareRoute } from './routes.js';
 
 const HealthResponse = z.object({
   status: z.literal('ok'),
   services: z.record(z.string(), z.string()).describe('Each service and its state (`serving`, …)'),
+  dependencies_unavailable: z
+    .record(z.string(), z.array(z.string()))
+    .optional()
+    .describe(
+      'Present when a service cannot reach a dependency (`postgres`, `nats`, `redis`) it keeps serving without',
+    ),
 });
 const HsmHealthResponse = z.object({
   status: z.literal('ok'),
@@ -20,7 +34,13 @@ const HsmHealthResponse = z.object({
  * Public health endpoints. GET /v1/health asks every peer service over gRPC and is ok only when all
  * serve; GET /v1/health/hsm reports vault-crypto's key-management provider.
  */
-export function healthRoutes(peers: Peers, timeoutMs: number, logger: Logger, guards: Guards): Router {
+export function healthRoutes(
+  peers: Peers,
+  timeoutMs: number,
+  logger: Logger,
+  guards: Guards,
+  ownDependenciesDown: () => string[] = () => [],
+): Router {
   const router = Router();
 
   declareRoute(
@@ -36,21 +56,43 @@ export function healthRoutes(peers: Peers, timeoutMs: number, logger: Logger, gu
     },
     async (_req, res) => {
       const states = await Promise.all(
-        peers.health.map(async (p) => [p.name, await checkPeer(p.client, timeoutMs)] as const),
+        peers.health.map(
+          async (p) =>
+            [
+              p.name,
+              await checkPeer(p.client, timeoutMs),
+              await dependenciesDown(p.client, timeoutMs),
+            ] as const,
+        ),
       );
-      const services: Record<string, PeerState> = { gateway: 'serving', ...Object.fromEntries(states) };
+      const services: Record<string, PeerState> = {
+        gateway: 'serving',
+        ...Object.fromEntries(states.map(([name, state]) => [name, state])),
+      };
+      // Which dependency each service cannot reach (Postgres, NATS, Redis), when any.
+      const dependencies = Object.fromEntries(
+        [
+          ['gateway', ownDependenciesDown()] as const,
+          ...states.map(([name, , deps]) => [name, deps] as const),
+        ].filter(([, deps]) => deps.length > 0),
+      );
+      const extra = Object.keys(dependencies).length > 0 ? { dependencies_unavailable: dependencies } : {};
       const down = states.filter(([, s]) => s !== 'serving').map(([name]) => name);
       if (down.length === 0) {
-        res.json({ status: 'ok', services });
+        res.json({ status: 'ok', services, ...extra });
         return;
       }
+      res.setHeader('Retry-After', UNAVAILABLE_RETRY_AFTER_SECONDS);
+      const why = (name: string) =>
+        dependencies[name] ? ` (${dependencies[name].join(', ')} unreachable)` : '';
       sendProblem(res, {
         type: 'about:blank',
         title: 'Service Unavailable',
         status: 503,
-        detail: `not serving: ${down.join(', ')}`,
+        detail: `not serving: ${down.map((name) => `${name}${why(name)}`).join(', ')}`,
         unavailable: down,
         services,
+        ...extra,
       });
     },
   );
@@ -94,4 +136,31 @@ export function healthRoutes(peers: Peers, timeoutMs: number, logger: Logger, gu
   );
 
   return router;
+}
+
+const DEPENDENCIES = ['postgres', 'nats', 'redis'] as const;
+
+/**
+ * The dependencies a peer reports unreachable in its health (`custos.dependencies`, then each
+ * `custos.dependency.<name>`): one call when all is well, unknown entries (an older peer) count as none.
+ */
+async function dependenciesDown(
+  client: Peers['health'][number]['client'],
+  timeoutMs: number,
+): Promise<string[]> {
+  const status = async (service: string) => {
+    try {
+      const r = await callUnary(client, client.check, { service }, new Metadata(), {
+        deadline: Date.now() + timeoutMs,
+      });
+      return r.status;
+    } catch {
+      return undefined;
+    }
+  };
+  if ((await status(DEPENDENCIES_HEALTH_ENTRY)) !== ServingStatus.NOT_SERVING) return [];
+  const each = await Promise.all(
+    DEPENDENCIES.map(async (d) => [d, await status(DEPENDENCY_HEALTH_PREFIX + d)] as const),
+  );
+  return each.filter(([, s]) => s === ServingStatus.NOT_SERVING).map(([d]) => d);
 }

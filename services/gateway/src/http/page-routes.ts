@@ -96,7 +96,15 @@ export function pageRoutes(deps: PageDeps): Router {
   const callAccount = unaryCaller(account);
   const form = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 10 });
   const limits: RequestHandler[] = deps.authRateLimit
-    ? [rateLimit({ redis: deps.redis, ...deps.authRateLimit, logger: deps.logger, scope: 'auth' })]
+    ? [
+        rateLimit({
+          redis: deps.redis,
+          ...deps.authRateLimit,
+          logger: deps.logger,
+          scope: 'auth',
+          failClosed: true,
+        }),
+      ]
     : [];
   const posts = [...limits, form];
 

@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
-import { RateLimitedError, describeError, type Logger } from '@custos/service-kit';
+import { RateLimitedError, UnavailableError, describeError, type Logger } from '@custos/service-kit';
 import { rateLimitBucket } from './client-ip.js';
 
 // Token bucket per key, atomic in Redis. KEYS[1] bucket; ARGV: rate/s, burst, now(ms), cost.
@@ -74,6 +74,11 @@ export interface RateLimitOptions {
   logger: Logger;
   /** Bucket name; different limits (e.g. per route) use different scopes. */
   scope?: string;
+  /**
+   * Refuse (503 + Retry-After) instead of letting the request through when Redis cannot be asked:
+   * the credential routes, where the limit is what stands between a password and a guessing script.
+   */
+  failClosed?: boolean;
 }
 
 /**
@@ -91,6 +96,15 @@ export function rateLimit(opts: RateLimitOptions): RequestHandler {
         next(new RateLimitedError(Math.max(1, Math.ceil(v.retryAfterMs / 1000))));
       },
       (err: unknown) => {
+        if (opts.failClosed) {
+          opts.logger.warn({ err: describeError(err), scope }, 'rate limiter unavailable; request refused');
+          next(
+            new UnavailableError(
+              'this route is unavailable while its attempt limit cannot be checked; retry shortly',
+            ),
+          );
+          return;
+        }
         opts.logger.warn({ err: describeError(err) }, 'rate limiter unavailable; request allowed');
         next();
       },

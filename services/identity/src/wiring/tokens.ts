@@ -63,6 +63,17 @@ export async function buildTokens(rt: Runtime<ConfigOf<typeof configShape>>, db:
       .republish()
       .catch((err: unknown) => rt.logger.warn({ err: describeError(err) }, 'revocations not republished'));
   await republish();
+  // A Redis that restarted empty (it keeps nothing on disk) gets the live revocations back as soon
+  // as identity reconnects, not up to a minute later.
+  let connectedOnce = redis.status === 'ready';
+  redis.on('ready', () => {
+    if (connectedOnce) {
+      rt.logger.info('redis reconnected; republishing revocations');
+      void republish();
+    }
+    connectedOnce = true;
+  });
+  rt.dependencies.add({ name: 'redis', required: false, check: async () => redis.status === 'ready' });
   const timer = setInterval(() => {
     ring
       .refresh()
