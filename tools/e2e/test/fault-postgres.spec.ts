@@ -97,6 +97,10 @@ describe('the mesh rides out a Postgres restart under concurrent writes', () => 
       await Promise.all(writers);
     }
 
+    // For docs/operations.md (the 30 s below is the requirement; the figure is reported, not asserted).
+    console.log(
+      `writes served again ${recoveredInMs} ms after Postgres was back; ${refusedInGap} refused in the gap`,
+    );
     expect(unexpected).toEqual([]);
     expect(recoveredInMs).toBeLessThan(30_000);
     // The restart was seen: writes were refused (503 + Retry-After) while Postgres was down.
