@@ -250,7 +250,8 @@ export function vaultRoutes(peers: Peers, guards: Guards): Router {
         req.header('x-passkey-token') ?? '',
       );
       res.setHeader('Cache-Control', 'no-store');
-      res.json(body);
+      // Written directly, never 304: the read was counted and audited (sendJson).
+      sendJson(res, 200, body);
     },
   );
 
