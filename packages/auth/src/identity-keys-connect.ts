@@ -10,6 +10,7 @@ import {
   redisTlsOptions,
 } from '@custos/service-kit';
 import { IdentityKeys, type TokenTrust } from './identity-keys.js';
+import { redisAnswers } from './revocation.js';
 import { tokenTrustOf } from './token-config.js';
 
 /** What a service behind the gateway needs to verify the caller's token itself. */
@@ -36,6 +37,8 @@ export interface IdentityKeysSettings {
 export function verifierRedisOptions(url: string, tlsCaFile?: string): RedisOptions {
   return {
     maxRetriesPerRequest: 1,
+    // A Redis that does not answer fails the check (503) in 2 s rather than holding the request.
+    commandTimeout: 2000,
     enableAutoPipelining: true,
     lazyConnect: true,
     ...redisTlsOptions(url, tlsCaFile),
@@ -55,7 +58,7 @@ export async function connectIdentityKeys(
   const redis = new Redis(s.redisUrl, verifierRedisOptions(s.redisUrl, s.redisTlsCaFile));
   redis.on('error', (err) => logger.warn({ err: describeError(err) }, 'redis error'));
   // Reported, not required: while Redis is away revocation checks fail closed (503) on their own.
-  dependencies?.add({ name: 'redis', required: false, check: async () => redis.status === 'ready' });
+  dependencies?.add({ name: 'redis', required: false, check: () => redisAnswers(redis) });
   onShutdown('redis', async () => {
     redis.disconnect();
   });
@@ -70,7 +73,7 @@ export async function connectIdentityKeys(
   onShutdown('identity-client', async () => {
     identity.close();
   });
-  return IdentityKeys.overGrpc(identity, redis, logger, s.trust);
+  return IdentityKeys.overGrpc(identity, redis, logger, s.trust, { requirePublished: true });
 }
 
 /** The configuration a service behind the gateway verifies tokens with (its config.ts has these). */

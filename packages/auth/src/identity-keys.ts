@@ -10,7 +10,7 @@ import {
 import { bearerToken } from './bearer-fns.js';
 import { CachedJwks } from './cached-jwks.js';
 import type { Principal } from './principal-types.js';
-import { type RedisLike, redisRevocationCheck } from './revocation.js';
+import { type RedisLike, type RevocationCheckOptions, redisRevocationCheck } from './revocation.js';
 import { TokenVerifier } from './token-verifier.js';
 
 /** What the identity service's GetJwks RPC answers (its HTTP-free shape). */
@@ -51,6 +51,7 @@ export class IdentityKeys {
     private readonly redis: RedisLike,
     private readonly logger: Logger,
     readonly trust: TokenTrust,
+    revocation: RevocationCheckOptions = {},
   ) {
     this.cache = new CachedJwks({
       fetchJwks: async () => (await this.fetch()).jwks,
@@ -61,7 +62,7 @@ export class IdentityKeys {
       keys: this.cache,
       issuers: trust.issuers,
       audience: trust.audience,
-      isRevoked: redisRevocationCheck(this.redis),
+      isRevoked: redisRevocationCheck(this.redis, revocation),
     });
   }
 
@@ -71,12 +72,14 @@ export class IdentityKeys {
     redis: RedisLike,
     logger: Logger,
     trust: TokenTrust,
+    revocation: RevocationCheckOptions = {},
   ): IdentityKeys {
     return new IdentityKeys(
       () => callUnary(identity, identity.getJwks, {}, new Metadata()),
       redis,
       logger,
       trust,
+      revocation,
     );
   }
 

@@ -15,6 +15,23 @@ export function revocationKey(kind: RevocationKind, value: string): string {
   return `custos:revoked:${kind}:${value}`;
 }
 
+/**
+ * Written by identity after it has copied every live revocation into Redis (`RevocationStore
+ * republish`), and never expiring: its absence means Redis lost its data (a restart; it keeps
+ * nothing on disk) and the list is not back yet. Same prefix as the revocations, so every verifier
+ * may read it and only identity may write it (redis-acl.ts).
+ */
+export const REVOCATIONS_PUBLISHED_KEY = 'custos:revoked:published';
+
+/** Options of the revocation check. */
+export interface RevocationCheckOptions {
+  /**
+   * Refuse (503) while REVOCATIONS_PUBLISHED_KEY is missing, rather than take an empty Redis for
+   * "nothing is revoked". On in every service (their wiring); off for a bare Redis in unit tests.
+   */
+  requirePublished?: boolean;
+}
+
 /** The part of a Redis client the check needs. */
 export interface RedisLike {
   mget(...keys: string[]): Promise<Array<string | null>>;
@@ -29,12 +46,17 @@ export function subjectOf(p: Principal): string {
  * An `isRevoked` hook for TokenVerifier backed by Redis: one MGET per check. When Redis cannot be
  * asked the check fails closed with 503 rather than accept a token that may have been revoked.
  */
-export function redisRevocationCheck(redis: RedisLike): (p: Principal, kid: string) => Promise<boolean> {
+export function redisRevocationCheck(
+  redis: RedisLike,
+  opts: RevocationCheckOptions = {},
+): (p: Principal, kid: string) => Promise<boolean> {
+  const requirePublished = opts.requirePublished ?? false;
   return async (p, kid) => {
     const keys = [
       revocationKey('jti', p.tokenId),
       revocationKey('sub', subjectOf(p)),
       revocationKey('kid', kid),
+      REVOCATIONS_PUBLISHED_KEY,
     ];
     if (p.sessionId) keys.push(revocationKey('sid', p.sessionId));
     let values: Array<string | null>;
@@ -43,8 +65,20 @@ export function redisRevocationCheck(redis: RedisLike): (p: Principal, kid: stri
     } catch {
       throw new UnavailableError('token revocation status cannot be checked right now');
     }
-    const [jti, subBefore, retiredKid, sid] = values;
+    const [jti, subBefore, retiredKid, published, sid] = values;
+    if (requirePublished && (published === null || published === undefined))
+      throw new UnavailableError('token revocations are being restored after a Redis restart; retry shortly');
     if (jti !== null || retiredKid !== null || (sid !== undefined && sid !== null)) return true;
     return subBefore !== null && subBefore !== undefined && p.issuedAt < Number(subBefore);
   };
+}
+
+/**
+ * A health probe of a service's Redis: one real round trip (an MGET of the published marker, which
+ * every service that checks tokens may read), so a Redis that accepts connections but does not answer
+ * counts as down.
+ */
+export async function redisAnswers(redis: RedisLike): Promise<boolean> {
+  await redis.mget(REVOCATIONS_PUBLISHED_KEY);
+  return true;
 }

@@ -3,7 +3,14 @@ import { Redis } from 'ioredis';
 import { freePort } from '@custos/service-kit/testing';
 import { UnavailableError } from '@custos/service-kit';
 import type { Principal } from '../src';
-import { redisRevocationCheck, revocationKey, subjectOf, verifierRedisOptions } from '../src';
+import {
+  REVOCATIONS_PUBLISHED_KEY,
+  redisAnswers,
+  redisRevocationCheck,
+  revocationKey,
+  subjectOf,
+  verifierRedisOptions,
+} from '../src';
 
 function user(overrides: Partial<{ tokenId: string; sessionId: string; issuedAt: number }> = {}): Principal {
   return {
@@ -102,5 +109,27 @@ describe('redisRevocationCheck on a service’s auto-pipelined client (verifierR
     dead.on('error', () => undefined);
     await expect(redisRevocationCheck(dead)(user(), KID)).rejects.toBeInstanceOf(UnavailableError);
     dead.disconnect();
+  });
+});
+
+describe('redisRevocationCheck with requirePublished (against Redis)', () => {
+  // A logical database of its own: the published marker is one fixed key.
+  const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { lazyConnect: true, db: 14 });
+  const isRevoked = redisRevocationCheck(redis, { requirePublished: true });
+  beforeAll(() => redis.connect());
+  afterAll(async () => {
+    await redis.del(REVOCATIONS_PUBLISHED_KEY);
+    await redis.quit();
+  });
+
+  it('refuses (503) while the list has not been republished into an empty Redis, then checks as usual', async () => {
+    await redis.del(REVOCATIONS_PUBLISHED_KEY);
+    await expect(isRevoked(user(), KID)).rejects.toBeInstanceOf(UnavailableError);
+    await redis.set(REVOCATIONS_PUBLISHED_KEY, new Date().toISOString());
+    expect(await isRevoked(user(), KID)).toBe(false);
+    const a = user();
+    await redis.set(revocationKey('jti', a.tokenId), '1', 'EX', 60);
+    expect(await isRevoked(a, KID)).toBe(true);
+    expect(await redisAnswers(redis)).toBe(true);
   });
 });

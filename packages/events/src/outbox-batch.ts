@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { injectTraceContext } from '@custos/service-kit';
+import { UnavailableError, injectTraceContext } from '@custos/service-kit';
 import type pg from 'pg';
 import { type AuditRecordInput, auditRecordData } from './audit.js';
 import type { EventName } from './catalogue.js';
@@ -127,7 +127,10 @@ export class OutboxGroupCommit {
       return Promise.reject(err);
     }
     if (this.queue.length >= this.maxQueue) {
-      return Promise.reject(new Error(`the outbox group commit has ${this.queue.length} rows waiting`));
+      // Postgres is that far behind: refuse at once (503), whatever the caller does with errors.
+      return Promise.reject(
+        new UnavailableError(`the outbox group commit has ${this.queue.length} rows waiting; retry shortly`),
+      );
     }
     return new Promise<string>((resolve, reject) => {
       this.queue.push({ ...row, resolve: () => resolve(row.id), reject });

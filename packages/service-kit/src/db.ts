@@ -22,7 +22,12 @@ export function createPool(url: string, max: number, logger: Logger, application
     max,
     application_name: applicationName,
     keepAlive: true,
-    // A connect that hangs (a server that accepts but does not answer) must not hold a request forever.
+    // TCP keepalive from 10 s of silence (the kernel's default is 2 h): a connection to a server
+    // that vanished without a word (a failover that moved its address) is found dead in minutes,
+    // not hours. The kernel's probe interval and count still apply after the first probe.
+    keepAliveInitialDelayMillis: 10_000,
+    // A connect that hangs (a server that accepts but does not answer) must not hold a request
+    // forever; pg-pool applies the same bound to waiting for a free connection of the pool.
     connectionTimeoutMillis: 10_000,
   });
   pool.on('connect', (client) => {

@@ -46,7 +46,20 @@ describe('isDependencyOutage', () => {
     }
   });
 
+  it('knows a failover the connection has not seen, and a NATS connection that closed, by their shapes', () => {
+    const readOnly = Object.assign(new Error('cannot execute INSERT in a read-only transaction'), {
+      code: '25006',
+    });
+    expect(isDependencyOutage(readOnly)).toBe(true);
+    class ClosedConnectionError extends Error {
+      override name = 'ClosedConnectionError';
+    }
+    expect(isDependencyOutage(new ClosedConnectionError('closed connection'))).toBe(true);
+  });
+
   it('is false for programming errors', () => {
+    // Using a client after releasing it is a bug, not an outage.
+    expect(isDependencyOutage(new Error('Client was closed and is not queryable'))).toBe(false);
     expect(isDependencyOutage(new TypeError('x is undefined'))).toBe(false);
     expect(isDependencyOutage('a string')).toBe(false);
     expect(isDependencyOutage(undefined)).toBe(false);

@@ -1,4 +1,5 @@
 import type { ServerUnaryCall, ServerWritableStream, sendUnaryData } from '@grpc/grpc-js';
+import { describeError } from './logger.js';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import {
   type HealthCheckRequest,
@@ -117,6 +118,9 @@ export class DependencyHealth {
 
   /** Adds a dependency (probed from the next round). */
   add(probe: DependencyProbe): void {
+    // One probe per name: a second client of the same dependency (identity's own Redis beside its
+    // verifier's) is the same dependency, and the first probe speaks for it.
+    if (this.probes.some((p) => p.name === probe.name)) return;
     this.probes.push(probe);
     this.health.set(DEPENDENCY_HEALTH_PREFIX + probe.name, ServingStatus.SERVING);
     this.health.set(DEPENDENCIES_HEALTH_ENTRY, ServingStatus.SERVING);
@@ -136,6 +140,9 @@ export class DependencyHealth {
       this.running = true;
       try {
         await this.round();
+      } catch (err) {
+        // A timer callback must never become an unhandled rejection (it would end the process).
+        this.logger.warn({ err: describeError(err) }, 'dependency probe round failed');
       } finally {
         this.running = false;
       }
@@ -160,7 +167,12 @@ export class DependencyHealth {
         const timeout = new Promise<boolean>((r) => {
           timer = setTimeout(() => r(false), this.timeoutMs);
         });
-        const up = await Promise.race([p.check().catch(() => false), timeout]);
+        const up = await Promise.race([
+          Promise.resolve()
+            .then(() => p.check())
+            .catch(() => false),
+          timeout,
+        ]);
         clearTimeout(timer);
         return { p, up };
       }),

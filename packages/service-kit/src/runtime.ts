@@ -300,10 +300,14 @@ export async function openDatabase(
       await new Promise((r) => setTimeout(r, delay));
     }
   }
+  // The probe has a connection of its own: on the service's pool it would queue behind the requests
+  // of a busy service and report a healthy Postgres as down.
+  const probe = createPool(rt.config.DATABASE_URL, 1, rt.logger, `custos-${rt.name}-health`);
+  rt.onShutdown('postgres-probe', () => probe.end());
   rt.dependencies.add({
     name: 'postgres',
     required: true,
-    check: async () => (await pool.query('SELECT 1')).rowCount === 1,
+    check: async () => (await probe.query('SELECT 1')).rowCount === 1,
   });
   return { pool, db: createDatabase(pool) };
 }

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { Redis } from 'ioredis';
-import { IdentityKeys, tokenTrustOf } from '@custos/auth';
+import { IdentityKeys, redisAnswers, tokenTrustOf } from '@custos/auth';
 import { describeError, runService } from '@custos/service-kit';
 import { configShape } from './config.js';
 import { createApp } from './http/app.js';
@@ -27,7 +27,7 @@ runService({
       .catch((err: unknown) => rt.logger.warn({ err: describeError(err) }, 'redis unreachable at start'));
     // Reported, not required: without Redis the limiter lets requests through, and the credential
     // routes and token checks refuse (503) on their own.
-    rt.dependencies.add({ name: 'redis', required: false, check: async () => redis.status === 'ready' });
+    rt.dependencies.add({ name: 'redis', required: false, check: () => redisAnswers(redis) });
 
     const app = createApp({
       logger: rt.logger,
@@ -39,7 +39,9 @@ runService({
       authRateLimit: { ratePerSecond: c.AUTH_RATE_LIMIT_PER_MINUTE / 60, burst: c.AUTH_RATE_LIMIT_BURST },
       healthTimeoutMs: c.HEALTH_TIMEOUT_MS,
       ownDependenciesDown: () => rt.dependencies.unavailable,
-      identityKeys: IdentityKeys.overGrpc(peers.identity, redis, rt.logger, tokenTrustOf(rt.config)),
+      identityKeys: IdentityKeys.overGrpc(peers.identity, redis, rt.logger, tokenTrustOf(rt.config), {
+        requirePublished: true,
+      }),
       ipRulesCacheTtlMs: c.IP_RULES_CACHE_TTL_MS,
     });
     const server = http.createServer(app);

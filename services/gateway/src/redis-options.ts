@@ -14,6 +14,9 @@ import { redisTlsOptions } from '@custos/service-kit';
 export function gatewayRedisOptions(url: string, tlsCaFile?: string): RedisOptions {
   return {
     maxRetriesPerRequest: 1,
+    // A Redis that accepts connections but does not answer fails the command (and its request) in
+    // 2 s instead of holding it until the client gives up.
+    commandTimeout: 2000,
     enableOfflineQueue: false,
     enableAutoPipelining: true,
     lazyConnect: true,

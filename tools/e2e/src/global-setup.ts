@@ -94,10 +94,27 @@ async function bootProfile(
  */
 async function ownPostgres(): Promise<void> {
   if (process.env.TEST_DATABASE_URL || postgresBinDir() === undefined) return;
-  const pg = await PrivatePostgres.start({ fast: true, maxConnections: 300 });
+  let pg: PrivatePostgres;
+  try {
+    pg = await PrivatePostgres.start({ fast: true, maxConnections: 300 });
+  } catch (err) {
+    // No OS user postgres, a folder it cannot enter...: the machine's server, as before.
+    process.stdout.write(
+      `\nno private Postgres cluster (${(err as Error).message.split('\n')[0]}); using the machine's\n`,
+    );
+    return;
+  }
   postgresHolder.__custosE2ePostgres = pg;
   process.env.TEST_DATABASE_URL = pg.url();
+  // A run that ends without the teardown (an interrupted jest, a cancelled CI job) leaves no
+  // server behind.
   process.once('exit', () => pg.destroySync());
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      pg.destroySync();
+      process.kill(process.pid, signal);
+    });
+  }
 }
 
 /**
@@ -168,6 +185,6 @@ export default async function globalSetup(
   publishSharedRun(info);
   const took = ((Date.now() - started) / 1000).toFixed(1);
   process.stdout.write(
-    `\nshared meshes (${took} s): ${meshes.map((m) => `${m.profile} ${m.mesh.baseUrl}`).join(', ')}; logs in ${runDir}; databases on ${postgresHolder.__custosE2ePostgres ? `a private cluster, port ${postgresHolder.__custosE2ePostgres.port}` : (process.env.TEST_DATABASE_URL ?? 'the machine server')}\n`,
+    `\nshared meshes (${took} s): ${meshes.map((m) => `${m.profile} ${m.mesh.baseUrl}`).join(', ')}; logs in ${runDir}; databases on ${postgresHolder.__custosE2ePostgres ? `a private cluster, port ${postgresHolder.__custosE2ePostgres.port}` : process.env.TEST_DATABASE_URL ? 'TEST_DATABASE_URL' : 'the machine server'}\n`,
   );
 }

@@ -1,4 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -72,11 +73,12 @@ export class PrivatePostgres {
     readonly port: number,
     private readonly bin: string,
     private readonly asUser: string | undefined,
+    private readonly password: string,
   ) {}
 
   /** The superuser URL of database `database`. */
   url(database = 'postgres'): string {
-    return `postgres://postgres@127.0.0.1:${this.port}/${database}`;
+    return `postgres://postgres:${this.password}@127.0.0.1:${this.port}/${database}`;
   }
 
   private get dataDir(): string {
@@ -110,29 +112,57 @@ export class PrivatePostgres {
     if (!bin) throw new Error('no Postgres server programs (initdb, pg_ctl) on this machine');
     const root = process.getuid?.() === 0;
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-pg-'));
-    if (root) {
-      const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
-      const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
-      fs.chownSync(dir, uid, gid);
+    // Password authentication (SCRAM), also for the superuser: the port is on loopback, where any
+    // local user could otherwise connect as superuser and run programs as the server's OS user.
+    const password = randomBytes(18).toString('base64url');
+    const pg = new PrivatePostgres(dir, await freePort(), bin, root ? 'postgres' : undefined, password);
+    try {
+      if (root) {
+        const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
+        const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
+        fs.chownSync(dir, uid, gid);
+      }
+      const pwfile = path.join(dir, 'pwfile');
+      fs.writeFileSync(pwfile, `${password}\n`, { mode: 0o600 });
+      if (root) fs.chownSync(pwfile, fs.statSync(dir).uid, fs.statSync(dir).gid);
+      await pg.init(pwfile, opts);
+    } catch (err) {
+      pg.destroySync();
+      throw err;
     }
-    const pg = new PrivatePostgres(dir, await freePort(), bin, root ? 'postgres' : undefined);
-    await pg.cmd('initdb', ['-D', pg.dataDir, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync']);
+    return pg;
+  }
+
+  private async init(pwfile: string, opts: PrivatePostgresOptions): Promise<void> {
+    await this.cmd('initdb', [
+      '-D',
+      this.dataDir,
+      '-A',
+      'scram-sha-256',
+      '--pwfile',
+      pwfile,
+      '-U',
+      'postgres',
+      '-E',
+      'UTF8',
+      '--no-sync',
+    ]);
+    fs.rmSync(pwfile, { force: true });
     const settings: Record<string, string> = {
       listen_addresses: "'127.0.0.1'",
-      port: String(pg.port),
-      unix_socket_directories: `'${dir}'`,
+      port: String(this.port),
+      unix_socket_directories: `'${this.dir}'`,
       max_connections: String(opts.maxConnections ?? 300),
       shared_buffers: "'64MB'",
       ...(opts.fast ? { fsync: 'off', full_page_writes: 'off', synchronous_commit: 'off' } : {}),
     };
     fs.appendFileSync(
-      path.join(pg.dataDir, 'postgresql.conf'),
+      path.join(this.dataDir, 'postgresql.conf'),
       `\n${Object.entries(settings)
         .map(([k, v]) => `${k} = ${v}`)
         .join('\n')}\n`,
     );
-    await pg.startServer();
-    return pg;
+    await this.startServer();
   }
 
   private startServer(): Promise<void> {

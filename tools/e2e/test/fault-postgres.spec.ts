@@ -12,6 +12,7 @@ describe('the mesh rides out a Postgres restart under concurrent writes', () => 
 
   beforeAll(async () => {
     pg = await PrivatePostgres.start({ maxConnections: 200 });
+    process.once('exit', () => pg.destroySync());
     mesh = await startMesh({
       postgresUrl: (db) => pg.url(db),
       extraEnv: { EMAIL_VERIFICATION_REQUIRED: 'false', RATE_LIMIT_RPS: '5000', RATE_LIMIT_BURST: '5000' },
@@ -60,7 +61,6 @@ describe('the mesh rides out a Postgres restart under concurrent writes', () => 
     let recoveredInMs: number;
     try {
       await waitUntil(() => acknowledged.size >= 30, 30_000, 'writes flowing');
-      const before = acknowledged.size;
       // Stopped the way an operator's restart or a failover does (fast: sessions are ended).
       await pg.stopServer('fast');
       // While it is down, /v1/health names the services that cannot serve, and why.
@@ -69,18 +69,23 @@ describe('the mesh rides out a Postgres restart under concurrent writes', () => 
         async () => {
           health = await api(mesh, 'GET', '/v1/health');
           const deps = health.body['dependencies_unavailable'] as Record<string, string[]> | undefined;
-          return health.status === 503 && (deps?.['vault-crypto'] ?? []).includes('postgres');
+          const unavailable = (health.body['unavailable'] as string[] | undefined) ?? [];
+          // Both answers come from one probe round of vault-crypto, but from two health calls.
+          return (
+            health.status === 503 &&
+            unavailable.includes('vault-crypto') &&
+            (deps?.['vault-crypto'] ?? []).includes('postgres')
+          );
         },
         15_000,
         '/v1/health naming postgres',
       );
       expect(health!.headers.get('retry-after')).toBe('5');
-      expect(health!.body).toMatchObject({
-        unavailable: expect.arrayContaining(['vault-crypto']),
-      });
       expect(health!.body['detail']).toContain('vault-crypto (postgres unreachable)');
       await pg.resume();
       const back = Date.now();
+      // Counted from here: writes acknowledged before the stop took effect do not count.
+      const before = acknowledged.size;
       // The mesh serves writes again within 30 s of Postgres being back.
       await waitUntil(
         () => acknowledged.size >= before + 30,
@@ -108,10 +113,16 @@ describe('the mesh rides out a Postgres restart under concurrent writes', () => 
     // No service process exited.
     for (const s of SERVICES)
       expect({ s, exit: mesh.processes.get(s)?.exitCode ?? null }).toEqual({ s, exit: null });
-    // Every acknowledged write reads back.
-    for (const [path, value] of acknowledged) {
-      const r = await api(mesh, 'GET', `/v1/vaults/${vaultId}/secrets/${path}`, { token: u.token });
-      expect({ path, status: r.status, value: r.body['value'] }).toEqual({ path, status: 200, value });
+    // Every acknowledged write reads back (eight at a time).
+    const entries = [...acknowledged];
+    for (let i = 0; i < entries.length; i += 8) {
+      const got = await Promise.all(
+        entries.slice(i, i + 8).map(async ([path, value]) => {
+          const r = await api(mesh, 'GET', `/v1/vaults/${vaultId}/secrets/${path}`, { token: u.token });
+          return { path, status: r.status, value: r.body['value'], want: value };
+        }),
+      );
+      for (const g of got) expect(g).toEqual({ path: g.path, status: 200, value: g.want, want: g.want });
     }
     // Health is green again by itself, and the audit chain verifies.
     await waitUntil(async () => (await api(mesh, 'GET', '/v1/health')).status === 200, 30_000, 'health 200');
@@ -123,5 +134,5 @@ describe('the mesh rides out a Postgres restart under concurrent writes', () => 
       30_000,
       'chain verifies',
     );
-  });
+  }, 300_000);
 });

@@ -105,9 +105,15 @@ describe('the mesh rides out NATS and Redis outages and kill -9 of each service'
 
   /** Every acknowledged write reads back; each acknowledged op has exactly one chained record; the chain verifies. */
   async function expectAllChainedOnce(t: ReturnType<typeof traffic>) {
-    for (const [path, value] of t.writes) {
-      const r = await read(path, `check-${randomBytes(4).toString('hex')}`);
-      expect({ path, status: r.status, value: r.body['value'] }).toEqual({ path, status: 200, value });
+    const entries = [...t.writes];
+    for (let i = 0; i < entries.length; i += 8) {
+      const got = await Promise.all(
+        entries.slice(i, i + 8).map(async ([path, value]) => {
+          const r = await read(path, `check-${randomBytes(4).toString('hex')}`);
+          return { path, status: r.status, value: r.body['value'], want: value };
+        }),
+      );
+      for (const g of got) expect(g).toEqual({ path: g.path, status: 200, value: g.want, want: g.want });
     }
     let log: AuditEvent[] = [];
     const count = () => {
@@ -135,6 +141,12 @@ describe('the mesh rides out NATS and Redis outages and kill -9 of each service'
     expect(new Set(writesSeen.map((e) => e.details['path'])).size).toBe(writesSeen.length);
     const verify = await api(mesh, 'GET', '/v1/audit/verify', { token: user.token });
     expect(verify.body).toMatchObject({ chain_valid: true });
+  }
+
+  /** No service process ended on its own (kill -9 restarts are the test's). */
+  function expectNoExit() {
+    for (const s of SERVICES)
+      expect({ s, exit: mesh.processes.get(s)?.exitCode ?? null }).toEqual({ s, exit: null });
   }
 
   it('reports no unreachable dependency while all are up', async () => {
@@ -179,7 +191,8 @@ describe('the mesh rides out NATS and Redis outages and kill -9 of each service'
       30_000,
       'health clear after NATS',
     );
-  });
+    expectNoExit();
+  }, 300_000);
 
   it('Redis stopped: credential routes and token checks answer 503 + Retry-After (fail closed); back by itself; a revoked token stays revoked', async () => {
     // A token revoked before Redis loses everything (it keeps nothing on disk).
@@ -206,11 +219,16 @@ describe('the mesh rides out NATS and Redis outages and kill -9 of each service'
       status: 503,
       retryAfter: expect.stringMatching(/^\d+$/),
     });
+    // Every token is refused meanwhile, so /v1/health says the API does not work, and why.
     await waitUntil(
       async () => {
         const h = await api(mesh, 'GET', '/v1/health');
         const deps = h.body['dependencies_unavailable'] as Record<string, string[]> | undefined;
-        return h.status === 200 && (deps?.['gateway'] ?? []).includes('redis');
+        return (
+          h.status === 503 &&
+          ((h.body['unavailable'] as string[] | undefined) ?? []).includes('gateway') &&
+          (deps?.['gateway'] ?? []).includes('redis')
+        );
       },
       10_000,
       '/v1/health naming redis',
@@ -226,9 +244,11 @@ describe('the mesh rides out NATS and Redis outages and kill -9 of each service'
       body: { email: user.email, password: TEST_PASSWORD },
     });
     expect(again.status).toBe(200);
-    // Identity put the live revocations back into the empty Redis as it reconnected.
+    // Identity put the live revocations back into the empty Redis as it reconnected (a read served
+    // above means the list is complete: verifiers refuse until identity's marker is back).
     expect((await api(mesh, 'GET', '/v1/vaults', { token: other.token })).status).toBe(401);
-  });
+    expectNoExit();
+  }, 300_000);
 
   it('kill -9 of each service in turn under a request stream: after its restart nothing acknowledged is missing and no record is duplicated', async () => {
     const t = traffic('kill');
@@ -255,5 +275,6 @@ describe('the mesh rides out NATS and Redis outages and kill -9 of each service'
     // Refusals while a service was away are expected (503, or no answer while the gateway was).
     for (const f of t.failures) expect([503, -1]).toContain(f.status);
     await expectAllChainedOnce(t);
-  });
+    expectNoExit();
+  }, 600_000);
 });

@@ -56,14 +56,13 @@ export function healthRoutes(
     },
     async (_req, res) => {
       const states = await Promise.all(
-        peers.health.map(
-          async (p) =>
-            [
-              p.name,
-              await checkPeer(p.client, timeoutMs),
-              await dependenciesDown(p.client, timeoutMs),
-            ] as const,
-        ),
+        peers.health.map(async (p) => {
+          const [state, deps] = await Promise.all([
+            checkPeer(p.client, timeoutMs),
+            dependenciesDown(p.client, timeoutMs),
+          ]);
+          return [p.name, state, deps] as const;
+        }),
       );
       const services: Record<string, PeerState> = {
         gateway: 'serving',
@@ -77,7 +76,12 @@ export function healthRoutes(
         ].filter(([, deps]) => deps.length > 0),
       );
       const extra = Object.keys(dependencies).length > 0 ? { dependencies_unavailable: dependencies } : {};
-      const down = states.filter(([, s]) => s !== 'serving').map(([name]) => name);
+      // A service that cannot reach Redis still serves, but refuses every token (the revocation check
+      // fails closed): for someone asking "does the API work", it does not.
+      const down = [
+        ...(ownDependenciesDown().includes('redis') ? ['gateway'] : []),
+        ...states.filter(([, s, deps]) => s !== 'serving' || deps.includes('redis')).map(([name]) => name),
+      ];
       if (down.length === 0) {
         res.json({ status: 'ok', services, ...extra });
         return;
@@ -124,6 +128,7 @@ export function healthRoutes(
       }
       // The provider's own message (ARNs, slot numbers) goes to the log, not to the public.
       logger.warn({ provider: h.provider, detail: h.detail }, 'key-management provider unhealthy');
+      res.setHeader('Retry-After', UNAVAILABLE_RETRY_AFTER_SECONDS);
       sendProblem(res, {
         type: 'about:blank',
         title: 'Service Unavailable',

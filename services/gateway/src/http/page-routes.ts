@@ -10,6 +10,7 @@ import type { Redis } from 'ioredis';
 import { AccountServiceClient } from '@custos/proto/custos/identity/v1/account';
 import { CustosError, RateLimitedError, describeError, unaryCaller, type Logger } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
+import { UNAVAILABLE_RETRY_AFTER_SECONDS } from './problem.js';
 import { rateLimit } from './rate-limit.js';
 
 // The pages the links of Custos's e-mails open (`/verify-email?token=…`, `/reset-password?token=…`).
@@ -159,6 +160,7 @@ export function pageRoutes(deps: PageDeps): Router {
       const token = field(req.body, 'token');
       if (err instanceof CustosError) {
         if (err instanceof RateLimitedError) res.setHeader('Retry-After', String(err.retryAfterSeconds));
+        else if (err.kind === 'unavailable') res.setHeader('Retry-After', UNAVAILABLE_RETRY_AFTER_SECONDS);
         const retry = err.httpStatus < 500 && !(err instanceof RateLimitedError);
         send(res, err.httpStatus, 'That did not work', paragraph(err.detail) + (retry ? again(token) : ''));
         return;

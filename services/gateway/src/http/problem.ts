@@ -1,6 +1,14 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import { match } from 'path-to-regexp';
-import { CustosError, ERROR_KINDS, RateLimitedError, describeError, type Logger } from '@custos/service-kit';
+import {
+  CustosError,
+  ERROR_KINDS,
+  RateLimitedError,
+  UnavailableError,
+  describeError,
+  isDependencyOutage,
+  type Logger,
+} from '@custos/service-kit';
 import { sendJson } from './respond.js';
 import type { DeclaredRoute } from './routes.js';
 
@@ -155,6 +163,13 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
         status: bp.status,
         detail: 'request could not be read',
       });
+    }
+    if (isDependencyOutage(err)) {
+      // The gateway's own Redis away (or a peer's connection cut mid-call): 503, asked again.
+      logger.warn({ err: describeError(err) }, 'a dependency is unavailable; request refused');
+      const unavailable = new UnavailableError('a dependency of the service is unavailable; retry shortly');
+      setRetryAfter(res, unavailable);
+      return sendProblem(res, problemOf(unavailable));
     }
     logger.error({ err: describeError(err) }, 'unhandled error in HTTP handler');
     sendProblem(res, {

@@ -1,7 +1,7 @@
 import { and, eq, gt, sql } from 'drizzle-orm';
 import type { Redis } from 'ioredis';
 import { type Database, UnavailableError, describeError, type Logger } from '@custos/service-kit';
-import { type RevocationKind, revocationKey } from '@custos/auth';
+import { REVOCATIONS_PUBLISHED_KEY, type RevocationKind, revocationKey } from '@custos/auth';
 import { revocations } from '../db/schema.js';
 
 /** One revocation, to be recorded in a transaction and published after it commits. */
@@ -90,11 +90,8 @@ export class RevocationStore {
     expiresAt: Date,
     notBefore?: Date,
   ): Promise<void> {
-    // Verifiers accept a token a few seconds past `exp` (clock tolerance): outlive that too.
-    const ttlMs = expiresAt.getTime() - Date.now() + 60_000;
-    if (ttlMs <= 0) return;
-    const payload = kind === 'sub' ? String(Math.ceil((notBefore ?? new Date()).getTime() / 1000)) : '1';
-    await this.redis.set(revocationKey(kind, value), payload, 'PX', ttlMs);
+    const entry = mirrorEntry(kind, value, expiresAt, notBefore);
+    if (entry) await this.redis.set(entry.key, entry.payload, 'PX', entry.ttlMs);
   }
 
   /** True when a session (refresh-token family) has been revoked; reads Postgres, the source of truth. */
@@ -108,12 +105,37 @@ export class RevocationStore {
     return rows.length > 0;
   }
 
-  /** Copies every unexpired revocation into Redis; returns how many. */
+  /**
+   * Copies every unexpired revocation into Redis (one pipelined write), then sets the published
+   * marker that verifiers require (REVOCATIONS_PUBLISHED_KEY): until the list is complete again after
+   * a Redis restart, tokens are refused rather than checked against an empty Redis. Returns how many.
+   */
   async republish(): Promise<number> {
     const rows = await this.db.select().from(revocations).where(gt(revocations.expiresAt, new Date()));
-    for (const r of rows)
-      await this.mirror(r.kind as RevocationKind, r.value, r.expiresAt, r.notBefore ?? undefined);
+    const pipeline = this.redis.pipeline();
+    for (const r of rows) {
+      const entry = mirrorEntry(r.kind as RevocationKind, r.value, r.expiresAt, r.notBefore ?? undefined);
+      if (entry) pipeline.set(entry.key, entry.payload, 'PX', entry.ttlMs);
+    }
+    const results = (await pipeline.exec()) ?? [];
+    const failed = results.find(([err]) => err);
+    if (failed) throw failed[0] as Error;
+    await this.redis.set(REVOCATIONS_PUBLISHED_KEY, new Date().toISOString());
     await this.db.delete(revocations).where(sql`${revocations.expiresAt} < now() - interval '1 day'`);
     return rows.length;
   }
+}
+
+/** The Redis key, value and TTL of one revocation; undefined once it has expired. */
+function mirrorEntry(
+  kind: RevocationKind,
+  value: string,
+  expiresAt: Date,
+  notBefore?: Date,
+): { key: string; payload: string; ttlMs: number } | undefined {
+  // Verifiers accept a token a few seconds past `exp` (clock tolerance): outlive that too.
+  const ttlMs = expiresAt.getTime() - Date.now() + 60_000;
+  if (ttlMs <= 0) return undefined;
+  const payload = kind === 'sub' ? String(Math.ceil((notBefore ?? new Date()).getTime() / 1000)) : '1';
+  return { key: revocationKey(kind, value), payload, ttlMs };
 }

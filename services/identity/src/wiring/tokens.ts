@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { TokenVerifier, redisRevocationCheck } from '@custos/auth';
+import { TokenVerifier, redisAnswers, redisRevocationCheck } from '@custos/auth';
 import {
   type ConfigOf,
   type Database,
@@ -36,6 +36,7 @@ export async function buildTokens(rt: Runtime<ConfigOf<typeof configShape>>, db:
   const c = rt.config;
   const redis = new Redis(c.REDIS_URL, {
     maxRetriesPerRequest: 1,
+    commandTimeout: 2000,
     lazyConnect: true,
     ...redisTlsOptions(c.REDIS_URL, c.REDIS_TLS_CA_FILE),
   });
@@ -43,6 +44,11 @@ export async function buildTokens(rt: Runtime<ConfigOf<typeof configShape>>, db:
   rt.onShutdown('redis', async () => {
     redis.disconnect();
   });
+  // Every (re)connection republishes the revocations (set below, once the store exists): a Redis
+  // that restarted empty (it keeps nothing on disk) gets them back at once, and verifiers refuse
+  // tokens (503) until the published marker is there again (REVOCATIONS_PUBLISHED_KEY).
+  const onReady: { republish?: () => void } = {};
+  redis.on('ready', () => onReady.republish?.());
   await redis
     .connect()
     .catch((err: unknown) => rt.logger.warn({ err: describeError(err) }, 'redis unreachable at start'));
@@ -62,18 +68,12 @@ export async function buildTokens(rt: Runtime<ConfigOf<typeof configShape>>, db:
     revocations
       .republish()
       .catch((err: unknown) => rt.logger.warn({ err: describeError(err) }, 'revocations not republished'));
+  onReady.republish = () => {
+    rt.logger.info('redis (re)connected; republishing revocations');
+    void republish();
+  };
   await republish();
-  // A Redis that restarted empty (it keeps nothing on disk) gets the live revocations back as soon
-  // as identity reconnects, not up to a minute later.
-  let connectedOnce = redis.status === 'ready';
-  redis.on('ready', () => {
-    if (connectedOnce) {
-      rt.logger.info('redis reconnected; republishing revocations');
-      void republish();
-    }
-    connectedOnce = true;
-  });
-  rt.dependencies.add({ name: 'redis', required: false, check: async () => redis.status === 'ready' });
+  rt.dependencies.add({ name: 'redis', required: false, check: () => redisAnswers(redis) });
   const timer = setInterval(() => {
     ring
       .refresh()
@@ -93,7 +93,7 @@ export async function buildTokens(rt: Runtime<ConfigOf<typeof configShape>>, db:
     keys: localKeySource(ring),
     issuers: settings.issuers,
     audience: settings.audience,
-    isRevoked: redisRevocationCheck(redis),
+    isRevoked: redisRevocationCheck(redis, { requirePublished: true }),
   });
   return { ring, revocations, issuer: new TokenIssuer(ring, settings), verifier, settings, redis };
 }
