@@ -32,6 +32,17 @@ export interface RelayOptions {
   batchedEvents?: readonly string[];
   /** Bytes of one batch message at most; an event that alone is larger goes out alone. Default 256 KiB. */
   maxMessageBytes?: number;
+  /**
+   * Published outbox rows are deleted this long after publishing, and inbox rows (the events this
+   * service's consumers applied) this long after they were applied, by the relay leader at most once
+   * a minute, a few thousand rows at a time. Default 24 h and 7 days: far beyond JetStream's 2 h
+   * duplicate window and any redelivery, so nothing is applied twice, while neither table grows
+   * without end (a never-pruned outbox also made the relay's mark UPDATE slow).
+   */
+  publishedRetentionMs?: number;
+  inboxRetentionMs?: number;
+  /** How often the leader prunes, in ms. Default 60 s. */
+  pruneEveryMs?: number;
 }
 
 interface OutboxRow {
@@ -113,6 +124,39 @@ export class OutboxRelay {
     await this.resign();
   }
 
+  private lastPrune = 0;
+
+  /**
+   * Deletes what no longer needs keeping (see RelayOptions.publishedRetentionMs), on the leader's
+   * connection; returns the rows deleted from the outbox and the inbox.
+   */
+  async prune(now = Date.now()): Promise<{ outbox: number; inbox: number }> {
+    const client = this.leader;
+    if (!client) return { outbox: 0, inbox: 0 };
+    this.lastPrune = now;
+    const schema = `"${this.opts.schema.replace(/"/g, '""')}"`;
+    const outbox = await client.query(
+      `DELETE FROM ${schema}.outbox WHERE seq IN (
+         SELECT seq FROM ${schema}.outbox
+         WHERE published_at IS NOT NULL AND published_at < now() - make_interval(secs => $1::double precision / 1000)
+         ORDER BY seq LIMIT 5000)`,
+      [this.opts.publishedRetentionMs ?? 24 * 3600_000],
+    );
+    // Not every schema has an inbox (a service without consumers).
+    const hasInbox = await client.query(`SELECT to_regclass($1) IS NOT NULL AS ok`, [`${schema}.inbox`]);
+    let inbox = 0;
+    if (hasInbox.rows[0]?.ok) {
+      const r = await client.query(
+        `DELETE FROM ${schema}.inbox WHERE ctid IN (
+           SELECT ctid FROM ${schema}.inbox
+           WHERE processed_at < now() - make_interval(secs => $1::double precision / 1000) LIMIT 5000)`,
+        [this.opts.inboxRetentionMs ?? 7 * 24 * 3600_000],
+      );
+      inbox = r.rowCount ?? 0;
+    }
+    return { outbox: outbox.rowCount ?? 0, inbox };
+  }
+
   private async loop(): Promise<void> {
     while (!this.stopped) {
       const began = Date.now();
@@ -120,6 +164,11 @@ export class OutboxRelay {
       let published = 0;
       try {
         published = await this.publishBatch();
+        if (this.leader && began - this.lastPrune >= (this.opts.pruneEveryMs ?? 60_000)) {
+          const pruned = await this.prune(began);
+          if (pruned.outbox + pruned.inbox > 0)
+            this.opts.logger.debug({ ...pruned }, 'pruned published outbox rows and old inbox rows');
+        }
       } catch (err) {
         this.opts.logger.warn({ err: describeError(err) }, 'outbox relay cycle failed; will retry');
         await this.resign();

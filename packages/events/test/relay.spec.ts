@@ -209,4 +209,42 @@ describe('OutboxRelay', () => {
     expect(await stored()).toBe(sizeBefore);
     expect(applied).toHaveLength(first.length + 1);
   });
+
+  it('prunes published rows past their retention, keeps unpublished and recent ones, and old inbox rows', async () => {
+    await pool.query(`DELETE FROM ${SCHEMA}.outbox`);
+    await pool.query(`DELETE FROM ${SCHEMA}.inbox`);
+    const row = (publishedAgo: string | null) =>
+      pool.query(
+        `INSERT INTO ${SCHEMA}.outbox (id, name, org_id, payload, published_at)
+         VALUES ($1, 'vault.created', NULL, '{}'::jsonb, ${publishedAgo === null ? 'NULL' : `now() - interval '${publishedAgo}'`})`,
+        [randomUUID()],
+      );
+    await row('2 days'); // published long ago: goes
+    await row('2 days');
+    await row('1 minute'); // published recently: stays
+    await pool.query(
+      `INSERT INTO ${SCHEMA}.inbox (consumer, event_id, processed_at) VALUES
+       ('c', $1, now() - interval '8 days'), ('c', $2, now() - interval '1 hour')`,
+      [randomUUID(), randomUUID()],
+    );
+    // Not started: its one cycle below (publishBatch) makes it the leader that prunes.
+    const relay = new OutboxRelay({
+      pool,
+      schema: SCHEMA,
+      link,
+      subjectPrefix: prefix,
+      producer: 'relay-test',
+      logger,
+      pollMs: 10 * 60 * 1000,
+    });
+    stoppers.push(() => relay.stop());
+    // An unpublished row, written after: the cycle publishes it, and it is recent, so it stays.
+    await row(null);
+    await relay.publishBatch();
+    expect(await relay.prune()).toEqual({ outbox: 2, inbox: 1 });
+    const left = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${SCHEMA}.outbox`);
+    expect(left.rows[0]!.n).toBe(2);
+    const inboxLeft = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${SCHEMA}.inbox`);
+    expect(inboxLeft.rows[0]!.n).toBe(1);
+  });
 });
