@@ -11,6 +11,7 @@ import {
   type Logger,
 } from '@custos/service-kit';
 import { checkPeer, type PeerState, type Peers } from '../peers.js';
+import { cachedAnswer } from './cached-answer.js';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS, sendProblem } from './problem.js';
 import { type Guards, declareRoute } from './routes.js';
 
@@ -42,6 +43,20 @@ export function healthRoutes(
   ownDependenciesDown: () => string[] = () => [],
 ): Router {
   const router = Router();
+
+  // The KMS self-test is a call to the provider (AWS, an HSM) that anyone may trigger: one answer,
+  // healthy or not, serves every caller for HSM_HEALTH_CACHE_MS, and callers arriving while it is
+  // being asked share that one call. A failure to ask vault-crypto at all is not kept.
+  const kmsHealth = cachedAnswer(HSM_HEALTH_CACHE_MS, () => {
+    // A public probe acts for nobody: whatever Authorization header it came with is not turned
+    // into a service token (a stale one would otherwise make the probe answer 401).
+    const requestId = currentRequestContext()?.requestId ?? 'health';
+    return runWithRequestContext({ requestId }, () =>
+      callUnary(peers.vaultCrypto, peers.vaultCrypto.getKmsHealth, {}, new Metadata(), {
+        deadline: Date.now() + timeoutMs,
+      }),
+    );
+  });
 
   declareRoute(
     router,
@@ -108,19 +123,12 @@ export function healthRoutes(
       method: 'get',
       path: '/v1/health/hsm',
       access: 'public',
-      summary: "The key-management provider's self-test",
+      summary: "The key-management provider's self-test (one answer serves every caller for 15 s)",
       tag: 'health',
       responses: { 200: { description: 'The provider answered', schema: HsmHealthResponse } },
     },
     async (_req, res) => {
-      // A public probe acts for nobody: whatever Authorization header it came with is not turned
-      // into a service token (a stale one would otherwise make the probe answer 401).
-      const requestId = currentRequestContext()?.requestId ?? 'health';
-      const h = await runWithRequestContext({ requestId }, () =>
-        callUnary(peers.vaultCrypto, peers.vaultCrypto.getKmsHealth, {}, new Metadata(), {
-          deadline: Date.now() + timeoutMs,
-        }),
-      );
+      const h = await kmsHealth();
       const latency_ms = Math.round(h.latencyMs * 1000) / 1000;
       if (h.healthy) {
         res.json({ status: 'ok', provider: h.provider, latency_ms });
@@ -144,6 +152,9 @@ export function healthRoutes(
 }
 
 const DEPENDENCIES = ['postgres', 'nats', 'redis'] as const;
+
+/** How long one KMS self-test answers GET /v1/health/hsm (issue 16: 10–30 s). */
+export const HSM_HEALTH_CACHE_MS = 15_000;
 
 /**
  * The dependencies a peer reports unreachable in its health (`custos.dependencies`, then each
