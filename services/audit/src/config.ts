@@ -20,4 +20,20 @@ export const configShape = {
     'Base64 of the 32-byte HMAC-SHA256 key that chains audit records (DECISIONS.md: audit). Keep it ' +
       'secret and stable: records chained under one key verify only with it (`openssl rand -base64 32`).',
   ),
+  AUDIT_CHECKPOINT_SIGNING_KEY: env
+    .string(
+      'Ed25519 key that signs checkpoints of each org chain head (docs/security.md: audit checkpoints): ' +
+        'base64 of a 32-byte seed (`openssl rand -base64 32`) or a PKCS#8 PEM private key. Separate from ' +
+        'AUDIT_HMAC_KEY; its public key is published with the checkpoints. When unset, no checkpoints ' +
+        'are signed and the checkpoint endpoints answer 503.',
+    )
+    .optional(),
+  AUDIT_CHECKPOINT_INTERVAL_MS: env
+    .int(
+      'How often each org whose chain head moved since its last checkpoint gets a new signed checkpoint, ' +
+        'in milliseconds; 0 signs only on demand (POST /v1/audit/checkpoints).',
+      0,
+      7 * 24 * 3600 * 1000,
+    )
+    .default(3600000),
 };

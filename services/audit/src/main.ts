@@ -4,6 +4,9 @@ import { AuditServiceService } from '@custos/proto/custos/audit/v1/service';
 import { Counter } from 'prom-client';
 import { AuditService } from './chain/audit-service.js';
 import { AuditStore } from './chain/audit-store.js';
+import { parseCheckpointKey } from './checkpoints/checkpoint-fns.js';
+import { CheckpointService } from './checkpoints/checkpoint-service.js';
+import { CheckpointStore } from './checkpoints/checkpoint-store.js';
 import { configShape } from './config.js';
 import { SCHEMA, inbox } from './db/schema.js';
 import { AUDIT_RECORDED_DURABLE, auditRecordedBatchConsumer } from './events/audit-recorded-consumer.js';
@@ -17,7 +20,29 @@ runDataService({
   async start(rt, { pool, db, events }) {
     const c = rt.config;
     const keys = await connectServiceIdentityKeys(rt);
-    const audit = new AuditService(new AuditStore(db, c.AUDIT_HMAC_KEY), c.AUDIT_HMAC_KEY, rt.logger);
+    const chain = new AuditStore(db, c.AUDIT_HMAC_KEY);
+    const audit = new AuditService(chain, c.AUDIT_HMAC_KEY, rt.logger);
+    const checkpointKey = c.AUDIT_CHECKPOINT_SIGNING_KEY
+      ? parseCheckpointKey(c.AUDIT_CHECKPOINT_SIGNING_KEY)
+      : undefined;
+    if (!checkpointKey)
+      rt.logger.warn('AUDIT_CHECKPOINT_SIGNING_KEY is unset: audit chain heads are not checkpointed');
+    const checkpoints = new CheckpointService(new CheckpointStore(db), chain, checkpointKey, rt.logger);
+    if (checkpointKey && c.AUDIT_CHECKPOINT_INTERVAL_MS > 0) {
+      let running = false;
+      const timer = setInterval(() => {
+        if (running) return;
+        running = true;
+        checkpoints
+          .checkpointMovedHeads()
+          .catch((err: unknown) => rt.logger.warn({ err }, 'audit checkpoint round failed'))
+          .finally(() => {
+            running = false;
+          });
+      }, c.AUDIT_CHECKPOINT_INTERVAL_MS);
+      timer.unref();
+      rt.onShutdown('audit-checkpoints', async () => clearInterval(timer));
+    }
     const consumer = new IdempotentConsumer({
       link: events.link,
       stream: events.stream,
@@ -41,6 +66,6 @@ runDataService({
     });
     consumer.start();
     rt.onShutdown('audit-consumer', () => consumer.stop());
-    rt.grpc.add(AuditServiceService, auditGrpc({ keys, audit }), auditAccess);
+    rt.grpc.add(AuditServiceService, auditGrpc({ keys, audit, checkpoints }), auditAccess);
   },
 });

@@ -14,6 +14,15 @@ const base = {
   mailDir: '/tmp/mail',
 };
 
+describe('randomMeshKeys', () => {
+  it('gives six distinct 32-byte keys, the audit checkpoint key apart from the HMAC key', () => {
+    const keys = Object.values(randomMeshKeys());
+    expect(keys).toHaveLength(6);
+    for (const k of keys) expect(Buffer.from(k, 'base64')).toHaveLength(32);
+    expect(new Set(keys).size).toBe(6);
+  });
+});
+
 describe('meshEnv', () => {
   it('gives every service the wiring and every address, and each its own ports', () => {
     const env = meshEnv({ ...base, profile: 'test' });
@@ -24,6 +33,7 @@ describe('meshEnv', () => {
       NATS_STREAM: 'S',
       LOCAL_KMS_MASTER_KEY: base.keys.kmsMasterKey,
       AUDIT_HMAC_KEY: base.keys.auditHmacKey,
+      AUDIT_CHECKPOINT_SIGNING_KEY: base.keys.auditCheckpointSigningKey,
       SHUTDOWN_GRACE_MS: '2000',
     });
     for (const s of SERVICES) expect(env[addrVar(s)]).toMatch(/^127\.0\.0\.1:500[5-9]\d$/);

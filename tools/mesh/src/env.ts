@@ -10,7 +10,7 @@ import { SERVICES, addrVar, type ServiceName } from './services';
  */
 export type MeshProfile = 'dev' | 'test' | 'bench';
 
-/** The five 32-byte keys (base64) every mesh needs. */
+/** The six 32-byte keys (base64) every mesh needs. */
 export interface MeshKeys {
   /** LOCAL_KMS_MASTER_KEY: the local KMS provider's master key. */
   kmsMasterKey: string;
@@ -18,6 +18,8 @@ export interface MeshKeys {
   tokenSigningKek: string;
   /** AUDIT_HMAC_KEY: keys the audit hash chain. */
   auditHmacKey: string;
+  /** AUDIT_CHECKPOINT_SIGNING_KEY: the Ed25519 seed that signs audit checkpoints. */
+  auditCheckpointSigningKey: string;
   /** WEBHOOK_SECRET_KEY: seals webhook secrets. */
   webhookSecretKey: string;
   /** MFA_SECRET_KEY: seals TOTP secrets. */
@@ -31,6 +33,7 @@ export function randomMeshKeys(): MeshKeys {
     kmsMasterKey: key(),
     tokenSigningKek: key(),
     auditHmacKey: key(),
+    auditCheckpointSigningKey: key(),
     webhookSecretKey: key(),
     mfaSecretKey: key(),
   };
@@ -121,6 +124,7 @@ export function meshEnv(o: MeshEnvOptions): Record<string, string> {
     LOCAL_KMS_MASTER_KEY: o.keys.kmsMasterKey,
     TOKEN_SIGNING_KEK: o.keys.tokenSigningKek,
     AUDIT_HMAC_KEY: o.keys.auditHmacKey,
+    AUDIT_CHECKPOINT_SIGNING_KEY: o.keys.auditCheckpointSigningKey,
     WEBHOOK_SECRET_KEY: o.keys.webhookSecretKey,
     MFA_SECRET_KEY: o.keys.mfaSecretKey,
     MAIL_DIR: o.mailDir,

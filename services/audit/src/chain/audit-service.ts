@@ -49,6 +49,7 @@ export function auditEventOf(r: AuditRow): AuditEvent {
     createdAt: r.createdAt,
     prevHash: r.prevHash,
     integrityHash: r.integrityHash,
+    keyVersion: r.keyVersion,
   };
 }
 

@@ -18,6 +18,8 @@ export interface AuditEvent {
   createdAt: Date;
   prevHash: string;
   integrityHash: string;
+  /** The version of the HMAC key that chained it (AUDIT_HMAC_KEY is 1). */
+  keyVersion: number;
 }
 
 /** Which records to list. */

@@ -1,7 +1,7 @@
 import { inboxTable, outboxTable } from '@custos/events';
 import type { TablePrivilege } from '@custos/service-kit';
 import { sql } from 'drizzle-orm';
-import { bigint, index, jsonb, pgSchema, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
+import { bigint, index, integer, jsonb, pgSchema, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
 
 /** The Postgres schema the audit service owns; no other service reads it. */
 export const SCHEMA = 'audit';
@@ -13,6 +13,7 @@ export const auditSchema = pgSchema(SCHEMA);
 export const AUDIT_TABLE_PRIVILEGES = {
   events: ['SELECT', 'INSERT'],
   chain_heads: ['SELECT', 'INSERT', 'UPDATE'],
+  checkpoints: ['SELECT', 'INSERT'],
 } as const satisfies Record<string, readonly TablePrivilege[]>;
 
 /** Domain events waiting for the relay. */
@@ -51,6 +52,11 @@ export const auditEvents = auditSchema.table(
      * itself (RecordEvent). Null for records chained before it was stored. Not covered by the HMAC.
      */
     producer: text('producer'),
+    /**
+     * The version of the HMAC key that chained the record (AUDIT_HMAC_KEY is version 1), so the key
+     * can rotate: a verifier picks the key by this number. Records chained before it was stored are 1.
+     */
+    keyVersion: integer('key_version').notNull().default(1),
   },
   (t) => [
     unique('events_org_seq_key').on(t.orgId, t.seq),
@@ -67,3 +73,28 @@ export const chainHeads = auditSchema.table('chain_heads', {
     .notNull()
     .default(sql`now()`),
 });
+
+/**
+ * Signed checkpoints of org chain heads (docs/security.md: audit checkpoints): the position and
+ * hash of an org's head at a moment, signed with Ed25519 (AUDIT_CHECKPOINT_SIGNING_KEY), so that
+ * records removed from the end and a head rewound to match are caught by anyone holding an earlier
+ * checkpoint and the public key. Append-only like the records.
+ */
+export const checkpoints = auditSchema.table(
+  'checkpoints',
+  {
+    id: uuid('id').primaryKey(),
+    orgId: uuid('org_id').notNull(),
+    /** The head's position (the last record's seq). */
+    seq: bigint('seq', { mode: 'number' }).notNull(),
+    /** The head's hash: the integrity_hash of the record at `seq`. */
+    headHash: text('head_hash').notNull(),
+    /** When it was signed (part of the signed message). */
+    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date', precision: 3 }).notNull(),
+    /** Which signing key: the first 16 hex digits of SHA-256 of the raw Ed25519 public key. */
+    keyId: text('key_id').notNull(),
+    /** Base64 Ed25519 signature over the checkpoint's canonical message. */
+    signature: text('signature').notNull(),
+  },
+  (t) => [unique('checkpoints_org_seq_key').on(t.orgId, t.seq)],
+);

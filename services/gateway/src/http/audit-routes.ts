@@ -1,14 +1,22 @@
 import type { Request } from 'express';
 import { Router } from 'express';
 import { z } from 'zod/v4';
-import { type AuditEvent, BreakReason, type VerifyResponse } from '@custos/proto/custos/audit/v1/messages';
+import {
+  type AuditEvent,
+  BreakReason,
+  type Checkpoint,
+  type CheckpointKeyInfo,
+  type VerifyResponse,
+} from '@custos/proto/custos/audit/v1/messages';
 import { AuditServiceClient } from '@custos/proto/custos/audit/v1/service';
 import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { type Guards, declareRoute } from './routes.js';
-import { dateTime, intQuery, jsonObject, queryString } from './schemas.js';
+import { dateTime, intQuery, jsonObject, queryString, uuid } from './schemas.js';
 
 const VERIFY_PATH = '/v1/audit/verify';
+// Records per ExportEvents call (well under gRPC's 4 MiB message limit).
+const EXPORT_PAGE = 1000;
 
 /** `GET /v1/audit/events` items: the reference's AuditEvent, plus the chain fields. */
 export const AuditEventResponse = z.object({
@@ -26,6 +34,48 @@ export const AuditEventResponse = z.object({
   created_at: dateTime,
   prev_hash: z.string().describe("The previous record's integrity_hash; 64 zeros for the first"),
   integrity_hash: z.string().describe('Lowercase hex HMAC-SHA256, see /v1/audit/verify'),
+  key_version: z
+    .number()
+    .int()
+    .describe('The version of the HMAC key that chained the record (AUDIT_HMAC_KEY is 1)'),
+});
+
+/** A signed checkpoint of the org's chain head (docs/security.md: audit checkpoints). */
+export const AuditCheckpointResponse = z.object({
+  id: z.string(),
+  org_id: z.string(),
+  sequence: z.number().int().describe("The head's position: the org's last record then"),
+  head_hash: z.string().describe('The integrity_hash of the record at `sequence`'),
+  created_at: dateTime,
+  key_id: z.string().describe('First 16 hex digits of SHA-256 of the raw Ed25519 public key'),
+  signature: z
+    .string()
+    .describe(
+      'Base64 Ed25519 signature over `custos-audit-checkpoint-v1` + newline + the canonical JSON of ' +
+        '{created_at, head_hash, key_id, org_id, seq}',
+    ),
+});
+
+const CheckpointKey = z.object({
+  key_id: z.string(),
+  public_key: z.string().describe('The raw 32-byte Ed25519 public key, base64'),
+  public_key_pem: z.string().describe('The same key as SPKI PEM'),
+});
+
+const AuditCheckpointsResponse = z.object({
+  checkpoints: z.array(AuditCheckpointResponse).describe('Newest first'),
+  count: z.number().int(),
+  key: CheckpointKey,
+});
+
+const AuditExportResponse = z.object({
+  format: z.literal('custos-audit-export-v1'),
+  org_id: z.string(),
+  exported_at: dateTime,
+  head: z.object({ sequence: z.number().int(), hash: z.string() }),
+  events: z.array(AuditEventResponse).describe('Every record up to the head, oldest first'),
+  checkpoints: z.array(AuditCheckpointResponse).describe('Every checkpoint of the org, newest first'),
+  key: CheckpointKey,
 });
 
 const AuditEventsResponse = z.object({
@@ -33,7 +83,13 @@ const AuditEventsResponse = z.object({
   count: z.number().int().describe('How many records match the filter in all'),
 });
 
-const REASONS = ['hmac_mismatch', 'sequence_gap', 'link_mismatch', 'head_mismatch'] as const;
+const REASONS = [
+  'hmac_mismatch',
+  'sequence_gap',
+  'link_mismatch',
+  'head_mismatch',
+  'checkpoint_mismatch',
+] as const;
 
 /** `GET /v1/audit/verify`: the reference's AuditVerifyResponse, plus where and why it broke. */
 export const AuditVerifyResponse = z.object({
@@ -47,8 +103,21 @@ export const AuditVerifyResponse = z.object({
     .nullable()
     .describe(
       '`hmac_mismatch` (edited), `sequence_gap` (a record before it deleted), `link_mismatch` ' +
-        '(reordered), `head_mismatch` (records removed from the end); null when valid',
+        '(reordered), `head_mismatch` (records removed from the end), `checkpoint_mismatch` (the ' +
+        'chain contradicts the checkpoint asked for: records removed and the head rewound); null when valid',
     ),
+  checkpoint: z
+    .object({
+      id: z.string(),
+      sequence: z.number().int(),
+      signature_valid: z.boolean(),
+      record_matches: z
+        .boolean()
+        .describe("The record at the checkpoint's position still carries the signed head hash"),
+      head_at_or_after: z.boolean(),
+    })
+    .nullable()
+    .describe('The check against `?checkpoint=`; null when none was asked for'),
   scheme: z.object({
     algorithm: z.string(),
     chain_structure: z.string().describe('What the HMAC covers and how records link'),
@@ -63,7 +132,33 @@ const REASON_NAMES: Partial<Record<BreakReason, (typeof REASONS)[number]>> = {
   [BreakReason.BREAK_REASON_SEQUENCE_GAP]: 'sequence_gap',
   [BreakReason.BREAK_REASON_LINK_MISMATCH]: 'link_mismatch',
   [BreakReason.BREAK_REASON_HEAD_MISMATCH]: 'head_mismatch',
+  [BreakReason.BREAK_REASON_CHECKPOINT_MISMATCH]: 'checkpoint_mismatch',
 };
+
+const VerifyQuery = z.object({
+  checkpoint: uuid.optional().describe('Also check the chain against this checkpoint of the org'),
+});
+
+const CheckpointsQuery = z.object({
+  limit: intQuery(1, 1000, 'Page size (default 100)').optional(),
+  offset: intQuery(0, 2 ** 31 - 1, 'How many to skip').optional(),
+});
+
+function checkpointBody(c: Checkpoint): z.infer<typeof AuditCheckpointResponse> {
+  return {
+    id: c.id,
+    org_id: c.orgId,
+    sequence: Number(c.sequence),
+    head_hash: c.headHash,
+    created_at: c.createdAt,
+    key_id: c.keyId,
+    signature: c.signature,
+  };
+}
+
+function keyBody(k: CheckpointKeyInfo | undefined): z.infer<typeof CheckpointKey> {
+  return { key_id: k?.keyId ?? '', public_key: k?.publicKey ?? '', public_key_pem: k?.publicKeyPem ?? '' };
+}
 
 const ACTION = /^[a-z0-9_]+(\.[a-z0-9_]+)+$/;
 
@@ -93,6 +188,7 @@ function auditEventBody(e: AuditEvent): z.infer<typeof AuditEventResponse> {
     created_at: e.createdAt,
     prev_hash: e.prevHash,
     integrity_hash: e.integrityHash,
+    key_version: e.keyVersion,
   };
 }
 
@@ -115,6 +211,15 @@ function verifyBody(r: VerifyResponse, documentation: string): z.infer<typeof Au
     broken_at_event_id: r.brokenAtEventId ?? null,
     broken_at_sequence: r.brokenAtSequence !== undefined ? Number(r.brokenAtSequence) : null,
     reason: REASON_NAMES[r.reason] ?? null,
+    checkpoint: r.checkpoint
+      ? {
+          id: r.checkpoint.id,
+          sequence: Number(r.checkpoint.sequence),
+          signature_valid: r.checkpoint.signatureValid,
+          record_matches: r.checkpoint.recordMatches,
+          head_at_or_after: r.checkpoint.headAtOrAfter,
+        }
+      : null,
     scheme: {
       algorithm: r.scheme?.algorithm ?? '',
       chain_structure: r.scheme?.chainStructure ?? '',
@@ -164,12 +269,98 @@ export function auditRoutes(peers: Peers, guards: Guards): Router {
         "Verify the org's hash chain: every record's HMAC-SHA256 and link, naming the first broken " +
         'record (owners and admins)',
       tag: 'audit',
-      query: z.object({}),
+      query: VerifyQuery,
       responses: { 200: { description: 'The verification result', schema: AuditVerifyResponse } },
     },
-    async (req, res) => {
-      const r = await call(audit.verify, {});
+    async (req, res, { query }) => {
+      const r = await call(audit.verify, { checkpointId: query.checkpoint ?? '' });
       res.json(verifyBody(r, verifyDocumentation(req)));
+    },
+  );
+
+  declareRoute(
+    router,
+    guards,
+    {
+      method: 'get',
+      path: '/v1/audit/checkpoints',
+      access: 'authenticated',
+      summary:
+        "The org's signed checkpoints of its chain head, newest first, and the public key (owners and admins)",
+      tag: 'audit',
+      query: CheckpointsQuery,
+      responses: { 200: { description: 'A page of checkpoints', schema: AuditCheckpointsResponse } },
+    },
+    async (_req, res, { query }) => {
+      const r = await call(audit.listCheckpoints, { limit: query.limit ?? 100, offset: query.offset ?? 0 });
+      res.json({
+        checkpoints: r.checkpoints.map(checkpointBody),
+        count: Number(r.count),
+        key: keyBody(r.key),
+      });
+    },
+  );
+
+  declareRoute(
+    router,
+    guards,
+    {
+      method: 'post',
+      path: '/v1/audit/checkpoints',
+      access: 'authenticated',
+      summary: "Sign a checkpoint of the org's chain head now (owners and admins)",
+      tag: 'audit',
+      responses: { 201: { description: 'The checkpoint', schema: AuditCheckpointResponse } },
+    },
+    async (_req, res) => {
+      const r = await call(audit.createCheckpoint, {});
+      res.status(201).json(checkpointBody(r.checkpoint!));
+    },
+  );
+
+  declareRoute(
+    router,
+    guards,
+    {
+      method: 'get',
+      path: '/v1/audit/export',
+      access: 'authenticated',
+      summary:
+        "Export the org's records, checkpoints and checkpoint public key as JSON for the offline " +
+        'verifier tools/audit-verify (owners and admins)',
+      tag: 'audit',
+      query: z.object({}),
+      responses: { 200: { description: 'The export', schema: AuditExportResponse } },
+    },
+    async (req, res) => {
+      // Pages of records up to the head read with the first page; then every checkpoint.
+      const events: z.infer<typeof AuditEventResponse>[] = [];
+      const first = await call(audit.exportEvents, { fromSequence: '1', limit: EXPORT_PAGE });
+      const head = { sequence: Number(first.headSequence), hash: first.headHash };
+      let page = first;
+      for (;;) {
+        for (const e of page.records) if (Number(e.sequence) <= head.sequence) events.push(auditEventBody(e));
+        const next = Number(page.nextSequence);
+        if (next === 0 || next > head.sequence) break;
+        page = await call(audit.exportEvents, { fromSequence: String(next), limit: EXPORT_PAGE });
+      }
+      const checkpoints: z.infer<typeof AuditCheckpointResponse>[] = [];
+      let key: CheckpointKeyInfo | undefined;
+      for (let offset = 0; ; offset += 1000) {
+        const r = await call(audit.listCheckpoints, { limit: 1000, offset });
+        key = r.key;
+        checkpoints.push(...r.checkpoints.map(checkpointBody));
+        if (r.checkpoints.length < 1000) break;
+      }
+      res.json({
+        format: 'custos-audit-export-v1',
+        org_id: req.principal?.orgId ?? '',
+        exported_at: new Date().toISOString(),
+        head,
+        events,
+        checkpoints,
+        key: keyBody(key),
+      });
     },
   );
 

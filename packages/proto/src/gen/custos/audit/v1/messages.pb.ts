@@ -23,6 +23,11 @@ export enum BreakReason {
    * named).
    */
   BREAK_REASON_HEAD_MISMATCH = 4,
+  /**
+   * BREAK_REASON_CHECKPOINT_MISMATCH - The chain contradicts a signed checkpoint: the record at the checkpoint's position is gone or
+   * has another hash, or the head is before it (records were removed and the head rewound).
+   */
+  BREAK_REASON_CHECKPOINT_MISMATCH = 5,
   UNRECOGNIZED = -1,
 }
 
@@ -43,6 +48,9 @@ export function breakReasonFromJSON(object: any): BreakReason {
     case 4:
     case "BREAK_REASON_HEAD_MISMATCH":
       return BreakReason.BREAK_REASON_HEAD_MISMATCH;
+    case 5:
+    case "BREAK_REASON_CHECKPOINT_MISMATCH":
+      return BreakReason.BREAK_REASON_CHECKPOINT_MISMATCH;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -62,6 +70,8 @@ export function breakReasonToJSON(object: BreakReason): string {
       return "BREAK_REASON_LINK_MISMATCH";
     case BreakReason.BREAK_REASON_HEAD_MISMATCH:
       return "BREAK_REASON_HEAD_MISMATCH";
+    case BreakReason.BREAK_REASON_CHECKPOINT_MISMATCH:
+      return "BREAK_REASON_CHECKPOINT_MISMATCH";
     case BreakReason.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -121,6 +131,8 @@ export interface AuditEvent {
   prevHash: string;
   /** Lowercase hex HMAC-SHA256 over the record's chained fields (DECISIONS.md: audit). */
   integrityHash: string;
+  /** The version of the HMAC key that chained the record (AUDIT_HMAC_KEY is 1), so the key can rotate. */
+  keyVersion: number;
 }
 
 /** ListEventsResponse carries the records, newest first. */
@@ -133,6 +145,8 @@ export interface ListEventsResponse {
 
 /** VerifyRequest asks for the caller's org's chain to be checked. */
 export interface VerifyRequest {
+  /** Also check the chain against this checkpoint of the caller's org (UUID); empty for none. */
+  checkpointId: string;
 }
 
 /** VerifyScheme describes how records are chained, for a client that verifies on its own. */
@@ -169,7 +183,103 @@ export interface VerifyResponse {
   /** Why the chain is broken; BREAK_REASON_UNSPECIFIED when it is valid. */
   reason: BreakReason;
   /** How the chain is computed. */
-  scheme?: VerifyScheme | undefined;
+  scheme?:
+    | VerifyScheme
+    | undefined;
+  /** The check against the checkpoint asked for; absent when none was. */
+  checkpoint?: CheckpointCheck | undefined;
+}
+
+/** CheckpointCheck is the outcome of checking the chain against one signed checkpoint. */
+export interface CheckpointCheck {
+  /** The checkpoint (UUID). */
+  id: string;
+  /** The head position it signed. */
+  sequence: string;
+  /** Its Ed25519 signature verifies with the service's checkpoint key. */
+  signatureValid: boolean;
+  /** The chain still holds a record at that position whose integrity_hash is the signed head hash. */
+  recordMatches: boolean;
+  /** The chain's head is at or after that position. */
+  headAtOrAfter: boolean;
+}
+
+/** Checkpoint is a signed statement of an org's chain head at a moment (docs/security.md). */
+export interface Checkpoint {
+  /** The checkpoint id (UUID). */
+  id: string;
+  /** The org (UUID, lower case). */
+  orgId: string;
+  /** The head's position: the sequence of the org's last record then. */
+  sequence: string;
+  /** The head's hash: the integrity_hash of the record at `sequence`. */
+  headHash: string;
+  /** When it was signed (RFC 3339, milliseconds, UTC). */
+  createdAt: string;
+  /** The signing key: first 16 hex digits of SHA-256 of the raw Ed25519 public key. */
+  keyId: string;
+  /**
+   * Base64 Ed25519 signature over `custos-audit-checkpoint-v1\n` + canonical JSON of
+   * {created_at, head_hash, key_id, org_id, seq}.
+   */
+  signature: string;
+}
+
+/** CheckpointKeyInfo is the public half of the checkpoint signing key. */
+export interface CheckpointKeyInfo {
+  /** First 16 hex digits of SHA-256 of the raw public key. */
+  keyId: string;
+  /** The raw 32-byte Ed25519 public key, base64. */
+  publicKey: string;
+  /** The public key as SPKI PEM. */
+  publicKeyPem: string;
+}
+
+/** ListCheckpointsRequest pages through the caller's org's checkpoints, newest first. */
+export interface ListCheckpointsRequest {
+  /** At most this many (default 100, at most 1000). */
+  limit: number;
+  /** Checkpoints skipped first. */
+  offset: number;
+}
+
+/** ListCheckpointsResponse carries a page of checkpoints and the key that signs them. */
+export interface ListCheckpointsResponse {
+  /** Newest first. */
+  checkpoints: Checkpoint[];
+  /** How many the org has in all. */
+  count: string;
+  /** The public key that verifies them. */
+  key?: CheckpointKeyInfo | undefined;
+}
+
+/** CreateCheckpointRequest asks for a checkpoint of the caller's org's head now. */
+export interface CreateCheckpointRequest {
+}
+
+/** CreateCheckpointResponse is the new checkpoint (or the existing one when the head has not moved). */
+export interface CreateCheckpointResponse {
+  checkpoint?: Checkpoint | undefined;
+}
+
+/** ExportEventsRequest asks for a page of the caller's org's records in chain order. */
+export interface ExportEventsRequest {
+  /** The first position wanted (default 1). */
+  fromSequence: string;
+  /** At most this many records (default 1000, at most 2000). */
+  limit: number;
+}
+
+/** ExportEventsResponse carries records in chain order, up to the head read at the first page. */
+export interface ExportEventsResponse {
+  /** Oldest first. */
+  records: AuditEvent[];
+  /** The org's head position when read. */
+  headSequence: string;
+  /** The org's head hash when read. */
+  headHash: string;
+  /** The next position to ask for; 0 when the last page was returned. */
+  nextSequence: string;
 }
 
 /** RecordEventRequest describes one action of the calling principal. */
@@ -298,6 +408,7 @@ function createBaseAuditEvent(): AuditEvent {
     createdAt: "",
     prevHash: "",
     integrityHash: "",
+    keyVersion: 0,
   };
 }
 
@@ -344,6 +455,9 @@ export const AuditEvent: MessageFns<AuditEvent> = {
     }
     if (message.integrityHash !== "") {
       writer.uint32(114).string(message.integrityHash);
+    }
+    if (message.keyVersion !== 0) {
+      writer.uint32(120).int32(message.keyVersion);
     }
     return writer;
   },
@@ -467,6 +581,14 @@ export const AuditEvent: MessageFns<AuditEvent> = {
           message.integrityHash = reader.string();
           continue;
         }
+        case 15: {
+          if (tag !== 120) {
+            break;
+          }
+
+          message.keyVersion = reader.int32();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -492,6 +614,7 @@ export const AuditEvent: MessageFns<AuditEvent> = {
       createdAt: isSet(object.createdAt) ? globalThis.String(object.createdAt) : "",
       prevHash: isSet(object.prevHash) ? globalThis.String(object.prevHash) : "",
       integrityHash: isSet(object.integrityHash) ? globalThis.String(object.integrityHash) : "",
+      keyVersion: isSet(object.keyVersion) ? globalThis.Number(object.keyVersion) : 0,
     };
   },
 
@@ -539,6 +662,9 @@ export const AuditEvent: MessageFns<AuditEvent> = {
     if (message.integrityHash !== "") {
       obj.integrityHash = message.integrityHash;
     }
+    if (message.keyVersion !== 0) {
+      obj.keyVersion = Math.round(message.keyVersion);
+    }
     return obj;
   },
 
@@ -561,6 +687,7 @@ export const AuditEvent: MessageFns<AuditEvent> = {
     message.createdAt = object.createdAt ?? "";
     message.prevHash = object.prevHash ?? "";
     message.integrityHash = object.integrityHash ?? "";
+    message.keyVersion = object.keyVersion ?? 0;
     return message;
   },
 };
@@ -642,11 +769,14 @@ export const ListEventsResponse: MessageFns<ListEventsResponse> = {
 };
 
 function createBaseVerifyRequest(): VerifyRequest {
-  return {};
+  return { checkpointId: "" };
 }
 
 export const VerifyRequest: MessageFns<VerifyRequest> = {
-  encode(_: VerifyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+  encode(message: VerifyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.checkpointId !== "") {
+      writer.uint32(10).string(message.checkpointId);
+    }
     return writer;
   },
 
@@ -657,6 +787,14 @@ export const VerifyRequest: MessageFns<VerifyRequest> = {
     while (reader.pos < end) {
       const tag = reader.uint32();
       switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.checkpointId = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -666,20 +804,24 @@ export const VerifyRequest: MessageFns<VerifyRequest> = {
     return message;
   },
 
-  fromJSON(_: any): VerifyRequest {
-    return {};
+  fromJSON(object: any): VerifyRequest {
+    return { checkpointId: isSet(object.checkpointId) ? globalThis.String(object.checkpointId) : "" };
   },
 
-  toJSON(_: VerifyRequest): unknown {
+  toJSON(message: VerifyRequest): unknown {
     const obj: any = {};
+    if (message.checkpointId !== "") {
+      obj.checkpointId = message.checkpointId;
+    }
     return obj;
   },
 
   create<I extends Exact<DeepPartial<VerifyRequest>, I>>(base?: I): VerifyRequest {
     return VerifyRequest.fromPartial(base ?? ({} as any));
   },
-  fromPartial<I extends Exact<DeepPartial<VerifyRequest>, I>>(_: I): VerifyRequest {
+  fromPartial<I extends Exact<DeepPartial<VerifyRequest>, I>>(object: I): VerifyRequest {
     const message = createBaseVerifyRequest();
+    message.checkpointId = object.checkpointId ?? "";
     return message;
   },
 };
@@ -801,6 +943,7 @@ function createBaseVerifyResponse(): VerifyResponse {
     brokenAtSequence: undefined,
     reason: 0,
     scheme: undefined,
+    checkpoint: undefined,
   };
 }
 
@@ -826,6 +969,9 @@ export const VerifyResponse: MessageFns<VerifyResponse> = {
     }
     if (message.scheme !== undefined) {
       VerifyScheme.encode(message.scheme, writer.uint32(66).fork()).join();
+    }
+    if (message.checkpoint !== undefined) {
+      CheckpointCheck.encode(message.checkpoint, writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -893,6 +1039,14 @@ export const VerifyResponse: MessageFns<VerifyResponse> = {
           message.scheme = VerifyScheme.decode(reader, reader.uint32());
           continue;
         }
+        case 9: {
+          if (tag !== 74) {
+            break;
+          }
+
+          message.checkpoint = CheckpointCheck.decode(reader, reader.uint32());
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -911,6 +1065,7 @@ export const VerifyResponse: MessageFns<VerifyResponse> = {
       brokenAtSequence: isSet(object.brokenAtSequence) ? globalThis.String(object.brokenAtSequence) : undefined,
       reason: isSet(object.reason) ? breakReasonFromJSON(object.reason) : 0,
       scheme: isSet(object.scheme) ? VerifyScheme.fromJSON(object.scheme) : undefined,
+      checkpoint: isSet(object.checkpoint) ? CheckpointCheck.fromJSON(object.checkpoint) : undefined,
     };
   },
 
@@ -937,6 +1092,9 @@ export const VerifyResponse: MessageFns<VerifyResponse> = {
     if (message.scheme !== undefined) {
       obj.scheme = VerifyScheme.toJSON(message.scheme);
     }
+    if (message.checkpoint !== undefined) {
+      obj.checkpoint = CheckpointCheck.toJSON(message.checkpoint);
+    }
     return obj;
   },
 
@@ -954,6 +1112,840 @@ export const VerifyResponse: MessageFns<VerifyResponse> = {
     message.scheme = (object.scheme !== undefined && object.scheme !== null)
       ? VerifyScheme.fromPartial(object.scheme)
       : undefined;
+    message.checkpoint = (object.checkpoint !== undefined && object.checkpoint !== null)
+      ? CheckpointCheck.fromPartial(object.checkpoint)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseCheckpointCheck(): CheckpointCheck {
+  return { id: "", sequence: "0", signatureValid: false, recordMatches: false, headAtOrAfter: false };
+}
+
+export const CheckpointCheck: MessageFns<CheckpointCheck> = {
+  encode(message: CheckpointCheck, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.sequence !== "0") {
+      writer.uint32(16).int64(message.sequence);
+    }
+    if (message.signatureValid !== false) {
+      writer.uint32(24).bool(message.signatureValid);
+    }
+    if (message.recordMatches !== false) {
+      writer.uint32(32).bool(message.recordMatches);
+    }
+    if (message.headAtOrAfter !== false) {
+      writer.uint32(40).bool(message.headAtOrAfter);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CheckpointCheck {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseCheckpointCheck();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.id = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 16) {
+            break;
+          }
+
+          message.sequence = reader.int64().toString();
+          continue;
+        }
+        case 3: {
+          if (tag !== 24) {
+            break;
+          }
+
+          message.signatureValid = reader.bool();
+          continue;
+        }
+        case 4: {
+          if (tag !== 32) {
+            break;
+          }
+
+          message.recordMatches = reader.bool();
+          continue;
+        }
+        case 5: {
+          if (tag !== 40) {
+            break;
+          }
+
+          message.headAtOrAfter = reader.bool();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): CheckpointCheck {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      sequence: isSet(object.sequence) ? globalThis.String(object.sequence) : "0",
+      signatureValid: isSet(object.signatureValid) ? globalThis.Boolean(object.signatureValid) : false,
+      recordMatches: isSet(object.recordMatches) ? globalThis.Boolean(object.recordMatches) : false,
+      headAtOrAfter: isSet(object.headAtOrAfter) ? globalThis.Boolean(object.headAtOrAfter) : false,
+    };
+  },
+
+  toJSON(message: CheckpointCheck): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.sequence !== "0") {
+      obj.sequence = message.sequence;
+    }
+    if (message.signatureValid !== false) {
+      obj.signatureValid = message.signatureValid;
+    }
+    if (message.recordMatches !== false) {
+      obj.recordMatches = message.recordMatches;
+    }
+    if (message.headAtOrAfter !== false) {
+      obj.headAtOrAfter = message.headAtOrAfter;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CheckpointCheck>, I>>(base?: I): CheckpointCheck {
+    return CheckpointCheck.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CheckpointCheck>, I>>(object: I): CheckpointCheck {
+    const message = createBaseCheckpointCheck();
+    message.id = object.id ?? "";
+    message.sequence = object.sequence ?? "0";
+    message.signatureValid = object.signatureValid ?? false;
+    message.recordMatches = object.recordMatches ?? false;
+    message.headAtOrAfter = object.headAtOrAfter ?? false;
+    return message;
+  },
+};
+
+function createBaseCheckpoint(): Checkpoint {
+  return { id: "", orgId: "", sequence: "0", headHash: "", createdAt: "", keyId: "", signature: "" };
+}
+
+export const Checkpoint: MessageFns<Checkpoint> = {
+  encode(message: Checkpoint, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.orgId !== "") {
+      writer.uint32(18).string(message.orgId);
+    }
+    if (message.sequence !== "0") {
+      writer.uint32(24).int64(message.sequence);
+    }
+    if (message.headHash !== "") {
+      writer.uint32(34).string(message.headHash);
+    }
+    if (message.createdAt !== "") {
+      writer.uint32(42).string(message.createdAt);
+    }
+    if (message.keyId !== "") {
+      writer.uint32(50).string(message.keyId);
+    }
+    if (message.signature !== "") {
+      writer.uint32(58).string(message.signature);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Checkpoint {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseCheckpoint();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.id = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.orgId = reader.string();
+          continue;
+        }
+        case 3: {
+          if (tag !== 24) {
+            break;
+          }
+
+          message.sequence = reader.int64().toString();
+          continue;
+        }
+        case 4: {
+          if (tag !== 34) {
+            break;
+          }
+
+          message.headHash = reader.string();
+          continue;
+        }
+        case 5: {
+          if (tag !== 42) {
+            break;
+          }
+
+          message.createdAt = reader.string();
+          continue;
+        }
+        case 6: {
+          if (tag !== 50) {
+            break;
+          }
+
+          message.keyId = reader.string();
+          continue;
+        }
+        case 7: {
+          if (tag !== 58) {
+            break;
+          }
+
+          message.signature = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): Checkpoint {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      orgId: isSet(object.orgId) ? globalThis.String(object.orgId) : "",
+      sequence: isSet(object.sequence) ? globalThis.String(object.sequence) : "0",
+      headHash: isSet(object.headHash) ? globalThis.String(object.headHash) : "",
+      createdAt: isSet(object.createdAt) ? globalThis.String(object.createdAt) : "",
+      keyId: isSet(object.keyId) ? globalThis.String(object.keyId) : "",
+      signature: isSet(object.signature) ? globalThis.String(object.signature) : "",
+    };
+  },
+
+  toJSON(message: Checkpoint): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.sequence !== "0") {
+      obj.sequence = message.sequence;
+    }
+    if (message.headHash !== "") {
+      obj.headHash = message.headHash;
+    }
+    if (message.createdAt !== "") {
+      obj.createdAt = message.createdAt;
+    }
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.signature !== "") {
+      obj.signature = message.signature;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Checkpoint>, I>>(base?: I): Checkpoint {
+    return Checkpoint.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Checkpoint>, I>>(object: I): Checkpoint {
+    const message = createBaseCheckpoint();
+    message.id = object.id ?? "";
+    message.orgId = object.orgId ?? "";
+    message.sequence = object.sequence ?? "0";
+    message.headHash = object.headHash ?? "";
+    message.createdAt = object.createdAt ?? "";
+    message.keyId = object.keyId ?? "";
+    message.signature = object.signature ?? "";
+    return message;
+  },
+};
+
+function createBaseCheckpointKeyInfo(): CheckpointKeyInfo {
+  return { keyId: "", publicKey: "", publicKeyPem: "" };
+}
+
+export const CheckpointKeyInfo: MessageFns<CheckpointKeyInfo> = {
+  encode(message: CheckpointKeyInfo, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyId !== "") {
+      writer.uint32(10).string(message.keyId);
+    }
+    if (message.publicKey !== "") {
+      writer.uint32(18).string(message.publicKey);
+    }
+    if (message.publicKeyPem !== "") {
+      writer.uint32(26).string(message.publicKeyPem);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CheckpointKeyInfo {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseCheckpointKeyInfo();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.keyId = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.publicKey = reader.string();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.publicKeyPem = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): CheckpointKeyInfo {
+    return {
+      keyId: isSet(object.keyId) ? globalThis.String(object.keyId) : "",
+      publicKey: isSet(object.publicKey) ? globalThis.String(object.publicKey) : "",
+      publicKeyPem: isSet(object.publicKeyPem) ? globalThis.String(object.publicKeyPem) : "",
+    };
+  },
+
+  toJSON(message: CheckpointKeyInfo): unknown {
+    const obj: any = {};
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.publicKey !== "") {
+      obj.publicKey = message.publicKey;
+    }
+    if (message.publicKeyPem !== "") {
+      obj.publicKeyPem = message.publicKeyPem;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CheckpointKeyInfo>, I>>(base?: I): CheckpointKeyInfo {
+    return CheckpointKeyInfo.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CheckpointKeyInfo>, I>>(object: I): CheckpointKeyInfo {
+    const message = createBaseCheckpointKeyInfo();
+    message.keyId = object.keyId ?? "";
+    message.publicKey = object.publicKey ?? "";
+    message.publicKeyPem = object.publicKeyPem ?? "";
+    return message;
+  },
+};
+
+function createBaseListCheckpointsRequest(): ListCheckpointsRequest {
+  return { limit: 0, offset: 0 };
+}
+
+export const ListCheckpointsRequest: MessageFns<ListCheckpointsRequest> = {
+  encode(message: ListCheckpointsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.limit !== 0) {
+      writer.uint32(8).int32(message.limit);
+    }
+    if (message.offset !== 0) {
+      writer.uint32(16).int32(message.offset);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListCheckpointsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseListCheckpointsRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 8) {
+            break;
+          }
+
+          message.limit = reader.int32();
+          continue;
+        }
+        case 2: {
+          if (tag !== 16) {
+            break;
+          }
+
+          message.offset = reader.int32();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): ListCheckpointsRequest {
+    return {
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
+    };
+  },
+
+  toJSON(message: ListCheckpointsRequest): unknown {
+    const obj: any = {};
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.offset !== 0) {
+      obj.offset = Math.round(message.offset);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListCheckpointsRequest>, I>>(base?: I): ListCheckpointsRequest {
+    return ListCheckpointsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListCheckpointsRequest>, I>>(object: I): ListCheckpointsRequest {
+    const message = createBaseListCheckpointsRequest();
+    message.limit = object.limit ?? 0;
+    message.offset = object.offset ?? 0;
+    return message;
+  },
+};
+
+function createBaseListCheckpointsResponse(): ListCheckpointsResponse {
+  return { checkpoints: [], count: "0", key: undefined };
+}
+
+export const ListCheckpointsResponse: MessageFns<ListCheckpointsResponse> = {
+  encode(message: ListCheckpointsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.checkpoints) {
+      Checkpoint.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.count !== "0") {
+      writer.uint32(16).int64(message.count);
+    }
+    if (message.key !== undefined) {
+      CheckpointKeyInfo.encode(message.key, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListCheckpointsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseListCheckpointsResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.checkpoints.push(Checkpoint.decode(reader, reader.uint32()));
+          continue;
+        }
+        case 2: {
+          if (tag !== 16) {
+            break;
+          }
+
+          message.count = reader.int64().toString();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.key = CheckpointKeyInfo.decode(reader, reader.uint32());
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): ListCheckpointsResponse {
+    return {
+      checkpoints: globalThis.Array.isArray(object?.checkpoints)
+        ? object.checkpoints.map((e: any) => Checkpoint.fromJSON(e))
+        : [],
+      count: isSet(object.count) ? globalThis.String(object.count) : "0",
+      key: isSet(object.key) ? CheckpointKeyInfo.fromJSON(object.key) : undefined,
+    };
+  },
+
+  toJSON(message: ListCheckpointsResponse): unknown {
+    const obj: any = {};
+    if (message.checkpoints?.length) {
+      obj.checkpoints = message.checkpoints.map((e) => Checkpoint.toJSON(e));
+    }
+    if (message.count !== "0") {
+      obj.count = message.count;
+    }
+    if (message.key !== undefined) {
+      obj.key = CheckpointKeyInfo.toJSON(message.key);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListCheckpointsResponse>, I>>(base?: I): ListCheckpointsResponse {
+    return ListCheckpointsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListCheckpointsResponse>, I>>(object: I): ListCheckpointsResponse {
+    const message = createBaseListCheckpointsResponse();
+    message.checkpoints = object.checkpoints?.map((e) => Checkpoint.fromPartial(e)) || [];
+    message.count = object.count ?? "0";
+    message.key = (object.key !== undefined && object.key !== null)
+      ? CheckpointKeyInfo.fromPartial(object.key)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseCreateCheckpointRequest(): CreateCheckpointRequest {
+  return {};
+}
+
+export const CreateCheckpointRequest: MessageFns<CreateCheckpointRequest> = {
+  encode(_: CreateCheckpointRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateCheckpointRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseCreateCheckpointRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(_: any): CreateCheckpointRequest {
+    return {};
+  },
+
+  toJSON(_: CreateCheckpointRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateCheckpointRequest>, I>>(base?: I): CreateCheckpointRequest {
+    return CreateCheckpointRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateCheckpointRequest>, I>>(_: I): CreateCheckpointRequest {
+    const message = createBaseCreateCheckpointRequest();
+    return message;
+  },
+};
+
+function createBaseCreateCheckpointResponse(): CreateCheckpointResponse {
+  return { checkpoint: undefined };
+}
+
+export const CreateCheckpointResponse: MessageFns<CreateCheckpointResponse> = {
+  encode(message: CreateCheckpointResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.checkpoint !== undefined) {
+      Checkpoint.encode(message.checkpoint, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateCheckpointResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseCreateCheckpointResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.checkpoint = Checkpoint.decode(reader, reader.uint32());
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): CreateCheckpointResponse {
+    return { checkpoint: isSet(object.checkpoint) ? Checkpoint.fromJSON(object.checkpoint) : undefined };
+  },
+
+  toJSON(message: CreateCheckpointResponse): unknown {
+    const obj: any = {};
+    if (message.checkpoint !== undefined) {
+      obj.checkpoint = Checkpoint.toJSON(message.checkpoint);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateCheckpointResponse>, I>>(base?: I): CreateCheckpointResponse {
+    return CreateCheckpointResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateCheckpointResponse>, I>>(object: I): CreateCheckpointResponse {
+    const message = createBaseCreateCheckpointResponse();
+    message.checkpoint = (object.checkpoint !== undefined && object.checkpoint !== null)
+      ? Checkpoint.fromPartial(object.checkpoint)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseExportEventsRequest(): ExportEventsRequest {
+  return { fromSequence: "0", limit: 0 };
+}
+
+export const ExportEventsRequest: MessageFns<ExportEventsRequest> = {
+  encode(message: ExportEventsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.fromSequence !== "0") {
+      writer.uint32(8).int64(message.fromSequence);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).int32(message.limit);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExportEventsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseExportEventsRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 8) {
+            break;
+          }
+
+          message.fromSequence = reader.int64().toString();
+          continue;
+        }
+        case 2: {
+          if (tag !== 16) {
+            break;
+          }
+
+          message.limit = reader.int32();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): ExportEventsRequest {
+    return {
+      fromSequence: isSet(object.fromSequence) ? globalThis.String(object.fromSequence) : "0",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+    };
+  },
+
+  toJSON(message: ExportEventsRequest): unknown {
+    const obj: any = {};
+    if (message.fromSequence !== "0") {
+      obj.fromSequence = message.fromSequence;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ExportEventsRequest>, I>>(base?: I): ExportEventsRequest {
+    return ExportEventsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExportEventsRequest>, I>>(object: I): ExportEventsRequest {
+    const message = createBaseExportEventsRequest();
+    message.fromSequence = object.fromSequence ?? "0";
+    message.limit = object.limit ?? 0;
+    return message;
+  },
+};
+
+function createBaseExportEventsResponse(): ExportEventsResponse {
+  return { records: [], headSequence: "0", headHash: "", nextSequence: "0" };
+}
+
+export const ExportEventsResponse: MessageFns<ExportEventsResponse> = {
+  encode(message: ExportEventsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.records) {
+      AuditEvent.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.headSequence !== "0") {
+      writer.uint32(16).int64(message.headSequence);
+    }
+    if (message.headHash !== "") {
+      writer.uint32(26).string(message.headHash);
+    }
+    if (message.nextSequence !== "0") {
+      writer.uint32(32).int64(message.nextSequence);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExportEventsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseExportEventsResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.records.push(AuditEvent.decode(reader, reader.uint32()));
+          continue;
+        }
+        case 2: {
+          if (tag !== 16) {
+            break;
+          }
+
+          message.headSequence = reader.int64().toString();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.headHash = reader.string();
+          continue;
+        }
+        case 4: {
+          if (tag !== 32) {
+            break;
+          }
+
+          message.nextSequence = reader.int64().toString();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): ExportEventsResponse {
+    return {
+      records: globalThis.Array.isArray(object?.records) ? object.records.map((e: any) => AuditEvent.fromJSON(e)) : [],
+      headSequence: isSet(object.headSequence) ? globalThis.String(object.headSequence) : "0",
+      headHash: isSet(object.headHash) ? globalThis.String(object.headHash) : "",
+      nextSequence: isSet(object.nextSequence) ? globalThis.String(object.nextSequence) : "0",
+    };
+  },
+
+  toJSON(message: ExportEventsResponse): unknown {
+    const obj: any = {};
+    if (message.records?.length) {
+      obj.records = message.records.map((e) => AuditEvent.toJSON(e));
+    }
+    if (message.headSequence !== "0") {
+      obj.headSequence = message.headSequence;
+    }
+    if (message.headHash !== "") {
+      obj.headHash = message.headHash;
+    }
+    if (message.nextSequence !== "0") {
+      obj.nextSequence = message.nextSequence;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ExportEventsResponse>, I>>(base?: I): ExportEventsResponse {
+    return ExportEventsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExportEventsResponse>, I>>(object: I): ExportEventsResponse {
+    const message = createBaseExportEventsResponse();
+    message.records = object.records?.map((e) => AuditEvent.fromPartial(e)) || [];
+    message.headSequence = object.headSequence ?? "0";
+    message.headHash = object.headHash ?? "";
+    message.nextSequence = object.nextSequence ?? "0";
     return message;
   },
 };

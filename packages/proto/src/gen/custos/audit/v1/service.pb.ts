@@ -18,6 +18,12 @@ import {
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import {
+  CreateCheckpointRequest,
+  CreateCheckpointResponse,
+  ExportEventsRequest,
+  ExportEventsResponse,
+  ListCheckpointsRequest,
+  ListCheckpointsResponse,
   ListEventsRequest,
   ListEventsResponse,
   RecordEventRequest,
@@ -71,6 +77,41 @@ export const AuditServiceService = {
     responseSerialize: (value: RecordEventResponse): Buffer => Buffer.from(RecordEventResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RecordEventResponse => RecordEventResponse.decode(value),
   },
+  /** ListCheckpoints lists the caller's org's signed checkpoints and the public key. Owners and admins. */
+  listCheckpoints: {
+    path: "/custos.audit.v1.AuditService/ListCheckpoints",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ListCheckpointsRequest): Buffer =>
+      Buffer.from(ListCheckpointsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListCheckpointsRequest => ListCheckpointsRequest.decode(value),
+    responseSerialize: (value: ListCheckpointsResponse): Buffer =>
+      Buffer.from(ListCheckpointsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListCheckpointsResponse => ListCheckpointsResponse.decode(value),
+  },
+  /** CreateCheckpoint signs a checkpoint of the caller's org's head now. Owners and admins. */
+  createCheckpoint: {
+    path: "/custos.audit.v1.AuditService/CreateCheckpoint",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: CreateCheckpointRequest): Buffer =>
+      Buffer.from(CreateCheckpointRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateCheckpointRequest => CreateCheckpointRequest.decode(value),
+    responseSerialize: (value: CreateCheckpointResponse): Buffer =>
+      Buffer.from(CreateCheckpointResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateCheckpointResponse => CreateCheckpointResponse.decode(value),
+  },
+  /** ExportEvents pages through the caller's org's records in chain order. Owners and admins. */
+  exportEvents: {
+    path: "/custos.audit.v1.AuditService/ExportEvents",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ExportEventsRequest): Buffer => Buffer.from(ExportEventsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ExportEventsRequest => ExportEventsRequest.decode(value),
+    responseSerialize: (value: ExportEventsResponse): Buffer =>
+      Buffer.from(ExportEventsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ExportEventsResponse => ExportEventsResponse.decode(value),
+  },
 } as const;
 
 export interface AuditServiceServer extends UntypedServiceImplementation {
@@ -86,6 +127,12 @@ export interface AuditServiceServer extends UntypedServiceImplementation {
    * (the gateway's IP filter). The actor and org come from the JWT, never from the request.
    */
   recordEvent: handleUnaryCall<RecordEventRequest, RecordEventResponse>;
+  /** ListCheckpoints lists the caller's org's signed checkpoints and the public key. Owners and admins. */
+  listCheckpoints: handleUnaryCall<ListCheckpointsRequest, ListCheckpointsResponse>;
+  /** CreateCheckpoint signs a checkpoint of the caller's org's head now. Owners and admins. */
+  createCheckpoint: handleUnaryCall<CreateCheckpointRequest, CreateCheckpointResponse>;
+  /** ExportEvents pages through the caller's org's records in chain order. Owners and admins. */
+  exportEvents: handleUnaryCall<ExportEventsRequest, ExportEventsResponse>;
 }
 
 export interface AuditServiceClient extends Client {
@@ -142,6 +189,54 @@ export interface AuditServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RecordEventResponse) => void,
+  ): ClientUnaryCall;
+  /** ListCheckpoints lists the caller's org's signed checkpoints and the public key. Owners and admins. */
+  listCheckpoints(
+    request: ListCheckpointsRequest,
+    callback: (error: ServiceError | null, response: ListCheckpointsResponse) => void,
+  ): ClientUnaryCall;
+  listCheckpoints(
+    request: ListCheckpointsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListCheckpointsResponse) => void,
+  ): ClientUnaryCall;
+  listCheckpoints(
+    request: ListCheckpointsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListCheckpointsResponse) => void,
+  ): ClientUnaryCall;
+  /** CreateCheckpoint signs a checkpoint of the caller's org's head now. Owners and admins. */
+  createCheckpoint(
+    request: CreateCheckpointRequest,
+    callback: (error: ServiceError | null, response: CreateCheckpointResponse) => void,
+  ): ClientUnaryCall;
+  createCheckpoint(
+    request: CreateCheckpointRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateCheckpointResponse) => void,
+  ): ClientUnaryCall;
+  createCheckpoint(
+    request: CreateCheckpointRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateCheckpointResponse) => void,
+  ): ClientUnaryCall;
+  /** ExportEvents pages through the caller's org's records in chain order. Owners and admins. */
+  exportEvents(
+    request: ExportEventsRequest,
+    callback: (error: ServiceError | null, response: ExportEventsResponse) => void,
+  ): ClientUnaryCall;
+  exportEvents(
+    request: ExportEventsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ExportEventsResponse) => void,
+  ): ClientUnaryCall;
+  exportEvents(
+    request: ExportEventsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ExportEventsResponse) => void,
   ): ClientUnaryCall;
 }
 
