@@ -25,12 +25,32 @@ export const configShape = {
   RATE_LIMIT_BURST: env.int('Burst size per client IP (token bucket capacity).', 1, 1_000_000).default(200),
   AUTH_RATE_LIMIT_PER_MINUTE: env
     .int(
-      'Credential exchanges (sign-in, token refresh, key exchange, signup) per minute per client IP.',
+      'Credential routes (sign-in, token refresh, signup, password reset, MFA, invitations; key exchanges with a malformed key) per minute per client IP. Key exchanges have their own limits (the EXCHANGE_RATE_LIMIT variables); each account also locks after LOGIN_LOCKOUT_THRESHOLD failed sign-ins (identity).',
       1,
       1_000_000,
     )
     .default(30),
   AUTH_RATE_LIMIT_BURST: env.int('Burst of credential exchanges per client IP.', 1, 1_000_000).default(10),
+  EXCHANGE_RATE_LIMIT_PER_KEY_PER_MINUTE: env
+    .int(
+      'Exchanges of one key for a token (`POST /v1/auth/agent-token` per agent or router key, `POST /v1/auth/api-key-token` per personal key) per minute; an agent exchanges once per token lifetime. Never below AUTH_RATE_LIMIT_PER_MINUTE. A body with no well-formed key counts against AUTH_RATE_LIMIT_PER_MINUTE of its client IP instead.',
+      1,
+      1_000_000,
+    )
+    .default(60),
+  EXCHANGE_RATE_LIMIT_PER_KEY_BURST: env
+    .int('Burst of exchanges of one key. Never below AUTH_RATE_LIMIT_BURST.', 1, 1_000_000)
+    .default(30),
+  EXCHANGE_RATE_LIMIT_PER_IP_PER_MINUTE: env
+    .int(
+      'Key exchanges (agent-token, api-key-token) per minute per client IP, all keys together: a fleet of agents behind one NAT shares it (the default serves 100 agents exchanging 3 times each in 15 s). Never below AUTH_RATE_LIMIT_PER_MINUTE.',
+      1,
+      1_000_000,
+    )
+    .default(1200),
+  EXCHANGE_RATE_LIMIT_PER_IP_BURST: env
+    .int('Burst of key exchanges per client IP. Never below AUTH_RATE_LIMIT_BURST.', 1, 1_000_000)
+    .default(600),
   TRUSTED_PROXIES: env.list(
     'Comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed; empty trusts none.',
   ),

@@ -37,6 +37,18 @@ runService({
       trustedProxies,
       rateLimit: { ratePerSecond: c.RATE_LIMIT_RPS, burst: c.RATE_LIMIT_BURST },
       authRateLimit: { ratePerSecond: c.AUTH_RATE_LIMIT_PER_MINUTE / 60, burst: c.AUTH_RATE_LIMIT_BURST },
+      // The exchange limits never refuse what the credential limit alone would let through.
+      exchangeRateLimit: {
+        perKey: {
+          ratePerSecond:
+            Math.max(c.EXCHANGE_RATE_LIMIT_PER_KEY_PER_MINUTE, c.AUTH_RATE_LIMIT_PER_MINUTE) / 60,
+          burst: Math.max(c.EXCHANGE_RATE_LIMIT_PER_KEY_BURST, c.AUTH_RATE_LIMIT_BURST),
+        },
+        perIp: {
+          ratePerSecond: Math.max(c.EXCHANGE_RATE_LIMIT_PER_IP_PER_MINUTE, c.AUTH_RATE_LIMIT_PER_MINUTE) / 60,
+          burst: Math.max(c.EXCHANGE_RATE_LIMIT_PER_IP_BURST, c.AUTH_RATE_LIMIT_BURST),
+        },
+      },
       healthTimeoutMs: c.HEALTH_TIMEOUT_MS,
       ownDependenciesDown: () => rt.dependencies.unavailable,
       identityKeys: IdentityKeys.overGrpc(peers.identity, redis, rt.logger, tokenTrustOf(rt.config), {

@@ -57,6 +57,44 @@ export const configShape = {
   ORG_MAX_PENDING_INVITES: env
     .int('Most invitations an org may have pending (sent, not accepted, not expired) at once.', 1, 10000)
     .default(100),
+  LOGIN_LOCKOUT_THRESHOLD: env
+    .int(
+      'Failed password sign-ins of one account, from any client address, within LOGIN_LOCKOUT_WINDOW_SECONDS that lock it (each is counted before its password is checked, so parallel guesses cannot exceed it). A locked account answers 429 `account_locked` even to its right password; a password reset unlocks it; the lockout is audited (`auth.account_locked`).',
+      3,
+      1000,
+    )
+    .default(10),
+  LOGIN_LOCKOUT_WINDOW_SECONDS: env
+    .int(
+      'Window in which failed sign-ins of an account are counted towards a lockout, in seconds.',
+      60,
+      86400,
+    )
+    .default(900),
+  LOGIN_LOCKOUT_SECONDS: env
+    .int(
+      'How long an account stays locked after LOGIN_LOCKOUT_THRESHOLD failed sign-ins, in seconds.',
+      60,
+      86400,
+    )
+    .default(900),
+  LOGIN_DELAY_FREE_FAILURES: env
+    .int(
+      'Failed sign-ins of an account in the window answered without delay; the answers to further failures wait.',
+      0,
+      100,
+    )
+    .default(3),
+  LOGIN_DELAY_BASE_MS: env
+    .int(
+      'Delay of the answer to the first delayed failed sign-in, in milliseconds; it doubles with each further failure.',
+      0,
+      10000,
+    )
+    .default(250),
+  LOGIN_DELAY_MAX_MS: env
+    .int('Longest delay of the answer to a failed sign-in, in milliseconds.', 0, 30000)
+    .default(2000),
   FEDERATION_RS256_PRIVATE_KEY_FILE: env
     .string(
       'Path of a PEM file holding the RSA private key (2048 bits or more) that signs federated tokens ' +

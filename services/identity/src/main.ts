@@ -57,6 +57,14 @@ runDataService({
         maxPendingInvites: c.ORG_MAX_PENDING_INVITES,
         totpKek: c.MFA_SECRET_KEY,
         google: { clientIds: c.GOOGLE_CLIENT_IDS, issuers: c.GOOGLE_ISSUERS, jwksUrl: c.GOOGLE_JWKS_URL },
+        loginThrottle: {
+          threshold: c.LOGIN_LOCKOUT_THRESHOLD,
+          windowSeconds: c.LOGIN_LOCKOUT_WINDOW_SECONDS,
+          lockSeconds: c.LOGIN_LOCKOUT_SECONDS,
+          freeFailures: c.LOGIN_DELAY_FREE_FAILURES,
+          baseDelayMs: c.LOGIN_DELAY_BASE_MS,
+          maxDelayMs: c.LOGIN_DELAY_MAX_MS,
+        },
       },
     });
     const legacyTotp = await people.mfa.resealLegacy(c.TOKEN_SIGNING_KEK);

@@ -29,7 +29,7 @@ import { HotRoutes, hotDispatcher } from './hot-routes.js';
 import { openApiRoutes } from './openapi-routes.js';
 import { pageRoutes } from './page-routes.js';
 import { ROUTE_TABLE } from './routes.js';
-import { rateLimit } from './rate-limit.js';
+import { type BucketLimit, exchangeRateLimit, rateLimit } from './rate-limit.js';
 import { requestContext } from './request-context.js';
 
 /** Public routes that check a credential: each attempt is also held to the stricter auth limit. */
@@ -48,6 +48,12 @@ export const CREDENTIAL_ROUTES = [
   '/v1/auth/google',
 ];
 
+/**
+ * The key exchanges: limited per key (agent or user) and, with a large bound, per client IP, once
+ * their body is read (exchangeRateLimit), instead of by the strict per-IP credential limit.
+ */
+export const EXCHANGE_ROUTES = ['/v1/auth/agent-token', '/v1/auth/api-key-token'];
+
 /** Routes that also take an `application/x-www-form-urlencoded` body (RFC 8693 clients send forms). */
 export const FORM_ROUTES = ['/v1/auth/federated-token'];
 
@@ -61,6 +67,8 @@ export interface AppDeps {
   rateLimit: { ratePerSecond: number; burst: number };
   /** A stricter limit on credential exchanges, against password guessing (per client IP). */
   authRateLimit?: { ratePerSecond: number; burst: number };
+  /** The limits of the key exchanges (EXCHANGE_ROUTES); without them, they share authRateLimit. */
+  exchangeRateLimit?: { perKey: BucketLimit; perIp: BucketLimit };
   /** The gateway's own dependencies (Redis) that are down now, for /v1/health. */
   ownDependenciesDown?: () => string[];
   healthTimeoutMs: number;
@@ -94,7 +102,9 @@ export function createApp(deps: AppDeps): Express {
   app.use(...before);
   if (deps.authRateLimit) {
     app.post(
-      CREDENTIAL_ROUTES,
+      deps.exchangeRateLimit
+        ? CREDENTIAL_ROUTES.filter((r) => !EXCHANGE_ROUTES.includes(r))
+        : CREDENTIAL_ROUTES,
       rateLimit({
         redis: deps.redis,
         ...deps.authRateLimit,
@@ -106,6 +116,17 @@ export function createApp(deps: AppDeps): Express {
   }
   app.use(requireJsonBody(FORM_ROUTES));
   app.use(express.json({ limit: '1mb', strict: true }));
+  if (deps.authRateLimit && deps.exchangeRateLimit) {
+    app.post(
+      EXCHANGE_ROUTES,
+      exchangeRateLimit({
+        redis: deps.redis,
+        logger: deps.logger,
+        ...deps.exchangeRateLimit,
+        malformed: deps.authRateLimit,
+      }),
+    );
+  }
 
   // Routes declare their access; `authenticate` (spec §7's auth stage) sits in front of the
   // handler of every non-public route, so unknown paths still answer 404.

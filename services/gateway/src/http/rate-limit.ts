@@ -111,3 +111,75 @@ export function rateLimit(opts: RateLimitOptions): RequestHandler {
     );
   };
 }
+
+/** A token bucket's settings. */
+export interface BucketLimit {
+  ratePerSecond: number;
+  burst: number;
+}
+
+/** Options of the limiter of the key exchanges (`/v1/auth/agent-token`, `/v1/auth/api-key-token`). */
+export interface ExchangeRateLimitOptions {
+  redis: Redis;
+  logger: Logger;
+  /** Exchanges of one key (so of one agent, or one user's personal key). */
+  perKey: BucketLimit;
+  /** All exchanges from one client IP: well above a fleet of agents behind one NAT. */
+  perIp: BucketLimit;
+  /** Exchanges whose body holds no well-formed key share the strict credential limit per IP. */
+  malformed: BucketLimit;
+}
+
+// `<prefix><16 base62 id>_<43 base62 secret>` (identity's secret-token-fns); only the id, the
+// lookup key of the stored hash and not secret, names the bucket.
+const EXCHANGE_KEY = /^(ocv_|csk_|sk-proxy-v1-)([0-9A-Za-z]{16})_[0-9A-Za-z]{43}$/;
+
+/** The bucket name of a presented key (prefix and lookup id), or undefined when it is no key. */
+export function exchangeKeyBucket(apiKey: unknown): string | undefined {
+  if (typeof apiKey !== 'string') return undefined;
+  const m = EXCHANGE_KEY.exec(apiKey);
+  return m ? `${m[1]}${m[2]}` : undefined;
+}
+
+/**
+ * The limit of the key exchanges, after the body is parsed: each key (one agent's, or one user's)
+ * has its own bucket, and the client IP a large one, so that a fleet of agents behind one address
+ * all get their tokens while one key cannot be exchanged in a loop. A body without a well-formed
+ * key is counted in the strict per-IP credential bucket (the one of sign-in). Refuses (503) when
+ * Redis cannot be asked, like every credential route.
+ */
+export function exchangeRateLimit(opts: ExchangeRateLimitOptions): RequestHandler {
+  const perKey = tokenBucket(opts.redis, opts.perKey);
+  const perIp = tokenBucket(opts.redis, opts.perIp);
+  const malformed = tokenBucket(opts.redis, opts.malformed);
+  const refuse = (v: Verdict) =>
+    v.allowed ? undefined : new RateLimitedError(Math.max(1, Math.ceil(v.retryAfterMs / 1000)));
+  return (req, _res, next) => {
+    const ip = rateLimitBucket(req.clientIp);
+    const body: unknown = req.body;
+    const key = exchangeKeyBucket(
+      body && typeof body === 'object' ? (body as Record<string, unknown>)['api_key'] : undefined,
+    );
+    const check = async () => {
+      if (!key) return refuse(await malformed(`custos:rl:auth:${ip}`));
+      return (
+        refuse(await perIp(`custos:rl:exchange-ip:${ip}`)) ??
+        refuse(await perKey(`custos:rl:exchange-key:${key}`))
+      );
+    };
+    check().then(
+      (err) => next(err),
+      (err: unknown) => {
+        opts.logger.warn(
+          { err: describeError(err), scope: 'exchange' },
+          'rate limiter unavailable; request refused',
+        );
+        next(
+          new UnavailableError(
+            'this route is unavailable while its attempt limit cannot be checked; retry shortly',
+          ),
+        );
+      },
+    );
+  };
+}

@@ -11,6 +11,7 @@ import {
 import type { Notifier } from '../notifications/notifier.js';
 import type { RevocationStore } from '../tokens/revocation-store.js';
 import { normalizeEmail } from '../users/user-fns.js';
+import type { LoginThrottle } from '../users/login-throttle.js';
 import type { UserStore } from '../users/user-store.js';
 import { RESET_EMAILS_PER_HOUR, RESET_TOKEN_TTL_SECONDS, requireUser } from './account-fns.js';
 import { revokeUserEverywhere, waitPastRevocation } from './account-sessions.js';
@@ -46,6 +47,7 @@ export class PasswordService {
     private readonly revocations: RevocationStore,
     private readonly notifier: Pick<Notifier, 'passwordReset'>,
     private readonly logger: Logger,
+    private readonly loginThrottle?: Pick<LoginThrottle, 'clear'>,
   ) {}
 
   /**
@@ -111,6 +113,8 @@ export class PasswordService {
       await this.store.setPasswordHash(user.id, hash, true, tx);
       await this.store.voidEmailTokens(user.id, RESET_PURPOSE, tx);
       await this.store.revokeRefreshTokens(user.id, tx);
+      // A reset unlocks an account locked by failed sign-ins.
+      await this.loginThrottle?.clear(user.id, tx);
       // The holder of the e-mailed link acts as the user.
       await audit(tx, {
         orgId: user.orgId,

@@ -5,6 +5,7 @@ import {
   agentTokenTtl,
   changedFieldNames,
   checkAgentChange,
+  narrowsTokenClaims,
 } from './agent-fns';
 import { settingsFromStored, settingsToStored } from './agent-settings-fns';
 
@@ -138,5 +139,34 @@ describe('stored settings', () => {
       executionGuardrails: { enforcement: 'enforce' },
       perChainGuardrails: { base: { gasDailyBudgetNative: '1' } },
     });
+  });
+});
+
+describe('narrowsTokenClaims', () => {
+  const base = {
+    ...DEFAULT_AGENT_SETTINGS,
+    scopes: ['app/*', 'db/*'],
+    vaultIds: [A],
+    intentsApiEnabled: true,
+  };
+  const with_ = (s: Partial<typeof base>) => ({ ...base, ...s });
+
+  it('is false when nothing a token carries changes or only widens', () => {
+    expect(narrowsTokenClaims(base, base)).toBe(false);
+    expect(narrowsTokenClaims(base, with_({ scopes: ['app/*', 'db/*', 'more/*'] }))).toBe(false);
+    expect(narrowsTokenClaims(base, with_({ vaultIds: [A, B] }))).toBe(false);
+    expect(narrowsTokenClaims(with_({ intentsApiEnabled: false }), base)).toBe(false);
+    // The lifetime is not a claim: a shorter one applies to tokens minted next.
+    expect(narrowsTokenClaims(base, with_({ tokenTtlSeconds: 60 }))).toBe(false);
+  });
+
+  it('is true when a scope, a vault or a flag is taken away, or the environment changes', () => {
+    expect(narrowsTokenClaims(base, with_({ scopes: ['app/*'] }))).toBe(true);
+    expect(narrowsTokenClaims(base, with_({ scopes: null }))).toBe(true);
+    expect(narrowsTokenClaims(with_({ scopes: null }), base)).toBe(true);
+    expect(narrowsTokenClaims(base, with_({ vaultIds: [B] }))).toBe(true);
+    expect(narrowsTokenClaims(base, with_({ intentsApiEnabled: false }))).toBe(true);
+    expect(narrowsTokenClaims(base, with_({ environment: 'preview' }))).toBe(true);
+    expect(narrowsTokenClaims(with_({ proxyEnabled: true }), base)).toBe(true);
   });
 });

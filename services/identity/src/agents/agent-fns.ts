@@ -174,3 +174,20 @@ export function agentAccess(s: AgentSettings, grants: { scopes: string[]; vaultI
     vaultIds: [...new Set([...s.vaultIds, ...grants.vaultIds])],
   };
 }
+
+/**
+ * Whether a settings change may take away something the agent's live tokens carry (their claims:
+ * scopes, vault_ids, intents_api_enabled, environment, proxy): then those tokens are revoked at
+ * once rather than left to expire. A change that only widens leaves them valid.
+ */
+export function narrowsTokenClaims(before: AgentSettings, after: AgentSettings): boolean {
+  const removed = (a: readonly string[], b: readonly string[]) => a.some((x) => !b.includes(x));
+  // null scopes mean "from the grants": a switch either way may narrow.
+  if ((before.scopes === null) !== (after.scopes === null)) return true;
+  if (before.scopes && after.scopes && removed(before.scopes, after.scopes)) return true;
+  if (removed(before.vaultIds, after.vaultIds)) return true;
+  if (before.intentsApiEnabled && !after.intentsApiEnabled) return true;
+  if (before.environment !== after.environment) return true;
+  if (before.proxyEnabled && !after.proxyEnabled) return true;
+  return JSON.stringify(before.proxyConfig) !== JSON.stringify(after.proxyConfig);
+}

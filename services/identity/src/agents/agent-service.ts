@@ -9,11 +9,17 @@ import {
   lockOrgResource,
 } from '@custos/service-kit';
 import { SECRET_TOKEN_PREFIXES, generateSecretToken } from '../credentials/secret-token-fns.js';
+import { msUntilPastRevocation } from '../account/account-fns.js';
 import { audit } from '../audit/identity-audit.js';
 import type { BillingClient } from '../peers/billing-client.js';
 import type { RevocationStore } from '../tokens/revocation-store.js';
 import { agentInOrg } from './agent-access.js';
-import { DEFAULT_AGENT_SETTINGS, changedFieldNames, checkAgentChange } from './agent-fns.js';
+import {
+  DEFAULT_AGENT_SETTINGS,
+  changedFieldNames,
+  checkAgentChange,
+  narrowsTokenClaims,
+} from './agent-fns.js';
 import type { AgentStore } from './agent-store.js';
 import type { Agent, AgentChange } from './agent-types.js';
 
@@ -30,7 +36,7 @@ function manager(p: Principal): OrgAdmin {
 export class AgentService {
   constructor(
     private readonly store: AgentStore,
-    private readonly revocations: Pick<RevocationStore, 'revokeSession'>,
+    private readonly revocations: Pick<RevocationStore, 'revokeSession' | 'revokeSubjectBefore'>,
     private readonly billing: Pick<BillingClient, 'agentCap'>,
   ) {}
 
@@ -79,7 +85,11 @@ export class AgentService {
     return agentInOrg(this.store, p, agentId);
   }
 
-  /** Changes the fields present; a change of scopes, vaults or flags applies to tokens minted next. */
+  /**
+   * Changes the fields present. A change that widens applies to tokens minted next; one that may
+   * narrow what live tokens carry (narrowsTokenClaims) revokes every token of the agent at once,
+   * before the answer, so the agent exchanges its key again for a token with the new claims.
+   */
   async update(p: Principal, agentId: string, change: AgentChange): Promise<Agent> {
     const user = manager(p);
     const agent = await agentInOrg(this.store, p, agentId);
@@ -89,6 +99,7 @@ export class AgentService {
     // Reactivating takes a place under the org's cap on active agents, like creating does.
     const cap = reactivating ? await this.billing.agentCap(agent.orgId) : undefined;
     const target = { type: 'agent', id: agent.id };
+    const narrowing = narrowsTokenClaims(agent.settings, { ...agent.settings, ...input.settings });
     const { updated, revoked } = await this.store.transaction(async (tx) => {
       if (cap) await this.reserveActiveAgent(tx, agent.orgId, cap);
       const next = await this.store.update(
@@ -102,7 +113,13 @@ export class AgentService {
         tx,
       );
       // Field names only: values (scopes, vaults, limits) are in the agent itself.
-      await audit(tx, auditOf(user, 'agent.updated', target, { fields: changedFieldNames(input) }));
+      await audit(
+        tx,
+        auditOf(user, 'agent.updated', target, {
+          fields: changedFieldNames(input),
+          ...(narrowing ? { tokens_revoked: true } : {}),
+        }),
+      );
       if (reactivating) await audit(tx, auditOf(user, 'agent.activated', target));
       if (!deactivating) return { updated: next, revoked: [] };
       // Deactivating through PATCH is the same as DELETE: keys and tokens stop at once.
@@ -111,6 +128,7 @@ export class AgentService {
       return { updated: next, revoked: keyIds };
     });
     await this.revokeTokensOf(revoked);
+    if (narrowing && !deactivating) await this.revokeAgentTokens(agent.id);
     return updated;
   }
 
@@ -175,6 +193,22 @@ export class AgentService {
     if ((await this.store.countActive(orgId, tx)) >= cap.maxAgents) {
       throw new ResourceLimitExceededError('agents', cap.maxAgents, cap.plan);
     }
+  }
+
+  /**
+   * Revokes every token of the agent issued until now (subject `agent:<id>`), then waits until a
+   * token minted next is not covered by it (the revocation has whole-second precision), so that
+   * an exchange right after the answer works.
+   */
+  private async revokeAgentTokens(agentId: string): Promise<void> {
+    const now = Date.now();
+    await this.revocations.revokeSubjectBefore(
+      `agent:${agentId}`,
+      new Date(now),
+      new Date(now + MAX_AGENT_TOKEN_MS),
+    );
+    const wait = msUntilPastRevocation(now, Date.now());
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
   }
 
   /** Agent tokens carry the id of the key they were exchanged for (`sid`): revoking it ends them. */

@@ -329,3 +329,18 @@ export const routerKeys = identitySchema.table(
   },
   (t) => [index('router_keys_agent_idx').on(t.agentId)],
 );
+
+/**
+ * Failed password sign-ins of an account, whatever the client's address (one row per account that
+ * has failed lately): the count in the current window, and the end of a lockout. A successful
+ * sign-in or a password reset deletes the row.
+ */
+export const loginFailures = identitySchema.table('login_failures', {
+  userId: uuid('user_id')
+    .primaryKey()
+    .references(() => users.id, { onDelete: 'cascade' }),
+  /** Attempts counted in the window, each counted before its password is checked. */
+  attempts: integer('attempts').notNull(),
+  windowStartedAt: tstz('window_started_at').notNull(),
+  lockedUntil: tstz('locked_until'),
+});

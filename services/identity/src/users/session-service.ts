@@ -13,6 +13,7 @@ import { audit, auditRefusal } from '../audit/identity-audit.js';
 import type { LoginResult, MfaChallengeStarter } from '../mfa/mfa-types.js';
 import type { Revocation, RevocationStore } from '../tokens/revocation-store.js';
 import type { TokenIssuer } from '../tokens/token-issuer.js';
+import { AccountLockedError, type LoginThrottle } from './login-throttle.js';
 import type { UserStore } from './user-store.js';
 import type { TokenSetView, User } from './user-types.js';
 
@@ -36,11 +37,14 @@ export class SessionService {
     private readonly mfaChallenges: MfaChallengeStarter,
     private readonly opts: SessionServiceOptions,
     private readonly logger: Logger,
+    private readonly throttle?: Pick<LoginThrottle, 'admit' | 'failed' | 'clear'>,
   ) {}
 
   /**
-   * Password sign-in; every failure answers the same, whether or not the e-mail exists. A user
-   * with TOTP gets an MFA challenge instead of tokens (completed by completeMfaLogin).
+   * Password sign-in; every failure answers the same, whether or not the e-mail exists, except
+   * that an account locked by failed sign-ins (LoginThrottle) answers 429 `account_locked` even to
+   * its right password. A user with TOTP gets an MFA challenge instead of tokens (completed by
+   * completeMfaLogin); the right password already clears the failure count.
    */
   async login(input: { email: unknown; password: unknown }): Promise<LoginResult> {
     if (
@@ -58,10 +62,19 @@ export class SessionService {
       if (user) this.auditLoginFailed(user, 'no_password');
       throw new UnauthenticatedError(LOGIN_FAILED);
     }
+    // Per account, whatever the client's address: counted before the password is checked.
+    const admission = await this.throttle?.admit(user.id);
+    if (admission && !admission.admitted) {
+      await burnPasswordCheck();
+      this.auditLoginFailed(user, 'locked');
+      throw new AccountLockedError(admission.retryAfterSeconds);
+    }
     if (!(await verifyPassword(user.passwordHash, input.password))) {
       this.auditLoginFailed(user, 'wrong_password');
+      if (admission) await this.throttle?.failed(user, admission.attempt);
       throw new UnauthenticatedError(LOGIN_FAILED);
     }
+    if (admission) await this.throttle?.clear(user.id);
     // Only someone who knows the password learns that the address is unverified.
     if (!user.emailVerified) {
       throw new PermissionDeniedError('verify your e-mail address before signing in', {

@@ -23,6 +23,7 @@ import { OrgStore } from '../orgs/org-store.js';
 import { ProfileService } from '../users/profile-service.js';
 import { SessionService } from '../users/session-service.js';
 import { SignupService } from '../users/signup-service.js';
+import { LoginThrottle, type LoginThrottleOptions } from '../users/login-throttle.js';
 import { UserStore } from '../users/user-store.js';
 import type { Tokens } from './tokens.js';
 
@@ -35,6 +36,8 @@ export interface PeopleSettings {
   /** Key that seals TOTP secrets at rest (MFA_SECRET_KEY). */
   totpKek: Buffer;
   google: { clientIds: string[]; issuers: string[]; jwksUrl: string };
+  /** Per-account protection of password sign-in (LOGIN_LOCKOUT_*, LOGIN_DELAY_*). */
+  loginThrottle: LoginThrottleOptions;
 }
 
 /**
@@ -52,6 +55,7 @@ export function buildPeople(deps: {
   const { db, tokens, notifier, settings, logger } = deps;
   const users = new UserStore(db);
   const mfaStore = new MfaStore(db);
+  const loginThrottle = new LoginThrottle(db, settings.loginThrottle);
   const sessions = new SessionService(
     users,
     tokens.issuer,
@@ -59,6 +63,7 @@ export function buildPeople(deps: {
     new MfaChallengeIssuer(mfaStore),
     { refreshTtlSeconds: settings.refreshTtlSeconds },
     logger,
+    loginThrottle,
   );
   const accountStore = new AccountStore(db);
   const reauth = new ReauthService(accountStore, users, logger);
@@ -81,7 +86,15 @@ export function buildPeople(deps: {
     keys: new PersonalKeyService(new PersonalKeyStore(db), users, tokens.issuer, tokens.revocations),
     mfa: new MfaService(mfaStore, sessions, { kek: settings.totpKek }),
     account: {
-      passwords: new PasswordService(accountStore, users, reauth, tokens.revocations, notifier, logger),
+      passwords: new PasswordService(
+        accountStore,
+        users,
+        reauth,
+        tokens.revocations,
+        notifier,
+        logger,
+        loginThrottle,
+      ),
       reauth,
       emailChange: new EmailChangeService(accountStore, users, notifier, logger),
       deletion: new DeletionService(accountStore, reauth, tokens.revocations, logger),

@@ -1,0 +1,8 @@
+CREATE TABLE "identity"."login_failures" (
+	"user_id" uuid PRIMARY KEY NOT NULL,
+	"attempts" integer NOT NULL,
+	"window_started_at" timestamp with time zone NOT NULL,
+	"locked_until" timestamp with time zone
+);
+--> statement-breakpoint
+ALTER TABLE "identity"."login_failures" ADD CONSTRAINT "login_failures_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "identity"."users"("id") ON DELETE cascade ON UPDATE no action;
