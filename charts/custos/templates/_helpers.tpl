@@ -184,6 +184,10 @@ audit-hmac-key: {{ .Values.audit.hmacKey | b64enc | quote }}
 {{- fail "audit: the audit service needs AUDIT_HMAC_KEY: set audit.existingSecret (recommended) or audit.hmacKey to base64 of 32 random bytes (openssl rand -base64 32)" -}}
 {{- end -}}
 {{- end -}}
+{{- /* The audit checkpoint key is optional: without it no checkpoints are signed (docs/security.md). */ -}}
+{{- if and (not .Values.audit.checkpointExistingSecret) .Values.audit.checkpointSigningKey }}
+audit-checkpoint-signing-key: {{ .Values.audit.checkpointSigningKey | b64enc | quote }}
+{{- end -}}
 {{- /* webhook-dispatcher cannot start without the key that seals webhook signing secrets. */ -}}
 {{- if not .Values.webhooks.existingSecret -}}
 {{- if .Values.webhooks.secretKey }}
@@ -595,6 +599,11 @@ issuer and audience from its own configuration, never from a peer's answer. */ -
 {{- $auditKeyRef := include "custos.dependencySecretRef" (dict "root" $root "dep" "audit") | fromYaml -}}
 {{- if $auditKeyRef -}}
 {{- $_ := set $secret "AUDIT_HMAC_KEY" $auditKeyRef -}}
+{{- end -}}
+{{- if $root.Values.audit.checkpointExistingSecret -}}
+{{- $_ := set $secret "AUDIT_CHECKPOINT_SIGNING_KEY" (dict "name" $root.Values.audit.checkpointExistingSecret "key" $root.Values.audit.checkpointExistingSecretKey) -}}
+{{- else if $root.Values.audit.checkpointSigningKey -}}
+{{- $_ := set $secret "AUDIT_CHECKPOINT_SIGNING_KEY" (dict "name" (include "custos.managedSecretName" $root) "key" "audit-checkpoint-signing-key") -}}
 {{- end -}}
 {{- end -}}
 {{- if eq .name "webhook-dispatcher" -}}

@@ -78,4 +78,61 @@ describe('audit values', () => {
     expect(r.status).not.toBe(0);
     expect(r.stderr).toMatch(/hmacKey/);
   });
+
+  describe('AUDIT_CHECKPOINT_SIGNING_KEY', () => {
+    const seed = Buffer.alloc(32, 7).toString('base64');
+
+    it('is absent unless given (checkpoints off), and never reaches another service', () => {
+      expect(envOf(renderChart(REQUIRED_SETS), 'audit').has('AUDIT_CHECKPOINT_SIGNING_KEY')).toBe(false);
+      const objects = renderChart([...REQUIRED_SETS, '--set', `audit.checkpointSigningKey=${seed}`]);
+      expect(envOf(objects, 'audit').get('AUDIT_CHECKPOINT_SIGNING_KEY')).toEqual({
+        name: 'AUDIT_CHECKPOINT_SIGNING_KEY',
+        valueFrom: { secretKeyRef: { name: expect.any(String), key: 'audit-checkpoint-signing-key' } },
+      });
+      for (const service of SERVICES.filter((s) => s !== 'audit'))
+        expect({ service, has: envOf(objects, service).has('AUDIT_CHECKPOINT_SIGNING_KEY') }).toEqual({
+          service,
+          has: false,
+        });
+      // The inline key lands in the chart-managed Secret under that name, apart from the HMAC key.
+      const ref = envOf(objects, 'audit').get('AUDIT_CHECKPOINT_SIGNING_KEY').valueFrom.secretKeyRef;
+      const secret = named(objects, 'Secret', ref.name);
+      expect(Buffer.from(secret.data['audit-checkpoint-signing-key'], 'base64').toString()).toBe(seed);
+      expect(secret.data['audit-hmac-key']).toBeDefined();
+    });
+
+    it('an existing Secret wins over the inline key', () => {
+      const env = envOf(
+        renderChart([
+          ...REQUIRED_SETS,
+          '--set',
+          `audit.checkpointSigningKey=${seed}`,
+          '--set',
+          'audit.checkpointExistingSecret=my-audit',
+          '--set',
+          'audit.checkpointExistingSecretKey=cp',
+        ]),
+        'audit',
+      );
+      expect(env.get('AUDIT_CHECKPOINT_SIGNING_KEY').valueFrom.secretKeyRef).toEqual({
+        name: 'my-audit',
+        key: 'cp',
+      });
+    });
+
+    it('refuses a key that is neither base64 of 32 bytes nor a PEM', () => {
+      const r = runHelm([
+        'template',
+        release.name,
+        chartDir,
+        '--namespace',
+        release.namespace,
+        ...REQUIRED_SETS,
+        '--set',
+        'audit.checkpointSigningKey=short',
+      ]);
+      expect(r.status).not.toBe(0);
+      expect(r.stderr).toMatch(/checkpointSigningKey/);
+    });
+  });
 });
