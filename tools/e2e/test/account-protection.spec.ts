@@ -1,5 +1,6 @@
-import { type Mesh, startMesh } from '../src/mesh';
-import { TEST_PASSWORD, decodePayload } from '../src/api';
+import type { SmtpCapture } from '@custos/testing';
+import { type Mesh, sharedMail, sharedMesh, startMesh } from '../src/mesh';
+import { TEST_PASSWORD, api, decodePayload, quickUser } from '../src/api';
 import { sqlOn } from '../src/db';
 import { waitUntil } from '../src/faults';
 
@@ -256,4 +257,42 @@ describe('account protection and exchange limits (defaults)', () => {
       expect((await me(fourth)).status).toBe(401);
     }, 60_000);
   });
+});
+
+// A password reset unlocks: on the shared mesh, whose e-mail the tests can read.
+describe('a password reset unlocks a locked account', () => {
+  let mesh: Mesh;
+  let smtp: SmtpCapture;
+  beforeAll(async () => {
+    mesh = await sharedMesh();
+    smtp = sharedMail();
+  });
+  afterAll(async () => {
+    await mesh?.stop();
+    await smtp?.close();
+  });
+
+  it('locks after the threshold, and the e-mailed reset link opens it again', async () => {
+    const u = await quickUser(mesh);
+    const signIn = (password: string) =>
+      api(mesh, 'POST', '/v1/auth/token', { body: { email: u.email, password } });
+    const wrong = await Promise.all(Array.from({ length: 12 }, (_, i) => signIn(`${TEST_PASSWORD}-${i}`)));
+    expect(wrong.map((w) => w.status).sort()).toEqual([...Array(10).fill(401), 429, 429]);
+    expect((await signIn(TEST_PASSWORD)).body).toMatchObject({ status: 429, type: 'account_locked' });
+
+    expect((await api(mesh, 'POST', '/v1/auth/forgot-password', { body: { email: u.email } })).status).toBe(
+      200,
+    );
+    const mail = await smtp.waitForMessage(
+      (m) => m.to === u.email && m.subject === 'Reset your Custos password',
+      10000,
+    );
+    const token = /cse_[A-Za-z0-9]{16}_[A-Za-z0-9]{43}/.exec(mail.text)?.[0];
+    const newPassword = 'Another-Horse-7-staple';
+    const reset = await api(mesh, 'POST', '/v1/auth/reset-password', {
+      body: { token, new_password: newPassword },
+    });
+    expect(reset.status).toBe(200);
+    expect((await signIn(newPassword)).status).toBe(200);
+  }, 60_000);
 });
