@@ -24,6 +24,13 @@ describe('randomMeshKeys', () => {
 });
 
 describe('meshEnv', () => {
+  it("keeps the caller's AUDIT_CHECKPOINT_SIGNING_KEY when the keys have none (dev mode's older key set)", () => {
+    const keys = { ...base.keys, auditCheckpointSigningKey: undefined as unknown as string };
+    const env = meshEnv({ ...base, keys, profile: 'dev', baseEnv: { AUDIT_CHECKPOINT_SIGNING_KEY: 'mine' } });
+    expect(env['AUDIT_CHECKPOINT_SIGNING_KEY']).toBe('mine');
+    expect(meshEnv({ ...base, keys, profile: 'test' })).not.toHaveProperty('AUDIT_CHECKPOINT_SIGNING_KEY');
+  });
+
   it('gives every service the wiring and every address, and each its own ports', () => {
     const env = meshEnv({ ...base, profile: 'test' });
     expect(env).toMatchObject({

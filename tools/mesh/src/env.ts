@@ -124,7 +124,10 @@ export function meshEnv(o: MeshEnvOptions): Record<string, string> {
     LOCAL_KMS_MASTER_KEY: o.keys.kmsMasterKey,
     TOKEN_SIGNING_KEK: o.keys.tokenSigningKek,
     AUDIT_HMAC_KEY: o.keys.auditHmacKey,
-    AUDIT_CHECKPOINT_SIGNING_KEY: o.keys.auditCheckpointSigningKey,
+    // Dev mode's keys (tools/dev, plain JS) may lack it: the caller's own setting then stays.
+    ...(o.keys.auditCheckpointSigningKey
+      ? { AUDIT_CHECKPOINT_SIGNING_KEY: o.keys.auditCheckpointSigningKey }
+      : {}),
     WEBHOOK_SECRET_KEY: o.keys.webhookSecretKey,
     MFA_SECRET_KEY: o.keys.mfaSecretKey,
     MAIL_DIR: o.mailDir,
