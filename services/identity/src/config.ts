@@ -93,7 +93,11 @@ export const configShape = {
     )
     .default(250),
   LOGIN_DELAY_MAX_MS: env
-    .int('Longest delay of the answer to a failed sign-in, in milliseconds.', 0, 30000)
+    .int(
+      "Longest delay of the answer to a failed sign-in, in milliseconds; at most 4000, so that the delay and the password check stay within the gateway's GRPC_DEADLINE_MS (5000).",
+      0,
+      4000,
+    )
     .default(2000),
   FEDERATION_RS256_PRIVATE_KEY_FILE: env
     .string(
