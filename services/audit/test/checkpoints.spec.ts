@@ -127,6 +127,11 @@ describe('audit checkpoints in Postgres', () => {
     await checkpoints.checkpointMovedHeads();
     expect((await listed(a)).map((c) => c.seq)).toEqual([3, 2]);
     expect(await listed(b)).toHaveLength(1);
+    // Rounds in small batches reach every org.
+    const many = Array.from({ length: 5 }, () => randomUUID());
+    for (const org of many) await append(org, 1);
+    await checkpoints.checkpointMovedHeads(2);
+    for (const org of many) expect((await listed(org)).map((c) => c.seq)).toEqual([1]);
     // Another org's checkpoint is not visible.
     const [cpA] = await listed(a);
     await expect(checkpoints.check(owner(b), cpA!.id)).rejects.toThrow(/not found/);

@@ -27,13 +27,17 @@ export class CheckpointStore {
     return existing;
   }
 
-  /** Heads (at least one record) ahead of their org's last checkpoint, at most `limit`. */
-  async movedHeads(limit: number): Promise<MovedHead[]> {
+  /**
+   * Heads (at least one record) ahead of their org's last checkpoint, of orgs after `afterOrg` in
+   * id order, at most `limit`.
+   */
+  async movedHeads(afterOrg: string, limit: number): Promise<MovedHead[]> {
     const rows = await this.db
       .select({ orgId: chainHeads.orgId, seq: chainHeads.seq, hash: chainHeads.hash })
       .from(chainHeads)
       .where(
         and(
+          gt(chainHeads.orgId, afterOrg),
           gt(chainHeads.seq, 0),
           sql`${chainHeads.seq} > coalesce((SELECT max(c.seq) FROM audit.checkpoints c WHERE c.org_id = ${chainHeads.orgId}), 0)`,
         ),
