@@ -1,8 +1,12 @@
+import { Metadata } from '@grpc/grpc-js';
+import { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service';
+import { callUnary } from '@custos/service-kit';
 import type { SmtpCapture } from '@custos/testing';
 import { type Mesh, sharedMail, sharedMesh, startMesh } from '../src/mesh';
 import { TEST_PASSWORD, api, decodePayload, quickUser } from '../src/api';
 import { sqlOn } from '../src/db';
 import { waitUntil } from '../src/faults';
+import { grpcClientAs } from '../src/mesh-grpc';
 
 type Answer = { status: number; body: Record<string, unknown> };
 
@@ -89,6 +93,20 @@ describe('account protection and exchange limits (defaults)', () => {
       const right = await signIn(victim.email, TEST_PASSWORD, freshIp());
       expect(right.status).toBe(429);
       expect(right.body).toMatchObject({ type: 'account_locked', status: 429 });
+      // Calling identity directly (as the gateway, bypassing its per-address limits) is refused too.
+      const identity = grpcClientAs(mesh, 'gateway', IdentityServiceClient, 'identity');
+      try {
+        await expect(
+          callUnary(
+            identity.client,
+            identity.client.login,
+            { email: victim.email, password: TEST_PASSWORD },
+            new Metadata(),
+          ),
+        ).rejects.toMatchObject({ kind: 'rate_limited', type: 'account_locked' });
+      } finally {
+        identity.close();
+      }
       // Another account signs in meanwhile.
       const other = await signIn(bystander.email, TEST_PASSWORD, freshIp());
       expect(other.status).toBe(200);
