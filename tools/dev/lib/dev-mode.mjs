@@ -293,6 +293,12 @@ export async function runDevMode({ infraOnly = false } = {}) {
       kmsMasterKey: masterKey.key,
       tokenSigningKek: devKey(s, 'token-signing.kek', 'TOKEN_SIGNING_KEK', 'dev token-signing KEK'),
       auditHmacKey: devKey(s, 'audit-hmac.key', 'AUDIT_HMAC_KEY', 'dev audit HMAC key'),
+      auditCheckpointSigningKey: devKey(
+        s,
+        'audit-checkpoint.key',
+        'AUDIT_CHECKPOINT_SIGNING_KEY',
+        'dev audit checkpoint signing key',
+      ),
       mfaSecretKey: devKey(s, 'mfa-secret.key', 'MFA_SECRET_KEY', 'dev TOTP secret-sealing key'),
       webhookSecretKey: devKey(
         s,
