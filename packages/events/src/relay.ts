@@ -33,16 +33,17 @@ export interface RelayOptions {
   /** Bytes of one batch message at most; an event that alone is larger goes out alone. Default 256 KiB. */
   maxMessageBytes?: number;
   /**
-   * Published outbox rows are deleted this long after publishing, and inbox rows (the events this
-   * service's consumers applied) this long after they were applied, by the relay leader at most once
-   * a minute, a few thousand rows at a time. Default 24 h and 7 days: far beyond JetStream's 2 h
-   * duplicate window and any redelivery, so nothing is applied twice, while neither table grows
-   * without end (a never-pruned outbox also made the relay's mark UPDATE slow).
+   * Published outbox rows are deleted this long after publishing, by the relay leader every
+   * `pruneEveryMs`, in rounds of 5,000 rows for at most `pruneBudgetMs` at a time (so publishing
+   * is never held up for long). Default 24 h: far beyond JetStream's 2 h duplicate window, and a
+   * never-pruned outbox also made the relay's mark UPDATE slow. Inbox rows are kept: they are what
+   * makes a replay of any age apply once, and they grow no faster than the audit log itself.
    */
   publishedRetentionMs?: number;
-  inboxRetentionMs?: number;
-  /** How often the leader prunes, in ms. Default 60 s. */
+  /** How often the leader prunes, in ms. Default 10 s. */
   pruneEveryMs?: number;
+  /** How long one prune may run, in ms. Default 250. */
+  pruneBudgetMs?: number;
 }
 
 interface OutboxRow {
@@ -127,34 +128,28 @@ export class OutboxRelay {
   private lastPrune = 0;
 
   /**
-   * Deletes what no longer needs keeping (see RelayOptions.publishedRetentionMs), on the leader's
-   * connection; returns the rows deleted from the outbox and the inbox.
+   * Deletes published outbox rows past their retention (RelayOptions.publishedRetentionMs) on the
+   * leader's connection: rounds of 5,000 until a round deletes fewer or the budget is spent.
+   * Returns how many it deleted.
    */
-  async prune(now = Date.now()): Promise<{ outbox: number; inbox: number }> {
+  async prune(now = Date.now()): Promise<number> {
     const client = this.leader;
-    if (!client) return { outbox: 0, inbox: 0 };
+    if (!client) return 0;
     this.lastPrune = now;
     const schema = `"${this.opts.schema.replace(/"/g, '""')}"`;
-    const outbox = await client.query(
-      `DELETE FROM ${schema}.outbox WHERE seq IN (
-         SELECT seq FROM ${schema}.outbox
-         WHERE published_at IS NOT NULL AND published_at < now() - make_interval(secs => $1::double precision / 1000)
-         ORDER BY seq LIMIT 5000)`,
-      [this.opts.publishedRetentionMs ?? 24 * 3600_000],
-    );
-    // Not every schema has an inbox (a service without consumers).
-    const hasInbox = await client.query(`SELECT to_regclass($1) IS NOT NULL AS ok`, [`${schema}.inbox`]);
-    let inbox = 0;
-    if (hasInbox.rows[0]?.ok) {
+    const budgetMs = this.opts.pruneBudgetMs ?? 250;
+    let deleted = 0;
+    for (;;) {
       const r = await client.query(
-        `DELETE FROM ${schema}.inbox WHERE ctid IN (
-           SELECT ctid FROM ${schema}.inbox
-           WHERE processed_at < now() - make_interval(secs => $1::double precision / 1000) LIMIT 5000)`,
-        [this.opts.inboxRetentionMs ?? 7 * 24 * 3600_000],
+        `DELETE FROM ${schema}.outbox WHERE seq IN (
+           SELECT seq FROM ${schema}.outbox
+           WHERE published_at IS NOT NULL AND published_at < now() - make_interval(secs => $1::double precision / 1000)
+           ORDER BY seq LIMIT 5000)`,
+        [this.opts.publishedRetentionMs ?? 24 * 3600_000],
       );
-      inbox = r.rowCount ?? 0;
+      deleted += r.rowCount ?? 0;
+      if ((r.rowCount ?? 0) < 5000 || Date.now() - now >= budgetMs) return deleted;
     }
-    return { outbox: outbox.rowCount ?? 0, inbox };
   }
 
   private async loop(): Promise<void> {
@@ -164,10 +159,9 @@ export class OutboxRelay {
       let published = 0;
       try {
         published = await this.publishBatch();
-        if (this.leader && began - this.lastPrune >= (this.opts.pruneEveryMs ?? 60_000)) {
+        if (this.leader && began - this.lastPrune >= (this.opts.pruneEveryMs ?? 10_000)) {
           const pruned = await this.prune(began);
-          if (pruned.outbox + pruned.inbox > 0)
-            this.opts.logger.debug({ ...pruned }, 'pruned published outbox rows and old inbox rows');
+          if (pruned > 0) this.opts.logger.debug({ pruned }, 'pruned published outbox rows');
         }
       } catch (err) {
         this.opts.logger.warn({ err: describeError(err) }, 'outbox relay cycle failed; will retry');
@@ -286,7 +280,9 @@ export class OutboxRelay {
         out.push(plainMessage(subject, row, text, i));
         return;
       }
-      const bytes = Buffer.byteLength(text) + 1;
+      // The event and its entry in the envelope's traceparents (a quoted string or null, a comma).
+      const bytes =
+        Buffer.byteLength(text) + 1 + (row.traceparent ? Buffer.byteLength(row.traceparent) + 3 : 5);
       let g = open.get(subject);
       if (g && g.bytes + bytes > this.maxMessageBytes) {
         close(subject);
