@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { type SmtpCapture } from '@custos/testing';
 import { TEST_PASSWORD, api, expectProblem, quickUser } from '../src/api';
 import { sqlOn } from '../src/db';
-import { sharedMail, sharedMesh, type Mesh } from '../src/mesh';
+import { SERVICES, sharedMail, sharedMesh, type Mesh } from '../src/mesh';
 
 type User = Awaited<ReturnType<typeof quickUser>>;
 type Reply = Awaited<ReturnType<typeof api>>;
@@ -96,16 +96,31 @@ describe('shares: links and grants of one secret version, and every way they ref
     return { id, token: t.body['access_token'] as string };
   }
 
-  const share = (secretId: string, body: Record<string, unknown>, token: string) =>
-    call('POST', `/v1/secrets/${secretId}/share`, { token, body });
-  const open = (id: string, opts: { token?: string; passphrase?: string; ip?: string } = {}) =>
-    call('GET', `/v1/share/${id}`, {
+  /** The link secret of every share made here, by share id (from its share_url). */
+  const linkKeys = new Map<string, string>();
+  async function share(secretId: string, body: Record<string, unknown>, token: string): Promise<Reply> {
+    const r = await call('POST', `/v1/secrets/${secretId}/share`, { token, body });
+    if (r.status === 201) {
+      const key = new URL(r.body['share_url'] as string).searchParams.get('key');
+      expect(key).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      linkKeys.set(r.body['id'] as string, key!);
+    }
+    return r;
+  }
+  /** Opens a share by its full link (id and key); `key: ''` sends the id alone. */
+  const open = (
+    id: string,
+    opts: { token?: string; passphrase?: string; ip?: string; key?: string } = {},
+  ) => {
+    const key = opts.key ?? linkKeys.get(id) ?? '';
+    return call('GET', `/v1/share/${id}${key ? `?key=${encodeURIComponent(key)}` : ''}`, {
       ...(opts.token ? { token: opts.token } : {}),
       headers: {
         ...(opts.passphrase !== undefined ? { 'x-share-passphrase': opts.passphrase } : {}),
         ...(opts.ip ? { 'x-forwarded-for': opts.ip } : {}),
       },
     });
+  };
   async function created(secretId: string, body: Record<string, unknown>, token: string): Promise<string> {
     const r = await share(secretId, { expires_at: inHours(1), ...body }, token);
     expect({ status: r.status, body: r.body }).toMatchObject({ status: 201 });
@@ -147,7 +162,7 @@ describe('shares: links and grants of one secret version, and every way they ref
       is_revoked: false,
     });
     const id = r.body['id'] as string;
-    expect(r.body['share_url']).toBe(`${mesh.baseUrl}/v1/share/${id}`);
+    expect(r.body['share_url']).toBe(`${mesh.baseUrl}/v1/share/${id}?key=${linkKeys.get(id)!}`);
     expect(JSON.stringify(r.body)).not.toContain(o.value);
 
     // A later PUT does not change what the share reveals: it pins the version it was made from.
@@ -327,7 +342,8 @@ describe('shares: links and grants of one secret version, and every way they ref
     const id = r.body['id'] as string;
     const mail = await smtp.waitForMessage((m) => m.to === email, 15_000);
     expect(mail.subject).toBe('A secret was shared with you');
-    expect(mail.text).toContain(`https://custos.test/v1/share/${id}`);
+    expect(mail.text).toContain(`https://custos.test/v1/share/${id}?key=${linkKeys.get(id)!}`);
+    expectProblem(await open(id, { key: '' }), 404);
     expect(mail.text).not.toContain(o.value);
     expect((await open(id)).body).toMatchObject({ value: o.value });
     const events = await sqlOn<{ payload: Record<string, unknown> }>(
@@ -513,6 +529,83 @@ describe('shares: links and grants of one secret version, and every way they ref
       [o.owner.orgId],
     );
     expect(Number(rows[0]!.n)).toBe(10);
+  });
+
+  it('opens only with the full link: the id alone or another key opens nothing; the secret is stored nowhere, logged nowhere', async () => {
+    const o = await org();
+    const r = await share(
+      o.secretId,
+      { recipient_type: 'anyone_with_link', expires_at: inHours(1) },
+      o.owner.token,
+    );
+    expect(r.status).toBe(201);
+    const id = r.body['id'] as string;
+    const url = r.body['share_url'] as string;
+    const key = linkKeys.get(id)!;
+    const other = await created(o.secretId, { recipient_type: 'anyone_with_link' }, o.owner.token);
+
+    // The id alone, a wrong key and another share's key: 404, as an unknown share, and not counted.
+    const bare = await open(id, { key: '' });
+    expectProblem(bare, 404);
+    expect(JSON.stringify(bare.body)).not.toContain(id);
+    expectProblem(await open(id, { key: `${key.slice(0, -1)}${key.endsWith('A') ? 'B' : 'A'}` }), 404);
+    expectProblem(await open(id, { key: linkKeys.get(other)! }), 404);
+    expectProblem(await open(id, { key: 'short' }), 404);
+    expect(
+      (
+        await sqlOn<{ access_count: number }>(
+          mesh,
+          'SELECT access_count FROM vault_crypto.shares WHERE id = $1',
+          [id],
+        )
+      )[0],
+    ).toEqual({ access_count: 0 });
+
+    // The full link, as returned, opens it once (max_access_count 1), then 410.
+    const opened = await fetch(url);
+    expect(opened.status).toBe(200);
+    expect(await opened.json()).toMatchObject({ share_id: id, value: o.value, access_count: 1 });
+    expectProblem(await open(id), 410);
+    // The key may also travel in X-Share-Key (a header, never in a URL).
+    const viaHeader = await call('GET', `/v1/share/${other}`, {
+      headers: { 'x-share-key': linkKeys.get(other)! },
+    });
+    expect(viaHeader.body).toMatchObject({ share_id: other, value: o.value });
+
+    // No text, bytea or jsonb column of vault-crypto's schema holds the secret (as text, or its
+    // 32 bytes), for this share or the other one.
+    const cols = await sqlOn<{ table_name: string; column_name: string; data_type: string }>(
+      mesh,
+      `SELECT table_name, column_name, data_type FROM information_schema.columns
+       WHERE table_schema = 'vault_crypto' AND data_type IN ('text', 'character varying', 'bytea', 'jsonb', 'json')`,
+    );
+    expect(cols.some((c) => c.table_name === 'shares' && c.column_name === 'secret_hash')).toBe(true);
+    expect(cols.some((c) => c.data_type === 'bytea')).toBe(true);
+    for (const k of [key, linkKeys.get(other)!]) {
+      const raw = Buffer.from(k, 'base64url');
+      expect(raw).toHaveLength(32);
+      for (const c of cols) {
+        const q =
+          c.data_type === 'bytea'
+            ? `SELECT count(*)::int AS n FROM vault_crypto."${c.table_name}" WHERE position($1::bytea IN "${c.column_name}") > 0 OR position($2::bytea IN "${c.column_name}") > 0`
+            : `SELECT count(*)::int AS n FROM vault_crypto."${c.table_name}" WHERE position($1::text IN "${c.column_name}"::text) > 0 OR position($2::text IN "${c.column_name}"::text) > 0`;
+        const params = c.data_type === 'bytea' ? [raw, Buffer.from(k, 'utf8')] : [k, raw.toString('hex')];
+        const [row] = await sqlOn<{ n: number }>(mesh, q, params);
+        expect({ column: `${c.table_name}.${c.column_name}`, n: row!.n }).toEqual({
+          column: `${c.table_name}.${c.column_name}`,
+          n: 0,
+        });
+      }
+    }
+
+    // The gateway's access log shows share paths redacted; no log line of any service holds the
+    // link secret or the share's path.
+    await new Promise((res) => setTimeout(res, 500));
+    const logs = [...SERVICES].flatMap((svc) => mesh.output.get(svc) ?? []).join('\n');
+    expect(logs).toContain('/v1/share/[redacted]');
+    for (const secret of [key, linkKeys.get(other)!, `/v1/share/${id}`, `/v1/share/${other}`]) {
+      expect(logs).not.toContain(secret);
+    }
   });
 
   it('reveals a max_access_count 1 share exactly once to 100 parallel opens', async () => {

@@ -3,6 +3,15 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Logger } from '@custos/service-kit';
 
 /**
+ * The path as logs and trace spans may show it: a share link's segment after `/v1/share/` is a
+ * credential's half (and was the whole credential once), so it is replaced. Query strings are
+ * never logged at all (the link secret travels in `key`).
+ */
+export function loggablePath(path: string): string {
+  return /^\/v1\/share\/[^/]/i.test(path) ? '/v1/share/[redacted]' : path;
+}
+
+/**
  * One log line and one metric sample per request: method, path (never the query string, which
  * may carry tokens), status, duration and client IP. Headers and bodies are never logged.
  */
@@ -31,7 +40,7 @@ export function accessLog(logger: Logger, registry: Registry): RequestHandler {
       logger.info(
         {
           method: req.method,
-          path: req.path,
+          path: loggablePath(req.path),
           status: res.statusCode,
           duration_ms: Math.round(seconds * 1e6) / 1e3,
           client_ip: req.clientIp,

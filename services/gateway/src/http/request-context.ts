@@ -3,6 +3,7 @@ import type net from 'node:net';
 import type { RequestHandler } from 'express';
 import { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
 import { extractTraceContext, runWithRequestContext, tracer } from '@custos/service-kit';
+import { loggablePath } from './access-log.js';
 import { clientIp } from './client-ip.js';
 
 declare global {
@@ -35,7 +36,7 @@ export function requestContext(trustedProxies: net.BlockList): RequestHandler {
       `HTTP ${req.method}`,
       {
         kind: SpanKind.SERVER,
-        attributes: { 'http.request.method': req.method, 'url.path': req.path },
+        attributes: { 'http.request.method': req.method, 'url.path': loggablePath(req.path) },
       },
       parent,
     );

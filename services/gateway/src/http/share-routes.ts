@@ -9,6 +9,8 @@ import { bodyOf, dateTime, idParam, isoDateTime, must } from './schemas.js';
 
 /** The header a share's passphrase travels in (never a query parameter: URLs end up in logs). */
 export const SHARE_PASSPHRASE_HEADER = 'X-Share-Passphrase';
+/** The header that may carry a share's link secret instead of the link's `key` query parameter. */
+export const SHARE_KEY_HEADER = 'X-Share-Key';
 
 const RECIPIENT_TYPES = ['creator', 'external_email', 'user', 'agent', 'anyone_with_link'] as const;
 const recipientType = z.enum(RECIPIENT_TYPES);
@@ -123,10 +125,22 @@ export function shareListItem(s: Share): z.infer<typeof ShareResponse> {
   };
 }
 
-/** The public link of a share, at the address the request came in on. */
-function shareUrl(req: Request, id: string): string {
-  return `${req.protocol}://${req.get('host') ?? 'localhost'}/v1/share/${encodeURIComponent(id)}`;
+/**
+ * The public link of a share, at the address the request came in on: the share id plus its link
+ * secret in `key` (docs/decisions.md "Share links as secrets"). It is returned once, at creation.
+ */
+function shareUrl(req: Request, id: string, linkSecret: string): string {
+  const base = `${req.protocol}://${req.get('host') ?? 'localhost'}/v1/share/${encodeURIComponent(id)}`;
+  return `${base}?key=${encodeURIComponent(linkSecret)}`;
 }
+
+const shareKeyQuery = z.object({
+  key: z
+    .string()
+    .max(64)
+    .optional()
+    .describe(`The link secret (from \`share_url\`); or send it in ${SHARE_KEY_HEADER}`),
+});
 
 const noStore = (res: Response) => res.setHeader('Cache-Control', 'no-store');
 const tag = 'shares';
@@ -170,7 +184,9 @@ export function shareRoutes(peers: Peers, guards: Guards): Router {
       const s = shareListItem(must(r.share, 'share'));
       res
         .status(201)
-        .json({ ...s, share_url: shareUrl(req, s.id) } satisfies z.infer<typeof CreatedShareResponse>);
+        .json({ ...s, share_url: shareUrl(req, s.id, r.linkSecret) } satisfies z.infer<
+          typeof CreatedShareResponse
+        >);
     },
   );
 
@@ -269,16 +285,23 @@ export function shareRoutes(peers: Peers, guards: Guards): Router {
       method: 'get',
       path: '/v1/share/:share_id',
       access: 'public',
-      summary: "Open a share: no token needed unless it names a recipient (that recipient's token)",
+      summary:
+        "Open a share with its link (id and `key`): no token needed unless it names a recipient (that recipient's token)",
       tag,
       params: shareParams,
-      headers: { [SHARE_PASSPHRASE_HEADER]: "The share's passphrase, when it has one" },
+      query: shareKeyQuery,
+      headers: {
+        [SHARE_PASSPHRASE_HEADER]: "The share's passphrase, when it has one",
+        [SHARE_KEY_HEADER]: 'The link secret, when not in the `key` query parameter',
+      },
       responses: { 200: { description: 'The shared version and its value', schema: OpenedShareResponse } },
     },
-    async (req, res, { params }) => {
+    async (req, res, { params, query }) => {
       noStore(res);
+      // The id alone opens nothing: without the link secret vault-crypto answers 404.
       const r = await call(vc.accessShare, {
         shareId: params.share_id,
+        linkSecret: query.key ?? req.header(SHARE_KEY_HEADER) ?? '',
         passphrase: req.header(SHARE_PASSPHRASE_HEADER) ?? '',
       });
       const s = must(r.share, 'share');

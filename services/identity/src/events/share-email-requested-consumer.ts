@@ -10,6 +10,8 @@ export const SHARE_MAIL_CONSUMER = 'identity-share-mail';
 /** What vault-crypto's `share.email_requested` event carries (never the value or passphrase). */
 export interface ShareEmailRequested {
   share_id: string;
+  /** The link secret (base64url, 256 bits): the link is the id plus this. */
+  link_secret: string;
   email: string;
   expires_at: string;
   max_access_count: number;
@@ -18,12 +20,15 @@ export interface ShareEmailRequested {
 
 /** The event's data when it is well-formed; undefined otherwise (it is then dropped, not retried). */
 export function shareEmailData(data: Record<string, unknown>): ShareEmailRequested | undefined {
-  const { share_id, email, expires_at, max_access_count, passphrase_protected } = data;
+  const { share_id, link_secret, email, expires_at, max_access_count, passphrase_protected } = data;
   if (typeof share_id !== 'string' || !isUuid(share_id)) return undefined;
+  // An event from before link secrets: its share no longer opens, so there is nothing to mail.
+  if (typeof link_secret !== 'string' || !/^[A-Za-z0-9_-]{43}$/.test(link_secret)) return undefined;
   if (typeof email !== 'string' || !/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 254) return undefined;
   if (typeof expires_at !== 'string' || Number.isNaN(Date.parse(expires_at))) return undefined;
   return {
     share_id,
+    link_secret,
     email,
     expires_at,
     max_access_count: typeof max_access_count === 'number' ? max_access_count : 1,
@@ -58,6 +63,7 @@ export function startShareEmailRequestedConsumer(deps: {
       }
       await deps.notifier.shareLink(d.email, {
         shareId: d.share_id,
+        linkSecret: d.link_secret,
         expiresAt: new Date(d.expires_at),
         maxAccessCount: d.max_access_count,
         passphraseProtected: d.passphrase_protected,

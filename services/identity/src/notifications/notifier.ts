@@ -51,9 +51,17 @@ export class Notifier {
   /** The link of a secret shared with an external address. */
   shareLink(
     to: string,
-    share: { shareId: string; expiresAt: Date; maxAccessCount: number; passphraseProtected: boolean },
+    share: {
+      shareId: string;
+      linkSecret: string;
+      expiresAt: Date;
+      maxAccessCount: number;
+      passphraseProtected: boolean;
+    },
   ): Promise<void> {
-    const link = `${this.publicBaseUrl}/v1/share/${share.shareId}`;
-    return this.mailer.send({ to, ...shareLinkEmail({ ...share, link }) });
+    // The share id alone opens nothing: the link carries the share's secret too (`key`).
+    const { linkSecret, ...rest } = share;
+    const link = `${this.publicBaseUrl}/v1/share/${rest.shareId}?key=${encodeURIComponent(linkSecret)}`;
+    return this.mailer.send({ to, ...shareLinkEmail({ ...rest, link }) });
   }
 }

@@ -127,6 +127,11 @@ export const shares = vaultCryptoSchema.table(
     /** The recipient user (creator, user) or agent (agent); null for e-mail and link shares. */
     recipientId: uuid('recipient_id'),
     recipientEmail: text('recipient_email'),
+    /**
+     * SHA-256 of the link secret (256 random bits the link carries beside the id); the secret itself
+     * is never stored. Null: a share made before link secrets, which no longer opens.
+     */
+    secretHash: bytea('secret_hash'),
     passphraseHash: text('passphrase_hash'),
     /** IPs and CIDRs the share opens from; null: any address. */
     ipAllowlist: jsonb('ip_allowlist').$type<string[]>(),

@@ -17,7 +17,7 @@ type ShareRpcs = Pick<
   | 'accessShare'
 >;
 
-/** A share as it leaves the service: never the passphrase hash. */
+/** A share as it leaves the service: never the passphrase hash nor the link secret's hash. */
 export function shareMessage(s: ShareRow, now = new Date()): Share {
   return {
     id: s.id,
@@ -50,7 +50,7 @@ export function shareRpcs(deps: { keys: IdentityKeys; shares: ShareService }): S
     bearerToken(currentRequestContext()?.authorization) ? caller() : undefined;
   return {
     async createShare(req) {
-      const s = await deps.shares.create(
+      const made = await deps.shares.create(
         await caller(),
         req.secretId,
         {
@@ -64,7 +64,7 @@ export function shareRpcs(deps: { keys: IdentityKeys; shares: ShareService }): S
         },
         req.passkeyToken,
       );
-      return { share: shareMessage(s) };
+      return { share: shareMessage(made.share), linkSecret: made.linkSecret };
     },
     async listOutboundShares() {
       return { shares: (await deps.shares.outbound(await caller())).map((s) => shareMessage(s)) };
@@ -88,6 +88,7 @@ export function shareRpcs(deps: { keys: IdentityKeys; shares: ShareService }): S
       const p = await optionalCaller();
       const opened = await deps.shares.open(
         req.shareId,
+        req.linkSecret,
         p,
         currentRequestContext()?.clientIp,
         req.passphrase,

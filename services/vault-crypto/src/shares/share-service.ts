@@ -1,3 +1,4 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { type Principal, actorOf, isCreator, isCreatorOrAdmin } from '@custos/auth';
 import { writeEvent } from '@custos/events';
 import {
@@ -34,6 +35,23 @@ import {
 import { hashPassphrase, verifyPassphrase } from './share-passphrase.js';
 import type { ShareRow, ShareStore } from './share-store.js';
 import type { ShareRequest } from './share-types.js';
+
+/** SHA-256 of a link secret: the stored form (the secret has 256 random bits, no slow hash needed). */
+export function linkSecretHash(secret: string): Buffer {
+  return createHash('sha256').update(secret, 'utf8').digest();
+}
+
+/** Whether `secret` is the link secret of a share storing `hash` (constant time; null never matches). */
+export function linkSecretMatches(secret: string, hash: Buffer | null): boolean {
+  if (!hash || hash.length !== 32 || !/^[A-Za-z0-9_-]{43}$/.test(secret)) return false;
+  return timingSafeEqual(linkSecretHash(secret), hash);
+}
+
+/** A new share and its link secret (returned this once; only its hash is stored). */
+export interface CreatedShare {
+  share: ShareRow;
+  linkSecret: string;
+}
 
 /** An opened share: the counted share, the version it pins and the value (the caller zeroes it). */
 export interface OpenedShare {
@@ -75,7 +93,7 @@ export class ShareService {
     secretId: string,
     request: ShareRequest,
     passkeyToken: string,
-  ): Promise<ShareRow> {
+  ): Promise<CreatedShare> {
     const input = checkShareInput(request, new Date());
     if (p.kind === 'agent' && HUMAN_ONLY_RECIPIENTS.has(input.recipientType)) {
       throw new PermissionDeniedError(`agents cannot create ${input.recipientType} shares; humans only`);
@@ -102,6 +120,7 @@ export class ShareService {
     }
 
     const passphraseHash = input.passphrase ? await hashPassphrase(input.passphrase) : null;
+    const linkSecret = randomBytes(32).toString('base64url');
     const actor = actorOf(p);
     const made = await this.deps.store.transaction(async (tx) => {
       const recent = await this.deps.store.lockAndCountRecent(tx, p.orgId);
@@ -118,6 +137,7 @@ export class ShareService {
         recipientType: input.recipientType,
         recipientId,
         recipientEmail: input.email ?? null,
+        secretHash: linkSecretHash(linkSecret),
         passphraseHash,
         ipAllowlist: input.ipAllowlist ?? null,
         expiresAt: input.expiresAt,
@@ -139,11 +159,15 @@ export class ShareService {
       });
       if (share.recipientEmail) {
         // identity owns the mailer: it consumes this event and sends the link (at least once).
+        // KNOWN GAP (docs/decisions.md "Share links as secrets"): identity can only build the
+        // link from what the event carries, so this one event kind carries the link secret; it
+        // lives in the outbox until pruned and in JetStream until NATS_STREAM_MAX_AGE.
         await writeEvent(tx, this.deps.outbox, {
           name: 'share.email_requested',
           orgId: p.orgId,
           data: {
             share_id: share.id,
+            link_secret: linkSecret,
             email: share.recipientEmail,
             expires_at: share.expiresAt.toISOString(),
             max_access_count: share.maxAccessCount,
@@ -156,7 +180,7 @@ export class ShareService {
       return { share, retryAfter: 0 };
     });
     if (!made.share) throw new RateLimitedError(made.retryAfter);
-    return made.share;
+    return { share: made.share, linkSecret };
   }
 
   /** The shares the caller created, newest first. */
@@ -252,12 +276,16 @@ export class ShareService {
    */
   async open(
     shareId: string,
+    linkSecret: string,
     caller: Principal | undefined,
     clientIp: string | undefined,
     passphrase: string,
   ): Promise<OpenedShare> {
     const s = isUuid(shareId) ? await this.deps.store.get(shareId) : undefined;
-    if (!s) throw new NotFoundError('share', shareId);
+    // The id alone opens nothing: without its link secret a share is as unknown as a wrong id (no
+    // audit record either, so an id from a log cannot even probe whether the share still exists).
+    // Shares made before link secrets (no hash) never open. The error names no id.
+    if (!s || !linkSecretMatches(linkSecret, s.secretHash)) throw new NotFoundError('share');
     const state = shareState(s, new Date());
     if (state !== 'open') return this.refuseGone(s, caller, state);
 

@@ -82,7 +82,14 @@ export interface CreateShareRequest {
 /** CreateShareResponse carries the new share. */
 export interface CreateShareResponse {
   /** The share. */
-  share?: Share | undefined;
+  share?:
+    | Share
+    | undefined;
+  /**
+   * The link secret (base64url of 256 random bits), returned this once: only its SHA-256 is
+   * stored. The link is the share id plus this secret.
+   */
+  linkSecret: string;
 }
 
 /** ListOutboundSharesRequest lists the caller's own shares. */
@@ -141,6 +148,8 @@ export interface AccessShareRequest {
   shareId: string;
   /** The `X-Share-Passphrase` header; empty when absent. */
   passphrase: string;
+  /** The link secret (from the share's link); the share id alone opens nothing. */
+  linkSecret: string;
 }
 
 /** AccessShareResponse carries the shared version and its value. */
@@ -730,13 +739,16 @@ export const CreateShareRequest: MessageFns<CreateShareRequest> = {
 };
 
 function createBaseCreateShareResponse(): CreateShareResponse {
-  return { share: undefined };
+  return { share: undefined, linkSecret: "" };
 }
 
 export const CreateShareResponse: MessageFns<CreateShareResponse> = {
   encode(message: CreateShareResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.share !== undefined) {
       Share.encode(message.share, writer.uint32(10).fork()).join();
+    }
+    if (message.linkSecret !== "") {
+      writer.uint32(18).string(message.linkSecret);
     }
     return writer;
   },
@@ -756,6 +768,14 @@ export const CreateShareResponse: MessageFns<CreateShareResponse> = {
           message.share = Share.decode(reader, reader.uint32());
           continue;
         }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.linkSecret = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -766,13 +786,19 @@ export const CreateShareResponse: MessageFns<CreateShareResponse> = {
   },
 
   fromJSON(object: any): CreateShareResponse {
-    return { share: isSet(object.share) ? Share.fromJSON(object.share) : undefined };
+    return {
+      share: isSet(object.share) ? Share.fromJSON(object.share) : undefined,
+      linkSecret: isSet(object.linkSecret) ? globalThis.String(object.linkSecret) : "",
+    };
   },
 
   toJSON(message: CreateShareResponse): unknown {
     const obj: any = {};
     if (message.share !== undefined) {
       obj.share = Share.toJSON(message.share);
+    }
+    if (message.linkSecret !== "") {
+      obj.linkSecret = message.linkSecret;
     }
     return obj;
   },
@@ -783,6 +809,7 @@ export const CreateShareResponse: MessageFns<CreateShareResponse> = {
   fromPartial<I extends Exact<DeepPartial<CreateShareResponse>, I>>(object: I): CreateShareResponse {
     const message = createBaseCreateShareResponse();
     message.share = (object.share !== undefined && object.share !== null) ? Share.fromPartial(object.share) : undefined;
+    message.linkSecret = object.linkSecret ?? "";
     return message;
   },
 };
@@ -1293,7 +1320,7 @@ export const RevokeShareResponse: MessageFns<RevokeShareResponse> = {
 };
 
 function createBaseAccessShareRequest(): AccessShareRequest {
-  return { shareId: "", passphrase: "" };
+  return { shareId: "", passphrase: "", linkSecret: "" };
 }
 
 export const AccessShareRequest: MessageFns<AccessShareRequest> = {
@@ -1303,6 +1330,9 @@ export const AccessShareRequest: MessageFns<AccessShareRequest> = {
     }
     if (message.passphrase !== "") {
       writer.uint32(18).string(message.passphrase);
+    }
+    if (message.linkSecret !== "") {
+      writer.uint32(26).string(message.linkSecret);
     }
     return writer;
   },
@@ -1330,6 +1360,14 @@ export const AccessShareRequest: MessageFns<AccessShareRequest> = {
           message.passphrase = reader.string();
           continue;
         }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.linkSecret = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -1343,6 +1381,7 @@ export const AccessShareRequest: MessageFns<AccessShareRequest> = {
     return {
       shareId: isSet(object.shareId) ? globalThis.String(object.shareId) : "",
       passphrase: isSet(object.passphrase) ? globalThis.String(object.passphrase) : "",
+      linkSecret: isSet(object.linkSecret) ? globalThis.String(object.linkSecret) : "",
     };
   },
 
@@ -1354,6 +1393,9 @@ export const AccessShareRequest: MessageFns<AccessShareRequest> = {
     if (message.passphrase !== "") {
       obj.passphrase = message.passphrase;
     }
+    if (message.linkSecret !== "") {
+      obj.linkSecret = message.linkSecret;
+    }
     return obj;
   },
 
@@ -1364,6 +1406,7 @@ export const AccessShareRequest: MessageFns<AccessShareRequest> = {
     const message = createBaseAccessShareRequest();
     message.shareId = object.shareId ?? "";
     message.passphrase = object.passphrase ?? "";
+    message.linkSecret = object.linkSecret ?? "";
     return message;
   },
 };

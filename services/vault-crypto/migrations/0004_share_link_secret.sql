@@ -1,0 +1,1 @@
+ALTER TABLE "vault_crypto"."shares" ADD COLUMN "secret_hash" "bytea";
