@@ -569,6 +569,7 @@ issuer and audience from its own configuration, never from a peer's answer. */ -
 {{- $_ := set $plain "NATS_URL" $root.Values.nats.url -}}
 {{- $_ := set $plain "NATS_STREAM" $root.Values.nats.stream -}}
 {{- $_ := set $plain "NATS_SUBJECT_PREFIX" $root.Values.nats.subjectPrefix -}}
+{{- $_ := set $plain "NATS_STREAM_MAX_AGE_HOURS" (toString (int $root.Values.nats.streamMaxAgeHours)) -}}
 {{- if $root.Values.nats.auth.enabled -}}
 {{- $_ := set $plain "NATS_USER" (index $root.Values.nats.users .name).user -}}
 {{- $_ := set $secret "NATS_PASSWORD" (include "custos.natsPasswordRef" . | fromYaml) -}}

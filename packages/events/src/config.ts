@@ -7,6 +7,13 @@ export const natsConfigShape = {
     'tls',
   ]),
   NATS_STREAM: env.string('JetStream stream that carries Custos domain events.').default('CUSTOS_EVENTS'),
+  NATS_STREAM_MAX_AGE_HOURS: env
+    .int(
+      "Hours JetStream keeps an event (the stream's max age); older events are removed, consumed or not. An event not consumed by then (e.g. the audit service down that long) is lost. New streams are created with it; a service that finds an existing stream with no or a longer max age asks NATS to lower it (refused without stream-edit rights: then a warning tells the operator).",
+      2,
+      24 * 365,
+    )
+    .default(168),
   NATS_SUBJECT_PREFIX: env
     .string('Subject prefix of Custos domain events (`<prefix>.<event name>`).')
     .default('custos.events'),

@@ -1,5 +1,11 @@
 import { describeError, type Logger } from '@custos/service-kit';
-import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import {
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+  type JetStreamManager,
+  type StreamConfig,
+} from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 
@@ -9,6 +15,8 @@ export interface StreamSettings {
   subjectPrefix: string;
   /** How long JetStream remembers message ids for deduplication. */
   duplicateWindowMs?: number;
+  /** How long the stream keeps a message (its max age); absent: unlimited (tests only). */
+  maxAgeMs?: number;
 }
 
 /** How a service proves who it is to NATS, and where its replies arrive. */
@@ -129,7 +137,8 @@ export class NatsLink {
     if (!this.jsClient || !this.jsm || this.nc?.isClosed()) return undefined;
     if (!this.streamReady) {
       try {
-        await ensureStream(this.jsm, this.settings);
+        const note = await ensureStream(this.jsm, this.settings);
+        if (note) this.logger.warn({ stream: this.settings.stream }, note);
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
         if (message !== this.lastStreamProblem)
@@ -160,16 +169,23 @@ export class NatsLink {
  * service may create it (whoever starts first on a fresh install), so every service also checks what
  * it finds: a stream that does not carry the prefix, or that lets a publisher roll up (purge) the
  * stream with a `Nats-Rollup` header, is refused — the link stays not ready and says why — rather
- * than used. New streams also refuse message deletes and purges.
+ * than used. New streams also refuse message deletes and purges, and keep a message at most
+ * `maxAgeMs`. An existing stream with no or a longer max age is lowered to it; when NATS refuses
+ * (services have no stream-edit rights in a secured install) the stream is still used and the
+ * returned note says what the operator should run. Returns undefined when nothing needs saying.
  */
-export async function ensureStream(jsm: JetStreamManager, s: StreamSettings): Promise<void> {
+export async function ensureStream(jsm: JetStreamManager, s: StreamSettings): Promise<string | undefined> {
+  const maxAge = s.maxAgeMs ? nanos(s.maxAgeMs) : 0;
+  const dupMs = s.duplicateWindowMs ?? 2 * 60 * 60 * 1000;
   const config = {
     name: s.stream,
     subjects: [`${s.subjectPrefix}.>`],
-    duplicate_window: nanos(s.duplicateWindowMs ?? 2 * 60 * 60 * 1000),
+    // NATS requires the duplicate window to fit in the max age.
+    duplicate_window: nanos(s.maxAgeMs ? Math.min(dupMs, s.maxAgeMs) : dupMs),
     allow_rollup_hdrs: false,
     deny_delete: true,
     deny_purge: true,
+    max_age: maxAge,
   };
   let info;
   try {
@@ -177,7 +193,7 @@ export async function ensureStream(jsm: JetStreamManager, s: StreamSettings): Pr
   } catch {
     try {
       await jsm.streams.add(config);
-      return;
+      return undefined;
     } catch (err) {
       // Another process may have created it in between; fall through to verify.
       info = await jsm.streams.info(s.stream).catch(() => {
@@ -187,6 +203,35 @@ export async function ensureStream(jsm: JetStreamManager, s: StreamSettings): Pr
   }
   const problem = streamConfigProblem(info.config, config.subjects[0]!);
   if (problem) throw new Error(`stream ${s.stream} is not safe to use: ${problem}`);
+  return lowerMaxAge(jsm, info.config, maxAge);
+}
+
+/**
+ * Lowers an existing stream's max age to `maxAge` (nanoseconds) when it keeps messages longer (0:
+ * forever). A shorter max age an operator chose is kept. Returns a note when NATS refused.
+ */
+async function lowerMaxAge(
+  jsm: JetStreamManager,
+  c: StreamConfig,
+  maxAge: number,
+): Promise<string | undefined> {
+  if (!maxAge || (c.max_age > 0 && c.max_age <= maxAge)) return undefined;
+  const hours = Math.round(maxAge / 3.6e12);
+  try {
+    await jsm.streams.update(c.name, {
+      ...c,
+      max_age: maxAge,
+      duplicate_window: Math.min(c.duplicate_window ?? maxAge, maxAge),
+    });
+    return `event stream max age lowered to ${hours} h (NATS_STREAM_MAX_AGE_HOURS)`;
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    return (
+      `event stream keeps messages ${c.max_age > 0 ? `${Math.round(c.max_age / 3.6e12)} h` : 'forever'}, ` +
+      `longer than NATS_STREAM_MAX_AGE_HOURS (${hours} h), and could not be lowered (${why}); ` +
+      `run: nats stream edit ${c.name} --max-age ${hours}h`
+    );
+  }
 }
 
 /** Why an existing stream's configuration cannot carry Custos events, or undefined when it can. */

@@ -32,7 +32,11 @@ export function startEvents(
   const c = rt.config;
   const link = new NatsLink(
     c.NATS_URL.split(',').map((s) => s.trim()),
-    { stream: c.NATS_STREAM, subjectPrefix: c.NATS_SUBJECT_PREFIX },
+    {
+      stream: c.NATS_STREAM,
+      subjectPrefix: c.NATS_SUBJECT_PREFIX,
+      maxAgeMs: c.NATS_STREAM_MAX_AGE_HOURS * 60 * 60 * 1000,
+    },
     rt.logger,
     `custos-${rt.name}`,
     {
