@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { NatsLink } from '@custos/events';
+import { createLogger } from '@custos/service-kit';
+import { waitFor } from '@custos/service-kit/testing';
 import { type SmtpCapture } from '@custos/testing';
 import { TEST_PASSWORD, api, expectProblem, quickUser } from '../src/api';
 import { sqlOn } from '../src/db';
@@ -605,6 +608,29 @@ describe('shares: links and grants of one secret version, and every way they ref
     expect(logs).toContain('/v1/share/[redacted]');
     for (const secret of [key, linkKeys.get(other)!, `/v1/share/${id}`, `/v1/share/${other}`]) {
       expect(logs).not.toContain(secret);
+    }
+  });
+
+  it('keeps share mail requests (and every event) in JetStream at most NATS_STREAM_MAX_AGE_HOURS (default 7 days)', async () => {
+    const login = mesh.nats?.testUser;
+    if (!login) throw new Error('the mesh runs no nats-server of its own (mesh.nats is missing)');
+    const link = new NatsLink(
+      [mesh.nats!.url],
+      { stream: mesh.env['NATS_STREAM']!, subjectPrefix: mesh.env['NATS_SUBJECT_PREFIX']! },
+      createLogger({ service: 'shares-e2e', level: 'silent' }),
+      'shares-e2e',
+      { user: login.user, password: login.password },
+    );
+    link.start();
+    try {
+      await waitFor(async () => (await link.ready().catch(() => undefined)) !== undefined, 20_000);
+      const { jsm } = (await link.ready())!;
+      const c = (await jsm.streams.info(mesh.env['NATS_STREAM']!)).config;
+      // The services created the stream: 168 h in nanoseconds.
+      expect(c.max_age).toBe(168 * 3600 * 1e9);
+      expect(c.deny_delete && c.deny_purge).toBe(true);
+    } finally {
+      await link.close();
     }
   });
 
