@@ -570,6 +570,7 @@ issuer and audience from its own configuration, never from a peer's answer. */ -
 {{- $_ := set $plain "NATS_STREAM" $root.Values.nats.stream -}}
 {{- $_ := set $plain "NATS_SUBJECT_PREFIX" $root.Values.nats.subjectPrefix -}}
 {{- $_ := set $plain "NATS_STREAM_MAX_AGE_HOURS" (toString (int $root.Values.nats.streamMaxAgeHours)) -}}
+{{- $_ := set $plain "NATS_BATCH_AUDIT_RECORDS" (ternary "true" "false" (ne $root.Values.nats.batchAuditRecords false)) -}}
 {{- if $root.Values.nats.auth.enabled -}}
 {{- $_ := set $plain "NATS_USER" (index $root.Values.nats.users .name).user -}}
 {{- $_ := set $secret "NATS_PASSWORD" (include "custos.natsPasswordRef" . | fromYaml) -}}

@@ -14,6 +14,11 @@ export const natsConfigShape = {
       24 * 365,
     )
     .default(168),
+  NATS_BATCH_AUDIT_RECORDS: env
+    .bool(
+      'Send audit records several to a JetStream message (a batch envelope). Set false on every producer while upgrading from a release before batching, until the audit service runs this release: an older audit service cannot read a batch and would drop its records.',
+    )
+    .default('true'),
   NATS_SUBJECT_PREFIX: env
     .string('Subject prefix of Custos domain events (`<prefix>.<event name>`).')
     .default('custos.events'),

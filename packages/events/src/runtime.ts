@@ -60,6 +60,8 @@ export function startEvents(
     subjectPrefix: c.NATS_SUBJECT_PREFIX,
     producer: rt.name,
     logger: rt.logger,
+    // Off: every audit record goes out alone (readable by an audit service from before batching).
+    ...(c.NATS_BATCH_AUDIT_RECORDS ? {} : { batchedEvents: [] }),
   });
   relay.start();
   rt.onShutdown('nats', () => link.close());
