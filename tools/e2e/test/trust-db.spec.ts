@@ -1,4 +1,10 @@
-import { DATABASE_SERVICES, type ServiceName, databaseRole, roleUrl } from '@custos/mesh';
+import {
+  DATABASE_SERVICES,
+  type ServiceName,
+  databaseRole,
+  derivedRolePassword,
+  roleUrl,
+} from '@custos/mesh';
 import pg from 'pg';
 import { sqlOn } from '../src/db';
 import { type Mesh, sharedMesh } from '../src/mesh';
@@ -15,6 +21,7 @@ const RW: readonly Privilege[] = ['SELECT', 'INSERT', 'UPDATE', 'DELETE'];
 const OWN_EXCEPTIONS: Readonly<Record<string, readonly Privilege[]>> = {
   'audit.events': ['SELECT', 'INSERT'],
   'audit.chain_heads': ['SELECT', 'INSERT', 'UPDATE'],
+  'audit.checkpoints': ['SELECT', 'INSERT'],
   'identity.signing_keys': ['SELECT'],
 };
 
@@ -39,8 +46,16 @@ class RoleSession {
   private constructor(private readonly client: pg.Client) {}
 
   static async open(mesh: Mesh, service: ServiceName): Promise<RoleSession> {
+    // The role's password as the mesh made it: derived from the owner's (none under trust auth).
+    const owner = mesh.env['DATABASE_URL']!;
+    const ownerPassword = decodeURIComponent(new URL(owner).password);
+    const role = databaseRole(service);
     const client = new pg.Client({
-      connectionString: roleUrl(mesh.env['DATABASE_URL']!, databaseRole(service)),
+      connectionString: roleUrl(
+        owner,
+        role,
+        ownerPassword ? derivedRolePassword(ownerPassword, role) : undefined,
+      ),
     });
     await client.connect();
     await client.query('BEGIN');

@@ -106,20 +106,19 @@ export class RevocationStore {
   }
 
   /**
-   * Copies every unexpired revocation into Redis (one pipelined write), then sets the published
+   * Copies every unexpired revocation into Redis (the SETs sent together), then sets the published
    * marker that verifiers require (REVOCATIONS_PUBLISHED_KEY): until the list is complete again after
    * a Redis restart, tokens are refused rather than checked against an empty Redis. Returns how many.
    */
   async republish(): Promise<number> {
     const rows = await this.db.select().from(revocations).where(gt(revocations.expiresAt, new Date()));
-    const pipeline = this.redis.pipeline();
-    for (const r of rows) {
-      const entry = mirrorEntry(r.kind as RevocationKind, r.value, r.expiresAt, r.notBefore ?? undefined);
-      if (entry) pipeline.set(entry.key, entry.payload, 'PX', entry.ttlMs);
-    }
-    const results = (await pipeline.exec()) ?? [];
-    const failed = results.find(([err]) => err);
-    if (failed) throw failed[0] as Error;
+    // Sent together (ioredis writes commands without waiting for earlier replies), answered in order.
+    await Promise.all(
+      rows.flatMap((r) => {
+        const entry = mirrorEntry(r.kind as RevocationKind, r.value, r.expiresAt, r.notBefore ?? undefined);
+        return entry ? [this.redis.set(entry.key, entry.payload, 'PX', entry.ttlMs)] : [];
+      }),
+    );
     await this.redis.set(REVOCATIONS_PUBLISHED_KEY, new Date().toISOString());
     await this.db.delete(revocations).where(sql`${revocations.expiresAt} < now() - interval '1 day'`);
     return rows.length;
