@@ -603,7 +603,8 @@ issuer and audience from its own configuration, never from a peer's answer. */ -
 {{- $_ := set $secret "AUDIT_HMAC_KEY" $auditKeyRef -}}
 {{- end -}}
 {{- if $root.Values.audit.checkpointExistingSecret -}}
-{{- $_ := set $secret "AUDIT_CHECKPOINT_SIGNING_KEY" (dict "name" $root.Values.audit.checkpointExistingSecret "key" $root.Values.audit.checkpointExistingSecretKey) -}}
+{{- /* optional: an install whose Secret predates the key keeps its audit service running, unsigned. */ -}}
+{{- $_ := set $secret "AUDIT_CHECKPOINT_SIGNING_KEY" (dict "name" $root.Values.audit.checkpointExistingSecret "key" $root.Values.audit.checkpointExistingSecretKey "optional" true) -}}
 {{- else if $root.Values.audit.checkpointSigningKey -}}
 {{- $_ := set $secret "AUDIT_CHECKPOINT_SIGNING_KEY" (dict "name" (include "custos.managedSecretName" $root) "key" "audit-checkpoint-signing-key") -}}
 {{- end -}}
@@ -689,6 +690,9 @@ issuer and audience from its own configuration, never from a peer's answer. */ -
     secretKeyRef:
       name: {{ $ref.name }}
       key: {{ $ref.key }}
+      {{- if $ref.optional }}
+      optional: true
+      {{- end }}
 {{- end }}
 {{- with $cfg.extraEnv }}
 {{ toYaml . }}

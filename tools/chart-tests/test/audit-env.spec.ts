@@ -114,9 +114,11 @@ describe('audit values', () => {
         ]),
         'audit',
       );
+      // Optional: an existing Secret made before the checkpoint key keeps audit starting (unsigned).
       expect(env.get('AUDIT_CHECKPOINT_SIGNING_KEY').valueFrom.secretKeyRef).toEqual({
         name: 'my-audit',
         key: 'cp',
+        optional: true,
       });
     });
 

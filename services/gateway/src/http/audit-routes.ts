@@ -333,7 +333,18 @@ export function auditRoutes(peers: Peers, guards: Guards): Router {
       responses: { 200: { description: 'The export', schema: AuditExportResponse } },
     },
     async (req, res) => {
-      // Pages of records up to the head read with the first page; then every checkpoint.
+      // Every checkpoint first, then the records up to the head read with their first page: a
+      // checkpoint is never past the head unless records were removed (the head only grows), so a
+      // periodic checkpoint made meanwhile cannot make an honest export look truncated, and one
+      // past the head is evidence, kept.
+      const checkpoints: z.infer<typeof AuditCheckpointResponse>[] = [];
+      let key: CheckpointKeyInfo | undefined;
+      for (let offset = 0; ; offset += 1000) {
+        const r = await call(audit.listCheckpoints, { limit: 1000, offset });
+        key = r.key;
+        checkpoints.push(...r.checkpoints.map(checkpointBody));
+        if (r.checkpoints.length < 1000) break;
+      }
       const events: z.infer<typeof AuditEventResponse>[] = [];
       const first = await call(audit.exportEvents, { fromSequence: '1', limit: EXPORT_PAGE });
       const head = { sequence: Number(first.headSequence), hash: first.headHash };
@@ -343,14 +354,6 @@ export function auditRoutes(peers: Peers, guards: Guards): Router {
         const next = Number(page.nextSequence);
         if (next === 0 || next > head.sequence) break;
         page = await call(audit.exportEvents, { fromSequence: String(next), limit: EXPORT_PAGE });
-      }
-      const checkpoints: z.infer<typeof AuditCheckpointResponse>[] = [];
-      let key: CheckpointKeyInfo | undefined;
-      for (let offset = 0; ; offset += 1000) {
-        const r = await call(audit.listCheckpoints, { limit: 1000, offset });
-        key = r.key;
-        checkpoints.push(...r.checkpoints.map(checkpointBody));
-        if (r.checkpoints.length < 1000) break;
       }
       res.json({
         format: 'custos-audit-export-v1',

@@ -122,7 +122,7 @@ export interface BucketLimit {
 export interface ExchangeRateLimitOptions {
   redis: Redis;
   logger: Logger;
-  /** Exchanges of one key (so of one agent, or one user's personal key). */
+  /** Exchanges of one key from one client IP (so of one agent, or one user's personal key, there). */
   perKey: BucketLimit;
   /** All exchanges from one client IP: well above a fleet of agents behind one NAT. */
   perIp: BucketLimit;
@@ -164,7 +164,10 @@ export function exchangeRateLimit(opts: ExchangeRateLimitOptions): RequestHandle
       if (!key) return refuse(await malformed(`custos:rl:auth:${ip}`));
       return (
         refuse(await perIp(`custos:rl:exchange-ip:${ip}`)) ??
-        refuse(await perKey(`custos:rl:exchange-key:${key}`))
+        // Per key *from this address*: the key's id is not secret (a router key shows it as its
+        // prefix), so a bucket of the key alone could be emptied by anyone who knows it, locking the
+        // agent out from elsewhere.
+        refuse(await perKey(`custos:rl:exchange-key:${ip}:${key}`))
       );
     };
     check().then(
