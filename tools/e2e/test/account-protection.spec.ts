@@ -313,4 +313,41 @@ describe('a password reset unlocks a locked account', () => {
     expect(reset.status).toBe(200);
     expect((await signIn(newPassword)).status).toBe(200);
   }, 60_000);
+
+  it('a reset link is not spent by a wrong secret, and the reset revokes every personal API key', async () => {
+    const u = await quickUser(mesh);
+    const created = await api(mesh, 'POST', '/v1/auth/api-keys', { token: u.token, body: { name: 'ci' } });
+    expect(created.status).toBe(201);
+    const apiKey = created.body['api_key'] as string;
+    const exchange = () => api(mesh, 'POST', '/v1/auth/api-key-token', { body: { api_key: apiKey } });
+    expect((await exchange()).status).toBe(200);
+
+    expect((await api(mesh, 'POST', '/v1/auth/forgot-password', { body: { email: u.email } })).status).toBe(
+      200,
+    );
+    const mail = await smtp.waitForMessage(
+      (m) => m.to === u.email && m.subject === 'Reset your Custos password',
+      10000,
+    );
+    const token = /cse_([A-Za-z0-9]{16})_[A-Za-z0-9]{43}/.exec(mail.text)!;
+    const newPassword = 'Third-Horse-5-battery';
+    // The right id with a wrong secret is refused, and leaves the link usable by its owner.
+    const forged = `cse_${token[1]}_${'A'.repeat(43)}`;
+    const refused = await api(mesh, 'POST', '/v1/auth/reset-password', {
+      body: { token: forged, new_password: newPassword },
+    });
+    expect(refused.status).toBe(400);
+    const reset = await api(mesh, 'POST', '/v1/auth/reset-password', {
+      body: { token: token[0], new_password: newPassword },
+    });
+    expect(reset.status).toBe(200);
+    // A key made before the reset (by whoever held the account) no longer opens anything.
+    expect((await exchange()).status).toBe(401);
+    const keys = await api(mesh, 'GET', '/v1/auth/api-keys', {
+      token: (await api(mesh, 'POST', '/v1/auth/token', { body: { email: u.email, password: newPassword } }))
+        .body['access_token'] as string,
+    });
+    expect(keys.status).toBe(200);
+    expect(JSON.stringify(keys.body)).toMatch(/"is_active":false/);
+  }, 60_000);
 });

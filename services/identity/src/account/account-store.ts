@@ -4,6 +4,7 @@ import {
   emailChanges,
   emailTokens,
   featureQuotaUsage,
+  personalApiKeys,
   reauthFailures,
   reauthTokens,
   refreshTokens,
@@ -62,6 +63,19 @@ export class AccountStore {
   }
 
   /** Marks every live refresh token of a user revoked. */
+  /**
+   * Revokes every live personal API key (`csk_`) of a user (a password reset or change: a key made
+   * by whoever held the account must not outlive the new password); returns how many.
+   */
+  async revokePersonalApiKeys(userId: string, tx: Tx = this.db): Promise<number> {
+    const rows = await tx
+      .update(personalApiKeys)
+      .set({ revokedAt: new Date() })
+      .where(and(eq(personalApiKeys.userId, userId), isNull(personalApiKeys.revokedAt)))
+      .returning({ id: personalApiKeys.id });
+    return rows.length;
+  }
+
   async revokeRefreshTokens(userId: string, tx: Tx = this.db): Promise<void> {
     await tx
       .update(refreshTokens)

@@ -105,14 +105,20 @@ export class PasswordService {
     checkPolicy(password, 'new_password');
     const hash = await hashPassword(password);
     const userId = await this.store.transaction(async (tx) => {
-      const row = await this.users.consumeEmailToken(parsed.id, RESET_PURPOSE, tx);
-      if (!row || !secretMatches(parsed.secret, row.secretHash)) return undefined;
+      const row = await this.users.consumeEmailToken(
+        parsed.id,
+        RESET_PURPOSE,
+        (hash) => secretMatches(parsed.secret, hash),
+        tx,
+      );
+      if (!row) return undefined;
       const user = await this.users.findById(row.userId, tx);
       if (!user) return undefined;
       // The link arrived at the address, which proves it as a verification link would.
       await this.store.setPasswordHash(user.id, hash, true, tx);
       await this.store.voidEmailTokens(user.id, RESET_PURPOSE, tx);
       await this.store.revokeRefreshTokens(user.id, tx);
+      const apiKeysRevoked = await this.store.revokePersonalApiKeys(user.id, tx);
       // A reset unlocks an account locked by failed sign-ins.
       await this.loginThrottle?.clear(user.id, tx);
       // The holder of the e-mailed link acts as the user.
@@ -123,7 +129,7 @@ export class PasswordService {
         action: 'password.reset',
         resourceType: 'user',
         resourceId: user.id,
-        metadata: { method: 'email_link', sessions_revoked: true },
+        metadata: { method: 'email_link', sessions_revoked: true, api_keys_revoked: apiKeysRevoked },
       });
       return user.id;
     });
@@ -159,6 +165,7 @@ export class PasswordService {
     await this.store.transaction(async (tx) => {
       await this.store.setPasswordHash(user.id, hash, false, tx);
       await this.store.revokeRefreshTokens(user.id, tx);
+      const apiKeysRevoked = await this.store.revokePersonalApiKeys(user.id, tx);
       await audit(tx, {
         orgId: user.orgId,
         actorType: 'user',
@@ -166,7 +173,7 @@ export class PasswordService {
         action: 'password.changed',
         resourceType: 'user',
         resourceId: user.id,
-        metadata: { sessions_revoked: true },
+        metadata: { sessions_revoked: true, api_keys_revoked: apiKeysRevoked },
       });
     });
     await waitPastRevocation(await revokeUserEverywhere(this.store, this.revocations, user.id));

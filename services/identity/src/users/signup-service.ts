@@ -109,8 +109,13 @@ export class SignupService {
     const parsed = typeof token === 'string' ? parseSecretToken(token, EMAIL_TOKEN_PREFIX) : undefined;
     if (!parsed) throw new InvalidArgumentError('token', BAD_TOKEN);
     const user = await this.store.transaction(async (tx) => {
-      const row = await this.store.consumeEmailToken(parsed.id, 'verify_email', tx);
-      if (!row || !secretMatches(parsed.secret, row.secretHash)) return undefined;
+      const row = await this.store.consumeEmailToken(
+        parsed.id,
+        'verify_email',
+        (hash) => secretMatches(parsed.secret, hash),
+        tx,
+      );
+      if (!row) return undefined;
       await this.store.markEmailVerified(row.userId, tx);
       const verified = await this.store.findById(row.userId, tx);
       if (verified) {

@@ -103,17 +103,19 @@ export class UserStore {
   }
 
   /**
-   * Consumes an e-mailed token once: returns it and marks it used in one statement, so two
-   * concurrent uses cannot both succeed. Undefined when unknown, used, expired or of another purpose.
+   * Consumes an e-mailed token of `purpose` (once, unexpired) only when `matches` accepts its stored
+   * hash: the row is locked and compared before it is marked used, so a request with the right id
+   * but a wrong secret leaves the token usable for its owner.
    */
   async consumeEmailToken(
     id: string,
     purpose: string,
+    matches: (secretHash: string) => boolean,
     tx: Tx = this.db,
-  ): Promise<{ userId: string; secretHash: string } | undefined> {
-    const rows = await tx
-      .update(emailTokens)
-      .set({ usedAt: new Date() })
+  ): Promise<{ userId: string } | undefined> {
+    const [row] = await tx
+      .select({ userId: emailTokens.userId, secretHash: emailTokens.secretHash })
+      .from(emailTokens)
       .where(
         and(
           eq(emailTokens.id, id),
@@ -122,8 +124,14 @@ export class UserStore {
           gt(emailTokens.expiresAt, new Date()),
         ),
       )
-      .returning({ userId: emailTokens.userId, secretHash: emailTokens.secretHash });
-    return rows[0];
+      .for('update');
+    if (!row || !matches(row.secretHash)) return undefined;
+    const used = await tx
+      .update(emailTokens)
+      .set({ usedAt: new Date() })
+      .where(and(eq(emailTokens.id, id), isNull(emailTokens.usedAt)))
+      .returning({ userId: emailTokens.userId });
+    return used[0];
   }
 
   /** Stores a refresh token (only its hash). */
