@@ -12,7 +12,7 @@ import { SECRET_TOKEN_PREFIXES, generateSecretToken } from '../credentials/secre
 import { msUntilPastRevocation } from '../account/account-fns.js';
 import { audit } from '../audit/identity-audit.js';
 import type { BillingClient } from '../peers/billing-client.js';
-import type { RevocationStore } from '../tokens/revocation-store.js';
+import type { Revocation, RevocationStore } from '../tokens/revocation-store.js';
 import { agentInOrg } from './agent-access.js';
 import {
   DEFAULT_AGENT_SETTINGS,
@@ -36,7 +36,7 @@ function manager(p: Principal): OrgAdmin {
 export class AgentService {
   constructor(
     private readonly store: AgentStore,
-    private readonly revocations: Pick<RevocationStore, 'revokeSession' | 'revokeSubjectBefore'>,
+    private readonly revocations: Pick<RevocationStore, 'revokeSession' | 'record' | 'publish'>,
     private readonly billing: Pick<BillingClient, 'agentCap'>,
   ) {}
 
@@ -99,16 +99,20 @@ export class AgentService {
     // Reactivating takes a place under the org's cap on active agents, like creating does.
     const cap = reactivating ? await this.billing.agentCap(agent.orgId) : undefined;
     const target = { type: 'agent', id: agent.id };
-    const narrowing = narrowsTokenClaims(agent.settings, { ...agent.settings, ...input.settings });
-    const { updated, revoked } = await this.store.transaction(async (tx) => {
+    const { updated, revoked, narrowing } = await this.store.transaction(async (tx) => {
       if (cap) await this.reserveActiveAgent(tx, agent.orgId, cap);
+      // Compared with the settings as they are now, under the row's lock: an edit racing this one
+      // cannot make a narrowing look like none.
+      const current = (await this.store.findByIdForUpdate(agent.id, tx)) ?? agent;
+      const settings = { ...current.settings, ...input.settings };
+      const narrowing = narrowsTokenClaims(current.settings, settings);
       const next = await this.store.update(
         agent.id,
         {
           ...(input.name !== undefined ? { name: input.name } : {}),
           ...(input.description !== undefined ? { description: input.description } : {}),
           ...(input.isActive !== undefined ? { isActive: input.isActive } : {}),
-          settings: { ...agent.settings, ...input.settings },
+          settings,
         },
         tx,
       );
@@ -121,14 +125,23 @@ export class AgentService {
         }),
       );
       if (reactivating) await audit(tx, auditOf(user, 'agent.activated', target));
-      if (!deactivating) return { updated: next, revoked: [] };
+      if (!deactivating) {
+        // Stored with the change it belongs to: a narrowing never commits without its revocation.
+        const revocation = narrowing ? agentRevocation(agent.id) : undefined;
+        if (revocation) await this.revocations.record([revocation], tx);
+        return { updated: next, revoked: [], narrowing: revocation };
+      }
       // Deactivating through PATCH is the same as DELETE: keys and tokens stop at once.
       const keyIds = await this.store.revokeKeys(agent.id, tx);
       await audit(tx, auditOf(user, 'agent.deactivated', target, { via: 'update' }));
-      return { updated: next, revoked: keyIds };
+      return { updated: next, revoked: keyIds, narrowing: undefined };
     });
     await this.revokeTokensOf(revoked);
-    if (narrowing && !deactivating) await this.revokeAgentTokens(agent.id);
+    if (narrowing) {
+      await this.revocations.publish([narrowing]);
+      const wait = msUntilPastRevocation(narrowing.notBefore!.getTime(), Date.now());
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    }
     return updated;
   }
 
@@ -195,25 +208,20 @@ export class AgentService {
     }
   }
 
-  /**
-   * Revokes every token of the agent issued until now (subject `agent:<id>`), then waits until a
-   * token minted next is not covered by it (the revocation has whole-second precision), so that
-   * an exchange right after the answer works.
-   */
-  private async revokeAgentTokens(agentId: string): Promise<void> {
-    const now = Date.now();
-    await this.revocations.revokeSubjectBefore(
-      `agent:${agentId}`,
-      new Date(now),
-      new Date(now + MAX_AGENT_TOKEN_MS),
-    );
-    const wait = msUntilPastRevocation(now, Date.now());
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-  }
-
   /** Agent tokens carry the id of the key they were exchanged for (`sid`): revoking it ends them. */
   private async revokeTokensOf(keyIds: string[]): Promise<void> {
     const until = new Date(Date.now() + MAX_AGENT_TOKEN_MS);
     for (const id of keyIds) await this.revocations.revokeSession(id, until);
   }
+}
+
+/** The revocation of every token of an agent issued until now (a narrowing of what they carry). */
+function agentRevocation(agentId: string): Revocation {
+  const now = Date.now();
+  return {
+    kind: 'sub',
+    value: `agent:${agentId}`,
+    notBefore: new Date(now),
+    expiresAt: new Date(now + MAX_AGENT_TOKEN_MS),
+  };
 }

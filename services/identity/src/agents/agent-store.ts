@@ -105,6 +105,12 @@ export class AgentStore {
     return rows[0] && agentOf(rows[0]);
   }
 
+  /** An agent by id, its row locked until the transaction `tx` ends (an update that compares). */
+  async findByIdForUpdate(id: string, tx: Tx): Promise<Agent | undefined> {
+    const rows = await tx.select().from(agents).where(eq(agents.id, id)).for('update');
+    return rows[0] && agentOf(rows[0]);
+  }
+
   /** The agents of an org, oldest first. */
   async listInOrg(orgId: string, tx: Tx = this.db): Promise<Agent[]> {
     const rows = await tx.select().from(agents).where(eq(agents.orgId, orgId)).orderBy(asc(agents.createdAt));
