@@ -136,6 +136,8 @@ export class OutboxRelay {
     const client = this.leader;
     if (!client) return 0;
     this.lastPrune = now;
+    // The budget counts from here, not from the cycle's start (publishing came first).
+    const started = Date.now();
     const schema = `"${this.opts.schema.replace(/"/g, '""')}"`;
     const budgetMs = this.opts.pruneBudgetMs ?? 250;
     let deleted = 0;
@@ -148,7 +150,7 @@ export class OutboxRelay {
         [this.opts.publishedRetentionMs ?? 24 * 3600_000],
       );
       deleted += r.rowCount ?? 0;
-      if ((r.rowCount ?? 0) < 5000 || Date.now() - now >= budgetMs) return deleted;
+      if ((r.rowCount ?? 0) < 5000 || Date.now() - started >= budgetMs) return deleted;
     }
   }
 

@@ -33,7 +33,7 @@ export const configShape = {
   AUTH_RATE_LIMIT_BURST: env.int('Burst of credential exchanges per client IP.', 1, 1_000_000).default(10),
   EXCHANGE_RATE_LIMIT_PER_KEY_PER_MINUTE: env
     .int(
-      'Exchanges of one key for a token (`POST /v1/auth/agent-token` per agent or router key, `POST /v1/auth/api-key-token` per personal key) per minute; an agent exchanges once per token lifetime. Never below AUTH_RATE_LIMIT_PER_MINUTE. A body with no well-formed key counts against AUTH_RATE_LIMIT_PER_MINUTE of its client IP instead.',
+      'Exchanges of one key from one client IP for a token (`POST /v1/auth/agent-token` per agent or router key, `POST /v1/auth/api-key-token` per personal key) per minute; an agent exchanges once per token lifetime. Keyed by key and IP: the key id is not secret, so a bucket of the key alone could be emptied from anywhere. Never below AUTH_RATE_LIMIT_PER_MINUTE. A body with no well-formed key counts against AUTH_RATE_LIMIT_PER_MINUTE of its client IP instead.',
       1,
       1_000_000,
     )

@@ -143,7 +143,7 @@ export function exchangeKeyBucket(apiKey: unknown): string | undefined {
 
 /**
  * The limit of the key exchanges, after the body is parsed: each key (one agent's, or one user's)
- * has its own bucket, and the client IP a large one, so that a fleet of agents behind one address
+ * has its own bucket per client IP, and the client IP a large one, so that a fleet of agents behind one address
  * all get their tokens while one key cannot be exchanged in a loop. A body without a well-formed
  * key is counted in the strict per-IP credential bucket (the one of sign-in). Refuses (503) when
  * Redis cannot be asked, like every credential route.

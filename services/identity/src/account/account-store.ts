@@ -62,7 +62,6 @@ export class AccountStore {
     return rows.length === 1;
   }
 
-  /** Marks every live refresh token of a user revoked. */
   /**
    * Revokes every live personal API key (`csk_`) of a user (a password reset or change: a key made
    * by whoever held the account must not outlive the new password); returns how many.
@@ -76,6 +75,7 @@ export class AccountStore {
     return rows.length;
   }
 
+  /** Marks every live refresh token of a user revoked. */
   async revokeRefreshTokens(userId: string, tx: Tx = this.db): Promise<void> {
     await tx
       .update(refreshTokens)

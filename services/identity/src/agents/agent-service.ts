@@ -94,16 +94,22 @@ export class AgentService {
     const user = manager(p);
     const agent = await agentInOrg(this.store, p, agentId);
     const input = checkAgentChange(change, 'update');
-    const reactivating = input.isActive === true && !agent.isActive;
-    const deactivating = input.isActive === false && agent.isActive;
-    // Reactivating takes a place under the org's cap on active agents, like creating does.
-    const cap = reactivating ? await this.billing.agentCap(agent.orgId) : undefined;
+    // Reactivating takes a place under the org's cap on active agents, like creating does: asked
+    // whenever the change sets it active, since whether it is inactive is read under the lock.
+    const cap = input.isActive === true ? await this.billing.agentCap(agent.orgId) : undefined;
     const target = { type: 'agent', id: agent.id };
     const { updated, revoked, narrowing } = await this.store.transaction(async (tx) => {
-      if (cap) await this.reserveActiveAgent(tx, agent.orgId, cap);
-      // Compared with the settings as they are now, under the row's lock: an edit racing this one
-      // cannot make a narrowing look like none.
+      // Lock order, as everywhere: the org's agents lock, then the agent's row.
+      if (cap && cap.maxAgents >= 0) await lockOrgResource(tx, agent.orgId, 'agents');
+      // Compared with the agent as it is now, under the row's lock: an edit racing this one cannot
+      // make a narrowing look like none, nor a reactivation skip the cap.
       const current = (await this.store.findByIdForUpdate(agent.id, tx)) ?? agent;
+      const reactivating = input.isActive === true && !current.isActive;
+      const deactivating = input.isActive === false && current.isActive;
+      if (reactivating && cap && cap.maxAgents >= 0) {
+        if ((await this.store.countActive(agent.orgId, tx)) >= cap.maxAgents)
+          throw new ResourceLimitExceededError('agents', cap.maxAgents, cap.plan);
+      }
       const settings = { ...current.settings, ...input.settings };
       const narrowing = narrowsTokenClaims(current.settings, settings);
       const next = await this.store.update(
@@ -138,8 +144,12 @@ export class AgentService {
     });
     await this.revokeTokensOf(revoked);
     if (narrowing) {
-      await this.revocations.publish([narrowing]);
-      const wait = msUntilPastRevocation(narrowing.notBefore!.getTime(), Date.now());
+      // Stamped again now that the change is visible: a token minted from the old settings between
+      // the first stamp and the commit is covered too.
+      const fresh = { ...narrowing, notBefore: new Date() };
+      await this.revocations.record([fresh]);
+      await this.revocations.publish([fresh]);
+      const wait = msUntilPastRevocation(fresh.notBefore.getTime(), Date.now());
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     }
     return updated;

@@ -107,7 +107,9 @@ export class AgentStore {
 
   /** An agent by id, its row locked until the transaction `tx` ends (an update that compares). */
   async findByIdForUpdate(id: string, tx: Tx): Promise<Agent | undefined> {
-    const rows = await tx.select().from(agents).where(eq(agents.id, id)).for('update');
+    // NO KEY UPDATE, not UPDATE: inserting a key (agent_keys.agent_id's foreign key takes KEY SHARE
+    // on this row) must not wait for it, or a key rotation holding agent_keys would deadlock with it.
+    const rows = await tx.select().from(agents).where(eq(agents.id, id)).for('no key update');
     return rows[0] && agentOf(rows[0]);
   }
 
