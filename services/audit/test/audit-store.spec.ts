@@ -1,68 +1,26 @@
-import path from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Principal } from '@custos/auth';
-import {
-  type Database,
-  createDatabase,
-  createLogger,
-  createPool,
-  migrateSchema,
-  provisionServiceRole,
-  serviceRoleName,
-} from '@custos/service-kit';
-import { createTestDatabase } from '@custos/service-kit/testing';
+import { type Database, createLogger, serviceRoleName } from '@custos/service-kit';
 import { AuditService } from '../src/chain/audit-service';
 import { AuditStore } from '../src/chain/audit-store';
-import { AUDIT_TABLE_PRIVILEGES, SCHEMA } from '../src/db/schema';
 import { auditRecordedConsumer, recordFromEvent } from '../src/events/audit-recorded-consumer';
+import { auditTestDatabase, owner } from './audit-test-db';
 
 const logger = createLogger({ service: 'audit-test', level: 'silent' });
 const key = randomBytes(32);
 const ROLE = serviceRoleName('audit');
 
-function owner(orgId: string): Principal {
-  return {
-    kind: 'user',
-    userId: randomUUID(),
-    orgId,
-    role: 'owner',
-    platformAdmin: false,
-    amr: [],
-    requirePasskeyForVaults: false,
-  } as unknown as Principal;
-}
-
 describe('the audit chain in Postgres', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let adminPool: ReturnType<typeof createPool>;
-  let writerPool: ReturnType<typeof createPool>;
+  let adminPool: Awaited<ReturnType<typeof auditTestDatabase>>['adminPool'];
+  let writerPool: Awaited<ReturnType<typeof auditTestDatabase>>['writerPool'];
+  let close: () => Promise<void>;
   let db: Database;
   let service: AuditService;
 
   beforeAll(async () => {
-    database = await createTestDatabase('custos_audit');
-    adminPool = createPool(database.url, 4, logger, 'audit-admin');
-    await migrateSchema(adminPool, {
-      schema: SCHEMA,
-      migrationsFolder: path.join(__dirname, '..', 'migrations'),
-    });
-    // What src/migrate.ts does after the migrations; the service connects as this role.
-    await provisionServiceRole(adminPool, {
-      schema: SCHEMA,
-      role: ROLE,
-      tablePrivileges: AUDIT_TABLE_PRIVILEGES,
-    });
-    const url = new URL(database.url);
-    url.username = ROLE;
-    writerPool = createPool(url.toString(), 8, logger, 'audit-writer');
-    db = createDatabase(writerPool);
+    ({ adminPool, writerPool, db, close } = await auditTestDatabase('custos_audit', logger, 8));
     service = new AuditService(new AuditStore(db, key), key, logger);
   });
-  afterAll(async () => {
-    await writerPool?.end();
-    await adminPool?.end();
-    await database?.drop();
-  });
+  afterAll(() => close?.());
 
   async function append(orgId: string, n: number): Promise<string[]> {
     const store = new AuditStore(db, key);

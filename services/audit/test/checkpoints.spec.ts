@@ -1,72 +1,30 @@
-import path from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Principal } from '@custos/auth';
-import {
-  type Database,
-  createDatabase,
-  createLogger,
-  createPool,
-  migrateSchema,
-  provisionServiceRole,
-  serviceRoleName,
-} from '@custos/service-kit';
-import { createTestDatabase } from '@custos/service-kit/testing';
+import { type Database, createLogger } from '@custos/service-kit';
 import { AuditService } from '../src/chain/audit-service';
 import { AuditStore } from '../src/chain/audit-store';
 import { checkpointSignatureValid, parseCheckpointKey } from '../src/checkpoints/checkpoint-fns';
 import { CheckpointService } from '../src/checkpoints/checkpoint-service';
 import { CheckpointStore } from '../src/checkpoints/checkpoint-store';
-import { AUDIT_TABLE_PRIVILEGES, SCHEMA } from '../src/db/schema';
+import { auditTestDatabase, owner } from './audit-test-db';
 
 const logger = createLogger({ service: 'audit-test', level: 'silent' });
 const hmacKey = randomBytes(32);
 const signingKey = parseCheckpointKey(randomBytes(32).toString('base64'));
-const ROLE = serviceRoleName('audit');
-
-function owner(orgId: string): Principal {
-  return {
-    kind: 'user',
-    userId: randomUUID(),
-    orgId,
-    role: 'owner',
-    platformAdmin: false,
-    amr: [],
-    requirePasskeyForVaults: false,
-  } as unknown as Principal;
-}
 
 describe('audit checkpoints in Postgres', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let adminPool: ReturnType<typeof createPool>;
-  let writerPool: ReturnType<typeof createPool>;
+  let adminPool: Awaited<ReturnType<typeof auditTestDatabase>>['adminPool'];
+  let writerPool: Awaited<ReturnType<typeof auditTestDatabase>>['writerPool'];
+  let close: () => Promise<void>;
   let db: Database;
   let chain: AuditStore;
   let checkpoints: CheckpointService;
 
   beforeAll(async () => {
-    database = await createTestDatabase('custos_audit_cp');
-    adminPool = createPool(database.url, 2, logger, 'audit-admin');
-    await migrateSchema(adminPool, {
-      schema: SCHEMA,
-      migrationsFolder: path.join(__dirname, '..', 'migrations'),
-    });
-    await provisionServiceRole(adminPool, {
-      schema: SCHEMA,
-      role: ROLE,
-      tablePrivileges: AUDIT_TABLE_PRIVILEGES,
-    });
-    const url = new URL(database.url);
-    url.username = ROLE;
-    writerPool = createPool(url.toString(), 4, logger, 'audit-writer');
-    db = createDatabase(writerPool);
+    ({ adminPool, writerPool, db, close } = await auditTestDatabase('custos_audit_cp', logger));
     chain = new AuditStore(db, hmacKey);
     checkpoints = new CheckpointService(new CheckpointStore(db), chain, signingKey, logger);
   });
-  afterAll(async () => {
-    await writerPool?.end();
-    await adminPool?.end();
-    await database?.drop();
-  });
+  afterAll(() => close?.());
 
   async function append(orgId: string, n: number): Promise<void> {
     for (let i = 0; i < n; i++)

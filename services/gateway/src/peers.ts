@@ -132,14 +132,25 @@ export function connectPeers(
 /** Serving state of one peer as GET /v1/health reports it. */
 export type PeerState = 'serving' | 'not_serving' | 'unreachable';
 
-/** Asks one peer's grpc.health.v1 for the whole server ('' service). */
-export async function checkPeer(client: HealthClient, timeoutMs: number): Promise<PeerState> {
+/** One entry of a peer's grpc.health.v1 (`''` the whole server); undefined when it cannot be asked. */
+export async function healthOf(
+  client: HealthClient,
+  service: string,
+  timeoutMs: number,
+): Promise<ServingStatus | undefined> {
   try {
-    const res = await callUnary(client, client.check, { service: '' }, new Metadata(), {
+    const res = await callUnary(client, client.check, { service }, new Metadata(), {
       deadline: Date.now() + timeoutMs,
     });
-    return res.status === ServingStatus.SERVING ? 'serving' : 'not_serving';
+    return res.status;
   } catch {
-    return 'unreachable';
+    return undefined;
   }
+}
+
+/** Asks one peer's grpc.health.v1 for the whole server ('' service). */
+export async function checkPeer(client: HealthClient, timeoutMs: number): Promise<PeerState> {
+  const status = await healthOf(client, '', timeoutMs);
+  if (status === undefined) return 'unreachable';
+  return status === ServingStatus.SERVING ? 'serving' : 'not_serving';
 }

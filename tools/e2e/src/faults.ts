@@ -1,14 +1,16 @@
-/** Polls `check` every 100 ms until it is true; throws naming `what` (and `why()`) after `timeoutMs`. */
+import { waitFor } from '@custos/service-kit/testing';
+
+/**
+ * service-kit's waitFor for a yes/no check, failing with what was awaited and, from `why`, the state
+ * that explains it (which services exited, what the last answers were).
+ */
 export async function waitUntil(
   check: () => boolean | Promise<boolean>,
   timeoutMs: number,
   what: string,
   why?: () => string,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline)
-      throw new Error(`${what}: not within ${timeoutMs} ms${why ? `; ${why()}` : ''}`);
-    await new Promise((res) => setTimeout(res, 100));
-  }
+  await waitFor(async () => (await check()) || undefined, timeoutMs).catch((err: unknown) => {
+    throw new Error(`${what}: ${(err as Error).message}${why ? `; ${why()}` : ''}`);
+  });
 }

@@ -1,10 +1,10 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { freeMeshPort } from '@custos/mesh';
 
 const run = promisify(execFile);
 
@@ -31,23 +31,6 @@ export function postgresBinDir(): string | undefined {
     // no pg_config: no server programs found
   }
   return undefined;
-}
-
-/** A free TCP port on 127.0.0.1 below Linux's ephemeral range when one is found there. */
-async function freePort(): Promise<number> {
-  for (let i = 0; i < 20; i++) {
-    const candidate = 20000 + Math.floor(Math.random() * 12000);
-    if (await canListen(candidate)) return candidate;
-  }
-  throw new Error('no free port found for a private Postgres');
-}
-
-function canListen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.once('error', () => resolve(false));
-    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
-  });
 }
 
 export interface PrivatePostgresOptions {
@@ -115,7 +98,7 @@ export class PrivatePostgres {
     // Password authentication (SCRAM), also for the superuser: the port is on loopback, where any
     // local user could otherwise connect as superuser and run programs as the server's OS user.
     const password = randomBytes(18).toString('base64url');
-    const pg = new PrivatePostgres(dir, await freePort(), bin, root ? 'postgres' : undefined, password);
+    const pg = new PrivatePostgres(dir, await freeMeshPort(), bin, root ? 'postgres' : undefined, password);
     try {
       if (root) {
         const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());

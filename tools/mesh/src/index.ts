@@ -1,7 +1,7 @@
 // The one mesh launcher: the dev launcher (tools/dev), the end-to-end tests (tools/e2e) and the
 // benchmark (tools/bench) start the nine services through this module.
 export { REPO_ROOT, SERVICES, DEFAULT_PORTS, addrVar, serviceMain, type ServiceName } from './services';
-export { type MeshPorts, defaultPorts, freePorts } from './ports';
+export { type MeshPorts, defaultPorts, freeMeshPort, freePorts } from './ports';
 export {
   type MeshProfile,
   type MeshKeys,

@@ -10,7 +10,7 @@ import {
   runWithRequestContext,
   type Logger,
 } from '@custos/service-kit';
-import { checkPeer, type PeerState, type Peers } from '../peers.js';
+import { checkPeer, healthOf, type PeerState, type Peers } from '../peers.js';
 import { cachedAnswer } from './cached-answer.js';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS, sendProblem } from './problem.js';
 import { type Guards, declareRoute } from './routes.js';
@@ -164,16 +164,7 @@ async function dependenciesDown(
   client: Peers['health'][number]['client'],
   timeoutMs: number,
 ): Promise<string[]> {
-  const status = async (service: string) => {
-    try {
-      const r = await callUnary(client, client.check, { service }, new Metadata(), {
-        deadline: Date.now() + timeoutMs,
-      });
-      return r.status;
-    } catch {
-      return undefined;
-    }
-  };
+  const status = (service: string) => healthOf(client, service, timeoutMs);
   if ((await status(DEPENDENCIES_HEALTH_ENTRY)) !== ServingStatus.NOT_SERVING) return [];
   const each = await Promise.all(
     DEPENDENCIES.map(async (d) => [d, await status(DEPENDENCY_HEALTH_PREFIX + d)] as const),

@@ -79,8 +79,9 @@ export class HotRoutes {
 }
 
 /**
- * No body (so the JSON body checks and parser have nothing to do) and no conditional-GET header
- * (Express answers those from freshness, 304).
+ * No body (so the JSON body checks and parser have nothing to do) and no conditional-GET header:
+ * those rare requests take the Express path (the secret read answers them in full there too,
+ * through sendJson), which keeps this one about the common case only.
  */
 function isPlain(h: IncomingHttpHeaders): boolean {
   return (
