@@ -524,9 +524,10 @@ describe('account: passwords, e-mail change, re-auth and step-up, deletion, sett
       ] as string;
       const results = await Promise.all(Array.from({ length: 6 }, () => deleteMe(u.token, { confirm: rat })));
       expect(results.filter((r) => r.status === 204)).toHaveLength(1);
-      // The others lost the token (403) or, answered after the deletion, the session (401).
+      // The others lost the token (403) or, answered after the deletion, the session (401). How many
+      // of each depends on timing (a fast machine finishes the deletion before any other arrives, so
+      // all are 401): exactly one 204 is what shows the token was spent once.
       for (const r of results.filter((x) => x.status !== 204)) expect([401, 403]).toContain(r.status);
-      expect(results.filter((r) => r.status === 403).length).toBeGreaterThan(0);
     });
   });
 
