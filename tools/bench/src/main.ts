@@ -4,8 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createTestDatabase } from '@custos/service-kit/testing';
-import { type Ceiling, aesGcmDecrypt, pgPointSelect } from './ceilings.js';
-import { type CpuSnapshot, cpuBetween, cpuSnapshot } from './cpu.js';
+import { type Ceiling, type FloorTransport, aesGcmDecrypt, hopFloor, pgPointSelect } from './ceilings.js';
+import { type CpuSnapshot, type CpuUsage, cpuBetween, cpuSnapshot } from './cpu.js';
 import { LoadGenerator } from './load.js';
 import { type BenchMesh, REPO, startMesh } from './mesh.js';
 import { type ScenarioResult, cpuTable, fmt, resultTable, targetLines } from './report.js';
@@ -143,6 +143,16 @@ async function main(): Promise<number> {
       end: () => (pgAfter = cpuSnapshot(own, pgDb.name)),
     });
     ceilings['pg_point_select'] = { ...pgCeiling, cpu: cpuBetween(pgBefore, pgAfter) };
+    // The hop floor: HTTP edge → one mTLS gRPC exchange → one point-select, nothing else (the least
+    // a read through this mesh's shape can cost), by a unary call and by a message on a stream.
+    for (const transport of ['unary', 'stream'] as FloorTransport[]) {
+      log(`ceiling: hop floor (${transport}), ${opts.concurrency} connections, for ${opts.ceilingDuration} s`);
+      ceilings[`hop_floor_${transport}`] = await hopFloor(pgDb.url, pgDb.name, {
+        concurrency: opts.concurrency,
+        seconds: opts.ceilingDuration,
+        transport,
+      });
+    }
     await drops.pop()!();
 
     let baseUrl: string;
@@ -244,7 +254,10 @@ async function main(): Promise<number> {
     ratios: Object.fromEntries(
       Object.entries(scenarios)
         .filter((e): e is [string, ScenarioResult] => !('error' in e[1]))
-        .map(([n, s]) => [`${n}_per_pg_point_select`, s.per_pg_point_select]),
+        .flatMap(([n, s]) => [
+          [`${n}_per_pg_point_select`, s.per_pg_point_select],
+          [`${n}_per_hop_floor_unary`, ratio(s.rps, ceilings['hop_floor_unary']?.ops_per_s ?? 0)],
+        ]),
     ),
     targets: {
       ...TARGET_CONDITIONS,
@@ -267,6 +280,12 @@ async function main(): Promise<number> {
     `\nceilings: pg point-select ${fmt(pg?.ops_per_s ?? NaN)}/s (pool ${opts.concurrency}), ` +
       `AES-256-GCM decrypt ${opts.valueBytes} B ${fmt(aes?.ops_per_s ?? NaN)}/s (one thread)`,
   );
+  const floor = (t: FloorTransport) => {
+    const c = ceilings[`hop_floor_${t}`] as (Ceiling & { cpu?: CpuUsage }) | undefined;
+    const us = c?.cpu?.us_per_request;
+    return `${fmt(c?.ops_per_s ?? NaN)}/s (${fmt(c ? c.ops_per_s / (pg?.ops_per_s ?? NaN) : NaN, 3)} × pg; µs/req edge ${fmt(us?.['floor-edge'] ?? NaN)}, backend ${fmt(us?.['floor-backend'] ?? NaN)}, postgres ${fmt(us?.['postgres'] ?? NaN)})`;
+  };
+  console.log(`hop floor (HTTP → mTLS gRPC → point-select, nothing else): unary ${floor('unary')}; stream ${floor('stream')}`);
   console.log(
     `\ntargets of issue 14 (${TARGET_CONDITIONS.machine_cpus} cores, ${TARGET_CONDITIONS.concurrency} ` +
       `connections; this run: ${cpus.length} cores, ${opts.concurrency} connections):`,
