@@ -51,6 +51,11 @@ export interface ChangePasswordRequest {
   currentPassword: string;
   /** The new password; it must meet the password policy. */
   newPassword: string;
+  /**
+   * The `X-Auth-Confirm` value (SPEC.md §5.9): a `rat_` token for purpose `account.password.change`, the password, or a
+   * TOTP code; the service checks it itself (PERMISSION_DENIED `step_up_required` when it fails).
+   */
+  credential: string;
 }
 
 /** ChangePasswordResponse has no fields: the password is changed. */
@@ -63,6 +68,11 @@ export interface SetPasswordRequest {
   password: string;
   /** The same password again. */
   passwordConfirm: string;
+  /**
+   * The `X-Auth-Confirm` value (SPEC.md §5.9): a `rat_` token for purpose `account.password.set`, the password, or a
+   * TOTP code; the service checks it itself (PERMISSION_DENIED `step_up_required` when it fails).
+   */
+  credential: string;
 }
 
 /** SetPasswordResponse confirms the password. */
@@ -75,6 +85,11 @@ export interface SetPasswordResponse {
 export interface ChangeEmailRequest {
   /** The address the account should have; the code goes there. */
   newEmail: string;
+  /**
+   * The `X-Auth-Confirm` value (SPEC.md §5.9): a `rat_` token for purpose `account.email.change`, the password, or a
+   * TOTP code; the service checks it itself (PERMISSION_DENIED `step_up_required` when it fails).
+   */
+  credential: string;
 }
 
 /** ChangeEmailResponse says where the code went and for how long it is valid. */
@@ -107,7 +122,7 @@ export interface ReauthenticateRequest {
   purpose: string;
   /** The caller's password. */
   password: string;
-  /** A TOTP code (not accepted yet: answered with INVALID_ARGUMENT). */
+  /** A current TOTP code of the caller's enrolled authenticator (each code step is accepted once). */
   totpCode: string;
   /** True when the request carried a passkey assertion (not accepted yet: INVALID_ARGUMENT). */
   passkeyAssertionPresent: boolean;
@@ -133,6 +148,36 @@ export interface ConfirmStepUpRequest {
 
 /** ConfirmStepUpResponse has no fields: the step-up is confirmed (and a `rat_` token consumed). */
 export interface ConfirmStepUpResponse {
+}
+
+/** ConfirmUserStepUpRequest names the user whose step-up a service checks. */
+export interface ConfirmUserStepUpRequest {
+  /** The user (UUID) from the access token the calling service verified. */
+  userId: string;
+  /** The org (UUID) of that token; the user must belong to it. */
+  orgId: string;
+  /** The purpose the protected action requires. */
+  purpose: string;
+  /** The `X-Auth-Confirm` value: a `rat_` token for that purpose, the password, or a TOTP code. */
+  credential: string;
+}
+
+/** ConfirmUserStepUpResponse has no fields: the step-up is confirmed. */
+export interface ConfirmUserStepUpResponse {
+}
+
+/** UndoEmailChangeRequest carries the token mailed to the replaced address. */
+export interface UndoEmailChangeRequest {
+  /** The `ceu_` token from the notice. */
+  token: string;
+}
+
+/** UndoEmailChangeResponse names the address the account has again. */
+export interface UndoEmailChangeResponse {
+  /** A message for the user. */
+  message: string;
+  /** The restored address. */
+  email: string;
 }
 
 /** DeleteAccountRequest carries the confirmation phrase and the step-up credential. */
@@ -454,7 +499,7 @@ export const ResetPasswordResponse: MessageFns<ResetPasswordResponse> = {
 };
 
 function createBaseChangePasswordRequest(): ChangePasswordRequest {
-  return { currentPassword: "", newPassword: "" };
+  return { currentPassword: "", newPassword: "", credential: "" };
 }
 
 export const ChangePasswordRequest: MessageFns<ChangePasswordRequest> = {
@@ -464,6 +509,9 @@ export const ChangePasswordRequest: MessageFns<ChangePasswordRequest> = {
     }
     if (message.newPassword !== "") {
       writer.uint32(18).string(message.newPassword);
+    }
+    if (message.credential !== "") {
+      writer.uint32(26).string(message.credential);
     }
     return writer;
   },
@@ -491,6 +539,14 @@ export const ChangePasswordRequest: MessageFns<ChangePasswordRequest> = {
           message.newPassword = reader.string();
           continue;
         }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.credential = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -504,6 +560,7 @@ export const ChangePasswordRequest: MessageFns<ChangePasswordRequest> = {
     return {
       currentPassword: isSet(object.currentPassword) ? globalThis.String(object.currentPassword) : "",
       newPassword: isSet(object.newPassword) ? globalThis.String(object.newPassword) : "",
+      credential: isSet(object.credential) ? globalThis.String(object.credential) : "",
     };
   },
 
@@ -515,6 +572,9 @@ export const ChangePasswordRequest: MessageFns<ChangePasswordRequest> = {
     if (message.newPassword !== "") {
       obj.newPassword = message.newPassword;
     }
+    if (message.credential !== "") {
+      obj.credential = message.credential;
+    }
     return obj;
   },
 
@@ -525,6 +585,7 @@ export const ChangePasswordRequest: MessageFns<ChangePasswordRequest> = {
     const message = createBaseChangePasswordRequest();
     message.currentPassword = object.currentPassword ?? "";
     message.newPassword = object.newPassword ?? "";
+    message.credential = object.credential ?? "";
     return message;
   },
 };
@@ -573,7 +634,7 @@ export const ChangePasswordResponse: MessageFns<ChangePasswordResponse> = {
 };
 
 function createBaseSetPasswordRequest(): SetPasswordRequest {
-  return { password: "", passwordConfirm: "" };
+  return { password: "", passwordConfirm: "", credential: "" };
 }
 
 export const SetPasswordRequest: MessageFns<SetPasswordRequest> = {
@@ -583,6 +644,9 @@ export const SetPasswordRequest: MessageFns<SetPasswordRequest> = {
     }
     if (message.passwordConfirm !== "") {
       writer.uint32(18).string(message.passwordConfirm);
+    }
+    if (message.credential !== "") {
+      writer.uint32(26).string(message.credential);
     }
     return writer;
   },
@@ -610,6 +674,14 @@ export const SetPasswordRequest: MessageFns<SetPasswordRequest> = {
           message.passwordConfirm = reader.string();
           continue;
         }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.credential = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -623,6 +695,7 @@ export const SetPasswordRequest: MessageFns<SetPasswordRequest> = {
     return {
       password: isSet(object.password) ? globalThis.String(object.password) : "",
       passwordConfirm: isSet(object.passwordConfirm) ? globalThis.String(object.passwordConfirm) : "",
+      credential: isSet(object.credential) ? globalThis.String(object.credential) : "",
     };
   },
 
@@ -634,6 +707,9 @@ export const SetPasswordRequest: MessageFns<SetPasswordRequest> = {
     if (message.passwordConfirm !== "") {
       obj.passwordConfirm = message.passwordConfirm;
     }
+    if (message.credential !== "") {
+      obj.credential = message.credential;
+    }
     return obj;
   },
 
@@ -644,6 +720,7 @@ export const SetPasswordRequest: MessageFns<SetPasswordRequest> = {
     const message = createBaseSetPasswordRequest();
     message.password = object.password ?? "";
     message.passwordConfirm = object.passwordConfirm ?? "";
+    message.credential = object.credential ?? "";
     return message;
   },
 };
@@ -707,13 +784,16 @@ export const SetPasswordResponse: MessageFns<SetPasswordResponse> = {
 };
 
 function createBaseChangeEmailRequest(): ChangeEmailRequest {
-  return { newEmail: "" };
+  return { newEmail: "", credential: "" };
 }
 
 export const ChangeEmailRequest: MessageFns<ChangeEmailRequest> = {
   encode(message: ChangeEmailRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.newEmail !== "") {
       writer.uint32(10).string(message.newEmail);
+    }
+    if (message.credential !== "") {
+      writer.uint32(18).string(message.credential);
     }
     return writer;
   },
@@ -733,6 +813,14 @@ export const ChangeEmailRequest: MessageFns<ChangeEmailRequest> = {
           message.newEmail = reader.string();
           continue;
         }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.credential = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -743,13 +831,19 @@ export const ChangeEmailRequest: MessageFns<ChangeEmailRequest> = {
   },
 
   fromJSON(object: any): ChangeEmailRequest {
-    return { newEmail: isSet(object.newEmail) ? globalThis.String(object.newEmail) : "" };
+    return {
+      newEmail: isSet(object.newEmail) ? globalThis.String(object.newEmail) : "",
+      credential: isSet(object.credential) ? globalThis.String(object.credential) : "",
+    };
   },
 
   toJSON(message: ChangeEmailRequest): unknown {
     const obj: any = {};
     if (message.newEmail !== "") {
       obj.newEmail = message.newEmail;
+    }
+    if (message.credential !== "") {
+      obj.credential = message.credential;
     }
     return obj;
   },
@@ -760,6 +854,7 @@ export const ChangeEmailRequest: MessageFns<ChangeEmailRequest> = {
   fromPartial<I extends Exact<DeepPartial<ChangeEmailRequest>, I>>(object: I): ChangeEmailRequest {
     const message = createBaseChangeEmailRequest();
     message.newEmail = object.newEmail ?? "";
+    message.credential = object.credential ?? "";
     return message;
   },
 };
@@ -1307,6 +1402,291 @@ export const ConfirmStepUpResponse: MessageFns<ConfirmStepUpResponse> = {
   },
   fromPartial<I extends Exact<DeepPartial<ConfirmStepUpResponse>, I>>(_: I): ConfirmStepUpResponse {
     const message = createBaseConfirmStepUpResponse();
+    return message;
+  },
+};
+
+function createBaseConfirmUserStepUpRequest(): ConfirmUserStepUpRequest {
+  return { userId: "", orgId: "", purpose: "", credential: "" };
+}
+
+export const ConfirmUserStepUpRequest: MessageFns<ConfirmUserStepUpRequest> = {
+  encode(message: ConfirmUserStepUpRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.userId !== "") {
+      writer.uint32(10).string(message.userId);
+    }
+    if (message.orgId !== "") {
+      writer.uint32(18).string(message.orgId);
+    }
+    if (message.purpose !== "") {
+      writer.uint32(26).string(message.purpose);
+    }
+    if (message.credential !== "") {
+      writer.uint32(34).string(message.credential);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConfirmUserStepUpRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseConfirmUserStepUpRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.userId = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.orgId = reader.string();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.purpose = reader.string();
+          continue;
+        }
+        case 4: {
+          if (tag !== 34) {
+            break;
+          }
+
+          message.credential = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): ConfirmUserStepUpRequest {
+    return {
+      userId: isSet(object.userId) ? globalThis.String(object.userId) : "",
+      orgId: isSet(object.orgId) ? globalThis.String(object.orgId) : "",
+      purpose: isSet(object.purpose) ? globalThis.String(object.purpose) : "",
+      credential: isSet(object.credential) ? globalThis.String(object.credential) : "",
+    };
+  },
+
+  toJSON(message: ConfirmUserStepUpRequest): unknown {
+    const obj: any = {};
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.purpose !== "") {
+      obj.purpose = message.purpose;
+    }
+    if (message.credential !== "") {
+      obj.credential = message.credential;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ConfirmUserStepUpRequest>, I>>(base?: I): ConfirmUserStepUpRequest {
+    return ConfirmUserStepUpRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConfirmUserStepUpRequest>, I>>(object: I): ConfirmUserStepUpRequest {
+    const message = createBaseConfirmUserStepUpRequest();
+    message.userId = object.userId ?? "";
+    message.orgId = object.orgId ?? "";
+    message.purpose = object.purpose ?? "";
+    message.credential = object.credential ?? "";
+    return message;
+  },
+};
+
+function createBaseConfirmUserStepUpResponse(): ConfirmUserStepUpResponse {
+  return {};
+}
+
+export const ConfirmUserStepUpResponse: MessageFns<ConfirmUserStepUpResponse> = {
+  encode(_: ConfirmUserStepUpResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConfirmUserStepUpResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseConfirmUserStepUpResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(_: any): ConfirmUserStepUpResponse {
+    return {};
+  },
+
+  toJSON(_: ConfirmUserStepUpResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ConfirmUserStepUpResponse>, I>>(base?: I): ConfirmUserStepUpResponse {
+    return ConfirmUserStepUpResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConfirmUserStepUpResponse>, I>>(_: I): ConfirmUserStepUpResponse {
+    const message = createBaseConfirmUserStepUpResponse();
+    return message;
+  },
+};
+
+function createBaseUndoEmailChangeRequest(): UndoEmailChangeRequest {
+  return { token: "" };
+}
+
+export const UndoEmailChangeRequest: MessageFns<UndoEmailChangeRequest> = {
+  encode(message: UndoEmailChangeRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== "") {
+      writer.uint32(10).string(message.token);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UndoEmailChangeRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseUndoEmailChangeRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.token = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): UndoEmailChangeRequest {
+    return { token: isSet(object.token) ? globalThis.String(object.token) : "" };
+  },
+
+  toJSON(message: UndoEmailChangeRequest): unknown {
+    const obj: any = {};
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UndoEmailChangeRequest>, I>>(base?: I): UndoEmailChangeRequest {
+    return UndoEmailChangeRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UndoEmailChangeRequest>, I>>(object: I): UndoEmailChangeRequest {
+    const message = createBaseUndoEmailChangeRequest();
+    message.token = object.token ?? "";
+    return message;
+  },
+};
+
+function createBaseUndoEmailChangeResponse(): UndoEmailChangeResponse {
+  return { message: "", email: "" };
+}
+
+export const UndoEmailChangeResponse: MessageFns<UndoEmailChangeResponse> = {
+  encode(message: UndoEmailChangeResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.message !== "") {
+      writer.uint32(10).string(message.message);
+    }
+    if (message.email !== "") {
+      writer.uint32(18).string(message.email);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UndoEmailChangeResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseUndoEmailChangeResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.message = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.email = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): UndoEmailChangeResponse {
+    return {
+      message: isSet(object.message) ? globalThis.String(object.message) : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+    };
+  },
+
+  toJSON(message: UndoEmailChangeResponse): unknown {
+    const obj: any = {};
+    if (message.message !== "") {
+      obj.message = message.message;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UndoEmailChangeResponse>, I>>(base?: I): UndoEmailChangeResponse {
+    return UndoEmailChangeResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UndoEmailChangeResponse>, I>>(object: I): UndoEmailChangeResponse {
+    const message = createBaseUndoEmailChangeResponse();
+    message.message = object.message ?? "";
+    message.email = object.email ?? "";
     return message;
   },
 };
@@ -2075,6 +2455,36 @@ export const AccountServiceService = {
     responseDeserialize: (value: Buffer): ConfirmStepUpResponse => ConfirmStepUpResponse.decode(value),
   },
   /**
+   * ConfirmUserStepUp is ConfirmStepUp for another service that verified the user's access token
+   * itself (vault-crypto's org key rotation): it names the user; only allow-listed services call it.
+   */
+  confirmUserStepUp: {
+    path: "/custos.identity.v1.AccountService/ConfirmUserStepUp",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ConfirmUserStepUpRequest): Buffer =>
+      Buffer.from(ConfirmUserStepUpRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ConfirmUserStepUpRequest => ConfirmUserStepUpRequest.decode(value),
+    responseSerialize: (value: ConfirmUserStepUpResponse): Buffer =>
+      Buffer.from(ConfirmUserStepUpResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ConfirmUserStepUpResponse => ConfirmUserStepUpResponse.decode(value),
+  },
+  /**
+   * UndoEmailChange restores the address an e-mail change replaced, with the single-use token
+   * mailed to that address (7 days), and ends every session and personal API key of the user.
+   */
+  undoEmailChange: {
+    path: "/custos.identity.v1.AccountService/UndoEmailChange",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: UndoEmailChangeRequest): Buffer =>
+      Buffer.from(UndoEmailChangeRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UndoEmailChangeRequest => UndoEmailChangeRequest.decode(value),
+    responseSerialize: (value: UndoEmailChangeResponse): Buffer =>
+      Buffer.from(UndoEmailChangeResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UndoEmailChangeResponse => UndoEmailChangeResponse.decode(value),
+  },
+  /**
    * DeleteAccount soft-deletes the caller's account after the confirmation phrase and a step-up
    * for purpose `account.delete`, revokes every token and frees the e-mail address.
    */
@@ -2159,6 +2569,16 @@ export interface AccountServiceServer extends UntypedServiceImplementation {
    * problem type `step_up_required`.
    */
   confirmStepUp: handleUnaryCall<ConfirmStepUpRequest, ConfirmStepUpResponse>;
+  /**
+   * ConfirmUserStepUp is ConfirmStepUp for another service that verified the user's access token
+   * itself (vault-crypto's org key rotation): it names the user; only allow-listed services call it.
+   */
+  confirmUserStepUp: handleUnaryCall<ConfirmUserStepUpRequest, ConfirmUserStepUpResponse>;
+  /**
+   * UndoEmailChange restores the address an e-mail change replaced, with the single-use token
+   * mailed to that address (7 days), and ends every session and personal API key of the user.
+   */
+  undoEmailChange: handleUnaryCall<UndoEmailChangeRequest, UndoEmailChangeResponse>;
   /**
    * DeleteAccount soft-deletes the caller's account after the confirmation phrase and a step-up
    * for purpose `account.delete`, revokes every token and frees the e-mail address.
@@ -2316,6 +2736,44 @@ export interface AccountServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ConfirmStepUpResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * ConfirmUserStepUp is ConfirmStepUp for another service that verified the user's access token
+   * itself (vault-crypto's org key rotation): it names the user; only allow-listed services call it.
+   */
+  confirmUserStepUp(
+    request: ConfirmUserStepUpRequest,
+    callback: (error: ServiceError | null, response: ConfirmUserStepUpResponse) => void,
+  ): ClientUnaryCall;
+  confirmUserStepUp(
+    request: ConfirmUserStepUpRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ConfirmUserStepUpResponse) => void,
+  ): ClientUnaryCall;
+  confirmUserStepUp(
+    request: ConfirmUserStepUpRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ConfirmUserStepUpResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * UndoEmailChange restores the address an e-mail change replaced, with the single-use token
+   * mailed to that address (7 days), and ends every session and personal API key of the user.
+   */
+  undoEmailChange(
+    request: UndoEmailChangeRequest,
+    callback: (error: ServiceError | null, response: UndoEmailChangeResponse) => void,
+  ): ClientUnaryCall;
+  undoEmailChange(
+    request: UndoEmailChangeRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UndoEmailChangeResponse) => void,
+  ): ClientUnaryCall;
+  undoEmailChange(
+    request: UndoEmailChangeRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UndoEmailChangeResponse) => void,
   ): ClientUnaryCall;
   /**
    * DeleteAccount soft-deletes the caller's account after the confirmation phrase and a step-up

@@ -471,6 +471,11 @@ export interface GetSelfAgentResponse {
 export interface RotateAgentKeyRequest {
   /** The agent (UUID). */
   agentId: string;
+  /**
+   * The `X-Auth-Confirm` value (SPEC.md §5.9): a `rat_` token for purpose `agent.key.rotate`, the password, or a
+   * TOTP code; the service checks it itself (PERMISSION_DENIED `step_up_required` when it fails).
+   */
+  credential: string;
 }
 
 /** RotateAgentKeyResponse carries the new key, shown only here. */
@@ -3803,13 +3808,16 @@ export const GetSelfAgentResponse: MessageFns<GetSelfAgentResponse> = {
 };
 
 function createBaseRotateAgentKeyRequest(): RotateAgentKeyRequest {
-  return { agentId: "" };
+  return { agentId: "", credential: "" };
 }
 
 export const RotateAgentKeyRequest: MessageFns<RotateAgentKeyRequest> = {
   encode(message: RotateAgentKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.agentId !== "") {
       writer.uint32(10).string(message.agentId);
+    }
+    if (message.credential !== "") {
+      writer.uint32(18).string(message.credential);
     }
     return writer;
   },
@@ -3829,6 +3837,14 @@ export const RotateAgentKeyRequest: MessageFns<RotateAgentKeyRequest> = {
           message.agentId = reader.string();
           continue;
         }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.credential = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -3839,13 +3855,19 @@ export const RotateAgentKeyRequest: MessageFns<RotateAgentKeyRequest> = {
   },
 
   fromJSON(object: any): RotateAgentKeyRequest {
-    return { agentId: isSet(object.agentId) ? globalThis.String(object.agentId) : "" };
+    return {
+      agentId: isSet(object.agentId) ? globalThis.String(object.agentId) : "",
+      credential: isSet(object.credential) ? globalThis.String(object.credential) : "",
+    };
   },
 
   toJSON(message: RotateAgentKeyRequest): unknown {
     const obj: any = {};
     if (message.agentId !== "") {
       obj.agentId = message.agentId;
+    }
+    if (message.credential !== "") {
+      obj.credential = message.credential;
     }
     return obj;
   },
@@ -3856,6 +3878,7 @@ export const RotateAgentKeyRequest: MessageFns<RotateAgentKeyRequest> = {
   fromPartial<I extends Exact<DeepPartial<RotateAgentKeyRequest>, I>>(object: I): RotateAgentKeyRequest {
     const message = createBaseRotateAgentKeyRequest();
     message.agentId = object.agentId ?? "";
+    message.credential = object.credential ?? "";
     return message;
   },
 };

@@ -214,6 +214,11 @@ export interface CreateApiKeyRequest {
   name: string;
   /** RFC 3339; empty for a key that does not expire. */
   expiresAt: string;
+  /**
+   * The `X-Auth-Confirm` value (SPEC.md §5.9): a `rat_` token for purpose `account.api_key.create`, the password, or a
+   * TOTP code; the service checks it itself (PERMISSION_DENIED `step_up_required` when it fails).
+   */
+  credential: string;
 }
 
 /** CreateApiKeyResponse carries the key's view and the key itself, shown only here. */
@@ -2018,7 +2023,7 @@ export const ApiKey: MessageFns<ApiKey> = {
 };
 
 function createBaseCreateApiKeyRequest(): CreateApiKeyRequest {
-  return { name: "", expiresAt: "" };
+  return { name: "", expiresAt: "", credential: "" };
 }
 
 export const CreateApiKeyRequest: MessageFns<CreateApiKeyRequest> = {
@@ -2028,6 +2033,9 @@ export const CreateApiKeyRequest: MessageFns<CreateApiKeyRequest> = {
     }
     if (message.expiresAt !== "") {
       writer.uint32(18).string(message.expiresAt);
+    }
+    if (message.credential !== "") {
+      writer.uint32(26).string(message.credential);
     }
     return writer;
   },
@@ -2055,6 +2063,14 @@ export const CreateApiKeyRequest: MessageFns<CreateApiKeyRequest> = {
           message.expiresAt = reader.string();
           continue;
         }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.credential = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -2068,6 +2084,7 @@ export const CreateApiKeyRequest: MessageFns<CreateApiKeyRequest> = {
     return {
       name: isSet(object.name) ? globalThis.String(object.name) : "",
       expiresAt: isSet(object.expiresAt) ? globalThis.String(object.expiresAt) : "",
+      credential: isSet(object.credential) ? globalThis.String(object.credential) : "",
     };
   },
 
@@ -2079,6 +2096,9 @@ export const CreateApiKeyRequest: MessageFns<CreateApiKeyRequest> = {
     if (message.expiresAt !== "") {
       obj.expiresAt = message.expiresAt;
     }
+    if (message.credential !== "") {
+      obj.credential = message.credential;
+    }
     return obj;
   },
 
@@ -2089,6 +2109,7 @@ export const CreateApiKeyRequest: MessageFns<CreateApiKeyRequest> = {
     const message = createBaseCreateApiKeyRequest();
     message.name = object.name ?? "";
     message.expiresAt = object.expiresAt ?? "";
+    message.credential = object.credential ?? "";
     return message;
   },
 };

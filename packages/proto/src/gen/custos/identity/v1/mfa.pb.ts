@@ -20,8 +20,13 @@ import {
 } from "@grpc/grpc-js";
 import { TokenSet } from "./messages.pb.js";
 
-/** SetupMfaRequest has no fields: the caller is the user being enrolled. */
+/** SetupMfaRequest carries the step-up: the caller is the user being enrolled. */
 export interface SetupMfaRequest {
+  /**
+   * The `X-Auth-Confirm` value (SPEC.md §5.9): a `rat_` token for purpose `security.mfa.enrol`, the password, or a
+   * TOTP code; the service checks it itself (PERMISSION_DENIED `step_up_required` when it fails).
+   */
+  credential: string;
 }
 
 /** SetupMfaResponse carries the new secret for an authenticator app. */
@@ -74,6 +79,11 @@ export interface GetMfaStatusResponse {
 export interface DisableMfaRequest {
   /** A 6-digit TOTP code or one of the recovery codes. */
   code: string;
+  /**
+   * The `X-Auth-Confirm` value (SPEC.md §5.9): a `rat_` token for purpose `security.mfa.disable`, the password, or a
+   * TOTP code; the service checks it itself (PERMISSION_DENIED `step_up_required` when it fails).
+   */
+  credential: string;
 }
 
 /** DisableMfaResponse has no fields: TOTP is off. */
@@ -81,11 +91,14 @@ export interface DisableMfaResponse {
 }
 
 function createBaseSetupMfaRequest(): SetupMfaRequest {
-  return {};
+  return { credential: "" };
 }
 
 export const SetupMfaRequest: MessageFns<SetupMfaRequest> = {
-  encode(_: SetupMfaRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+  encode(message: SetupMfaRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.credential !== "") {
+      writer.uint32(10).string(message.credential);
+    }
     return writer;
   },
 
@@ -96,6 +109,14 @@ export const SetupMfaRequest: MessageFns<SetupMfaRequest> = {
     while (reader.pos < end) {
       const tag = reader.uint32();
       switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.credential = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -105,20 +126,24 @@ export const SetupMfaRequest: MessageFns<SetupMfaRequest> = {
     return message;
   },
 
-  fromJSON(_: any): SetupMfaRequest {
-    return {};
+  fromJSON(object: any): SetupMfaRequest {
+    return { credential: isSet(object.credential) ? globalThis.String(object.credential) : "" };
   },
 
-  toJSON(_: SetupMfaRequest): unknown {
+  toJSON(message: SetupMfaRequest): unknown {
     const obj: any = {};
+    if (message.credential !== "") {
+      obj.credential = message.credential;
+    }
     return obj;
   },
 
   create<I extends Exact<DeepPartial<SetupMfaRequest>, I>>(base?: I): SetupMfaRequest {
     return SetupMfaRequest.fromPartial(base ?? ({} as any));
   },
-  fromPartial<I extends Exact<DeepPartial<SetupMfaRequest>, I>>(_: I): SetupMfaRequest {
+  fromPartial<I extends Exact<DeepPartial<SetupMfaRequest>, I>>(object: I): SetupMfaRequest {
     const message = createBaseSetupMfaRequest();
+    message.credential = object.credential ?? "";
     return message;
   },
 };
@@ -577,13 +602,16 @@ export const GetMfaStatusResponse: MessageFns<GetMfaStatusResponse> = {
 };
 
 function createBaseDisableMfaRequest(): DisableMfaRequest {
-  return { code: "" };
+  return { code: "", credential: "" };
 }
 
 export const DisableMfaRequest: MessageFns<DisableMfaRequest> = {
   encode(message: DisableMfaRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.code !== "") {
       writer.uint32(10).string(message.code);
+    }
+    if (message.credential !== "") {
+      writer.uint32(18).string(message.credential);
     }
     return writer;
   },
@@ -603,6 +631,14 @@ export const DisableMfaRequest: MessageFns<DisableMfaRequest> = {
           message.code = reader.string();
           continue;
         }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.credential = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -613,13 +649,19 @@ export const DisableMfaRequest: MessageFns<DisableMfaRequest> = {
   },
 
   fromJSON(object: any): DisableMfaRequest {
-    return { code: isSet(object.code) ? globalThis.String(object.code) : "" };
+    return {
+      code: isSet(object.code) ? globalThis.String(object.code) : "",
+      credential: isSet(object.credential) ? globalThis.String(object.credential) : "",
+    };
   },
 
   toJSON(message: DisableMfaRequest): unknown {
     const obj: any = {};
     if (message.code !== "") {
       obj.code = message.code;
+    }
+    if (message.credential !== "") {
+      obj.credential = message.credential;
     }
     return obj;
   },
@@ -630,6 +672,7 @@ export const DisableMfaRequest: MessageFns<DisableMfaRequest> = {
   fromPartial<I extends Exact<DeepPartial<DisableMfaRequest>, I>>(object: I): DisableMfaRequest {
     const message = createBaseDisableMfaRequest();
     message.code = object.code ?? "";
+    message.credential = object.credential ?? "";
     return message;
   },
 };

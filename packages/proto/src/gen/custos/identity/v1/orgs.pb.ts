@@ -91,6 +91,11 @@ export interface UpdateOrgMemberRoleRequest {
   userId: string;
   /** The new role: `owner`, `admin` or `member`. */
   role: string;
+  /**
+   * The `X-Auth-Confirm` value (SPEC.md §5.9): a `rat_` token for purpose `org.member.role_change`, the password, or a
+   * TOTP code; the service checks it itself (PERMISSION_DENIED `step_up_required` when it fails).
+   */
+  credential: string;
 }
 
 /** UpdateOrgMemberRoleResponse carries the member with the new role. */
@@ -853,7 +858,7 @@ export const AcceptOrgInviteResponse: MessageFns<AcceptOrgInviteResponse> = {
 };
 
 function createBaseUpdateOrgMemberRoleRequest(): UpdateOrgMemberRoleRequest {
-  return { userId: "", role: "" };
+  return { userId: "", role: "", credential: "" };
 }
 
 export const UpdateOrgMemberRoleRequest: MessageFns<UpdateOrgMemberRoleRequest> = {
@@ -863,6 +868,9 @@ export const UpdateOrgMemberRoleRequest: MessageFns<UpdateOrgMemberRoleRequest> 
     }
     if (message.role !== "") {
       writer.uint32(18).string(message.role);
+    }
+    if (message.credential !== "") {
+      writer.uint32(26).string(message.credential);
     }
     return writer;
   },
@@ -890,6 +898,14 @@ export const UpdateOrgMemberRoleRequest: MessageFns<UpdateOrgMemberRoleRequest> 
           message.role = reader.string();
           continue;
         }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.credential = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -903,6 +919,7 @@ export const UpdateOrgMemberRoleRequest: MessageFns<UpdateOrgMemberRoleRequest> 
     return {
       userId: isSet(object.userId) ? globalThis.String(object.userId) : "",
       role: isSet(object.role) ? globalThis.String(object.role) : "",
+      credential: isSet(object.credential) ? globalThis.String(object.credential) : "",
     };
   },
 
@@ -914,6 +931,9 @@ export const UpdateOrgMemberRoleRequest: MessageFns<UpdateOrgMemberRoleRequest> 
     if (message.role !== "") {
       obj.role = message.role;
     }
+    if (message.credential !== "") {
+      obj.credential = message.credential;
+    }
     return obj;
   },
 
@@ -924,6 +944,7 @@ export const UpdateOrgMemberRoleRequest: MessageFns<UpdateOrgMemberRoleRequest> 
     const message = createBaseUpdateOrgMemberRoleRequest();
     message.userId = object.userId ?? "";
     message.role = object.role ?? "";
+    message.credential = object.credential ?? "";
     return message;
   },
 };

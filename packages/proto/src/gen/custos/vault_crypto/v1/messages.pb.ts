@@ -105,8 +105,13 @@ export interface DescribeVaultResponse {
   isSystem: boolean;
 }
 
-/** RotateOrgKeyRequest has no fields: the caller's org key rotates. */
+/** RotateOrgKeyRequest carries the step-up: the caller's org key rotates. */
 export interface RotateOrgKeyRequest {
+  /**
+   * The `X-Auth-Confirm` value (SPEC.md §5.9): a `rat_` token for purpose `org.encryption_key.rotate`, the password, or a
+   * TOTP code; the service checks it itself (PERMISSION_DENIED `step_up_required` when it fails).
+   */
+  credential: string;
 }
 
 /** RotateOrgKeyResponse tells the new key version. */
@@ -1041,11 +1046,14 @@ export const DescribeVaultResponse: MessageFns<DescribeVaultResponse> = {
 };
 
 function createBaseRotateOrgKeyRequest(): RotateOrgKeyRequest {
-  return {};
+  return { credential: "" };
 }
 
 export const RotateOrgKeyRequest: MessageFns<RotateOrgKeyRequest> = {
-  encode(_: RotateOrgKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+  encode(message: RotateOrgKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.credential !== "") {
+      writer.uint32(10).string(message.credential);
+    }
     return writer;
   },
 
@@ -1056,6 +1064,14 @@ export const RotateOrgKeyRequest: MessageFns<RotateOrgKeyRequest> = {
     while (reader.pos < end) {
       const tag = reader.uint32();
       switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.credential = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -1065,20 +1081,24 @@ export const RotateOrgKeyRequest: MessageFns<RotateOrgKeyRequest> = {
     return message;
   },
 
-  fromJSON(_: any): RotateOrgKeyRequest {
-    return {};
+  fromJSON(object: any): RotateOrgKeyRequest {
+    return { credential: isSet(object.credential) ? globalThis.String(object.credential) : "" };
   },
 
-  toJSON(_: RotateOrgKeyRequest): unknown {
+  toJSON(message: RotateOrgKeyRequest): unknown {
     const obj: any = {};
+    if (message.credential !== "") {
+      obj.credential = message.credential;
+    }
     return obj;
   },
 
   create<I extends Exact<DeepPartial<RotateOrgKeyRequest>, I>>(base?: I): RotateOrgKeyRequest {
     return RotateOrgKeyRequest.fromPartial(base ?? ({} as any));
   },
-  fromPartial<I extends Exact<DeepPartial<RotateOrgKeyRequest>, I>>(_: I): RotateOrgKeyRequest {
+  fromPartial<I extends Exact<DeepPartial<RotateOrgKeyRequest>, I>>(object: I): RotateOrgKeyRequest {
     const message = createBaseRotateOrgKeyRequest();
+    message.credential = object.credential ?? "";
     return message;
   },
 };
