@@ -60,6 +60,8 @@ import {
   CreateShareResponse,
   DeclineShareRequest,
   DeclineShareResponse,
+  IssueShareMailLinkRequest,
+  IssueShareMailLinkResponse,
   ListInboundSharesRequest,
   ListInboundSharesResponse,
   ListOutboundSharesRequest,
@@ -323,6 +325,22 @@ export const VaultCryptoServiceService = {
     responseSerialize: (value: AccessShareResponse): Buffer => Buffer.from(AccessShareResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): AccessShareResponse => AccessShareResponse.decode(value),
   },
+  /**
+   * IssueShareMailLink gives identity (its only caller) a new link secret for an external-e-mail
+   * share at the moment it mails the link, with what the mail needs; the e-mailed link's earlier
+   * secret, if any, stops working. No event carries a link secret.
+   */
+  issueShareMailLink: {
+    path: "/custos.vault_crypto.v1.VaultCryptoService/IssueShareMailLink",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: IssueShareMailLinkRequest): Buffer =>
+      Buffer.from(IssueShareMailLinkRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): IssueShareMailLinkRequest => IssueShareMailLinkRequest.decode(value),
+    responseSerialize: (value: IssueShareMailLinkResponse): Buffer =>
+      Buffer.from(IssueShareMailLinkResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): IssueShareMailLinkResponse => IssueShareMailLinkResponse.decode(value),
+  },
 } as const;
 
 export interface VaultCryptoServiceServer extends UntypedServiceImplementation {
@@ -380,6 +398,12 @@ export interface VaultCryptoServiceServer extends UntypedServiceImplementation {
    * IP allowlist, expiry and access count are enforced here and every attempt is audited.
    */
   accessShare: handleUnaryCall<AccessShareRequest, AccessShareResponse>;
+  /**
+   * IssueShareMailLink gives identity (its only caller) a new link secret for an external-e-mail
+   * share at the moment it mails the link, with what the mail needs; the e-mailed link's earlier
+   * secret, if any, stops working. No event carries a link secret.
+   */
+  issueShareMailLink: handleUnaryCall<IssueShareMailLinkRequest, IssueShareMailLinkResponse>;
 }
 
 export interface VaultCryptoServiceClient extends Client {
@@ -744,6 +768,26 @@ export interface VaultCryptoServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: AccessShareResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * IssueShareMailLink gives identity (its only caller) a new link secret for an external-e-mail
+   * share at the moment it mails the link, with what the mail needs; the e-mailed link's earlier
+   * secret, if any, stops working. No event carries a link secret.
+   */
+  issueShareMailLink(
+    request: IssueShareMailLinkRequest,
+    callback: (error: ServiceError | null, response: IssueShareMailLinkResponse) => void,
+  ): ClientUnaryCall;
+  issueShareMailLink(
+    request: IssueShareMailLinkRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: IssueShareMailLinkResponse) => void,
+  ): ClientUnaryCall;
+  issueShareMailLink(
+    request: IssueShareMailLinkRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: IssueShareMailLinkResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -168,6 +168,28 @@ export interface AccessShareResponse {
   valueEncoding: string;
 }
 
+/** IssueShareMailLinkRequest names the external-e-mail share whose link is about to be mailed. */
+export interface IssueShareMailLinkRequest {
+  /** The share (UUID), from the `share.email_requested` event. */
+  shareId: string;
+  /** The share's org (UUID), from the event's envelope; another org's share is not found. */
+  orgId: string;
+}
+
+/** IssueShareMailLinkResponse is what the mail needs; the link secret is returned this once. */
+export interface IssueShareMailLinkResponse {
+  /** The new link secret (base64url, 256 bits) of the e-mailed link; only its hash is stored. */
+  linkSecret: string;
+  /** The recipient's address (the share's, not the event's). */
+  email: string;
+  /** When the share expires (RFC 3339). */
+  expiresAt: string;
+  /** How many times the share opens in all. */
+  maxAccessCount: string;
+  /** Whether the share needs a passphrase (sent separately by the creator). */
+  passphraseProtected: boolean;
+}
+
 function createBaseShare(): Share {
   return {
     id: "",
@@ -1531,6 +1553,206 @@ export const AccessShareResponse: MessageFns<AccessShareResponse> = {
     message.version = object.version ?? 0;
     message.value = object.value ?? "";
     message.valueEncoding = object.valueEncoding ?? "";
+    return message;
+  },
+};
+
+function createBaseIssueShareMailLinkRequest(): IssueShareMailLinkRequest {
+  return { shareId: "", orgId: "" };
+}
+
+export const IssueShareMailLinkRequest: MessageFns<IssueShareMailLinkRequest> = {
+  encode(message: IssueShareMailLinkRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.shareId !== "") {
+      writer.uint32(10).string(message.shareId);
+    }
+    if (message.orgId !== "") {
+      writer.uint32(18).string(message.orgId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): IssueShareMailLinkRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseIssueShareMailLinkRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.shareId = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.orgId = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): IssueShareMailLinkRequest {
+    return {
+      shareId: isSet(object.shareId) ? globalThis.String(object.shareId) : "",
+      orgId: isSet(object.orgId) ? globalThis.String(object.orgId) : "",
+    };
+  },
+
+  toJSON(message: IssueShareMailLinkRequest): unknown {
+    const obj: any = {};
+    if (message.shareId !== "") {
+      obj.shareId = message.shareId;
+    }
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<IssueShareMailLinkRequest>, I>>(base?: I): IssueShareMailLinkRequest {
+    return IssueShareMailLinkRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<IssueShareMailLinkRequest>, I>>(object: I): IssueShareMailLinkRequest {
+    const message = createBaseIssueShareMailLinkRequest();
+    message.shareId = object.shareId ?? "";
+    message.orgId = object.orgId ?? "";
+    return message;
+  },
+};
+
+function createBaseIssueShareMailLinkResponse(): IssueShareMailLinkResponse {
+  return { linkSecret: "", email: "", expiresAt: "", maxAccessCount: "0", passphraseProtected: false };
+}
+
+export const IssueShareMailLinkResponse: MessageFns<IssueShareMailLinkResponse> = {
+  encode(message: IssueShareMailLinkResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.linkSecret !== "") {
+      writer.uint32(10).string(message.linkSecret);
+    }
+    if (message.email !== "") {
+      writer.uint32(18).string(message.email);
+    }
+    if (message.expiresAt !== "") {
+      writer.uint32(26).string(message.expiresAt);
+    }
+    if (message.maxAccessCount !== "0") {
+      writer.uint32(32).int64(message.maxAccessCount);
+    }
+    if (message.passphraseProtected !== false) {
+      writer.uint32(40).bool(message.passphraseProtected);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): IssueShareMailLinkResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseIssueShareMailLinkResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.linkSecret = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.email = reader.string();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.expiresAt = reader.string();
+          continue;
+        }
+        case 4: {
+          if (tag !== 32) {
+            break;
+          }
+
+          message.maxAccessCount = reader.int64().toString();
+          continue;
+        }
+        case 5: {
+          if (tag !== 40) {
+            break;
+          }
+
+          message.passphraseProtected = reader.bool();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): IssueShareMailLinkResponse {
+    return {
+      linkSecret: isSet(object.linkSecret) ? globalThis.String(object.linkSecret) : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      expiresAt: isSet(object.expiresAt) ? globalThis.String(object.expiresAt) : "",
+      maxAccessCount: isSet(object.maxAccessCount) ? globalThis.String(object.maxAccessCount) : "0",
+      passphraseProtected: isSet(object.passphraseProtected) ? globalThis.Boolean(object.passphraseProtected) : false,
+    };
+  },
+
+  toJSON(message: IssueShareMailLinkResponse): unknown {
+    const obj: any = {};
+    if (message.linkSecret !== "") {
+      obj.linkSecret = message.linkSecret;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.expiresAt !== "") {
+      obj.expiresAt = message.expiresAt;
+    }
+    if (message.maxAccessCount !== "0") {
+      obj.maxAccessCount = message.maxAccessCount;
+    }
+    if (message.passphraseProtected !== false) {
+      obj.passphraseProtected = message.passphraseProtected;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<IssueShareMailLinkResponse>, I>>(base?: I): IssueShareMailLinkResponse {
+    return IssueShareMailLinkResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<IssueShareMailLinkResponse>, I>>(object: I): IssueShareMailLinkResponse {
+    const message = createBaseIssueShareMailLinkResponse();
+    message.linkSecret = object.linkSecret ?? "";
+    message.email = object.email ?? "";
+    message.expiresAt = object.expiresAt ?? "";
+    message.maxAccessCount = object.maxAccessCount ?? "0";
+    message.passphraseProtected = object.passphraseProtected ?? false;
     return message;
   },
 };
