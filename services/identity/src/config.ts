@@ -25,6 +25,9 @@ export const configShape = {
     )
     .default(5000),
   BILLING_ADDR: env.address('host:port of the billing service (tier caps).').default('127.0.0.1:50058'),
+  VAULT_CRYPTO_ADDR: env
+    .address('host:port of the vault-crypto service (the secret of an e-mailed share link, at send time).')
+    .default('127.0.0.1:50052'),
   GRPC_DEADLINE_MS: env
     .int('Deadline of a call to a peer service, in milliseconds.', 100, 60000)
     .default(5000),

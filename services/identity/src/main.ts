@@ -7,6 +7,7 @@ import { OrgServiceService } from '@custos/proto/custos/identity/v1/orgs';
 import { RouterKeyServiceService } from '@custos/proto/custos/identity/v1/router_keys';
 import { IdentityServiceService } from '@custos/proto/custos/identity/v1/service';
 import { PolicyServiceClient } from '@custos/proto/custos/policy/v1/service';
+import { VaultCryptoServiceClient } from '@custos/proto/custos/vault_crypto/v1/service';
 import { createGrpcClient } from '@custos/service-kit';
 import { configShape } from './config.js';
 import { SCHEMA } from './db/schema.js';
@@ -23,6 +24,7 @@ import { createMailer } from './notifications/mailer.js';
 import { Notifier } from './notifications/notifier.js';
 import { BillingClient } from './peers/billing-client.js';
 import { PolicyClient } from './peers/policy-client.js';
+import { VaultCryptoClient } from './peers/vault-crypto-client.js';
 import { buildAgents } from './wiring/agents.js';
 import { buildPeople } from './wiring/people.js';
 import { buildTokens } from './wiring/tokens.js';
@@ -40,9 +42,14 @@ runDataService({
     const peerOpts = { tls: rt.tls, deadlineMs: c.GRPC_DEADLINE_MS };
     const billing = createGrpcClient(BillingServiceClient, c.BILLING_ADDR, { ...peerOpts, peer: 'billing' });
     const policy = createGrpcClient(PolicyServiceClient, c.POLICY_ADDR, { ...peerOpts, peer: 'policy' });
+    const vaultCrypto = createGrpcClient(VaultCryptoServiceClient, c.VAULT_CRYPTO_ADDR, {
+      ...peerOpts,
+      peer: 'vault-crypto',
+    });
     rt.onShutdown('peers', async () => {
       billing.close();
       policy.close();
+      vaultCrypto.close();
     });
 
     const people = buildPeople({
@@ -89,7 +96,13 @@ runDataService({
     });
 
     // Links of shares to external e-mail addresses, requested by vault-crypto through its outbox.
-    const shareMail = startShareEmailRequestedConsumer({ events, db, notifier, logger: rt.logger });
+    const shareMail = startShareEmailRequestedConsumer({
+      events,
+      db,
+      notifier,
+      vaultCrypto: new VaultCryptoClient(vaultCrypto),
+      logger: rt.logger,
+    });
     rt.onShutdown('share-mail', () => shareMail.stop());
 
     const { verifier } = tokens;

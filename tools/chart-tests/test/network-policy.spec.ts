@@ -90,13 +90,14 @@ describe.each(scenarios)('NetworkPolicies rendered with $label', ({ args }) => {
     expect(verdicts).toEqual(expected);
   });
 
-  it('vault-crypto admits gateway and signer but not policy, audit or billing', () => {
+  it('vault-crypto admits gateway, signer and identity but not policy, audit or billing', () => {
     const admitted = admittedServices(
       named(objects, 'NetworkPolicy', objectName('vault-crypto')),
       GRPC_PORTS['vault-crypto'],
     );
-    // Policy calls no service since issue 12 (the gateway passes it the vault's facts).
-    expect(admitted).toEqual(['gateway', 'signer']);
+    // Policy calls no service since issue 12 (the gateway passes it the vault's facts); identity
+    // asks for the secret of an e-mailed share link (one RPC, by the service's allow-list).
+    expect(admitted).toEqual(['gateway', 'identity', 'signer']);
     expect(admitted).not.toContain('audit');
     expect(admitted).not.toContain('billing');
   });

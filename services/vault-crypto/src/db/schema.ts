@@ -132,6 +132,12 @@ export const shares = vaultCryptoSchema.table(
      * is never stored. Null: a share made before link secrets, which no longer opens.
      */
     secretHash: bytea('secret_hash'),
+    /**
+     * SHA-256 of the e-mailed link's secret (an external-e-mail share): issued to identity when it
+     * mails the link, replaced when it mails again; null until then. The creator's link (above)
+     * stays as it is.
+     */
+    mailSecretHash: bytea('mail_secret_hash'),
     passphraseHash: text('passphrase_hash'),
     /** IPs and CIDRs the share opens from; null: any address. */
     ipAllowlist: jsonb('ip_allowlist').$type<string[]>(),

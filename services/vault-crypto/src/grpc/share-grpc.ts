@@ -15,6 +15,7 @@ type ShareRpcs = Pick<
   | 'declineShare'
   | 'revokeShare'
   | 'accessShare'
+  | 'issueShareMailLink'
 >;
 
 /** A share as it leaves the service: never the passphrase hash nor the link secret's hash. */
@@ -83,6 +84,17 @@ export function shareRpcs(deps: { keys: IdentityKeys; shares: ShareService }): S
     async revokeShare(req) {
       await deps.shares.revoke(await caller(), req.shareId);
       return {};
+    },
+    // identity only (vaultCryptoAccess): the mesh certificate is the caller; no JWT is involved.
+    async issueShareMailLink(req) {
+      const { share, linkSecret } = await deps.shares.issueMailLink(req.shareId, req.orgId);
+      return {
+        linkSecret,
+        email: share.recipientEmail ?? '',
+        expiresAt: share.expiresAt.toISOString(),
+        maxAccessCount: String(share.maxAccessCount),
+        passphraseProtected: share.passphraseHash !== null,
+      };
     },
     async accessShare(req) {
       const p = await optionalCaller();

@@ -43,12 +43,13 @@ function secretMessage(r: SecretRow): SecretMetadata {
 }
 
 /**
- * Who may call VaultCryptoService: the gateway, for users' requests and the KMS health it reports.
- * (Signer's key-unwrap RPC, when it lands, names `signer` alone.)
+ * Who may call VaultCryptoService: the gateway, for users' requests and the KMS health it reports;
+ * identity, for the secret of an e-mailed share link only (and not the gateway: no HTTP request
+ * may mint one). (Signer's key-unwrap RPC, when it lands, names `signer` alone.)
  */
 export const vaultCryptoAccess: RpcAccess<VaultCryptoServiceServer> = {
   default: ['gateway'],
-  methods: { getKmsHealth: ['gateway'] },
+  methods: { getKmsHealth: ['gateway'], issueShareMailLink: ['identity'] },
 };
 
 /** gRPC adapter of VaultCryptoService: verify the caller, decode, call the rules, encode. */

@@ -158,20 +158,15 @@ export class ShareService {
         ip_allowlist: share.ipAllowlist,
       });
       if (share.recipientEmail) {
-        // identity owns the mailer: it consumes this event and sends the link (at least once).
-        // KNOWN GAP (docs/decisions.md "Share links as secrets"): identity can only build the
-        // link from what the event carries, so this one event kind carries the link secret; it
-        // lives in the outbox until pruned and in JetStream until NATS_STREAM_MAX_AGE.
+        // identity owns the mailer: it consumes this event and, when it sends the mail, asks
+        // issueMailLink for the link's secret. The event names the share only: no link secret
+        // and no address, so neither the outbox nor JetStream keeps one (docs/decisions.md,
+        // "E-mailed share links").
         await writeEvent(tx, this.deps.outbox, {
           name: 'share.email_requested',
           orgId: p.orgId,
           data: {
             share_id: share.id,
-            link_secret: linkSecret,
-            email: share.recipientEmail,
-            expires_at: share.expiresAt.toISOString(),
-            max_access_count: share.maxAccessCount,
-            passphrase_protected: passphraseHash !== null,
             created_by: share.createdBy,
             created_by_type: share.createdByType,
           },
@@ -181,6 +176,40 @@ export class ShareService {
     });
     if (!made.share) throw new RateLimitedError(made.retryAfter);
     return { share: made.share, linkSecret };
+  }
+
+  /**
+   * A new secret for the e-mailed link of an external-e-mail share of `orgId` that still opens,
+   * asked by identity as it mails the link (so the secret exists only in that mail). A second
+   * issue replaces the first: a redelivered event mails a link and the earlier one stops working,
+   * so at most one mailed link opens. The creator's link is not touched. Audited
+   * (`share.mail_link_issued`, system actor). Unknown, another org's or not an e-mail share: 404;
+   * revoked, declined, expired or used up: 410 (nothing to mail).
+   */
+  async issueMailLink(shareId: string, orgId: string): Promise<{ share: ShareRow; linkSecret: string }> {
+    if (!isUuid(shareId) || !isUuid(orgId)) throw new NotFoundError('share', shareId);
+    const linkSecret = randomBytes(32).toString('base64url');
+    const share = await this.deps.store.transaction(async (tx) => {
+      const row = await this.deps.store.setMailSecret(tx, shareId, orgId, linkSecretHash(linkSecret));
+      if (!row) return undefined;
+      await writeVaultCryptoAudit(tx, {
+        orgId: row.orgId,
+        actorType: 'system',
+        actorId: null,
+        action: 'share.mail_link_issued',
+        resourceType: 'share',
+        resourceId: row.id,
+        metadata: { secret_version_id: row.secretVersionId, recipient_type: row.recipientType },
+      });
+      return row;
+    });
+    if (share) return { share, linkSecret };
+    const s = await this.deps.store.get(shareId);
+    if (!s || s.orgId !== orgId || s.recipientType !== 'external_email' || !s.recipientEmail) {
+      throw new NotFoundError('share', shareId);
+    }
+    const state = shareState({ ...s, passphraseHash: null }, new Date());
+    throw new GoneError(goneDetail(state === 'open' ? 'exhausted' : state));
   }
 
   /** The shares the caller created, newest first. */
@@ -285,7 +314,11 @@ export class ShareService {
     // The id alone opens nothing: without its link secret a share is as unknown as a wrong id (no
     // audit record either, so an id from a log cannot even probe whether the share still exists).
     // Shares made before link secrets (no hash) never open. The error names no id.
-    if (!s || !linkSecretMatches(linkSecret, s.secretHash)) throw new NotFoundError('share');
+    // Either link opens it: the creator's, or the e-mailed one (external-e-mail shares).
+    const known =
+      s !== undefined &&
+      (linkSecretMatches(linkSecret, s.secretHash) || linkSecretMatches(linkSecret, s.mailSecretHash));
+    if (!s || !known) throw new NotFoundError('share');
     const state = shareState(s, new Date());
     if (state !== 'open') return this.refuseGone(s, caller, state);
 

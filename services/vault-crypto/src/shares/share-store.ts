@@ -1,4 +1,4 @@
-import { and, desc, eq, isNull, or, sql } from 'drizzle-orm';
+import { and, desc, eq, isNotNull, isNull, or, sql } from 'drizzle-orm';
 import { type Database, type Transaction, lockOrgResource } from '@custos/service-kit';
 import { secretVersions, shares } from '../db/schema.js';
 import type { SecretRow } from '../secrets/secret-store.js';
@@ -151,6 +151,35 @@ export class ShareStore {
           // Accepting is once; declining also closes a share accepted earlier.
           decision === 'accept' ? isNull(shares.acceptedAt) : undefined,
           sql`${shares.expiresAt} > now()`,
+        ),
+      )
+      .returning();
+    return row;
+  }
+
+  /**
+   * Stores the hash of a new e-mailed-link secret on an external-e-mail share of `orgId` that still
+   * opens at the database's clock (the one it replaces stops working); undefined otherwise.
+   */
+  async setMailSecret(
+    tx: Transaction,
+    id: string,
+    orgId: string,
+    hash: Buffer,
+  ): Promise<ShareRow | undefined> {
+    const [row] = await tx
+      .update(shares)
+      .set({ mailSecretHash: hash })
+      .where(
+        and(
+          eq(shares.id, id),
+          eq(shares.orgId, orgId),
+          eq(shares.recipientType, 'external_email'),
+          isNotNull(shares.recipientEmail),
+          isNull(shares.revokedAt),
+          isNull(shares.declinedAt),
+          sql`${shares.expiresAt} > now()`,
+          sql`${shares.accessCount} < ${shares.maxAccessCount}`,
         ),
       )
       .returning();

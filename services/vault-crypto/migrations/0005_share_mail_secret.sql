@@ -1,0 +1,1 @@
+ALTER TABLE "vault_crypto"."shares" ADD COLUMN "mail_secret_hash" "bytea";
