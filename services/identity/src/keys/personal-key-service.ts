@@ -177,9 +177,11 @@ export class PersonalKeyService {
       { id: row.tokenId, amr: ['api_key'] },
       ttl,
     );
-    // Handed out only once the sign-in and its audit record are committed.
-    await this.store.transaction(async (tx) => {
-      await this.store.touch(row.id, tx);
+    // Handed out only once the sign-in and its audit record are committed, and only if the key is
+    // still live in that transaction: a reset or revocation that committed since the read above
+    // (or is committing now) wins, and the exchange is refused like any revoked key.
+    const signedIn = await this.store.transaction(async (tx) => {
+      if (!(await this.store.touch(row.id, tx))) return false;
       await audit(tx, {
         ...record,
         actorType: 'user',
@@ -187,7 +189,18 @@ export class PersonalKeyService {
         action: 'auth.login',
         metadata: { method: 'api_key', key_id: row.id },
       });
+      return true;
     });
+    if (!signedIn) {
+      await auditRefusal(this.store, {
+        ...record,
+        actorType: 'anonymous',
+        actorId: null,
+        action: 'auth.login_failed',
+        metadata: { method: 'api_key', key_id: row.id, reason: 'key_revoked' },
+      });
+      throw new UnauthenticatedError(EXCHANGE_FAILED);
+    }
     return minted;
   }
 }

@@ -1,4 +1,4 @@
-import { and, asc, count, eq, isNull } from 'drizzle-orm';
+import { and, asc, count, eq, isNull, or, sql } from 'drizzle-orm';
 import type { Database, Transaction } from '@custos/service-kit';
 import { personalApiKeys } from '../db/schema.js';
 
@@ -65,8 +65,23 @@ export class PersonalKeyStore {
     return rows[0];
   }
 
-  /** Records that a key was just used. */
-  async touch(id: string, tx: Tx = this.db): Promise<void> {
-    await tx.update(personalApiKeys).set({ lastUsedAt: new Date() }).where(eq(personalApiKeys.id, id));
+  /**
+   * Records that a key was just used, if it is still unrevoked and unexpired at the database's
+   * clock; false otherwise. A revocation in flight (a password reset) holds the row: this waits
+   * for it and then sees the key revoked, so an exchange racing a reset never signs in.
+   */
+  async touch(id: string, tx: Tx = this.db): Promise<boolean> {
+    const rows = await tx
+      .update(personalApiKeys)
+      .set({ lastUsedAt: new Date() })
+      .where(
+        and(
+          eq(personalApiKeys.id, id),
+          isNull(personalApiKeys.revokedAt),
+          or(isNull(personalApiKeys.expiresAt), sql`${personalApiKeys.expiresAt} > now()`),
+        ),
+      )
+      .returning({ id: personalApiKeys.id });
+    return rows.length > 0;
   }
 }
