@@ -160,6 +160,21 @@ describe('gateway HTTP contract', () => {
     );
   });
 
+  it('documents the account_locked refusal of password sign-in as a problem-details 429', async () => {
+    const d = await doc();
+    const signIn = (d.paths['/v1/auth/token'] as Record<string, Record<string, unknown>>)['post']!;
+    const locked = (signIn['responses'] as Record<string, Record<string, unknown>>)['429']!;
+    expect(locked['description']).toContain('`account_locked`');
+    expect(locked['content']).toEqual({
+      'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } },
+    });
+    // Routes that declare no 429 of their own keep the shared one.
+    const refresh = (d.paths['/v1/auth/refresh'] as Record<string, Record<string, unknown>>)['post']!;
+    expect((refresh['responses'] as Record<string, unknown>)['429']).toEqual({
+      $ref: '#/components/responses/Problem',
+    });
+  });
+
   it('answers 405 with Allow for a known path and the wrong method', async () => {
     const res = await fetch(`${base}/v1/health`, { method: 'DELETE' });
     expect(res.status).toBe(405);

@@ -165,7 +165,13 @@ export function authRoutes(identity: IdentityServiceClient, keys: IdentityKeys, 
       summary: 'Sign in with e-mail and password (an MFA challenge when the user has TOTP)',
       tag,
       body: bodyOf({ email: credential('The account address'), password: credential('The password') }),
-      responses: { 200: { description: 'Tokens or an MFA challenge', schema: SignInResponse } },
+      responses: {
+        200: { description: 'Tokens or an MFA challenge', schema: SignInResponse },
+        429: {
+          description:
+            'Too many sign-ins from this client address, or `account_locked`: too many failed sign-ins of this account from any address within the lockout window (LOGIN_LOCKOUT_*), refused even with the right password until Retry-After or a password reset',
+        },
+      },
     },
     async (_req, res, { body }) => {
       const r = await call(identity.login, { email: body.email ?? '', password: body.password ?? '' });

@@ -63,7 +63,13 @@ function parameters(route: DeclaredRoute): JsonSchema[] {
   return out;
 }
 
-function responseObject(r: ResponseSpec): JsonSchema {
+const problemContent = {
+  'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } },
+};
+
+/** A declared response; a refusal (4xx, 5xx) without a schema of its own is a problem-details body. */
+function responseObject(status: string, r: ResponseSpec): JsonSchema {
+  if (!r.schema && Number(status) >= 400) return { description: r.description, content: problemContent };
   if (!r.schema) return { description: r.description };
   return {
     description: r.description,
@@ -77,14 +83,15 @@ function operation(route: DeclaredRoute): JsonSchema {
   const spec = route.spec;
   const method = route.method.toLowerCase();
   const responses: JsonSchema = {};
-  for (const [status, r] of Object.entries(spec.responses)) responses[status] = responseObject(r);
+  for (const [status, r] of Object.entries(spec.responses)) responses[status] = responseObject(status, r);
   responses['400'] = problemRef;
   if (route.access !== 'public') {
     responses['401'] = problemRef;
     responses['403'] = problemRef;
   }
   if (method !== 'get' && method !== 'delete') responses['415'] = problemRef;
-  responses['429'] = problemRef;
+  // A route that declares its own 429 (a refusal worth naming, as `account_locked`) keeps it.
+  responses['429'] ??= problemRef;
   responses['default'] = problemRef;
   const op: JsonSchema = {
     operationId: `${method}${openApiPath(route.path)
