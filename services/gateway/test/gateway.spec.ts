@@ -279,6 +279,8 @@ describe('gateway HTTP pipeline', () => {
       // Second step of a password sign-in, and accepting an invitation by someone without an account.
       'POST /v1/auth/mfa/verify',
       'POST /v1/org/invites/accept',
+      // The undo link of an e-mail change, mailed to the replaced address (issue 16).
+      'POST /v1/auth/undo-email-change',
       // The API's own description (issue 12): what a client generator or a person reads first.
       'GET /v1/openapi.json',
     ]);

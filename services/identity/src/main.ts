@@ -93,6 +93,7 @@ runDataService({
         size: 10_000,
       }),
       federationKey,
+      stepUp: people.account.reauth,
     });
 
     // Links of shares to external e-mail addresses, requested by vault-crypto through its outbox.
@@ -123,7 +124,11 @@ runDataService({
       // Users' requests come through the gateway; the public keys are read by every token verifier.
       { default: ['gateway'], methods: { getJwks: JWKS_READERS } },
     );
-    rt.grpc.add(AccountServiceService, accountGrpc({ ...people.account, verifier }), gatewayOnly);
+    // Step-up checks of actions another service owns: vault-crypto's org key rotation.
+    rt.grpc.add(AccountServiceService, accountGrpc({ ...people.account, verifier }), {
+      default: ['gateway'],
+      methods: { confirmUserStepUp: ['vault-crypto'] },
+    });
     rt.grpc.add(OrgServiceService, orgsGrpc({ ...people.orgs, verifier }), gatewayOnly);
     rt.grpc.add(MfaServiceService, mfaGrpc({ mfa: people.mfa, verifier }), gatewayOnly);
     rt.grpc.add(

@@ -1,3 +1,4 @@
+import { randomBytes, randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { UserPrincipal } from '@custos/auth';
 import {
@@ -15,6 +16,10 @@ import { AccountStore } from '../src/account/account-store';
 import { PasswordService } from '../src/account/password-service';
 import { ReauthService } from '../src/account/reauth-service';
 import { hashPassword, verifyPassword } from '../src/credentials/password-fns';
+import { base32Encode, totpCode, totpStep } from '../src/credentials/totp-fns';
+import { sealTotpSecret } from '../src/mfa/mfa-fns';
+import { MfaStore } from '../src/mfa/mfa-store';
+import { TotpStepUpCodes } from '../src/mfa/totp-step-up';
 import { SCHEMA } from '../src/db/schema';
 import { Notifier } from '../src/notifications/notifier';
 import { RevocationStore } from '../src/tokens/revocation-store';
@@ -22,6 +27,7 @@ import { UserStore } from '../src/users/user-store';
 
 const logger = createLogger({ service: 'identity-test', level: 'silent' });
 const PASSWORD = 'Correct-Horse-9-battery';
+const TOTP_KEK = randomBytes(32);
 
 /** The refusal a promise ends with (kind, field, type), for compact assertions. */
 async function refusal(p: Promise<unknown>) {
@@ -52,7 +58,7 @@ describe('account rules against Postgres', () => {
     redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
     users = new UserStore(db);
     const store = new AccountStore(db);
-    reauth = new ReauthService(store, users, logger);
+    reauth = new ReauthService(store, users, logger, new TotpStepUpCodes(new MfaStore(db), TOTP_KEK));
     const revocations = new RevocationStore(db, redis, logger);
     passwords = new PasswordService(store, users, reauth, revocations, notifier, logger);
   });
@@ -90,24 +96,122 @@ describe('account rules against Postgres', () => {
     };
   }
 
-  it('sets the first password of an account without one, once', async () => {
-    const p = await user({ password: false });
+  /** A session (refresh family) of the user that started `agoMs` ago; the principal carries it. */
+  async function withSession(p: UserPrincipal, agoMs: number): Promise<UserPrincipal> {
+    const sid = randomUUID();
+    await db.execute(
+      sql`insert into identity.refresh_tokens (id, family_id, user_id, secret_hash, amr, created_at, expires_at)
+          values (${randomUUID()}, ${sid}, ${p.userId}, 'x', '["google"]'::jsonb,
+                  now() - make_interval(secs => ${agoMs / 1000}), now() + interval '1 day')`,
+    );
+    return { ...p, sessionId: sid, amr: ['google'] };
+  }
+
+  /** Turns TOTP on for the user; returns the current code. */
+  async function enrolTotp(p: UserPrincipal): Promise<() => string> {
+    const secret = randomBytes(20);
+    await db.execute(
+      sql`update identity.users set totp_enabled = true, totp_secret_enc = ${sealTotpSecret(secret, TOTP_KEK, p.userId)}
+          where id = ${p.userId}`,
+    );
+    const b32 = base32Encode(secret);
+    return () => totpCode(b32, totpStep(Date.now()));
+  }
+
+  it('sets the first password of an account without one, once, after a step-up', async () => {
+    const p = await withSession(await user({ password: false }), 0);
     const next = 'Fresh-Horse-4-battery';
-    expect(await refusal(passwords.setPassword(p, next, `${next}x`))).toMatchObject({
+    const rat = async () =>
+      (
+        await reauth.reauthenticate(p, {
+          purpose: 'account.password.set',
+          password: '',
+          totpCode: '',
+          passkeyAssertionPresent: false,
+        })
+      ).token;
+    expect(await refusal(passwords.setPassword(p, next, `${next}x`, await rat()))).toMatchObject({
       field: 'password_confirm',
     });
-    expect(await refusal(passwords.setPassword(p, 'weak', 'weak'))).toMatchObject({
+    expect(await refusal(passwords.setPassword(p, 'weak', 'weak', await rat()))).toMatchObject({
       kind: 'invalid_argument',
       field: 'password',
     });
+    // No step-up, or a password (the account has none): refused, nothing set.
+    expect(await refusal(passwords.setPassword(p, next, next, ''))).toMatchObject({ type: 'step_up_required' });
+    expect(await refusal(passwords.setPassword(p, next, next, PASSWORD))).toMatchObject({
+      type: 'step_up_required',
+    });
     expect((await users.findById(p.userId))!.passwordHash).toBeNull();
 
-    await passwords.setPassword(p, next, next);
+    await passwords.setPassword(p, next, next, await rat());
     const stored = (await users.findById(p.userId))!.passwordHash!;
     expect(await verifyPassword(stored, next)).toBe(true);
 
-    expect(await refusal(passwords.setPassword(p, PASSWORD, PASSWORD))).toMatchObject({ field: 'password' });
+    expect(await refusal(passwords.setPassword(p, PASSWORD, PASSWORD, next))).toMatchObject({ field: 'password' });
     expect(await verifyPassword((await users.findById(p.userId))!.passwordHash!, next)).toBe(true);
+  });
+
+  it('proves an account with neither password nor TOTP by a sign-in of the last five minutes only', async () => {
+    const input = { purpose: 'account.password.set', password: '', totpCode: '', passkeyAssertionPresent: false };
+    const base = await user({ password: false });
+    const stale = await withSession(base, 6 * 60_000);
+    expect(await refusal(reauth.reauthenticate(stale, input))).toMatchObject({
+      kind: 'permission_denied',
+      type: 'step_up_required',
+    });
+    // A token from an API key, or with no session, proves nothing.
+    const fresh = await withSession(base, 0);
+    expect(await refusal(reauth.reauthenticate({ ...fresh, amr: ['api_key'] }, input))).toMatchObject({
+      type: 'step_up_required',
+    });
+    expect(await refusal(reauth.reauthenticate(base, input))).toMatchObject({ type: 'step_up_required' });
+    expect((await reauth.reauthenticate(fresh, input)).token).toMatch(/^rat_/);
+    // An account with a password must type it.
+    const withPassword = await withSession(await user({ password: true }), 0);
+    expect(await refusal(reauth.reauthenticate(withPassword, input))).toMatchObject({ field: 'password' });
+  });
+
+  it('accepts a TOTP code as a step-up and for a rat_ token, each code once, behind the lockout', async () => {
+    const p = await user({ password: true });
+    const code = await enrolTotp(p);
+    const now = code();
+    await reauth.confirmStepUp(p, 'account.email.change', now);
+    // The same code again: refused (its time step was spent), and audited as a refusal.
+    expect(await refusal(reauth.confirmStepUp(p, 'account.email.change', now))).toMatchObject({
+      kind: 'permission_denied',
+      type: 'step_up_required',
+    });
+    expect(
+      await refusal(
+        reauth.reauthenticate(p, { purpose: 'account.delete', password: '', totpCode: now, passkeyAssertionPresent: false }),
+      ),
+    ).toMatchObject({ kind: 'permission_denied', field: 'totp_code' });
+    const audited = await db.execute<{ n: number }>(
+      sql`select count(*)::int as n from identity.outbox where name = 'audit.recorded'
+          and payload->>'action' = 'auth.reauth_failed' and payload->>'resource_id' = ${p.userId}
+          and payload->'metadata'->>'method' = 'totp'`,
+    );
+    expect(audited.rows[0]!.n).toBe(2);
+    // The password still works as a step-up for a TOTP user.
+    await reauth.confirmStepUp(p, 'account.email.change', PASSWORD);
+    // Without TOTP, six digits are read as a (wrong) password.
+    const plain = await user({ password: true });
+    expect(await refusal(reauth.confirmStepUp(plain, 'account.email.change', '123456'))).toMatchObject({
+      type: 'step_up_required',
+    });
+  });
+
+  it('confirms a step-up for another service only for a live user of the named org', async () => {
+    const p = await user({ password: true });
+    const other = await user({ password: true });
+    expect(
+      await refusal(reauth.confirmUserStepUp(p.userId, other.orgId, 'org.encryption_key.rotate', PASSWORD)),
+    ).toMatchObject({ kind: 'unauthenticated' });
+    expect(
+      await refusal(reauth.confirmUserStepUp(p.userId, p.orgId, 'org.encryption_key.rotate', 'Wrong-1-password')),
+    ).toMatchObject({ kind: 'permission_denied', type: 'step_up_required' });
+    await reauth.confirmUserStepUp(p.userId, p.orgId, 'org.encryption_key.rotate', PASSWORD);
   });
 
   it('refuses password re-auth and change-password for an account without a password', async () => {
@@ -126,7 +230,7 @@ describe('account rules against Postgres', () => {
       kind: 'permission_denied',
       type: 'step_up_required',
     });
-    expect(await refusal(passwords.changePassword(p, PASSWORD, 'Fresh-Horse-4-battery'))).toMatchObject({
+    expect(await refusal(passwords.changePassword(p, PASSWORD, 'Fresh-Horse-4-battery', PASSWORD))).toMatchObject({
       field: 'current_password',
     });
   });

@@ -60,9 +60,12 @@ describe('TOTP secrets move from the token-signing KEK to MFA_SECRET_KEY at star
     const lost = legacySeal(randomBytes(20), randomBytes(32), c);
     await db.execute(sql`UPDATE identity.users SET totp_secret_enc = ${lost} WHERE id = ${c}`);
 
-    const mfa = new MfaService(new MfaStore(db), { startSession: async () => ({}) } as never, {
-      kek: mfaKey,
-    });
+    const mfa = new MfaService(
+      new MfaStore(db),
+      { startSession: async () => ({}) } as never,
+      { kek: mfaKey },
+      { confirmStepUp: () => Promise.reject(new Error('resealing checks no step-up')) },
+    );
     expect(await mfa.resealLegacy(tokenKek)).toEqual({ resealed: 2, unreadable: 1 });
 
     const rows = await db.execute<{ id: string; s: Buffer | null; p: Buffer | null }>(

@@ -2,6 +2,7 @@ import { connectServiceIdentityKeys, verifierRedisOptions } from '@custos/auth';
 import { OutboxGroupCommit, runDataService } from '@custos/events';
 import { Redis } from 'ioredis';
 import { BillingServiceClient } from '@custos/proto/custos/billing/v1/service';
+import { AccountServiceClient } from '@custos/proto/custos/identity/v1/account';
 import { PolicyServiceClient } from '@custos/proto/custos/policy/v1/service';
 import { VaultCryptoServiceService } from '@custos/proto/custos/vault_crypto/v1/service';
 import { createGrpcClient, describeError } from '@custos/service-kit';
@@ -14,6 +15,7 @@ import { vaultCryptoAccess, vaultCryptoGrpc } from './grpc/vault-crypto-grpc.js'
 import { OrgKeyRing } from './keys/org-key-ring.js';
 import { createKmsProvider } from './kms/kms-factory.js';
 import { BillingClient } from './peers/billing-client.js';
+import { IdentityClient } from './peers/identity-client.js';
 import { PolicyClient } from './peers/policy-client.js';
 import { EnvService } from './secrets/env-service.js';
 import { SecretService } from './secrets/secret-service.js';
@@ -40,9 +42,12 @@ runDataService({
     const opts = { tls: rt.tls, deadlineMs: c.GRPC_DEADLINE_MS };
     const policy = createGrpcClient(PolicyServiceClient, c.POLICY_ADDR, { ...opts, peer: 'policy' });
     const billing = createGrpcClient(BillingServiceClient, c.BILLING_ADDR, { ...opts, peer: 'billing' });
+    // Identity's step-up check (org key rotation); the token keys have their own client.
+    const account = createGrpcClient(AccountServiceClient, c.IDENTITY_ADDR, { ...opts, peer: 'identity' });
     rt.onShutdown('peers', async () => {
       policy.close();
       billing.close();
+      account.close();
     });
 
     const keys = await connectServiceIdentityKeys(rt);
@@ -74,7 +79,7 @@ runDataService({
     // into at most one cycle per few milliseconds).
     const commits = new OutboxGroupCommit({ pool, schema: SCHEMA, onCommitted: () => events.relay.nudge() });
     const audit = new VaultCryptoAudit(db, rt.logger, commits);
-    const vaults = new VaultService(vaultStore, access, limits, ring, audit);
+    const vaults = new VaultService(vaultStore, access, limits, ring, audit, new IdentityClient(account));
     const secrets = new SecretService(
       {
         vaults: vaultStore,

@@ -5,13 +5,15 @@ export async function api(
   mesh: Mesh,
   method: string,
   path: string,
-  opts: { body?: unknown; token?: string; raw?: string } = {},
+  opts: { body?: unknown; token?: string; raw?: string; confirm?: string } = {},
 ) {
   const res = await fetch(`${mesh.baseUrl}${path}`, {
     method,
     headers: {
       ...(opts.body !== undefined || opts.raw !== undefined ? { 'content-type': 'application/json' } : {}),
       ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
+      // The step-up credential of a sensitive route (SPEC.md §5.9).
+      ...(opts.confirm !== undefined ? { 'x-auth-confirm': opts.confirm } : {}),
     },
     ...(opts.raw !== undefined
       ? { body: opts.raw }

@@ -6,7 +6,7 @@ import type { Peers } from '../peers.js';
 import { noStore } from './auth-routes.js';
 import { type Guards, declareRoute } from './routes.js';
 import { MessageResponse, bodyOf, dateTime } from './schemas.js';
-import { AUTH_CONFIRM_HEADER, authConfirmOf } from './step-up.js';
+import { STEP_UP_PURPOSES, authConfirmOf } from './step-up.js';
 
 const SettingsResponse = z.object({
   require_passkey_for_vaults: z.boolean(),
@@ -95,13 +95,15 @@ export function accountRoutes(peers: Peers, guards: Guards): Router {
       access: 'human',
       summary: 'Change the password; every session, the caller’s included, ends',
       tag,
+      stepUp: STEP_UP_PURPOSES.passwordChange,
       body: bodyOf({ current_password: text('The password now'), new_password: text('The new password') }),
       responses: { 204: { description: 'Changed' } },
     },
-    async (_req, res, { body }) => {
+    async (req, res, { body }) => {
       await call(account.changePassword, {
         currentPassword: body.current_password ?? '',
         newPassword: body.new_password ?? '',
+        credential: authConfirmOf(req),
       });
       res.status(204).end();
     },
@@ -116,13 +118,15 @@ export function accountRoutes(peers: Peers, guards: Guards): Router {
       access: 'human',
       summary: 'Set the first password of an account that has none',
       tag,
+      stepUp: STEP_UP_PURPOSES.passwordSet,
       body: bodyOf({ password: text('The password'), password_confirm: text('The same password again') }),
       responses: { 200: { description: 'Password set', schema: MessageResponse } },
     },
-    async (_req, res, { body }) => {
+    async (req, res, { body }) => {
       const r = await call(account.setPassword, {
         password: body.password ?? '',
         passwordConfirm: body.password_confirm ?? '',
+        credential: authConfirmOf(req),
       });
       res.json({ message: r.message });
     },
@@ -137,6 +141,7 @@ export function accountRoutes(peers: Peers, guards: Guards): Router {
       access: 'human',
       summary: 'Start an e-mail change: a 6-digit code goes to the new address',
       tag,
+      stepUp: STEP_UP_PURPOSES.emailChange,
       body: bodyOf({ new_email: text('The new address') }),
       responses: {
         200: {
@@ -145,8 +150,8 @@ export function accountRoutes(peers: Peers, guards: Guards): Router {
         },
       },
     },
-    async (_req, res, { body }) => {
-      const r = await call(account.changeEmail, { newEmail: body.new_email ?? '' });
+    async (req, res, { body }) => {
+      const r = await call(account.changeEmail, { newEmail: body.new_email ?? '', credential: authConfirmOf(req) });
       res.json({ message: r.message, new_email: r.newEmail, expires_in_seconds: r.expiresInSeconds });
     },
   );
@@ -158,7 +163,7 @@ export function accountRoutes(peers: Peers, guards: Guards): Router {
       method: 'post',
       path: '/v1/auth/verify-email-change',
       access: 'human',
-      summary: 'Complete the e-mail change with its code',
+      summary: 'Complete the e-mail change with its code; the old address is told, with a link to undo it (7 days)',
       tag,
       body: bodyOf({ code: text('The 6-digit code') }),
       responses: {
@@ -176,6 +181,28 @@ export function accountRoutes(peers: Peers, guards: Guards): Router {
     guards,
     {
       method: 'post',
+      path: '/v1/auth/undo-email-change',
+      access: 'public',
+      summary:
+        'Undo an e-mail change with the token mailed to the replaced address (7 days, once): the address is restored and every session and personal API key ends',
+      tag,
+      body: bodyOf({ token: text('The `cse_` token from the notice') }),
+      responses: {
+        200: { description: 'Address restored', schema: MessageResponse.extend({ email: z.string() }) },
+      },
+    },
+    async (_req, res, { body }) => {
+      const r = await call(account.undoEmailChange, { token: body.token ?? '' });
+      noStore(res);
+      res.json({ message: r.message, email: r.email });
+    },
+  );
+
+  declareRoute(
+    router,
+    guards,
+    {
+      method: 'post',
       path: '/v1/auth/reauth',
       access: 'human',
       summary: 'Prove the user again for a purpose: a single-use `rat_` token (5 minutes)',
@@ -183,7 +210,7 @@ export function accountRoutes(peers: Peers, guards: Guards): Router {
       body: bodyOf({
         purpose: text('What the token authorises, e.g. `account.delete`'),
         password: text('The password'),
-        totp_code: text('A TOTP code (not accepted yet)'),
+        totp_code: text('A current TOTP code, when TOTP is enrolled (each code is accepted once)'),
         passkey_assertion: z.unknown().optional().describe('A passkey assertion (not accepted yet)'),
       }),
       responses: {
@@ -214,7 +241,7 @@ export function accountRoutes(peers: Peers, guards: Guards): Router {
       access: 'human',
       summary: 'Delete the caller’s account (confirmation phrase and step-up for `account.delete`)',
       tag,
-      headers: { [AUTH_CONFIRM_HEADER]: 'A `rat_` token for `account.delete`, or the password' },
+      stepUp: STEP_UP_PURPOSES.accountDelete,
       body: bodyOf({ confirmation: text('Exactly `DELETE MY ACCOUNT`') }),
       responses: { 204: { description: 'Deleted' } },
     },

@@ -14,6 +14,7 @@ import {
   agentSelfBody,
 } from './agent-schemas.js';
 import { type Guards, declareRoute } from './routes.js';
+import { STEP_UP_PURPOSES, authConfirmOf } from './step-up.js';
 import { bodyOf } from './schemas.js';
 
 /** Agents (spec §4.4) and the agent-token exchange (spec §4.1, §5.4); identity decides who may do what. */
@@ -170,13 +171,14 @@ export function agentRoutes(identity: IdentityServiceClient, guards: Guards): Ro
       access: 'authenticated',
       summary: 'Issue a new agent key; the old key and its tokens stop working',
       tag,
+      stepUp: STEP_UP_PURPOSES.agentKeyRotate,
       params: AgentParams,
       responses: {
         200: { description: 'The new key, shown only here', schema: z.object({ api_key: z.string() }) },
       },
     },
-    async (_req, res, { params }) => {
-      const r = await call(identity.rotateAgentKey, { agentId: params.agent_id });
+    async (req, res, { params }) => {
+      const r = await call(identity.rotateAgentKey, { agentId: params.agent_id, credential: authConfirmOf(req) });
       noStore(res);
       res.json({ api_key: r.apiKey });
     },

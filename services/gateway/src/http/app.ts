@@ -42,6 +42,7 @@ export const CREDENTIAL_ROUTES = [
   '/v1/auth/verify-email',
   '/v1/auth/forgot-password',
   '/v1/auth/reset-password',
+  '/v1/auth/undo-email-change',
   '/v1/auth/mfa/verify',
   '/v1/auth/federated-token',
   '/v1/org/invites/accept',

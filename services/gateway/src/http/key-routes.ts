@@ -6,6 +6,7 @@ import { unaryCaller } from '@custos/service-kit';
 import { TokenResponse, credential, noStore, tokenBody } from './auth-routes.js';
 import { type Guards, declareRoute } from './routes.js';
 import { bodyOf, dateTime, idParam } from './schemas.js';
+import { STEP_UP_PURPOSES, authConfirmOf } from './step-up.js';
 
 const ApiKeyResponse = z.object({
   id: z.string(),
@@ -44,6 +45,7 @@ export function keyRoutes(identity: IdentityServiceClient, guards: Guards): Rout
       access: 'human',
       summary: 'Create a personal API key; the key is shown only here',
       tag,
+      stepUp: STEP_UP_PURPOSES.apiKeyCreate,
       body: bodyOf({
         name: z.string().describe('1 to 100 characters'),
         expires_at: z
@@ -59,8 +61,12 @@ export function keyRoutes(identity: IdentityServiceClient, guards: Guards): Rout
         },
       },
     },
-    async (_req, res, { body }) => {
-      const r = await call(identity.createApiKey, { name: body.name, expiresAt: body.expires_at ?? '' });
+    async (req, res, { body }) => {
+      const r = await call(identity.createApiKey, {
+        name: body.name,
+        expiresAt: body.expires_at ?? '',
+        credential: authConfirmOf(req),
+      });
       noStore(res);
       res.status(201).json({ key: keyBody(r.key), api_key: r.apiKey });
     },

@@ -5,6 +5,7 @@ import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { TokenResponse, credential, noStore, tokenBody } from './auth-routes.js';
 import { type Guards, declareRoute } from './routes.js';
+import { STEP_UP_PURPOSES, authConfirmOf } from './step-up.js';
 import { bodyOf } from './schemas.js';
 
 const StatusResponse = z.object({ enabled: z.boolean(), recovery_codes_remaining: z.number().int() });
@@ -31,6 +32,7 @@ export function mfaRoutes(peers: Peers, guards: Guards): Router {
       access: 'human',
       summary: 'Start TOTP enrolment: a new secret and its otpauth URI',
       tag,
+      stepUp: STEP_UP_PURPOSES.mfaEnrol,
       responses: {
         200: {
           description: 'The pending secret',
@@ -38,8 +40,8 @@ export function mfaRoutes(peers: Peers, guards: Guards): Router {
         },
       },
     },
-    async (_req, res) => {
-      const r = await call(mfa.setupMfa, {});
+    async (req, res) => {
+      const r = await call(mfa.setupMfa, { credential: authConfirmOf(req) });
       noStore(res);
       res.json({ secret: r.secret, otpauth_uri: r.otpauthUri });
     },
@@ -114,11 +116,12 @@ export function mfaRoutes(peers: Peers, guards: Guards): Router {
       access: 'human',
       summary: 'Turn TOTP off with a TOTP or recovery code',
       tag,
+      stepUp: STEP_UP_PURPOSES.mfaDisable,
       body: bodyOf({ code }),
       responses: { 200: { description: 'TOTP disabled', schema: StatusResponse } },
     },
-    async (_req, res, { body }) => {
-      await call(mfa.disableMfa, { code: body.code ?? '' });
+    async (req, res, { body }) => {
+      await call(mfa.disableMfa, { code: body.code ?? '', credential: authConfirmOf(req) });
       res.json({ enabled: false, recovery_codes_remaining: 0 });
     },
   );

@@ -1,5 +1,6 @@
 import { z } from 'zod/v4';
 import type { DeclaredRoute, ResponseSpec } from './routes.js';
+import { AUTH_CONFIRM_HEADER, STEP_UP_ACCEPTED, stepUpHeaderDescription } from './step-up.js';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -60,6 +61,15 @@ function parameters(route: DeclaredRoute): JsonSchema[] {
   for (const [name, description] of Object.entries(route.spec.headers ?? {})) {
     out.push({ name, in: 'header', required: false, schema: { type: 'string' }, description });
   }
+  if (route.spec.stepUp) {
+    out.push({
+      name: AUTH_CONFIRM_HEADER,
+      in: 'header',
+      required: true,
+      schema: { type: 'string' },
+      description: stepUpHeaderDescription(route.spec.stepUp),
+    });
+  }
   return out;
 }
 
@@ -86,7 +96,12 @@ function operation(route: DeclaredRoute): JsonSchema {
   for (const [status, r] of Object.entries(spec.responses)) responses[status] = responseObject(status, r);
   responses['400'] = problemRef;
   if (route.access !== 'public') {
-    responses['401'] = problemRef;
+    responses['401'] = route.spec.stepUp
+      ? {
+          description: `Not signed in, or the step-up challenge: \`step_up_required\` with \`purpose\` (\`${route.spec.stepUp}\`) and \`accepted\` (${STEP_UP_ACCEPTED.map((a) => `\`${a}\``).join(', ')})`,
+          content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+        }
+      : problemRef;
     responses['403'] = problemRef;
   }
   if (method !== 'get' && method !== 'delete') responses['415'] = problemRef;

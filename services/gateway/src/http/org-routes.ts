@@ -11,6 +11,7 @@ import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { noStore } from './auth-routes.js';
 import { type Guards, declareRoute } from './routes.js';
+import { STEP_UP_PURPOSES, authConfirmOf } from './step-up.js';
 import { MessageResponse, bodyOf, dateTime, idParam, pagingQuery } from './schemas.js';
 
 const role = z.enum(['owner', 'admin', 'member']);
@@ -196,12 +197,17 @@ export function orgRoutes(peers: Peers, guards: Guards): Router {
       access: 'human',
       summary: 'Change a member’s role; the member’s tokens stop working',
       tag,
+      stepUp: STEP_UP_PURPOSES.memberRoleChange,
       params: userParams,
       body: bodyOf({ role: text('`owner`, `admin` or `member`') }),
       responses: { 200: { description: 'The member', schema: MemberResponse } },
     },
-    async (_req, res, { params, body }) => {
-      const r = await call(orgs.updateOrgMemberRole, { userId: params.user_id, role: body.role ?? '' });
+    async (req, res, { params, body }) => {
+      const r = await call(orgs.updateOrgMemberRole, {
+        userId: params.user_id,
+        role: body.role ?? '',
+        credential: authConfirmOf(req),
+      });
       res.json(memberBody(r.member));
     },
   );

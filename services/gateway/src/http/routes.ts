@@ -3,6 +3,8 @@ import type { z } from 'zod/v4';
 import { InvalidArgumentError } from '@custos/service-kit';
 import type { HotRoutes } from './hot-routes.js';
 import { bodyObject, checkJsonBody, paramsOf, parseInput } from './input.js';
+import { sendProblem } from './problem.js';
+import { type StepUpPurpose, authConfirmOf, stepUpChallenge } from './step-up.js';
 
 /** Who may call a route: anyone, any signed-in principal, or humans only (spec §5.8). */
 export type Access = 'public' | 'authenticated' | 'human';
@@ -45,6 +47,12 @@ export interface RouteSpec<
   nulAllowed?: readonly string[];
   /** Request headers the route reads, for the document (e.g. `X-Auth-Confirm`). */
   headers?: Record<string, string>;
+  /**
+   * The step-up purpose the route needs (SPEC.md §5.9): a request without `X-Auth-Confirm` is
+   * answered 401 `step_up_required` before any service is called; with one, the handler forwards
+   * it and the owning service checks it (403 `step_up_required` when it fails).
+   */
+  stepUp?: StepUpPurpose;
   /**
    * Also served by the precompiled dispatcher (hot-routes.ts) for the plain requests of a hot
    * load: same stages, same handler, without Express walking every route before it.
@@ -131,6 +139,9 @@ export function declareRoute<P extends z.ZodType, Q extends z.ZodType, B extends
       } catch (err) {
         return next(err);
       }
+      // After the input checks, so the retry with a credential does not meet a 400 the first
+      // request could have told.
+      if (spec.stepUp && authConfirmOf(req) === '') return sendProblem(res, stepUpChallenge(spec.stepUp));
       Promise.resolve(handler(req, res, input)).catch(next);
     },
   ];

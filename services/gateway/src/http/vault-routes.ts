@@ -3,6 +3,7 @@ import { z } from 'zod/v4';
 import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { type Guards, declareRoute } from './routes.js';
+import { STEP_UP_PURPOSES, authConfirmOf } from './step-up.js';
 import { sendJson } from './respond.js';
 import { bodyOf, must, queryString } from './schemas.js';
 import {
@@ -345,12 +346,13 @@ export function vaultRoutes(peers: Peers, guards: Guards): Router {
       access: 'human',
       summary: "Start a new version of the org's key-encryption key (owners and admins)",
       tag,
+      stepUp: STEP_UP_PURPOSES.orgKeyRotate,
       responses: {
         200: { description: 'The new key version', schema: z.object({ version: z.number().int() }) },
       },
     },
-    async (_req, res) => {
-      const r = await call(vc.rotateOrgKey, {});
+    async (req, res) => {
+      const r = await call(vc.rotateOrgKey, { credential: authConfirmOf(req) });
       res.json({ version: r.version });
     },
   );

@@ -8,6 +8,7 @@ import {
   quotaWindowStart,
   reauthLockRemainingMs,
   requireUser,
+  stepUpMethodOf,
   tombstoneEmail,
 } from './account-fns';
 
@@ -127,5 +128,16 @@ describe('msUntilPastRevocation', () => {
     expect(msUntilPastRevocation(100_300, 100_900)).toBe(100);
     expect(msUntilPastRevocation(100_300, 101_000)).toBe(0);
     expect(msUntilPastRevocation(100_000, 100_000)).toBe(0);
+  });
+});
+
+describe('stepUpMethodOf', () => {
+  it('reads a rat_ token first, six digits as TOTP only for a TOTP user, anything else as a password', () => {
+    expect(stepUpMethodOf('rat_x_y', true, true)).toBe('reauth_token');
+    expect(stepUpMethodOf('123456', false, true)).toBe('totp');
+    expect(stepUpMethodOf(' 123 456 ', false, true)).toBe('totp');
+    expect(stepUpMethodOf('123456', false, false)).toBe('password');
+    expect(stepUpMethodOf('1234567', false, true)).toBe('password');
+    expect(stepUpMethodOf('Correct-Horse-9-battery', false, true)).toBe('password');
   });
 });

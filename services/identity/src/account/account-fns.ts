@@ -17,6 +17,26 @@ export const RESET_EMAILS_PER_HOUR = 5;
 export const DELETE_CONFIRMATION = 'DELETE MY ACCOUNT';
 /** The step-up purpose of account deletion. */
 export const ACCOUNT_DELETE_PURPOSE = 'account.delete';
+/** Step-up purpose of starting an e-mail change. */
+export const EMAIL_CHANGE_PURPOSE = 'account.email.change';
+/** Step-up purpose of changing the password. */
+export const PASSWORD_CHANGE_PURPOSE = 'account.password.change';
+/** Step-up purpose of setting the first password. */
+export const PASSWORD_SET_PURPOSE = 'account.password.set';
+/** Step-up purpose of creating a personal API key. */
+export const API_KEY_CREATE_PURPOSE = 'account.api_key.create';
+/** Step-up purpose of TOTP enrolment (checked where the secret is made: setup). */
+export const MFA_ENROL_PURPOSE = 'security.mfa.enrol';
+/** Step-up purpose of turning TOTP off. */
+export const MFA_DISABLE_PURPOSE = 'security.mfa.disable';
+/** Step-up purpose of rotating an agent's key. */
+export const AGENT_KEY_ROTATE_PURPOSE = 'agent.key.rotate';
+/** Step-up purpose of changing a member's role. */
+export const MEMBER_ROLE_CHANGE_PURPOSE = 'org.member.role_change';
+/** Step-up purpose of rotating the org's key-encryption key (checked by vault-crypto through identity). */
+export const ORG_KEY_ROTATE_PURPOSE = 'org.encryption_key.rotate';
+/** Days the link to undo an e-mail change stays valid (mailed to the replaced address). */
+export const EMAIL_UNDO_TTL_SECONDS = 7 * 86_400;
 /** Problem type of a refused or missing step-up (DECISIONS.md "Errors and limits"). */
 export const STEP_UP_REQUIRED = 'step_up_required';
 /** Metered features and their limit per fixed hour window (SPEC.md §2.5, §8). */
@@ -91,4 +111,18 @@ export function tombstoneEmail(uuid: string): string {
  */
 export function msUntilPastRevocation(revokedAtMs: number, nowMs: number): number {
   return Math.max(0, Math.ceil(revokedAtMs / 1000) * 1000 - nowMs);
+}
+
+/** How an `X-Auth-Confirm` value is read: a `rat_` token, a TOTP code, or a password. */
+export type StepUpMethod = 'reauth_token' | 'totp' | 'password';
+
+/**
+ * What kind of step-up credential a value is: a `rat_` token when it parses as one, six digits
+ * (spaces allowed) a TOTP code when the user has TOTP, anything else a password (no password can
+ * be six digits: the policy asks at least 12 characters).
+ */
+export function stepUpMethodOf(credential: string, isReauthToken: boolean, hasTotp: boolean): StepUpMethod {
+  if (isReauthToken) return 'reauth_token';
+  if (hasTotp && /^[0-9]{6}$/.test(credential.replace(/\s/g, ''))) return 'totp';
+  return 'password';
 }

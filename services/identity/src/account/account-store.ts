@@ -249,6 +249,60 @@ export class AccountStore {
     await tx.delete(emailChanges).where(eq(emailChanges.userId, userId));
   }
 
+  /** Stores the single-use token that undoes an e-mail change (only its hash) with the replaced address. */
+  async insertEmailUndoToken(
+    row: { id: string; userId: string; purpose: string; secretHash: string; expiresAt: Date; restoreEmail: string },
+    tx: Tx = this.db,
+  ): Promise<void> {
+    await tx.insert(emailTokens).values(row);
+  }
+
+  /**
+   * Consumes an e-mail change undo token once: the row is locked, its secret compared (by
+   * `matches`) before it is marked used, so a wrong secret leaves the owner's link working.
+   */
+  async consumeEmailUndoToken(
+    id: string,
+    purpose: string,
+    matches: (secretHash: string) => boolean,
+    tx: Tx,
+  ): Promise<{ userId: string; restoreEmail: string } | undefined> {
+    const [row] = await tx
+      .select({ userId: emailTokens.userId, secretHash: emailTokens.secretHash, restoreEmail: emailTokens.restoreEmail })
+      .from(emailTokens)
+      .where(
+        and(
+          eq(emailTokens.id, id),
+          eq(emailTokens.purpose, purpose),
+          isNull(emailTokens.usedAt),
+          gt(emailTokens.expiresAt, new Date()),
+        ),
+      )
+      .for('update');
+    if (!row || row.restoreEmail === null || !matches(row.secretHash)) return undefined;
+    await tx.update(emailTokens).set({ usedAt: new Date() }).where(eq(emailTokens.id, id));
+    return { userId: row.userId, restoreEmail: row.restoreEmail };
+  }
+
+  /** When the session (refresh family) `familyId` of a user started, if it is live. */
+  async sessionStartedAt(familyId: string, userId: string, tx: Tx = this.db): Promise<Date | undefined> {
+    const [row] = await tx
+      .select({ started: sql<Date | null>`min(${refreshTokens.createdAt})` })
+      .from(refreshTokens)
+      .where(and(eq(refreshTokens.familyId, familyId), eq(refreshTokens.userId, userId), isNull(refreshTokens.revokedAt)));
+    return row?.started ? new Date(row.started) : undefined;
+  }
+
+  /** The address of a live user, locked until the transaction ends. */
+  async lockEmailOf(userId: string, tx: Tx): Promise<string | undefined> {
+    const [row] = await tx
+      .select({ email: users.email })
+      .from(users)
+      .where(and(eq(users.id, userId), isNull(users.deletedAt)))
+      .for('update');
+    return row?.email;
+  }
+
   /** Sets a verified address; throws the unique violation when another account has it. */
   async setEmail(userId: string, email: string, tx: Tx = this.db): Promise<boolean> {
     const rows = await tx

@@ -13,7 +13,13 @@ import type { RevocationStore } from '../tokens/revocation-store.js';
 import { normalizeEmail } from '../users/user-fns.js';
 import type { LoginThrottle } from '../users/login-throttle.js';
 import type { UserStore } from '../users/user-store.js';
-import { RESET_EMAILS_PER_HOUR, RESET_TOKEN_TTL_SECONDS, requireUser } from './account-fns.js';
+import {
+  PASSWORD_CHANGE_PURPOSE,
+  PASSWORD_SET_PURPOSE,
+  RESET_EMAILS_PER_HOUR,
+  RESET_TOKEN_TTL_SECONDS,
+  requireUser,
+} from './account-fns.js';
 import { revokeUserEverywhere, waitPastRevocation } from './account-sessions.js';
 import type { AccountStore } from './account-store.js';
 import type { ReauthService } from './reauth-service.js';
@@ -142,7 +148,12 @@ export class PasswordService {
    * Every session and access token of the user ends, the caller's too: the client signs in again
    * with the new password (a sign-in right after the answer works).
    */
-  async changePassword(p: Principal, currentPassword: unknown, newPassword: unknown): Promise<void> {
+  async changePassword(
+    p: Principal,
+    currentPassword: unknown,
+    newPassword: unknown,
+    credential: unknown,
+  ): Promise<void> {
     const caller = requireUser(p);
     const current = required(currentPassword, 'current_password');
     const next = required(newPassword, 'new_password');
@@ -155,6 +166,7 @@ export class PasswordService {
         'this account has no password; set one with POST /v1/auth/set-password',
       );
     }
+    await this.reauth.confirmStepUp(caller, PASSWORD_CHANGE_PURPOSE, credential);
     if (!(await this.reauth.checkPassword(user, user.passwordHash, current, 'password.change'))) {
       throw new InvalidArgumentError('current_password', 'current_password is not correct');
     }
@@ -179,8 +191,12 @@ export class PasswordService {
     await waitPastRevocation(await revokeUserEverywhere(this.store, this.revocations, user.id));
   }
 
-  /** Sets the first password of an account that has none (e.g. one created by a social sign-in). */
-  async setPassword(p: Principal, rawPassword: unknown, rawConfirm: unknown): Promise<void> {
+  /**
+   * Sets the first password of an account that has none (e.g. one created by a social sign-in),
+   * after the step-up `account.password.set`: a `rat_` token (for such an account `POST
+   * /v1/auth/reauth` accepts a TOTP code, or a sign-in of the last five minutes) or a TOTP code.
+   */
+  async setPassword(p: Principal, rawPassword: unknown, rawConfirm: unknown, credential: unknown): Promise<void> {
     const caller = requireUser(p);
     const password = required(rawPassword, 'password');
     if (rawConfirm !== password) {
@@ -195,6 +211,7 @@ export class PasswordService {
       );
     if (user.passwordHash) throw alreadySet();
     checkPolicy(password, 'password');
+    await this.reauth.confirmStepUp(caller, PASSWORD_SET_PURPOSE, credential);
     const hash = await hashPassword(password);
     const set = await this.store.transaction(async (tx) => {
       if (!(await this.store.setFirstPasswordHash(user.id, hash, tx))) return false;

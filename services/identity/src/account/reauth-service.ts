@@ -1,10 +1,11 @@
-import type { Principal } from '@custos/auth';
+import type { Principal, UserPrincipal } from '@custos/auth';
 import {
   CustosError,
   InvalidArgumentError,
   PermissionDeniedError,
   UnauthenticatedError,
   type Logger,
+  isUuid,
 } from '@custos/service-kit';
 import { audit, auditRefusal } from '../audit/identity-audit.js';
 import { verifyPassword } from '../credentials/password-fns.js';
@@ -14,15 +15,18 @@ import {
   hashSecret,
   parseSecretToken,
 } from '../credentials/secret-token-fns.js';
+import type { TotpStepUpCodes } from '../mfa/totp-step-up.js';
 import type { UserStore } from '../users/user-store.js';
 import {
   REAUTH_FAILURE_WINDOW_MS,
   REAUTH_MAX_FAILURES,
   REAUTH_TTL_SECONDS,
   STEP_UP_REQUIRED,
+  type StepUpMethod,
   normalizePurpose,
   reauthLockRemainingMs,
   requireUser,
+  stepUpMethodOf,
 } from './account-fns.js';
 import type { AccountStore } from './account-store.js';
 
@@ -41,49 +45,72 @@ export interface ReauthToken {
 }
 
 /**
- * Re-authentication of a signed-in user (DECISIONS.md): the password again, for a single-use
- * `rat_` token bound to a purpose and the user (300 s), and the step-up check that consumes such a
- * token or checks the password. Every password check goes through `checkPassword`, which locks
- * re-auth for 15 minutes once ten of them failed within an hour.
+ * Re-authentication of a signed-in user (DECISIONS.md): the password or a TOTP code again, for a
+ * single-use `rat_` token bound to a purpose and the user (300 s), and the step-up check that
+ * consumes such a token or checks the password or a TOTP code. Every password and TOTP check goes
+ * through `checkUnderLockout`, which locks re-auth for 15 minutes once ten failed within an hour.
  */
 export class ReauthService {
   constructor(
     private readonly store: AccountStore,
     private readonly users: UserStore,
     private readonly logger: Logger,
+    private readonly totp: Pick<TotpStepUpCodes, 'hasTotp' | 'spend'>,
   ) {}
 
-  /** `POST /v1/auth/reauth`: the caller's password for a `rat_` token of `purpose`. */
+  /**
+   * `POST /v1/auth/reauth`: the caller's password, or a current TOTP code when TOTP is enrolled,
+   * for a `rat_` token of `purpose`.
+   */
   async reauthenticate(
     p: Principal,
     input: { purpose: unknown; password: unknown; totpCode: unknown; passkeyAssertionPresent: boolean },
   ): Promise<ReauthToken> {
     const caller = requireUser(p);
     const purpose = normalizePurpose(input.purpose);
-    if (typeof input.password !== 'string' || input.password === '') {
-      // MFA enrolment is another slice; until its secrets can be read here, only the password proves.
-      if (typeof input.totpCode === 'string' && input.totpCode !== '')
-        throw new InvalidArgumentError(
-          'totp_code',
-          're-authentication with a TOTP code is not supported yet; send password',
-        );
-      if (input.passkeyAssertionPresent)
-        throw new InvalidArgumentError(
-          'passkey_assertion',
-          're-authentication with a passkey is not supported yet; send password',
-        );
-      throw new InvalidArgumentError('password', 'password is required');
-    }
+    const password = typeof input.password === 'string' ? input.password : '';
+    const totpCode = typeof input.totpCode === 'string' ? input.totpCode : '';
+    if (input.passkeyAssertionPresent && password === '' && totpCode === '')
+      throw new InvalidArgumentError(
+        'passkey_assertion',
+        're-authentication with a passkey is not supported yet; send password or totp_code',
+      );
     const user = await this.users.findById(caller.userId);
     if (!user) throw new UnauthenticatedError();
-    if (!user.passwordHash) {
-      throw new InvalidArgumentError(
-        'password',
-        'this account has no password; set one with POST /v1/auth/set-password',
-      );
-    }
-    if (!(await this.checkPassword(user, user.passwordHash, input.password, purpose))) {
-      throw new PermissionDeniedError('the password is not correct', { field: 'password' });
+    let method: StepUpMethod | 'recent_sign_in';
+    if (password === '' && totpCode === '') {
+      // An account with neither a password nor TOTP (Google sign-in only) has nothing to type: a
+      // sign-in of the last REAUTH_TTL_SECONDS proves the person instead (an interactive session,
+      // never a token from an API key or a refresh of an old session).
+      if (user.passwordHash || (await this.totp.hasTotp(user.id)))
+        throw new InvalidArgumentError('password', 'password or totp_code is required');
+      if (!(await this.signedInRecently(caller)))
+        throw new PermissionDeniedError(
+          `this account has no password or TOTP: sign in again (within ${REAUTH_TTL_SECONDS / 60} minutes) and retry`,
+          { type: STEP_UP_REQUIRED, extensions: { purpose } },
+        );
+      method = 'recent_sign_in';
+    } else if (password !== '') {
+      if (!user.passwordHash) {
+        throw new InvalidArgumentError(
+          'password',
+          'this account has no password; send totp_code, or set a password with POST /v1/auth/set-password',
+        );
+      }
+      const hash = user.passwordHash;
+      if (!(await this.checkUnderLockout(user, purpose, 'password', () => verifyPassword(hash, password)))) {
+        throw new PermissionDeniedError('the password is not correct', { field: 'password' });
+      }
+      method = 'password';
+    } else {
+      if (!(await this.totp.hasTotp(user.id)))
+        throw new InvalidArgumentError('totp_code', 'this account has no TOTP enrolled; send password');
+      if (!(await this.checkUnderLockout(user, purpose, 'totp', () => this.totp.spend(user.id, totpCode)))) {
+        throw new PermissionDeniedError('the TOTP code is not correct or was used already', {
+          field: 'totp_code',
+        });
+      }
+      method = 'totp';
     }
     const t = generateSecretToken(RAT);
     await this.store.transaction(async (tx) => {
@@ -104,34 +131,68 @@ export class ReauthService {
         action: 'reauth.issued',
         resourceType: 'user',
         resourceId: user.id,
-        metadata: { purpose, method: 'password' },
+        metadata: { purpose, method },
       });
     });
     return { token: t.token, purpose, expiresIn: REAUTH_TTL_SECONDS };
   }
 
+  /** Whether the caller's token comes from an interactive session that started within REAUTH_TTL_SECONDS. */
+  private async signedInRecently(caller: UserPrincipal): Promise<boolean> {
+    if (!caller.sessionId || caller.amr.includes('api_key') || !isUuid(caller.sessionId)) return false;
+    const started = await this.store.sessionStartedAt(caller.sessionId, caller.userId);
+    return started !== undefined && Date.now() - started.getTime() <= REAUTH_TTL_SECONDS * 1000;
+  }
+
   /**
-   * Confirms a step-up for `purpose` from an `X-Auth-Confirm` value: a `rat_` token of this user
-   * and purpose (consumed, once) or the password. Anything else is a 403 `step_up_required`.
+   * Confirms a step-up for `purpose` from an `X-Auth-Confirm` value of the signed-in caller.
    */
   async confirmStepUp(p: Principal, rawPurpose: unknown, credential: unknown): Promise<void> {
     const caller = requireUser(p);
     const purpose = normalizePurpose(rawPurpose);
+    const user = await this.users.findById(caller.userId);
+    if (!user) throw new UnauthenticatedError();
+    await this.confirmFor(user, purpose, credential);
+  }
+
+  /**
+   * ConfirmUserStepUp: the same check for a user another service verified the access token of
+   * (vault-crypto); the user must be live and of `orgId`.
+   */
+  async confirmUserStepUp(userId: string, orgId: string, rawPurpose: unknown, credential: unknown): Promise<void> {
+    const purpose = normalizePurpose(rawPurpose);
+    const user = isUuid(userId) ? await this.users.findById(userId) : undefined;
+    if (!user || user.orgId !== orgId) throw new UnauthenticatedError();
+    await this.confirmFor(user, purpose, credential);
+  }
+
+  /**
+   * The step-up check: a `rat_` token of this user and purpose (consumed, once), a current TOTP
+   * code when TOTP is enrolled (spent, once), or the password (under the re-auth lockout). Anything
+   * else is a 403 `step_up_required`, audited as `auth.reauth_failed`.
+   */
+  private async confirmFor(
+    user: { id: string; orgId: string; passwordHash: string | null },
+    purpose: string,
+    credential: unknown,
+  ): Promise<void> {
     if (typeof credential !== 'string' || credential === '') {
       throw stepUpRequired(
         purpose,
-        `this action needs re-authentication: send X-Auth-Confirm with a rat_ token for purpose ${purpose} or your password`,
+        `this action needs re-authentication: send X-Auth-Confirm with a rat_ token for purpose ${purpose}, your password, or a TOTP code`,
       );
     }
     const token = parseSecretToken(credential, RAT);
+    const method = stepUpMethodOf(credential, token !== undefined, !token && (await this.totp.hasTotp(user.id)));
     if (token) {
       const ok = await this.store.consumeReauthToken({
         id: token.id,
-        userId: caller.userId,
+        userId: user.id,
         purpose,
         secretHash: hashSecret(token.secret),
       });
       if (!ok) {
+        await this.auditStepUpFailure(user, purpose, 'reauth_token', false);
         throw stepUpRequired(
           purpose,
           `the re-auth token is invalid, expired, already used, or not for purpose ${purpose}`,
@@ -139,24 +200,42 @@ export class ReauthService {
       }
       return;
     }
-    const user = await this.users.findById(caller.userId);
-    if (!user) throw new UnauthenticatedError();
-    if (!user.passwordHash) throw stepUpRequired(purpose, 'this account has no password to confirm with');
-    if (!(await this.checkPassword(user, user.passwordHash, credential, purpose))) {
+    if (method === 'totp') {
+      if (!(await this.checkUnderLockout(user, purpose, 'totp', () => this.totp.spend(user.id, credential))))
+        throw stepUpRequired(purpose, 'the TOTP code is not correct or was used already');
+      return;
+    }
+    const hash = user.passwordHash;
+    if (!hash) {
+      await this.auditStepUpFailure(user, purpose, 'password', false);
+      throw stepUpRequired(purpose, 'this account has no password to confirm with; use a rat_ token or a TOTP code');
+    }
+    if (!(await this.checkUnderLockout(user, purpose, 'password', () => verifyPassword(hash, credential)))) {
       throw stepUpRequired(purpose, 'the password is not correct');
     }
   }
 
-  /**
-   * Checks a password of a signed-in user under the re-auth lockout: true when it matches, false
-   * when not (the failure is recorded), a 429 while re-auth is locked (nothing is checked then).
-   * The checks of one user run one at a time, so parallel guesses cannot pass the limit.
-   */
-  async checkPassword(
+  /** Checks a password of a signed-in user under the re-auth lockout (see checkUnderLockout). */
+  checkPassword(
     user: { id: string; orgId: string },
     passwordHash: string,
     password: string,
     purpose: string,
+  ): Promise<boolean> {
+    return this.checkUnderLockout(user, purpose, 'password', () => verifyPassword(passwordHash, password));
+  }
+
+  /**
+   * Checks a credential of a signed-in user (a password, a TOTP code) under the re-auth lockout:
+   * true when it matches, false when not (the failure is recorded and audited), a 429 while re-auth
+   * is locked (nothing is checked then). The checks of one user run one at a time, so parallel
+   * guesses cannot pass the limit.
+   */
+  private async checkUnderLockout(
+    user: { id: string; orgId: string },
+    purpose: string,
+    method: StepUpMethod,
+    check: () => Promise<boolean>,
   ): Promise<boolean> {
     const userId = user.id;
     const outcome = await this.store.transaction(async (tx) => {
@@ -166,7 +245,7 @@ export class ReauthService {
       const failures = await this.store.failuresSince(userId, windowStart, tx);
       const lockedMs = reauthLockRemainingMs(failures, now);
       if (lockedMs > 0) return { ok: false, lockedMs, failures: failures.length };
-      if (await verifyPassword(passwordHash, password)) return { ok: true, lockedMs: 0, failures: 0 };
+      if (await check()) return { ok: true, lockedMs: 0, failures: 0 };
       await this.store.recordFailure(userId, windowStart, tx);
       return { ok: false, lockedMs: 0, failures: failures.length + 1 };
     });
@@ -181,16 +260,26 @@ export class ReauthService {
       this.logger.warn({ user_id: userId }, 're-authentication locked after repeated wrong passwords');
     }
     if (!outcome.ok) {
-      await auditRefusal(this.store, {
-        orgId: user.orgId,
-        actorType: 'user',
-        actorId: userId,
-        action: 'auth.reauth_failed',
-        resourceType: 'user',
-        resourceId: userId,
-        metadata: { purpose, locked: outcome.failures >= REAUTH_MAX_FAILURES },
-      });
+      await this.auditStepUpFailure(user, purpose, method, outcome.failures >= REAUTH_MAX_FAILURES);
     }
     return outcome.ok;
+  }
+
+  /** Records a refused re-authentication or step-up (the caller is refused either way). */
+  private auditStepUpFailure(
+    user: { id: string; orgId: string },
+    purpose: string,
+    method: StepUpMethod,
+    locked: boolean,
+  ): Promise<void> {
+    return auditRefusal(this.store, {
+      orgId: user.orgId,
+      actorType: 'user',
+      actorId: user.id,
+      action: 'auth.reauth_failed',
+      resourceType: 'user',
+      resourceId: user.id,
+      metadata: { purpose, method, locked },
+    });
   }
 }

@@ -20,6 +20,8 @@ import {
   checkAgentChange,
   narrowsTokenClaims,
 } from './agent-fns.js';
+import { AGENT_KEY_ROTATE_PURPOSE } from '../account/account-fns.js';
+import type { StepUpChecker } from '../mfa/mfa-types.js';
 import type { AgentStore } from './agent-store.js';
 import type { Agent, AgentChange } from './agent-types.js';
 
@@ -38,6 +40,7 @@ export class AgentService {
     private readonly store: AgentStore,
     private readonly revocations: Pick<RevocationStore, 'revokeSession' | 'record' | 'publish'>,
     private readonly billing: Pick<BillingClient, 'agentCap'>,
+    private readonly stepUp: StepUpChecker,
   ) {}
 
   /** Registers an agent in the caller's org; the API key is returned once. */
@@ -185,9 +188,10 @@ export class AgentService {
   }
 
   /** Issues a new key; the previous key and the tokens minted from it stop working. */
-  async rotateKey(p: Principal, agentId: string): Promise<string> {
+  async rotateKey(p: Principal, agentId: string, credential: unknown): Promise<string> {
     const user = manager(p);
     const agent = await agentInOrg(this.store, p, agentId);
+    await this.stepUp.confirmStepUp(user, AGENT_KEY_ROTATE_PURPOSE, credential);
     const key = generateSecretToken(KEY_PREFIX);
     const revoked = await this.store.transaction(async (tx) => {
       const ids = await this.store.revokeKeys(agent.id, tx);

@@ -17,7 +17,7 @@ export const SECRET_TOKEN_PREFIXES = {
   reauth: 'rat_',
   /** Refresh token of a user session. */
   refresh: 'csr_',
-  /** Single-use e-mailed token (verification, password reset, invitation). */
+  /** Single-use e-mailed token (verification, password reset, invitation, e-mail change undo). */
   email: 'cse_',
 } as const;
 

@@ -118,7 +118,7 @@ export const refreshTokens = identitySchema.table(
   (t) => [index('refresh_tokens_family_idx').on(t.familyId)],
 );
 
-/** Single-use e-mailed tokens (verification, password reset), stored as hashes. */
+/** Single-use e-mailed tokens (verification, password reset, e-mail change undo), stored as hashes. */
 export const emailTokens = identitySchema.table('email_tokens', {
   id: text('id').primaryKey(),
   userId: uuid('user_id')
@@ -129,6 +129,8 @@ export const emailTokens = identitySchema.table('email_tokens', {
   expiresAt: tstz('expires_at').notNull(),
   usedAt: tstz('used_at'),
   createdAt: tstz('created_at').notNull().defaultNow(),
+  /** Undo of an e-mail change (purpose `email_change_undo`): the address the change replaced. */
+  restoreEmail: text('restore_email'),
 });
 
 /**

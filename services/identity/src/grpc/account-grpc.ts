@@ -40,15 +40,15 @@ export function accountGrpc(deps: {
       return { message: 'Password updated. Sign in with the new password.' };
     },
     async changePassword(req, call) {
-      await deps.passwords.changePassword(await caller(call), req.currentPassword, req.newPassword);
+      await deps.passwords.changePassword(await caller(call), req.currentPassword, req.newPassword, req.credential);
       return {};
     },
     async setPassword(req, call) {
-      await deps.passwords.setPassword(await caller(call), req.password, req.passwordConfirm);
+      await deps.passwords.setPassword(await caller(call), req.password, req.passwordConfirm, req.credential);
       return { message: 'Password set.' };
     },
     async changeEmail(req, call) {
-      const r = await deps.emailChange.request(await caller(call), req.newEmail);
+      const r = await deps.emailChange.request(await caller(call), req.newEmail, req.credential);
       return {
         message: 'A 6-digit code was sent to the new address.',
         newEmail: r.newEmail,
@@ -70,6 +70,18 @@ export function accountGrpc(deps: {
     async confirmStepUp(req, call) {
       await deps.reauth.confirmStepUp(await caller(call), req.purpose, req.credential);
       return {};
+    },
+    async confirmUserStepUp(req) {
+      // The calling service (allow-listed: vault-crypto) verified the user's access token itself.
+      await deps.reauth.confirmUserStepUp(req.userId, req.orgId, req.purpose, req.credential);
+      return {};
+    },
+    async undoEmailChange(req) {
+      const email = await deps.emailChange.undo(req.token);
+      return {
+        message: 'The e-mail address is restored; every session and personal API key of the account ended.',
+        email,
+      };
     },
     async deleteAccount(req, call) {
       await deps.deletion.deleteAccount(await caller(call), req.confirmation, req.credential);

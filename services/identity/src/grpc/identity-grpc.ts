@@ -164,7 +164,7 @@ export function identityGrpc(deps: {
       return { agent: agentMessage(await deps.agents.self(await caller(call))) };
     },
     async rotateAgentKey(req, call) {
-      return { apiKey: await deps.agents.rotateKey(await caller(call), req.agentId) };
+      return { apiKey: await deps.agents.rotateKey(await caller(call), req.agentId, req.credential) };
     },
     async exchangeAgentCredential(req) {
       const t = await deps.agentExchange.exchange(req.apiKey, req.agentId);
@@ -173,7 +173,7 @@ export function identityGrpc(deps: {
       };
     },
     async createApiKey(req, call) {
-      const r = await deps.keys.create(await caller(call), req.name, req.expiresAt);
+      const r = await deps.keys.create(await caller(call), req.name, req.expiresAt, req.credential);
       return { key: apiKey(r.key), apiKey: r.apiKey };
     },
     async listApiKeys(_req, call) {

@@ -9,8 +9,8 @@ export function mfaGrpc(deps: { mfa: MfaService; verifier: TokenVerifier }): Asy
   const caller = callerResolver(deps.verifier);
 
   return {
-    async setupMfa(_req, call) {
-      const r = await deps.mfa.setup(await caller(call));
+    async setupMfa(req, call) {
+      const r = await deps.mfa.setup(await caller(call), req.credential);
       return { secret: r.secret, otpauthUri: r.otpauthUri };
     },
     async verifyMfaSetup(req, call) {
@@ -33,7 +33,7 @@ export function mfaGrpc(deps: { mfa: MfaService; verifier: TokenVerifier }): Asy
       return { enabled: r.enabled, recoveryCodesRemaining: r.recoveryCodesRemaining };
     },
     async disableMfa(req, call) {
-      await deps.mfa.disable(await caller(call), req.code);
+      await deps.mfa.disable(await caller(call), req.code, req.credential);
       return {};
     },
   };

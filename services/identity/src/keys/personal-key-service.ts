@@ -17,6 +17,8 @@ import { audit, auditRefusal } from '../audit/identity-audit.js';
 import type { RevocationStore } from '../tokens/revocation-store.js';
 import type { MintedAccessToken, TokenIssuer } from '../tokens/token-issuer.js';
 import type { UserStore } from '../users/user-store.js';
+import { API_KEY_CREATE_PURPOSE } from '../account/account-fns.js';
+import type { StepUpChecker } from '../mfa/mfa-types.js';
 import type { PersonalKeyRow, PersonalKeyStore } from './personal-key-store.js';
 
 const PREFIX = SECRET_TOKEN_PREFIXES.personalApiKey;
@@ -58,6 +60,7 @@ export class PersonalKeyService {
     private readonly users: Pick<UserStore, 'findById'>,
     private readonly issuer: Pick<TokenIssuer, 'userAccessToken' | 'isPlatformAdmin' | 'settings'>,
     private readonly revocations: Pick<RevocationStore, 'revokeSession'>,
+    private readonly stepUp: StepUpChecker,
   ) {}
 
   private user(p: Principal): UserPrincipal {
@@ -70,6 +73,7 @@ export class PersonalKeyService {
     p: Principal,
     name: unknown,
     expiresAt: unknown,
+    credential: unknown,
   ): Promise<{ key: ApiKeyView; apiKey: string }> {
     const user = this.user(p);
     if (typeof name !== 'string' || name.trim() === '' || name.length > 100) {
@@ -89,6 +93,7 @@ export class PersonalKeyService {
         type: 'resource_limit_exceeded',
       });
     }
+    await this.stepUp.confirmStepUp(user, API_KEY_CREATE_PURPOSE, credential);
     const t = generateSecretToken(PREFIX);
     const row = await this.store.transaction(async (tx) => {
       const created = await this.store.insert(

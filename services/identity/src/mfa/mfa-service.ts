@@ -13,6 +13,7 @@ import {
   verifyTotp,
 } from '../credentials/totp-fns.js';
 import type { TokenSetView } from '../users/user-types.js';
+import { MFA_DISABLE_PURPOSE, MFA_ENROL_PURPOSE } from '../account/account-fns.js';
 import { MFA_TOKEN_PREFIX } from './mfa-challenges.js';
 import {
   MFA_FAILURE_LIMIT,
@@ -26,7 +27,7 @@ import {
   resealLegacyTotpSecret,
 } from './mfa-fns.js';
 import type { MfaStore, MfaTx } from './mfa-store.js';
-import type { MatchedFactor, MfaSessionStarter, TotpState } from './mfa-types.js';
+import type { MatchedFactor, MfaSessionStarter, StepUpChecker, TotpState } from './mfa-types.js';
 
 const CHALLENGE_FAILED = 'invalid or expired MFA token';
 const CODE_FAILED = 'invalid MFA code';
@@ -54,6 +55,7 @@ export class MfaService {
     private readonly store: MfaStore,
     private readonly sessions: MfaSessionStarter,
     private readonly opts: MfaServiceOptions,
+    private readonly stepUp: StepUpChecker,
   ) {}
 
   /**
@@ -80,10 +82,15 @@ export class MfaService {
     return { resealed, unreadable };
   }
 
-  /** Creates (or replaces) the pending secret; 409 when TOTP is already on. */
-  async setup(p: Principal): Promise<{ secret: string; otpauthUri: string }> {
+  /**
+   * Creates (or replaces) the pending secret; 409 when TOTP is already on. The secret is bound to
+   * the account here (it is shown only here), so this is where the step-up `security.mfa.enrol` is
+   * checked; verify-setup needs a code of this secret, which only its holder has.
+   */
+  async setup(p: Principal, credential: unknown): Promise<{ secret: string; otpauthUri: string }> {
     const state = await this.state(p);
     if (state.enabled) throw new ConflictError('MFA is already enabled');
+    await this.stepUp.confirmStepUp(p, MFA_ENROL_PURPOSE, credential);
     const secret = randomBytes(TOTP_SECRET_BYTES);
     try {
       const sealed = sealTotpSecret(secret, this.opts.kek, state.userId);
@@ -164,10 +171,11 @@ export class MfaService {
   }
 
   /** Turns TOTP off after a TOTP or recovery code; the secret, recovery codes and challenges go. */
-  async disable(p: Principal, code: unknown): Promise<void> {
+  async disable(p: Principal, code: unknown, credential: unknown): Promise<void> {
     const typed = required(code, 'code');
     const state = await this.state(p);
     if (!state.enabled) throw new ConflictError('MFA is not enabled');
+    await this.stepUp.confirmStepUp(p, MFA_DISABLE_PURPOSE, credential);
     const factor = await this.match(state, typed);
     if (!factor) throw new InvalidArgumentError('code', 'code is not a valid TOTP or recovery code');
     await this.store.transaction(async (tx) => {

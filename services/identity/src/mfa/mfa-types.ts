@@ -1,3 +1,4 @@
+import type { Principal } from '@custos/auth';
 import type { TokenSetView } from '../users/user-types.js';
 
 /** The second step a password sign-in answers with when the user has TOTP. */
@@ -35,3 +36,8 @@ export interface TotpState {
 
 /** A second factor that matched, not yet consumed. */
 export type MatchedFactor = { kind: 'otp'; step: number } | { kind: 'recovery'; codeHash: string };
+
+/** Checks a step-up credential for a purpose (ReauthService): a 403 `step_up_required` when it fails. */
+export interface StepUpChecker {
+  confirmStepUp(p: Principal, purpose: string, credential: unknown): Promise<void>;
+}

@@ -1,6 +1,7 @@
 import type { Mailer } from './mailer.js';
 import {
   emailChangeCodeEmail,
+  emailChangedNoticeEmail,
   orgInviteEmail,
   passwordResetEmail,
   shareLinkEmail,
@@ -26,6 +27,12 @@ export class Notifier {
   verifyEmail(to: string, token: string, expiresInSeconds: number): Promise<void> {
     const link = this.link('/verify-email', token);
     return this.mailer.send({ to, ...verificationEmail({ link, token, expiresInSeconds }) });
+  }
+
+  /** The notice to the replaced address of an e-mail change, with its undo link and token. */
+  emailChangedNotice(to: string, token: string, expiresInSeconds: number): Promise<void> {
+    const link = this.link('/undo-email-change', token);
+    return this.mailer.send({ to, ...emailChangedNoticeEmail({ link, token, expiresInSeconds }) });
   }
 
   /** The link and token that reset a forgotten password. */

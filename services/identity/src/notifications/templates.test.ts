@@ -1,6 +1,7 @@
 import {
   describeDuration,
   emailChangeCodeEmail,
+  emailChangedNoticeEmail,
   orgInviteEmail,
   passwordResetEmail,
   shareLinkEmail,
@@ -48,6 +49,18 @@ describe('templates', () => {
     expect(m.text).toMatch(/^\s+042917$/m);
     expect(m.text).toContain('expires in 10 minutes');
     expect(m.subject).not.toContain('042917');
+  });
+
+  it('e-mail changed notice: the undo link and token, 7 days, no address in the subject', () => {
+    const token = 'cse_0123456789abcdef_0123456789012345678901234567890123456789abc';
+    const link = `http://127.0.0.1:8080/undo-email-change?token=${token}`;
+    const m = emailChangedNoticeEmail({ link, token, expiresInSeconds: 7 * 86_400 });
+    expect(m.template).toBe('email_changed_notice');
+    expect(m.text).toContain(link);
+    expect(m.text).toMatch(new RegExp(`^${token}$`, 'm'));
+    expect(m.text).toContain('expires in 7 days');
+    expect(m.text).toContain('POST /v1/auth/undo-email-change');
+    expect(m.subject).not.toContain('@');
   });
 
   it('org invite: org, inviter and link, with their text made harmless', () => {

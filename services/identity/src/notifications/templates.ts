@@ -122,6 +122,39 @@ export function emailChangeCodeEmail(input: { code: string; expiresInSeconds?: n
   };
 }
 
+/**
+ * The notice to the address an e-mail change replaced, with the single-use link that undoes it
+ * (the account may be in someone else's hands: undoing also ends every session and API key).
+ */
+export function emailChangedNoticeEmail(input: {
+  link: string;
+  token: string;
+  expiresInSeconds: number;
+}): MailContent {
+  const ttl = describeDuration(input.expiresInSeconds);
+  const text = [
+    'The e-mail address of your Custos account was changed: this address is no longer the account\'s.',
+    '',
+    'If you did not make this change, undo it with this link:',
+    '',
+    input.link,
+    '',
+    'Or send this token to POST /v1/auth/undo-email-change:',
+    '',
+    input.token,
+    '',
+    `The link works once and expires in ${ttl}. Undoing restores this address, signs out every`,
+    'session and revokes every personal API key of the account; then reset your password.',
+    'If you made the change yourself, ignore this e-mail.',
+  ].join('\n');
+  return {
+    template: 'email_changed_notice',
+    // The new address is not named: it is personal data of whoever holds the account now.
+    subject: 'The e-mail address of your Custos account was changed',
+    text: text + SIGNATURE,
+  };
+}
+
 /** An invitation to join an org; the org and inviter names are shown as plain, shortened text. */
 export function orgInviteEmail(input: {
   orgName: string;

@@ -2,7 +2,9 @@ import { type Principal, type UserPrincipal, requireHuman, requireHumanAdmin } f
 import { auditOf } from '@custos/events';
 import { NotFoundError, UnauthenticatedError } from '@custos/service-kit';
 import { audit } from '../audit/identity-audit.js';
-import type { RevocationStore } from '../tokens/revocation-store.js';
+import { MEMBER_ROLE_CHANGE_PURPOSE } from '../account/account-fns.js';
+import type { StepUpChecker } from '../mfa/mfa-types.js';
+import type { Revocation, RevocationStore } from '../tokens/revocation-store.js';
 import type { TokenIssuer } from '../tokens/token-issuer.js';
 import {
   msUntilPastRevocation,
@@ -52,6 +54,7 @@ export class OrgService {
     private readonly store: OrgStore,
     private readonly issuer: TokenIssuer,
     private readonly revocations: RevocationStore,
+    private readonly stepUp: StepUpChecker,
   ) {}
 
   /** The caller's current membership of the home org; 401 when it no longer exists. */
@@ -70,9 +73,15 @@ export class OrgService {
   /**
    * Changes a member's role (see roleChangeRefusal). A real change revokes the member's current
    * tokens, whose `role` claim it makes stale; the member signs in or refreshes to get the new one.
+   * The revocation is recorded in the transaction of the change (a change never commits without
+   * it) and stamped again and published after commit; a failure to publish answers 503. The step-up
+   * `org.member.role_change` is checked first.
    */
-  async updateRole(p: Principal, userId: unknown, role: unknown): Promise<OrgMemberView> {
+  async updateRole(p: Principal, userId: unknown, role: unknown, credential: unknown): Promise<OrgMemberView> {
     const caller = humanCaller(p, 'change roles');
+    parseUuid(userId, 'user_id');
+    parseRole(role);
+    await this.stepUp.confirmStepUp(caller, MEMBER_ROLE_CHANGE_PURPOSE, credential);
     const result = await this.store.transaction(async (tx) => {
       await this.store.lockOrg(caller.orgId, tx);
       const me = await this.me(caller, tx);
@@ -93,6 +102,7 @@ export class OrgService {
       if (refusal) throw refusal;
       if (target.role === newRole) return { member: target, changed: false };
       await this.store.setRole(caller.orgId, target.id, newRole, tx);
+      await this.revocations.record([this.userRevocation(target.id)], tx);
       await audit(
         tx,
         auditOf(
@@ -105,12 +115,28 @@ export class OrgService {
       return { member: { ...target, role: newRole }, changed: true };
     });
     if (result.changed) {
-      const revokedAt = await revokeUserTokens(this.revocations, this.issuer, result.member.id);
+      // Stamped again now that the change is visible: a token minted with the old role between
+      // the first stamp and the commit is covered too. A failed publish is a 503 (it is stored,
+      // and republished within a minute).
+      const fresh = this.userRevocation(result.member.id);
+      await this.revocations.record([fresh]);
+      await this.revocations.publish([fresh]);
       // Answer once a fresh sign-in (carrying the new role) is no longer covered by the revocation.
-      const wait = msUntilPastRevocation(revokedAt, Date.now());
+      const wait = msUntilPastRevocation(fresh.notBefore!.getTime(), Date.now());
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     }
     return result.member;
+  }
+
+  /** The revocation of every token of a user issued until now (as long as a user token lives). */
+  private userRevocation(userId: string): Revocation {
+    const now = Date.now();
+    return {
+      kind: 'sub',
+      value: `user:${userId}`,
+      notBefore: new Date(now),
+      expiresAt: new Date(now + this.issuer.settings.userAccessTtlSeconds * 1000),
+    };
   }
 
   /**

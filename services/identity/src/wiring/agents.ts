@@ -12,6 +12,7 @@ import type { BillingClient } from '../peers/billing-client.js';
 import type { PolicyClient } from '../peers/policy-client.js';
 import type { Tokens } from './tokens.js';
 
+import type { StepUpChecker } from '../mfa/mfa-types.js';
 /**
  * Builds the rules about agents: registration and settings, router keys, the exchange of either
  * key for an agent token, and federated tokens for relying parties outside Custos.
@@ -27,12 +28,14 @@ export function buildAgents(deps: {
   billing: BillingClient;
   policy: PolicyClient;
   federationKey: FederationKey | undefined;
+  /** Step-up checks (identity's re-auth rules): agent key rotation needs one. */
+  stepUp: StepUpChecker;
 }) {
   const { db, tokens } = deps;
   const agentStore = new AgentStore(db, deps.pool);
   const routerKeyStore = new RouterKeyStore(db);
   return {
-    agents: new AgentService(agentStore, tokens.revocations, deps.billing),
+    agents: new AgentService(agentStore, tokens.revocations, deps.billing, deps.stepUp),
     routerKeys: new RouterKeyService(routerKeyStore, agentStore, tokens.revocations),
     exchange: new AgentExchangeService(
       agentStore,

@@ -14,6 +14,7 @@ import { PersonalKeyStore } from '../keys/personal-key-store.js';
 import { MfaChallengeIssuer } from '../mfa/mfa-challenges.js';
 import { MfaService } from '../mfa/mfa-service.js';
 import { MfaStore } from '../mfa/mfa-store.js';
+import { TotpStepUpCodes } from '../mfa/totp-step-up.js';
 import type { Notifier } from '../notifications/notifier.js';
 import { AdminService } from '../orgs/admin-service.js';
 import { AdminStore } from '../orgs/admin-store.js';
@@ -66,7 +67,7 @@ export function buildPeople(deps: {
     loginThrottle,
   );
   const accountStore = new AccountStore(db);
-  const reauth = new ReauthService(accountStore, users, logger);
+  const reauth = new ReauthService(accountStore, users, logger, new TotpStepUpCodes(mfaStore, settings.totpKek));
   const orgStore = new OrgStore(db);
   const google =
     settings.google.clientIds.length > 0 ? new GoogleIdTokenVerifier(settings.google) : undefined;
@@ -83,8 +84,8 @@ export function buildPeople(deps: {
       logger,
     ),
     profiles: new ProfileService(users),
-    keys: new PersonalKeyService(new PersonalKeyStore(db), users, tokens.issuer, tokens.revocations),
-    mfa: new MfaService(mfaStore, sessions, { kek: settings.totpKek }),
+    keys: new PersonalKeyService(new PersonalKeyStore(db), users, tokens.issuer, tokens.revocations, reauth),
+    mfa: new MfaService(mfaStore, sessions, { kek: settings.totpKek }, reauth),
     account: {
       passwords: new PasswordService(
         accountStore,
@@ -96,13 +97,13 @@ export function buildPeople(deps: {
         loginThrottle,
       ),
       reauth,
-      emailChange: new EmailChangeService(accountStore, users, notifier, logger),
+      emailChange: new EmailChangeService(accountStore, users, notifier, logger, reauth, tokens.revocations),
       deletion: new DeletionService(accountStore, reauth, tokens.revocations, logger),
       settings: new SettingsService(accountStore),
       quota: new QuotaService(accountStore),
     },
     orgs: {
-      orgs: new OrgService(orgStore, tokens.issuer, tokens.revocations),
+      orgs: new OrgService(orgStore, tokens.issuer, tokens.revocations, reauth),
       invites: new InviteService(
         orgStore,
         notifier,

@@ -149,8 +149,8 @@ export function vaultCryptoGrpc(deps: {
         resolvedAt: r.resolvedAt.toISOString(),
       };
     },
-    async rotateOrgKey() {
-      return { version: await deps.vaults.rotateOrgKey(await caller()) };
+    async rotateOrgKey(req) {
+      return { version: await deps.vaults.rotateOrgKey(await caller(), req.credential) };
     },
   };
 }

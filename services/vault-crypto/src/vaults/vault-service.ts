@@ -11,9 +11,13 @@ import type { AccessService } from '../access/access-service.js';
 import type { VaultCryptoAudit } from '../audit/vault-crypto-audit.js';
 import type { OrgKeyRing } from '../keys/org-key-ring.js';
 import type { BillingClient } from '../peers/billing-client.js';
+import type { IdentityClient } from '../peers/identity-client.js';
 import { vaultDescription, vaultName } from './vault-fns.js';
 import type { VaultRow, VaultStore } from './vault-store.js';
 import type { VaultRequest } from './vault-types.js';
+
+/** The step-up purpose of the org key's rotation (identity's `org.encryption_key.rotate`). */
+export const ORG_KEY_ROTATE_PURPOSE = 'org.encryption_key.rotate';
 
 /** Vault rules: names, visibility, ownership, the tier cap, and the org key's rotation. */
 export class VaultService {
@@ -25,6 +29,7 @@ export class VaultService {
     private readonly limits: Pick<BillingClient, 'limitsOf'>,
     private readonly ring: OrgKeyRing,
     private readonly audit: VaultCryptoAudit,
+    private readonly stepUp: Pick<IdentityClient, 'confirmStepUp'>,
   ) {}
 
   /** Creates a vault in the caller's org. */
@@ -79,9 +84,14 @@ export class VaultService {
     if (!done) throw new NotFoundError('vault', id);
   }
 
-  /** Starts a new version of the caller's org key-encryption key (org owners and admins). */
-  async rotateOrgKey(p: Principal): Promise<number> {
+  /**
+   * Starts a new version of the caller's org key-encryption key (org owners and admins), after the
+   * step-up `org.encryption_key.rotate`, which identity checks (a `rat_` token, the password or a
+   * TOTP code): vault-crypto asks it itself rather than trusting the gateway's check.
+   */
+  async rotateOrgKey(p: Principal, credential: string): Promise<number> {
     requireHumanAdmin(p, 'rotate the org key');
+    await this.stepUp.confirmStepUp(p, ORG_KEY_ROTATE_PURPOSE, credential);
     const version = await this.ring.rotate(p.orgId);
     await this.audit.now(p, 'org_key.rotated', { type: 'org_key', id: p.orgId }, { kek_version: version });
     return version;

@@ -168,7 +168,7 @@ export interface ConfirmUserStepUpResponse {
 
 /** UndoEmailChangeRequest carries the token mailed to the replaced address. */
 export interface UndoEmailChangeRequest {
-  /** The `ceu_` token from the notice. */
+  /** The `cse_` token from the notice. */
   token: string;
 }
 

@@ -1,0 +1,1 @@
+ALTER TABLE "identity"."email_tokens" ADD COLUMN "restore_email" text;
