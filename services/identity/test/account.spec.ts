@@ -138,7 +138,9 @@ describe('account rules against Postgres', () => {
       field: 'password',
     });
     // No step-up, or a password (the account has none): refused, nothing set.
-    expect(await refusal(passwords.setPassword(p, next, next, ''))).toMatchObject({ type: 'step_up_required' });
+    expect(await refusal(passwords.setPassword(p, next, next, ''))).toMatchObject({
+      type: 'step_up_required',
+    });
     expect(await refusal(passwords.setPassword(p, next, next, PASSWORD))).toMatchObject({
       type: 'step_up_required',
     });
@@ -148,12 +150,19 @@ describe('account rules against Postgres', () => {
     const stored = (await users.findById(p.userId))!.passwordHash!;
     expect(await verifyPassword(stored, next)).toBe(true);
 
-    expect(await refusal(passwords.setPassword(p, PASSWORD, PASSWORD, next))).toMatchObject({ field: 'password' });
+    expect(await refusal(passwords.setPassword(p, PASSWORD, PASSWORD, next))).toMatchObject({
+      field: 'password',
+    });
     expect(await verifyPassword((await users.findById(p.userId))!.passwordHash!, next)).toBe(true);
   });
 
   it('proves an account with neither password nor TOTP by a sign-in of the last five minutes only', async () => {
-    const input = { purpose: 'account.password.set', password: '', totpCode: '', passkeyAssertionPresent: false };
+    const input = {
+      purpose: 'account.password.set',
+      password: '',
+      totpCode: '',
+      passkeyAssertionPresent: false,
+    };
     const base = await user({ password: false });
     const stale = await withSession(base, 6 * 60_000);
     expect(await refusal(reauth.reauthenticate(stale, input))).toMatchObject({
@@ -184,7 +193,12 @@ describe('account rules against Postgres', () => {
     });
     expect(
       await refusal(
-        reauth.reauthenticate(p, { purpose: 'account.delete', password: '', totpCode: now, passkeyAssertionPresent: false }),
+        reauth.reauthenticate(p, {
+          purpose: 'account.delete',
+          password: '',
+          totpCode: now,
+          passkeyAssertionPresent: false,
+        }),
       ),
     ).toMatchObject({ kind: 'permission_denied', field: 'totp_code' });
     const audited = await db.execute<{ n: number }>(
@@ -209,7 +223,9 @@ describe('account rules against Postgres', () => {
       await refusal(reauth.confirmUserStepUp(p.userId, other.orgId, 'org.encryption_key.rotate', PASSWORD)),
     ).toMatchObject({ kind: 'unauthenticated' });
     expect(
-      await refusal(reauth.confirmUserStepUp(p.userId, p.orgId, 'org.encryption_key.rotate', 'Wrong-1-password')),
+      await refusal(
+        reauth.confirmUserStepUp(p.userId, p.orgId, 'org.encryption_key.rotate', 'Wrong-1-password'),
+      ),
     ).toMatchObject({ kind: 'permission_denied', type: 'step_up_required' });
     await reauth.confirmUserStepUp(p.userId, p.orgId, 'org.encryption_key.rotate', PASSWORD);
   });
@@ -230,7 +246,9 @@ describe('account rules against Postgres', () => {
       kind: 'permission_denied',
       type: 'step_up_required',
     });
-    expect(await refusal(passwords.changePassword(p, PASSWORD, 'Fresh-Horse-4-battery', PASSWORD))).toMatchObject({
+    expect(
+      await refusal(passwords.changePassword(p, PASSWORD, 'Fresh-Horse-4-battery', PASSWORD)),
+    ).toMatchObject({
       field: 'current_password',
     });
   });

@@ -316,7 +316,11 @@ describe('a password reset unlocks a locked account', () => {
 
   it('a reset link is not spent by a wrong secret, and the reset revokes every personal API key', async () => {
     const u = await quickUser(mesh);
-    const created = await api(mesh, 'POST', '/v1/auth/api-keys', { token: u.token, body: { name: 'ci' } });
+    const created = await api(mesh, 'POST', '/v1/auth/api-keys', {
+      confirm: TEST_PASSWORD,
+      token: u.token,
+      body: { name: 'ci' },
+    });
     expect(created.status).toBe(201);
     const apiKey = created.body['api_key'] as string;
     const exchange = () => api(mesh, 'POST', '/v1/auth/api-key-token', { body: { api_key: apiKey } });

@@ -192,6 +192,7 @@ describe('account: passwords, e-mail change, re-auth and step-up, deletion, sett
       const r = await api(mesh, 'POST', '/v1/auth/change-password', {
         token: u.token,
         body: { current_password: TEST_PASSWORD, new_password: NEW_PASSWORD },
+        confirm: TEST_PASSWORD,
       });
       expect(r.status).toBe(204);
       expect((await api(mesh, 'GET', '/v1/auth/me', { token: u.token })).status).toBe(401);
@@ -218,7 +219,11 @@ describe('account: passwords, e-mail change, re-auth and step-up, deletion, sett
         [{ current_password: 42, new_password: NEW_PASSWORD }, 'current_password'],
       ];
       for (const [body, field] of cases) {
-        const r = await api(mesh, 'POST', '/v1/auth/change-password', { token: u.token, body });
+        const r = await api(mesh, 'POST', '/v1/auth/change-password', {
+          token: u.token,
+          body,
+          confirm: TEST_PASSWORD,
+        });
         expect(r.status).toBe(400);
         expect(r.body).toMatchObject({ status: 400, field });
       }
@@ -231,12 +236,14 @@ describe('account: passwords, e-mail change, re-auth and step-up, deletion, sett
       const differ = await api(mesh, 'POST', '/v1/auth/set-password', {
         token: u.token,
         body: { password: NEW_PASSWORD, password_confirm: `${NEW_PASSWORD}x` },
+        confirm: TEST_PASSWORD,
       });
       expect(differ.status).toBe(400);
       expect(differ.body).toMatchObject({ field: 'password_confirm' });
       const has = await api(mesh, 'POST', '/v1/auth/set-password', {
         token: u.token,
         body: { password: NEW_PASSWORD, password_confirm: NEW_PASSWORD },
+        confirm: TEST_PASSWORD,
       });
       expect(has.status).toBe(400);
       expect(has.body).toMatchObject({ field: 'password' });
@@ -256,7 +263,11 @@ describe('account: passwords, e-mail change, re-auth and step-up, deletion, sett
   describe('e-mail change', () => {
     /** Asks for a change to `to` (sent as `sendAs`) and reads the code from the new address. */
     async function requestChange(token: string, to: string, sendAs = to) {
-      const r = await api(mesh, 'POST', '/v1/auth/change-email', { token, body: { new_email: sendAs } });
+      const r = await api(mesh, 'POST', '/v1/auth/change-email', {
+        token,
+        body: { new_email: sendAs },
+        confirm: TEST_PASSWORD,
+      });
       expect(r.status).toBe(200);
       expect(r.body).toEqual({ message: expect.any(String), new_email: to, expires_in_seconds: 600 });
       const mail = await nextMail(to);
@@ -301,11 +312,16 @@ describe('account: passwords, e-mail change, re-auth and step-up, deletion, sett
       const takenR = await api(mesh, 'POST', '/v1/auth/change-email', {
         token: a.token,
         body: { new_email: b.email.toUpperCase() },
+        confirm: TEST_PASSWORD,
       });
       expect(takenR.status).toBe(409);
       expect(takenR.body).toMatchObject({ status: 409, field: 'new_email' });
       for (const new_email of [a.email, 'not-an-email', '', 7]) {
-        const r = await api(mesh, 'POST', '/v1/auth/change-email', { token: a.token, body: { new_email } });
+        const r = await api(mesh, 'POST', '/v1/auth/change-email', {
+          token: a.token,
+          body: { new_email },
+          confirm: TEST_PASSWORD,
+        });
         expect(r.status).toBe(400);
         expect(r.body).toMatchObject({ field: 'new_email' });
       }
@@ -440,6 +456,7 @@ describe('account: passwords, e-mail change, re-auth and step-up, deletion, sett
       const change = await api(mesh, 'POST', '/v1/auth/change-password', {
         token: u.token,
         body: { current_password: TEST_PASSWORD, new_password: NEW_PASSWORD },
+        confirm: TEST_PASSWORD,
       });
       expect(change.status).toBe(429);
       expect((await api(mesh, 'GET', '/v1/auth/me', { token: u.token })).status).toBe(200);
@@ -452,7 +469,7 @@ describe('account: passwords, e-mail change, re-auth and step-up, deletion, sett
   });
 
   describe('DELETE /v1/auth/me', () => {
-    it('needs the exact confirmation phrase (400) and a step-up (403), and changes nothing until both', async () => {
+    it('needs the exact confirmation phrase (400) and a step-up (401 challenge, 403 for a failed proof), and changes nothing until both', async () => {
       const u = await quickUser(mesh);
       const rat = (await reauth(u.token, { purpose: 'account.delete', password: TEST_PASSWORD })).body[
         'token'
@@ -463,8 +480,13 @@ describe('account: passwords, e-mail change, re-auth and step-up, deletion, sett
         expect(r.body).toMatchObject({ status: 400, field: 'confirmation' });
       }
       const none = await deleteMe(u.token);
-      expect(none.status).toBe(403);
-      expect(none.body).toMatchObject({ status: 403, type: 'step_up_required', purpose: 'account.delete' });
+      expect(none.status).toBe(401);
+      expect(none.body).toMatchObject({
+        status: 401,
+        type: 'step_up_required',
+        purpose: 'account.delete',
+        accepted: ['reauth_token', 'password', 'totp'],
+      });
       const wrongPassword = await deleteMe(u.token, { confirm: `${TEST_PASSWORD}x` });
       expect(wrongPassword.body).toMatchObject({
         status: 403,

@@ -1,4 +1,4 @@
-import { api, decodePayload, quickUser } from '../src/api';
+import { TEST_PASSWORD, api, decodePayload, quickUser } from '../src/api';
 import { sharedMesh, type Mesh } from '../src/mesh';
 
 describe('agents: registration, settings, key exchange, rotation, deactivation', () => {
@@ -183,9 +183,14 @@ describe('agents: registration, settings, key exchange, rotation, deactivation',
     });
     expect((await api(mesh, 'GET', '/v1/auth/me', { token })).status).toBe(403);
     expect((await api(mesh, 'POST', '/v1/agents', { token, body: { name: 'child' } })).status).toBe(403);
-    expect((await api(mesh, 'POST', `/v1/agents/${String(agent['id'])}/rotate-key`, { token })).status).toBe(
-      403,
-    );
+    expect(
+      (
+        await api(mesh, 'POST', `/v1/agents/${String(agent['id'])}/rotate-key`, {
+          confirm: TEST_PASSWORD,
+          token,
+        })
+      ).status,
+    ).toBe(403);
     expect((await api(mesh, 'GET', '/v1/agents/me', { token: owner.token })).status).toBe(403);
   });
 
@@ -216,7 +221,10 @@ describe('agents: registration, settings, key exchange, rotation, deactivation',
     const id = String(agent['id']);
     const oldToken = (await exchange({ api_key: apiKey })).body['access_token'] as string;
     expect((await api(mesh, 'GET', '/v1/agents/me', { token: oldToken })).status).toBe(200);
-    const rotated = await api(mesh, 'POST', `/v1/agents/${id}/rotate-key`, { token: owner.token });
+    const rotated = await api(mesh, 'POST', `/v1/agents/${id}/rotate-key`, {
+      confirm: TEST_PASSWORD,
+      token: owner.token,
+    });
     expect(rotated.status).toBe(200);
     const newKey = rotated.body['api_key'] as string;
     expect(newKey).not.toBe(apiKey);
@@ -245,9 +253,14 @@ describe('agents: registration, settings, key exchange, rotation, deactivation',
     const stranger = await quickUser(mesh);
     const id = String(agent['id']);
     expect((await api(mesh, 'GET', `/v1/agents/${id}`, { token: stranger.token })).status).toBe(404);
-    expect((await api(mesh, 'POST', `/v1/agents/${id}/rotate-key`, { token: stranger.token })).status).toBe(
-      404,
-    );
+    expect(
+      (
+        await api(mesh, 'POST', `/v1/agents/${id}/rotate-key`, {
+          confirm: TEST_PASSWORD,
+          token: stranger.token,
+        })
+      ).status,
+    ).toBe(404);
     expect((await api(mesh, 'DELETE', `/v1/agents/${id}`, { token: stranger.token })).status).toBe(404);
     const list = await api(mesh, 'GET', '/v1/agents', { token: stranger.token });
     expect(list.body['agents']).toEqual([]);

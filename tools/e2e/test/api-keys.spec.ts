@@ -1,4 +1,4 @@
-import { api, decodePayload, quickUser } from '../src/api';
+import { TEST_PASSWORD, api, decodePayload, quickUser } from '../src/api';
 import { sharedMesh, type Mesh } from '../src/mesh';
 
 describe('personal API keys', () => {
@@ -12,7 +12,11 @@ describe('personal API keys', () => {
   afterAll(() => mesh?.stop());
 
   it('creates a csk_ key shown once, lists it without the secret, and exchanges it for a user token', async () => {
-    const created = await api(mesh, 'POST', '/v1/auth/api-keys', { token: user.token, body: { name: 'ci' } });
+    const created = await api(mesh, 'POST', '/v1/auth/api-keys', {
+      confirm: TEST_PASSWORD,
+      token: user.token,
+      body: { name: 'ci' },
+    });
     expect(created.status).toBe(201);
     const key = created.body['api_key'] as string;
     expect(key).toMatch(/^csk_[A-Za-z0-9]{16}_[A-Za-z0-9]{43}$/);
@@ -36,6 +40,7 @@ describe('personal API keys', () => {
 
   it('signs out a token minted from a key without touching the key', async () => {
     const created = await api(mesh, 'POST', '/v1/auth/api-keys', {
+      confirm: TEST_PASSWORD,
       token: user.token,
       body: { name: 'signout' },
     });
@@ -54,6 +59,7 @@ describe('personal API keys', () => {
 
   it('revokes a key: the key and the tokens minted from it stop at once', async () => {
     const created = await api(mesh, 'POST', '/v1/auth/api-keys', {
+      confirm: TEST_PASSWORD,
       token: user.token,
       body: { name: 'temp' },
     });
@@ -75,6 +81,7 @@ describe('personal API keys', () => {
   it('gives a key with an expiry tokens that end with it; refuses a past expiry and bad input', async () => {
     const soon = new Date(Date.now() + 120_000).toISOString();
     const created = await api(mesh, 'POST', '/v1/auth/api-keys', {
+      confirm: TEST_PASSWORD,
       token: user.token,
       body: { name: 'short', expires_at: soon },
     });
@@ -84,16 +91,19 @@ describe('personal API keys', () => {
     });
     expect(t.body['expires_in']).toBeLessThanOrEqual(120);
     const past = await api(mesh, 'POST', '/v1/auth/api-keys', {
+      confirm: TEST_PASSWORD,
       token: user.token,
       body: { name: 'old', expires_at: '2000-01-01T00:00:00Z' },
     });
     expect(past.body).toMatchObject({ status: 400, field: 'expires_at' });
     expect(
-      (await api(mesh, 'POST', '/v1/auth/api-keys', { token: user.token, body: {} })).body,
+      (await api(mesh, 'POST', '/v1/auth/api-keys', { confirm: TEST_PASSWORD, token: user.token, body: {} }))
+        .body,
     ).toMatchObject({ field: 'name' });
     expect(
       (
         await api(mesh, 'POST', '/v1/auth/api-keys', {
+          confirm: TEST_PASSWORD,
           token: user.token,
           body: { name: 'x', expires_at: 7 },
         })
@@ -105,6 +115,7 @@ describe('personal API keys', () => {
 
   it('keeps keys to their owner and to humans', async () => {
     const created = await api(mesh, 'POST', '/v1/auth/api-keys', {
+      confirm: TEST_PASSWORD,
       token: user.token,
       body: { name: 'mine' },
     });
@@ -117,7 +128,13 @@ describe('personal API keys', () => {
       await api(mesh, 'POST', '/v1/auth/agent-token', { body: { api_key: agent.body['api_key'] } })
     ).body['access_token'] as string;
     expect(
-      (await api(mesh, 'POST', '/v1/auth/api-keys', { token: agentToken, body: { name: 'x' } })).status,
+      (
+        await api(mesh, 'POST', '/v1/auth/api-keys', {
+          confirm: TEST_PASSWORD,
+          token: agentToken,
+          body: { name: 'x' },
+        })
+      ).status,
     ).toBe(403);
     for (const bad of ['csk_nope', `${String(created.body['api_key']).slice(0, -2)}zz`, 'ocv_x']) {
       expect((await api(mesh, 'POST', '/v1/auth/api-key-token', { body: { api_key: bad } })).status).toBe(

@@ -197,7 +197,7 @@ describe('identity writes an audit record for every security-relevant change and
 
     it('records TOTP enrolment, a wrong code, the MFA sign-in and removal', async () => {
       const u = await user();
-      const setup = await api(mesh, 'POST', '/v1/auth/mfa/setup', { token: u.token });
+      const setup = await api(mesh, 'POST', '/v1/auth/mfa/setup', { confirm: TEST_PASSWORD, token: u.token });
       expect(setup.status).toBe(200);
       const secret = setup.body['secret'] as string;
       secrets.push(secret, setup.body['otpauth_uri'] as string);
@@ -246,6 +246,7 @@ describe('identity writes an audit record for every security-relevant change and
       });
 
       const off = await api(mesh, 'POST', '/v1/auth/mfa/disable', {
+        confirm: TEST_PASSWORD,
         token: u.token,
         body: { code: recovery[0] },
       });
@@ -266,6 +267,7 @@ describe('identity writes an audit record for every security-relevant change and
       await expectAudit({ action: 'reauth.issued', ...asUser(u), metadata: { purpose: 'account.delete' } });
 
       const changed = await api(mesh, 'POST', '/v1/auth/change-password', {
+        confirm: TEST_PASSWORD,
         token: u.token,
         body: { current_password: TEST_PASSWORD, new_password: NEW_PASSWORD },
       });
@@ -295,7 +297,11 @@ describe('identity writes an audit record for every security-relevant change and
       const s = await login(u.email);
       const token = s.body['access_token'] as string;
       const to = newEmail();
-      const change = await api(mesh, 'POST', '/v1/auth/change-email', { token, body: { new_email: to } });
+      const change = await api(mesh, 'POST', '/v1/auth/change-email', {
+        confirm: TEST_PASSWORD,
+        token,
+        body: { new_email: to },
+      });
       expect(change.status).toBe(200);
       const codeMail = await smtp.waitForMessage((m) => m.to === to, 10000);
       const code = /\b(\d{6})\b/.exec(codeMail.text)![1]!;
@@ -336,6 +342,7 @@ describe('identity writes an audit record for every security-relevant change and
 
     it('records personal API keys: creation, sign-in with one, a wrong secret, revocation', async () => {
       const created = await api(mesh, 'POST', '/v1/auth/api-keys', {
+        confirm: TEST_PASSWORD,
         token: owner.token,
         body: { name: 'ci' },
       });
@@ -446,7 +453,10 @@ describe('identity writes an audit record for every security-relevant change and
         metadata: { method: 'agent_api_key', reason: 'wrong_secret' },
       });
 
-      const rotated = await api(mesh, 'POST', `/v1/agents/${agentId}/rotate-key`, { token: owner.token });
+      const rotated = await api(mesh, 'POST', `/v1/agents/${agentId}/rotate-key`, {
+        confirm: TEST_PASSWORD,
+        token: owner.token,
+      });
       expect(rotated.status).toBe(200);
       secrets.push(rotated.body['api_key'] as string);
       await expectAudit({ action: 'agent.key_rotated', ...asUser(owner), ...agentRecord });
@@ -528,6 +538,7 @@ describe('identity writes an audit record for every security-relevant change and
       });
 
       const role = await api(mesh, 'PATCH', `/v1/org/members/${memberId}`, {
+        confirm: TEST_PASSWORD,
         token: org.token,
         body: { role: 'admin' },
       });

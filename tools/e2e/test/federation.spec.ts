@@ -315,7 +315,7 @@ describe('federated tokens (RFC 8693) and Google sign-in', () => {
 
     it('answers a user with TOTP with the MFA challenge, as password sign-in does', async () => {
       const u = await quickUser(mesh);
-      const setup = await api(mesh, 'POST', '/v1/auth/mfa/setup', { token: u.token });
+      const setup = await api(mesh, 'POST', '/v1/auth/mfa/setup', { confirm: TEST_PASSWORD, token: u.token });
       const secret = setup.body['secret'] as string;
       const enable = await api(mesh, 'POST', '/v1/auth/mfa/verify-setup', {
         token: u.token,

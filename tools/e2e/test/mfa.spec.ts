@@ -68,7 +68,10 @@ describe('TOTP multi-factor authentication', () => {
   /** A new user with TOTP enabled. */
   async function enrolled(): Promise<Enrolled> {
     const user = await quickUser(mesh);
-    const setup = await api(mesh, 'POST', '/v1/auth/mfa/setup', { token: user.token });
+    const setup = await api(mesh, 'POST', '/v1/auth/mfa/setup', {
+      confirm: TEST_PASSWORD,
+      token: user.token,
+    });
     expect(setup.status).toBe(200);
     const secret = setup.body['secret'] as string;
     const u: Enrolled = { email: user.email, token: user.token, secret, recovery: [], lastStep: -1 };
@@ -104,7 +107,10 @@ describe('TOTP multi-factor authentication', () => {
     const user = await quickUser(mesh);
     expect(await status(user.token)).toEqual({ enabled: false, recovery_codes_remaining: 0 });
 
-    const setup = await api(mesh, 'POST', '/v1/auth/mfa/setup', { token: user.token });
+    const setup = await api(mesh, 'POST', '/v1/auth/mfa/setup', {
+      confirm: TEST_PASSWORD,
+      token: user.token,
+    });
     expect(setup.status).toBe(200);
     expect(setup.headers.get('cache-control')).toBe('no-store');
     const secret = setup.body['secret'] as string;
@@ -146,7 +152,10 @@ describe('TOTP multi-factor authentication', () => {
     expect(await status(user.token)).toEqual({ enabled: true, recovery_codes_remaining: 10 });
     expect((await api(mesh, 'GET', '/v1/auth/me', { token: user.token })).body['totp_enabled']).toBe(true);
     // Already enabled: no second setup, no second confirmation, no new recovery codes.
-    const again = await api(mesh, 'POST', '/v1/auth/mfa/setup', { token: user.token });
+    const again = await api(mesh, 'POST', '/v1/auth/mfa/setup', {
+      confirm: TEST_PASSWORD,
+      token: user.token,
+    });
     expect(again.body).toMatchObject({ status: 409 });
     const reconfirm = await api(mesh, 'POST', '/v1/auth/mfa/verify-setup', {
       token: user.token,
@@ -259,17 +268,26 @@ describe('TOTP multi-factor authentication', () => {
   it('disables with a TOTP or recovery code; a wrong code changes nothing; sign-in then gives tokens', async () => {
     const u = await enrolled();
     for (const code of [wrongCode(u.secret), totp(u.secret, u.lastStep), 'abcd-efgh-jkmn']) {
-      const r = await api(mesh, 'POST', '/v1/auth/mfa/disable', { token: u.token, body: { code } });
+      const r = await api(mesh, 'POST', '/v1/auth/mfa/disable', {
+        confirm: TEST_PASSWORD,
+        token: u.token,
+        body: { code },
+      });
       expect(r.status).toBe(400);
       expect(r.body).toMatchObject({ status: 400, field: 'code' });
     }
     for (const body of [{}, { code: '' }, { code: 42 }]) {
-      const r = await api(mesh, 'POST', '/v1/auth/mfa/disable', { token: u.token, body });
+      const r = await api(mesh, 'POST', '/v1/auth/mfa/disable', {
+        confirm: TEST_PASSWORD,
+        token: u.token,
+        body,
+      });
       expect(r.body).toMatchObject({ status: 400, field: 'code' });
     }
     expect(await status(u.token)).toEqual({ enabled: true, recovery_codes_remaining: 10 });
 
     const off = await api(mesh, 'POST', '/v1/auth/mfa/disable', {
+      confirm: TEST_PASSWORD,
       token: u.token,
       body: { code: u.recovery[3] },
     });
@@ -278,6 +296,7 @@ describe('TOTP multi-factor authentication', () => {
     expect(await status(u.token)).toEqual({ enabled: false, recovery_codes_remaining: 0 });
     expect((await api(mesh, 'GET', '/v1/auth/me', { token: u.token })).body['totp_enabled']).toBe(false);
     const again = await api(mesh, 'POST', '/v1/auth/mfa/disable', {
+      confirm: TEST_PASSWORD,
       token: u.token,
       body: { code: u.recovery[4] },
     });
@@ -291,7 +310,7 @@ describe('TOTP multi-factor authentication', () => {
     expect(decodePayload(login.body['access_token'] as string)).toMatchObject({ amr: ['pwd'] });
 
     // Enrolling again gives a new secret and new recovery codes; the old ones are gone.
-    const setup = await api(mesh, 'POST', '/v1/auth/mfa/setup', { token: u.token });
+    const setup = await api(mesh, 'POST', '/v1/auth/mfa/setup', { confirm: TEST_PASSWORD, token: u.token });
     const secret = setup.body['secret'] as string;
     expect(secret).not.toBe(u.secret);
     const re: Enrolled = { ...u, secret, lastStep: -1 };
@@ -307,6 +326,7 @@ describe('TOTP multi-factor authentication', () => {
 
     // And a TOTP code turns it off as well.
     const byTotp = await api(mesh, 'POST', '/v1/auth/mfa/disable', {
+      confirm: TEST_PASSWORD,
       token: u.token,
       body: { code: (await freshCode(re)).code },
     });

@@ -91,7 +91,7 @@ describe('orgs: members, invitations, roles, removal, sub-orgs and the platform-
   }
 
   const patchRole = (token: string, userId: string, role: unknown) =>
-    api(mesh, 'PATCH', `/v1/org/members/${userId}`, { token, body: { role } });
+    api(mesh, 'PATCH', `/v1/org/members/${userId}`, { confirm: TEST_PASSWORD, token, body: { role } });
   const remove = (token: string, userId: string) =>
     api(mesh, 'DELETE', `/v1/org/members/${userId}`, { token });
   const roles = async (token: string) =>
@@ -353,7 +353,11 @@ describe('orgs: members, invitations, roles, removal, sub-orgs and the platform-
     it('removes a member: the account and its tokens end, and the address can be invited again', async () => {
       const owner = await quickUser(mesh);
       const member = await invitedUser(owner);
-      const key = await api(mesh, 'POST', '/v1/auth/api-keys', { token: member.token, body: { name: 'k' } });
+      const key = await api(mesh, 'POST', '/v1/auth/api-keys', {
+        confirm: TEST_PASSWORD,
+        token: member.token,
+        body: { name: 'k' },
+      });
       expect(key.status).toBe(201);
 
       expect((await remove(owner.token, member.userId)).status).toBe(204);
@@ -466,7 +470,11 @@ describe('orgs: members, invitations, roles, removal, sub-orgs and the platform-
 
     it('marks the tokens of configured addresses platform_admin: true, and nobody else’s', async () => {
       expect(decodePayload(admin.token)).toMatchObject({ platform_admin: true, role: 'owner' });
-      const key = await api(mesh, 'POST', '/v1/auth/api-keys', { token: admin.token, body: { name: 'ops' } });
+      const key = await api(mesh, 'POST', '/v1/auth/api-keys', {
+        confirm: TEST_PASSWORD,
+        token: admin.token,
+        body: { name: 'ops' },
+      });
       const exchanged = await api(mesh, 'POST', '/v1/auth/api-key-token', {
         body: { api_key: key.body['api_key'] },
       });

@@ -316,7 +316,10 @@ describe('secrets: versions, values, limits and what is stored', () => {
     const v = await api(mesh, 'POST', '/v1/vaults', { token: other.token, body: { name: 'kek' } });
     const id = v.body['id'] as string;
     await api(mesh, 'PUT', `/v1/vaults/${id}/secrets/old`, { token: other.token, body: { value: 'before' } });
-    const rotated = await api(mesh, 'POST', '/v1/org/encryption-key/rotate', { token: other.token });
+    const rotated = await api(mesh, 'POST', '/v1/org/encryption-key/rotate', {
+      confirm: TEST_PASSWORD,
+      token: other.token,
+    });
     expect(rotated.status).toBe(200);
     expect(rotated.body).toEqual({ version: 2 });
     await api(mesh, 'PUT', `/v1/vaults/${id}/secrets/new`, { token: other.token, body: { value: 'after' } });

@@ -354,10 +354,16 @@ describe('vaults, system vaults, and who may touch secrets (owner, admin, member
 
   it('lets only an org owner or admin rotate the org key, and never an agent', async () => {
     const m = await member('member');
-    expectProblem(await api(mesh, 'POST', '/v1/org/encryption-key/rotate', { token: m.token }), 403);
+    expectProblem(
+      await api(mesh, 'POST', '/v1/org/encryption-key/rotate', { confirm: TEST_PASSWORD, token: m.token }),
+      403,
+    );
     const bot = await agent();
     expectProblem(
-      await api(mesh, 'POST', '/v1/org/encryption-key/rotate', { token: await bot.token() }),
+      await api(mesh, 'POST', '/v1/org/encryption-key/rotate', {
+        confirm: TEST_PASSWORD,
+        token: await bot.token(),
+      }),
       403,
     );
   });

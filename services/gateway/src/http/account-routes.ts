@@ -151,7 +151,10 @@ export function accountRoutes(peers: Peers, guards: Guards): Router {
       },
     },
     async (req, res, { body }) => {
-      const r = await call(account.changeEmail, { newEmail: body.new_email ?? '', credential: authConfirmOf(req) });
+      const r = await call(account.changeEmail, {
+        newEmail: body.new_email ?? '',
+        credential: authConfirmOf(req),
+      });
       res.json({ message: r.message, new_email: r.newEmail, expires_in_seconds: r.expiresInSeconds });
     },
   );
@@ -163,7 +166,8 @@ export function accountRoutes(peers: Peers, guards: Guards): Router {
       method: 'post',
       path: '/v1/auth/verify-email-change',
       access: 'human',
-      summary: 'Complete the e-mail change with its code; the old address is told, with a link to undo it (7 days)',
+      summary:
+        'Complete the e-mail change with its code; the old address is told, with a link to undo it (7 days)',
       tag,
       body: bodyOf({ code: text('The 6-digit code') }),
       responses: {

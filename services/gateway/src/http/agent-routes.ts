@@ -178,7 +178,10 @@ export function agentRoutes(identity: IdentityServiceClient, guards: Guards): Ro
       },
     },
     async (req, res, { params }) => {
-      const r = await call(identity.rotateAgentKey, { agentId: params.agent_id, credential: authConfirmOf(req) });
+      const r = await call(identity.rotateAgentKey, {
+        agentId: params.agent_id,
+        credential: authConfirmOf(req),
+      });
       noStore(res);
       res.json({ api_key: r.apiKey });
     },

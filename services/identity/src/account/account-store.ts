@@ -251,7 +251,14 @@ export class AccountStore {
 
   /** Stores the single-use token that undoes an e-mail change (only its hash) with the replaced address. */
   async insertEmailUndoToken(
-    row: { id: string; userId: string; purpose: string; secretHash: string; expiresAt: Date; restoreEmail: string },
+    row: {
+      id: string;
+      userId: string;
+      purpose: string;
+      secretHash: string;
+      expiresAt: Date;
+      restoreEmail: string;
+    },
     tx: Tx = this.db,
   ): Promise<void> {
     await tx.insert(emailTokens).values(row);
@@ -268,7 +275,11 @@ export class AccountStore {
     tx: Tx,
   ): Promise<{ userId: string; restoreEmail: string } | undefined> {
     const [row] = await tx
-      .select({ userId: emailTokens.userId, secretHash: emailTokens.secretHash, restoreEmail: emailTokens.restoreEmail })
+      .select({
+        userId: emailTokens.userId,
+        secretHash: emailTokens.secretHash,
+        restoreEmail: emailTokens.restoreEmail,
+      })
       .from(emailTokens)
       .where(
         and(
@@ -289,7 +300,13 @@ export class AccountStore {
     const [row] = await tx
       .select({ started: sql<Date | null>`min(${refreshTokens.createdAt})` })
       .from(refreshTokens)
-      .where(and(eq(refreshTokens.familyId, familyId), eq(refreshTokens.userId, userId), isNull(refreshTokens.revokedAt)));
+      .where(
+        and(
+          eq(refreshTokens.familyId, familyId),
+          eq(refreshTokens.userId, userId),
+          isNull(refreshTokens.revokedAt),
+        ),
+      );
     return row?.started ? new Date(row.started) : undefined;
   }
 

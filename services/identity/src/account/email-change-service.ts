@@ -204,7 +204,10 @@ export class EmailChangeService {
       });
     } catch (err) {
       if (pgErrorCode(err) !== UNIQUE_VIOLATION) throw err;
-      throw new ConflictError('the old address belongs to another account now; the undo token is still valid', 'token');
+      throw new ConflictError(
+        'the old address belongs to another account now; the undo token is still valid',
+        'token',
+      );
     }
     if (!done) throw new InvalidArgumentError('token', BAD_UNDO_TOKEN);
     await waitPastRevocation(await revokeUserEverywhere(this.store, this.revocations, done.userId));

@@ -196,7 +196,12 @@ export class PasswordService {
    * after the step-up `account.password.set`: a `rat_` token (for such an account `POST
    * /v1/auth/reauth` accepts a TOTP code, or a sign-in of the last five minutes) or a TOTP code.
    */
-  async setPassword(p: Principal, rawPassword: unknown, rawConfirm: unknown, credential: unknown): Promise<void> {
+  async setPassword(
+    p: Principal,
+    rawPassword: unknown,
+    rawConfirm: unknown,
+    credential: unknown,
+  ): Promise<void> {
     const caller = requireUser(p);
     const password = required(rawPassword, 'password');
     if (rawConfirm !== password) {

@@ -159,7 +159,12 @@ export class ReauthService {
    * ConfirmUserStepUp: the same check for a user another service verified the access token of
    * (vault-crypto); the user must be live and of `orgId`.
    */
-  async confirmUserStepUp(userId: string, orgId: string, rawPurpose: unknown, credential: unknown): Promise<void> {
+  async confirmUserStepUp(
+    userId: string,
+    orgId: string,
+    rawPurpose: unknown,
+    credential: unknown,
+  ): Promise<void> {
     const purpose = normalizePurpose(rawPurpose);
     const user = isUuid(userId) ? await this.users.findById(userId) : undefined;
     if (!user || user.orgId !== orgId) throw new UnauthenticatedError();
@@ -183,7 +188,11 @@ export class ReauthService {
       );
     }
     const token = parseSecretToken(credential, RAT);
-    const method = stepUpMethodOf(credential, token !== undefined, !token && (await this.totp.hasTotp(user.id)));
+    const method = stepUpMethodOf(
+      credential,
+      token !== undefined,
+      !token && (await this.totp.hasTotp(user.id)),
+    );
     if (token) {
       const ok = await this.store.consumeReauthToken({
         id: token.id,
@@ -208,7 +217,10 @@ export class ReauthService {
     const hash = user.passwordHash;
     if (!hash) {
       await this.auditStepUpFailure(user, purpose, 'password', false);
-      throw stepUpRequired(purpose, 'this account has no password to confirm with; use a rat_ token or a TOTP code');
+      throw stepUpRequired(
+        purpose,
+        'this account has no password to confirm with; use a rat_ token or a TOTP code',
+      );
     }
     if (!(await this.checkUnderLockout(user, purpose, 'password', () => verifyPassword(hash, credential)))) {
       throw stepUpRequired(purpose, 'the password is not correct');

@@ -40,7 +40,12 @@ export function accountGrpc(deps: {
       return { message: 'Password updated. Sign in with the new password.' };
     },
     async changePassword(req, call) {
-      await deps.passwords.changePassword(await caller(call), req.currentPassword, req.newPassword, req.credential);
+      await deps.passwords.changePassword(
+        await caller(call),
+        req.currentPassword,
+        req.newPassword,
+        req.credential,
+      );
       return {};
     },
     async setPassword(req, call) {

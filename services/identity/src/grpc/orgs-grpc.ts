@@ -79,7 +79,9 @@ export function orgsGrpc(deps: {
       };
     },
     async updateOrgMemberRole(req, call) {
-      return { member: member(await orgs.updateRole(await caller(call), req.userId, req.role, req.credential)) };
+      return {
+        member: member(await orgs.updateRole(await caller(call), req.userId, req.role, req.credential)),
+      };
     },
     async removeOrgMember(req, call) {
       await orgs.removeMember(await caller(call), req.userId);

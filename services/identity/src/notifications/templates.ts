@@ -133,7 +133,7 @@ export function emailChangedNoticeEmail(input: {
 }): MailContent {
   const ttl = describeDuration(input.expiresInSeconds);
   const text = [
-    'The e-mail address of your Custos account was changed: this address is no longer the account\'s.',
+    "The e-mail address of your Custos account was changed: this address is no longer the account's.",
     '',
     'If you did not make this change, undo it with this link:',
     '',

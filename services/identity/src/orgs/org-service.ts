@@ -77,7 +77,12 @@ export class OrgService {
    * it) and stamped again and published after commit; a failure to publish answers 503. The step-up
    * `org.member.role_change` is checked first.
    */
-  async updateRole(p: Principal, userId: unknown, role: unknown, credential: unknown): Promise<OrgMemberView> {
+  async updateRole(
+    p: Principal,
+    userId: unknown,
+    role: unknown,
+    credential: unknown,
+  ): Promise<OrgMemberView> {
     const caller = humanCaller(p, 'change roles');
     parseUuid(userId, 'user_id');
     parseRole(role);

@@ -12,7 +12,11 @@ export class IdentityClient {
   constructor(private readonly account: AccountServiceClient) {}
 
   /** Confirms the `X-Auth-Confirm` value of the user of `p` for `purpose`, or throws identity's refusal. */
-  async confirmStepUp(p: { userId: string; orgId: string }, purpose: string, credential: string): Promise<void> {
+  async confirmStepUp(
+    p: { userId: string; orgId: string },
+    purpose: string,
+    credential: string,
+  ): Promise<void> {
     await callUnary(
       this.account,
       this.account.confirmUserStepUp,

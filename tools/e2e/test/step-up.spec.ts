@@ -1,0 +1,383 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import { type CapturedMessage, type SmtpCapture } from '@custos/testing';
+import { TEST_PASSWORD, api, quickUser } from '../src/api';
+import { sqlOn } from '../src/db';
+import { sharedMail, sharedMesh, type Mesh } from '../src/mesh';
+
+type Answer = Awaited<ReturnType<typeof api>>;
+
+// RFC 6238 (SHA-1, 6 digits, 30 s), as an authenticator app computes it.
+function base32Decode(text: string): Buffer {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+  const out: number[] = [];
+  let bits = 0;
+  let value = 0;
+  for (const ch of text) {
+    value = ((value << 5) | alphabet.indexOf(ch)) & 0xffff;
+    bits += 5;
+    if (bits >= 8) {
+      out.push((value >>> (bits - 8)) & 0xff);
+      bits -= 8;
+    }
+  }
+  return Buffer.from(out);
+}
+function totp(secret: string, step: number): string {
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(step));
+  const mac = createHmac('sha1', base32Decode(secret)).update(counter).digest();
+  const offset = mac[mac.length - 1]! & 0x0f;
+  return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1_000_000).padStart(6, '0');
+}
+const currentStep = () => Math.floor(Date.now() / 30_000);
+
+const ACCEPTED = ['reauth_token', 'password', 'totp'];
+const UNDO_TOKEN = /cse_[A-Za-z0-9]{16}_[A-Za-z0-9]{43}/;
+
+// Issue 16: step-up on sensitive routes (SPEC.md §5.9) — the gateway's 401 challenge before any
+// service is called, the owning service's own check of X-Auth-Confirm (403 when it fails,
+// audited) — and the notice with a 7-day undo link that an e-mail change sends the old address.
+describe('step-up on sensitive routes, and the undo of an e-mail change', () => {
+  let mesh: Mesh;
+  let smtp: SmtpCapture;
+  const taken = new Set<CapturedMessage>();
+
+  beforeAll(async () => {
+    mesh = await sharedMesh();
+    smtp = sharedMail();
+  });
+  afterAll(async () => {
+    await mesh?.stop();
+    await smtp?.close();
+  });
+
+  const newEmail = () => `stepup-${randomBytes(5).toString('hex')}@example.com`;
+
+  async function nextMail(to: string): Promise<CapturedMessage> {
+    const m = await smtp.waitForMessage((x) => x.to === to && !taken.has(x), 10000);
+    taken.add(m);
+    return m;
+  }
+
+  async function rat(token: string, purpose: string): Promise<string> {
+    const r = await api(mesh, 'POST', '/v1/auth/reauth', {
+      token,
+      body: { purpose, password: TEST_PASSWORD },
+    });
+    expect(r.status).toBe(200);
+    return r.body['token'] as string;
+  }
+
+  function expectChallenge(r: Answer, purpose: string): void {
+    expect(r.status).toBe(401);
+    expect(r.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(r.body).toMatchObject({ status: 401, type: 'step_up_required', purpose, accepted: ACCEPTED });
+  }
+
+  function expectRefused(r: Answer, purpose: string): void {
+    expect(r.status).toBe(403);
+    expect(r.body).toMatchObject({ status: 403, type: 'step_up_required', purpose });
+  }
+
+  /** identity's audit records of refused step-ups of a user for a purpose. */
+  async function refusalsOf(userId: string, purpose: string): Promise<number> {
+    const rows = await sqlOn<{ n: number }>(
+      mesh,
+      `select count(*)::int as n from identity.outbox where name = 'audit.recorded'
+         and payload->>'action' = 'auth.reauth_failed' and payload->>'resource_id' = $1
+         and payload->'metadata'->>'purpose' = $2`,
+      [userId, purpose],
+    );
+    return rows[0]!.n;
+  }
+
+  const pendingChanges = async (userId: string) =>
+    (
+      await sqlOn<{ n: number }>(
+        mesh,
+        'select count(*)::int as n from identity.email_changes where user_id = $1',
+        [userId],
+      )
+    )[0]!.n;
+
+  describe('change-email', () => {
+    const purpose = 'account.email.change';
+
+    it('challenges without X-Auth-Confirm (401) and refuses a wrong or misused credential (403), changing nothing', async () => {
+      const u = await quickUser(mesh);
+      const to = newEmail();
+      const body = { new_email: to };
+
+      expectChallenge(await api(mesh, 'POST', '/v1/auth/change-email', { token: u.token, body }), purpose);
+      expect(await pendingChanges(u.userId)).toBe(0);
+
+      const before = await refusalsOf(u.userId, purpose);
+      const wrong = await api(mesh, 'POST', '/v1/auth/change-email', {
+        token: u.token,
+        body,
+        confirm: `${TEST_PASSWORD}x`,
+      });
+      expectRefused(wrong, purpose);
+      expect(await refusalsOf(u.userId, purpose)).toBe(before + 1);
+
+      const otherPurpose = await rat(u.token, 'account.api_key.create');
+      expectRefused(
+        await api(mesh, 'POST', '/v1/auth/change-email', { token: u.token, body, confirm: otherPurpose }),
+        purpose,
+      );
+      const stranger = await quickUser(mesh);
+      expectRefused(
+        await api(mesh, 'POST', '/v1/auth/change-email', {
+          token: u.token,
+          body,
+          confirm: await rat(stranger.token, purpose),
+        }),
+        purpose,
+      );
+      expect(await refusalsOf(u.userId, purpose)).toBe(before + 3);
+      expect(await pendingChanges(u.userId)).toBe(0);
+      expect((await api(mesh, 'GET', '/v1/auth/me', { token: u.token })).body['email']).toBe(u.email);
+      // The refused rat_ of the other purpose was not spent: it still creates a key.
+      const key = await api(mesh, 'POST', '/v1/auth/api-keys', {
+        token: u.token,
+        body: { name: 'k' },
+        confirm: otherPurpose,
+      });
+      expect(key.status).toBe(201);
+    });
+
+    it('changes with a rat_ token once; the old address is told and its link undoes the change, ending sessions and keys', async () => {
+      const u = await quickUser(mesh);
+      const key = await api(mesh, 'POST', '/v1/auth/api-keys', {
+        token: u.token,
+        body: { name: 'before' },
+        confirm: TEST_PASSWORD,
+      });
+      expect(key.status).toBe(201);
+      const session = await api(mesh, 'POST', '/v1/auth/token', {
+        body: { email: u.email, password: TEST_PASSWORD },
+      });
+      expect(session.status).toBe(200);
+
+      const to = newEmail();
+      const t = await rat(u.token, purpose);
+      const started = await api(mesh, 'POST', '/v1/auth/change-email', {
+        token: u.token,
+        body: { new_email: to },
+        confirm: t,
+      });
+      expect(started.status).toBe(200);
+      const again = await api(mesh, 'POST', '/v1/auth/change-email', {
+        token: u.token,
+        body: { new_email: newEmail() },
+        confirm: t,
+      });
+      expectRefused(again, purpose);
+
+      const code = /\b(\d{6})\b/.exec((await nextMail(to)).text)![1]!;
+      const verified = await api(mesh, 'POST', '/v1/auth/verify-email-change', {
+        token: u.token,
+        body: { code },
+      });
+      expect(verified.status).toBe(200);
+      expect(verified.body).toMatchObject({ email: to });
+
+      const notice = await nextMail(u.email);
+      expect(notice.subject).toBe('The e-mail address of your Custos account was changed');
+      expect(notice.text).not.toContain(to);
+      const undo = UNDO_TOKEN.exec(notice.text)?.[0];
+      expect(undo).toBeDefined();
+      expect(notice.text).toContain(`https://custos.test/undo-email-change?token=${undo!}`);
+      expect(notice.text).toContain('7 days');
+
+      // Only a hash of the undo token is stored.
+      const stored = await sqlOn<{ secret_hash: string; restore_email: string }>(
+        mesh,
+        `select secret_hash, restore_email from identity.email_tokens where id = $1`,
+        [undo!.split('_')[1]],
+      );
+      expect(stored).toEqual([{ secret_hash: expect.any(String), restore_email: u.email }]);
+      expect(stored[0]!.secret_hash).not.toContain(undo!.split('_')[2]);
+
+      // A forged secret is refused and spends nothing.
+      const forged = `${undo!.slice(0, -1)}${undo!.endsWith('a') ? 'b' : 'a'}`;
+      const bad = await api(mesh, 'POST', '/v1/auth/undo-email-change', { body: { token: forged } });
+      expect(bad.status).toBe(400);
+      expect(bad.body).toMatchObject({ status: 400, field: 'token' });
+
+      const undone = await api(mesh, 'POST', '/v1/auth/undo-email-change', { body: { token: undo } });
+      expect(undone.status).toBe(200);
+      expect(undone.body).toMatchObject({ email: u.email });
+
+      // The address is back; every token, session and personal key of the account ended.
+      expect((await api(mesh, 'GET', '/v1/auth/me', { token: u.token })).status).toBe(401);
+      expect(
+        (await api(mesh, 'GET', '/v1/auth/me', { token: session.body['access_token'] as string })).status,
+      ).toBe(401);
+      expect(
+        (
+          await api(mesh, 'POST', '/v1/auth/refresh', {
+            body: { refresh_token: session.body['refresh_token'] },
+          })
+        ).status,
+      ).toBe(401);
+      expect(
+        (await api(mesh, 'POST', '/v1/auth/api-key-token', { body: { api_key: key.body['api_key'] } }))
+          .status,
+      ).toBe(401);
+      const back = await api(mesh, 'POST', '/v1/auth/token', {
+        body: { email: u.email, password: TEST_PASSWORD },
+      });
+      expect(back.status).toBe(200);
+      expect(
+        (await api(mesh, 'GET', '/v1/auth/me', { token: back.body['access_token'] as string })).body['email'],
+      ).toBe(u.email);
+      expect(
+        (await api(mesh, 'POST', '/v1/auth/token', { body: { email: to, password: TEST_PASSWORD } })).status,
+      ).toBe(401);
+
+      // Once only.
+      const twice = await api(mesh, 'POST', '/v1/auth/undo-email-change', { body: { token: undo } });
+      expect(twice.status).toBe(400);
+      const audited = await sqlOn<{ n: number }>(
+        mesh,
+        `select count(*)::int as n from identity.outbox where name = 'audit.recorded'
+           and payload->>'action' = 'email.change_undone' and payload->>'resource_id' = $1`,
+        [u.userId],
+      );
+      expect(audited[0]!.n).toBe(1);
+    });
+  });
+
+  it('API key creation: 401 without a step-up (no key made), 201 with a rat_ token for it', async () => {
+    const u = await quickUser(mesh);
+    const purpose = 'account.api_key.create';
+    const body = { name: 'ci' };
+    expectChallenge(await api(mesh, 'POST', '/v1/auth/api-keys', { token: u.token, body }), purpose);
+    expectRefused(
+      await api(mesh, 'POST', '/v1/auth/api-keys', { token: u.token, body, confirm: `${TEST_PASSWORD}x` }),
+      purpose,
+    );
+    expect((await api(mesh, 'GET', '/v1/auth/api-keys', { token: u.token })).body['keys']).toEqual([]);
+    const ok = await api(mesh, 'POST', '/v1/auth/api-keys', {
+      token: u.token,
+      body,
+      confirm: await rat(u.token, purpose),
+    });
+    expect(ok.status).toBe(201);
+  });
+
+  it('MFA enrolment: 401 without a step-up, 200 with a rat_; then a TOTP code is a step-up once, not twice', async () => {
+    const u = await quickUser(mesh);
+    expectChallenge(await api(mesh, 'POST', '/v1/auth/mfa/setup', { token: u.token }), 'security.mfa.enrol');
+    const setup = await api(mesh, 'POST', '/v1/auth/mfa/setup', {
+      token: u.token,
+      confirm: await rat(u.token, 'security.mfa.enrol'),
+    });
+    expect(setup.status).toBe(200);
+    const secret = setup.body['secret'] as string;
+    const step = currentStep();
+    const enrolled = await api(mesh, 'POST', '/v1/auth/mfa/verify-setup', {
+      token: u.token,
+      body: { code: totp(secret, step) },
+    });
+    expect(enrolled.status).toBe(200);
+
+    // The next step's code (inside the ±1 window) has not been used: it proves the user once.
+    const code = totp(secret, step + 1);
+    const purpose = 'account.api_key.create';
+    const first = await api(mesh, 'POST', '/v1/auth/api-keys', {
+      token: u.token,
+      body: { name: 'by-totp' },
+      confirm: code,
+    });
+    expect(first.status).toBe(201);
+    const before = await refusalsOf(u.userId, purpose);
+    expectRefused(
+      await api(mesh, 'POST', '/v1/auth/api-keys', {
+        token: u.token,
+        body: { name: 'again' },
+        confirm: code,
+      }),
+      purpose,
+    );
+    expect(await refusalsOf(u.userId, purpose)).toBe(before + 1);
+    const keys = (await api(mesh, 'GET', '/v1/auth/api-keys', { token: u.token })).body['keys'] as unknown[];
+    expect(keys).toHaveLength(1);
+    // The same code cannot be turned into a rat_ either.
+    const asRat = await api(mesh, 'POST', '/v1/auth/reauth', {
+      token: u.token,
+      body: { purpose, totp_code: code },
+    });
+    expect(asRat.status).toBe(403);
+  });
+
+  it('org key rotation: 401 without a step-up; a wrong credential is refused by vault-crypto (through identity); a rat_ rotates', async () => {
+    const u = await quickUser(mesh);
+    const purpose = 'org.encryption_key.rotate';
+    // A secret makes the org's key (version 1).
+    const v = await api(mesh, 'POST', '/v1/vaults', { token: u.token, body: { name: 'kek' } });
+    expect(v.status).toBe(201);
+    const put = await api(mesh, 'PUT', `/v1/vaults/${v.body['id'] as string}/secrets/one`, {
+      token: u.token,
+      body: { value: 'x' },
+    });
+    expect(put.status).toBeLessThan(300);
+    expectChallenge(await api(mesh, 'POST', '/v1/org/encryption-key/rotate', { token: u.token }), purpose);
+    // The gateway only checks that a credential is there; vault-crypto asks identity to check it.
+    const before = await refusalsOf(u.userId, purpose);
+    expectRefused(
+      await api(mesh, 'POST', '/v1/org/encryption-key/rotate', {
+        token: u.token,
+        confirm: `${TEST_PASSWORD}x`,
+      }),
+      purpose,
+    );
+    expectRefused(
+      await api(mesh, 'POST', '/v1/org/encryption-key/rotate', {
+        token: u.token,
+        confirm: await rat(u.token, 'account.delete'),
+      }),
+      purpose,
+    );
+    expect(await refusalsOf(u.userId, purpose)).toBe(before + 2);
+    const t = await rat(u.token, purpose);
+    const rotated = await api(mesh, 'POST', '/v1/org/encryption-key/rotate', { token: u.token, confirm: t });
+    expect(rotated.status).toBe(200);
+    // Version 2: none of the refusals rotated the key.
+    expect(rotated.body).toEqual({ version: 2 });
+    expectRefused(
+      await api(mesh, 'POST', '/v1/org/encryption-key/rotate', { token: u.token, confirm: t }),
+      purpose,
+    );
+  });
+
+  it('the OpenAPI document names the step-up header and its 401 on every step-up route', async () => {
+    const doc = (await api(mesh, 'GET', '/v1/openapi.json')).body as {
+      paths: Record<
+        string,
+        Record<string, { parameters?: Array<{ name: string; in: string; required: boolean }> }>
+      >;
+    };
+    for (const [path, method] of [
+      ['/v1/auth/change-email', 'post'],
+      ['/v1/auth/change-password', 'post'],
+      ['/v1/auth/set-password', 'post'],
+      ['/v1/auth/api-keys', 'post'],
+      ['/v1/auth/mfa/setup', 'post'],
+      ['/v1/auth/mfa/disable', 'post'],
+      ['/v1/agents/{agent_id}/rotate-key', 'post'],
+      ['/v1/org/members/{user_id}', 'patch'],
+      ['/v1/org/encryption-key/rotate', 'post'],
+      ['/v1/auth/me', 'delete'],
+    ] as const) {
+      const op = doc.paths[path]?.[method];
+      expect(op?.parameters).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ name: 'X-Auth-Confirm', in: 'header', required: true }),
+        ]),
+      );
+      expect(JSON.stringify(op)).toContain('step_up_required');
+    }
+  });
+});
