@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import path from 'node:path';
-import type { UserPrincipal } from '@custos/auth';
+import { type UserPrincipal, revocationKey } from '@custos/auth';
 import {
   CustosError,
   createDatabase,
@@ -19,6 +19,9 @@ import { hashPassword, verifyPassword } from '../src/credentials/password-fns';
 import { base32Encode, totpCode, totpStep } from '../src/credentials/totp-fns';
 import { sealTotpSecret } from '../src/mfa/mfa-fns';
 import { MfaStore } from '../src/mfa/mfa-store';
+import { OrgService } from '../src/orgs/org-service';
+import { OrgStore } from '../src/orgs/org-store';
+import type { TokenIssuer } from '../src/tokens/token-issuer';
 import { TotpStepUpCodes } from '../src/mfa/totp-step-up';
 import { SCHEMA } from '../src/db/schema';
 import { Notifier } from '../src/notifications/notifier';
@@ -315,5 +318,78 @@ describe('account rules against Postgres', () => {
           and payload->>'org_id' = ${p.orgId} and payload->'metadata'->>'purpose' = 'test.purpose'`,
     );
     expect(audited.rows[0]!.n).toBe(11);
+  });
+
+  describe('member role change', () => {
+    /** An owner and a member of the owner's org. */
+    async function orgPair() {
+      const owner = await user({ password: true });
+      const member = await user({ password: true });
+      await db.execute(sql`update identity.users set org_id = ${owner.orgId} where id = ${member.userId}`);
+      await db.execute(
+        sql`insert into identity.org_members (org_id, user_id, role) values (${owner.orgId}, ${member.userId}, 'member')`,
+      );
+      return { owner, member };
+    }
+    const issuer = { settings: { userAccessTtlSeconds: 900 } } as unknown as TokenIssuer;
+    const roleOf = async (orgId: string, userId: string) =>
+      (
+        await db.execute<{ role: string }>(
+          sql`select role from identity.org_members where org_id = ${orgId} and user_id = ${userId}`,
+        )
+      ).rows[0]?.role;
+    const revocationOf = async (userId: string) =>
+      (
+        await db.execute<{ n: number }>(
+          sql`select count(*)::int as n from identity.revocations where kind = 'sub' and value = ${`user:${userId}`}`,
+        )
+      ).rows[0]!.n;
+
+    it('needs a step-up, and records the revocation with the change', async () => {
+      const orgs = new OrgService(new OrgStore(db), issuer, new RevocationStore(db, redis, logger), reauth);
+      const { owner, member } = await orgPair();
+      expect(await refusal(orgs.updateRole(owner, member.userId, 'admin', ''))).toMatchObject({
+        type: 'step_up_required',
+      });
+      expect(await refusal(orgs.updateRole(owner, member.userId, 'admin', 'Wrong-1-password'))).toMatchObject(
+        {
+          kind: 'permission_denied',
+          type: 'step_up_required',
+        },
+      );
+      expect(await roleOf(owner.orgId, member.userId)).toBe('member');
+      expect(await revocationOf(member.userId)).toBe(0);
+      expect((await orgs.updateRole(owner, member.userId, 'admin', PASSWORD)).role).toBe('admin');
+      expect(await roleOf(owner.orgId, member.userId)).toBe('admin');
+      expect(await revocationOf(member.userId)).toBe(1);
+      // Published where the gateway checks it.
+      expect(await redis.exists(revocationKey('sub', `user:${member.userId}`))).toBe(1);
+    });
+
+    it('answers 503 when the revocation cannot be published; it is stored for the republish', async () => {
+      const deadRedis = new Redis('redis://127.0.0.1:1', {
+        lazyConnect: true,
+        maxRetriesPerRequest: 0,
+        enableOfflineQueue: false,
+        retryStrategy: () => null,
+      });
+      deadRedis.on('error', () => undefined);
+      try {
+        const orgs = new OrgService(
+          new OrgStore(db),
+          issuer,
+          new RevocationStore(db, deadRedis, logger),
+          reauth,
+        );
+        const { owner, member } = await orgPair();
+        expect(await refusal(orgs.updateRole(owner, member.userId, 'admin', PASSWORD))).toMatchObject({
+          kind: 'unavailable',
+        });
+        // Stored with the change (the republish loop mirrors it to Redis within a minute).
+        expect(await revocationOf(member.userId)).toBe(1);
+      } finally {
+        deadRedis.disconnect();
+      }
+    });
   });
 });
