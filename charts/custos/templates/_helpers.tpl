@@ -584,6 +584,14 @@ issuer and audience from its own configuration, never from a peer's answer. */ -
 {{- $_ := set $plain "HOST" "0.0.0.0" -}}
 {{- $_ := set $plain "RATE_LIMIT_RPS" ($root.Values.http.rateLimit.rps | int | toString) -}}
 {{- $_ := set $plain "RATE_LIMIT_BURST" ($root.Values.http.rateLimit.burst | int | toString) -}}
+{{- $rl := $root.Values.http.rateLimit -}}
+{{- $_ := set $plain "AUTH_RATE_LIMIT_PER_MINUTE" (include "custos.optionalInt" $rl.authPerMinute) -}}
+{{- $_ := set $plain "AUTH_RATE_LIMIT_BURST" (include "custos.optionalInt" $rl.authBurst) -}}
+{{- $ex := $rl.exchange | default dict -}}
+{{- $_ := set $plain "EXCHANGE_RATE_LIMIT_PER_KEY_PER_MINUTE" (include "custos.optionalInt" $ex.perKeyPerMinute) -}}
+{{- $_ := set $plain "EXCHANGE_RATE_LIMIT_PER_KEY_BURST" (include "custos.optionalInt" $ex.perKeyBurst) -}}
+{{- $_ := set $plain "EXCHANGE_RATE_LIMIT_PER_IP_PER_MINUTE" (include "custos.optionalInt" $ex.perIpPerMinute) -}}
+{{- $_ := set $plain "EXCHANGE_RATE_LIMIT_PER_IP_BURST" (include "custos.optionalInt" $ex.perIpBurst) -}}
 {{- $_ := set $plain "TRUSTED_PROXIES" (join "," ($root.Values.http.trustedProxies | default list)) -}}
 {{- end -}}
 {{- if include "custos.usesRedis" . -}}
@@ -627,6 +635,15 @@ issuer and audience from its own configuration, never from a peer's answer. */ -
 {{- $_ := set $plain "SIGNING_KEY_ROTATION_DAYS" (include "custos.optionalInt" $root.Values.tokens.signingKeyRotationDays) -}}
 {{- $_ := set $plain "EMAIL_VERIFICATION_REQUIRED" (toString $root.Values.auth.emailVerificationRequired) -}}
 {{- $_ := set $plain "EMAIL_VERIFICATION_TTL_SECONDS" (include "custos.optionalInt" $root.Values.auth.emailVerificationTtlSeconds) -}}
+{{- $lock := $root.Values.auth.loginLockout | default dict -}}
+{{- $_ := set $plain "LOGIN_LOCKOUT_THRESHOLD" (include "custos.optionalInt" $lock.threshold) -}}
+{{- $_ := set $plain "LOGIN_LOCKOUT_WINDOW_SECONDS" (include "custos.optionalInt" $lock.windowSeconds) -}}
+{{- $_ := set $plain "LOGIN_LOCKOUT_SECONDS" (include "custos.optionalInt" $lock.lockSeconds) -}}
+{{- $delay := $root.Values.auth.loginDelay | default dict -}}
+{{- $_ := set $plain "LOGIN_DELAY_FREE_FAILURES" (include "custos.optionalInt" $delay.freeFailures) -}}
+{{- $_ := set $plain "LOGIN_DELAY_BASE_MS" (include "custos.optionalInt" $delay.baseMs) -}}
+{{- $_ := set $plain "LOGIN_DELAY_MAX_MS" (include "custos.optionalInt" $delay.maxMs) -}}
+{{- $_ := set $plain "EXCHANGE_WRONG_SECRETS_PER_KEY_PER_MINUTE" (include "custos.optionalInt" $root.Values.auth.exchangeWrongSecretsPerKeyPerMinute) -}}
 {{- $_ := set $plain "MAIL_FROM" $root.Values.mail.from -}}
 {{- $_ := set $plain "PUBLIC_BASE_URL" ($root.Values.mail.publicBaseUrl | default $issuer) -}}
 {{- $kekRef := include "custos.dependencySecretRef" (dict "root" $root "dep" "tokens") | fromYaml -}}

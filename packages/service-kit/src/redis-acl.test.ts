@@ -60,7 +60,7 @@ describe('redisAclRules', () => {
   });
 
   it('lets identity write revocations, and no one else', () => {
-    expect(redisAclRules('identity').keys).toBe('~custos:revoked:* %R~custos:policy:gen:*');
+    expect(redisAclRules('identity').keys).toBe('~custos:revoked:* ~custos:exref:* %R~custos:policy:gen:*');
     for (const s of REDIS_SERVICE_NAMES.filter((x) => x !== 'identity'))
       expect({ s, keys: redisAclRules(s).keys }).not.toEqual({
         s,
@@ -147,6 +147,8 @@ describe('the table against the code', () => {
     expect(REDIS_KEY_PATTERNS.revoked).toBe('custos:revoked:*');
     expect(sourcesUnder('services', 'gateway', 'src')).toMatch(/`custos:rl:\$\{/);
     expect(REDIS_KEY_PATTERNS.rateLimit).toBe('custos:rl:*');
+    expect(sourcesUnder('services', 'identity', 'src')).toMatch(/`custos:exref:\$\{/);
+    expect(REDIS_KEY_PATTERNS.wrongSecrets).toBe('custos:exref:*');
   });
 
   it('gives every revocation reader MGET, which the shared check sends', () => {
@@ -185,7 +187,13 @@ describe('the table against the code', () => {
       'HSET',
       'PEXPIRE',
     ]);
-    expect([...clientCalls(sourcesUnder('services', 'identity', 'src'))]).toEqual(['get', 'set']);
+    const identity = sourcesUnder('services', 'identity', 'src');
+    expect([...clientCalls(identity)]).toEqual(['get', 'set']);
+    expect([...identity.matchAll(/redis\.call\('(\w+)'/g)].map((m) => m[1])).toEqual([
+      'INCR',
+      'PEXPIRE',
+      'PTTL',
+    ]);
     expect(REDIS_CONNECT_COMMANDS).toEqual(['info', 'select']);
   });
 });

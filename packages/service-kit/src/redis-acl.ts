@@ -17,6 +17,8 @@ export const REDIS_KEY_PATTERNS = {
   rateLimit: 'custos:rl:*',
   /** Each org's decision generation (policyGenerationKey): policy bumps it, vault-crypto reads it. */
   policyGeneration: 'custos:policy:gen:*',
+  /** Identity's count of wrong secrets per exchange key and minute (`custos:exref:<kind>:<key id>`). */
+  wrongSecrets: 'custos:exref:*',
 } as const;
 
 /**
@@ -65,10 +67,12 @@ export const REDIS_SERVICES = {
     readOnly: [REDIS_KEY_PATTERNS.revoked],
   },
   // Mirrors revocations (SET … PX: revocation-store.ts, retire-key) and checks its own tokens (MGET);
-  // reads decision generations (GET) before it reuses an agent's cached grant scopes.
+  // reads decision generations (GET) before it reuses an agent's cached grant scopes; counts wrong
+  // secrets per exchange key (wrong-secret-bucket.ts: EVALSHA, EVAL; INCR, PEXPIRE and PTTL inside
+  // the script).
   identity: {
-    commands: ['set', 'mget', 'get'],
-    readWrite: [REDIS_KEY_PATTERNS.revoked],
+    commands: ['set', 'mget', 'get', 'evalsha', 'eval', 'incr', 'pexpire', 'pttl'],
+    readWrite: [REDIS_KEY_PATTERNS.revoked, REDIS_KEY_PATTERNS.wrongSecrets],
     readOnly: [REDIS_KEY_PATTERNS.policyGeneration],
   },
   // Checks revocations, and reads each org's decision generation (GET) before it trusts a cached

@@ -102,6 +102,13 @@ export const configShape = {
       4000,
     )
     .default(2000),
+  EXCHANGE_WRONG_SECRETS_PER_KEY_PER_MINUTE: env
+    .int(
+      'Wrong-secret exchanges of one agent key, router key or personal API key, from any client address, that are each refused with 401 and audited (`auth.login_failed`) in a minute. Further ones in that minute answer 429 and are not audited one by one: the first of them writes one `auth.exchange_refusals_limited` record. The right secret is never refused by this. Counted in Redis; without Redis every refusal is audited.',
+      1,
+      10_000,
+    )
+    .default(20),
   FEDERATION_RS256_PRIVATE_KEY_FILE: env
     .string(
       'Path of a PEM file holding the RSA private key (2048 bits or more) that signs federated tokens ' +

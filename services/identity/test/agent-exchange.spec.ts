@@ -12,12 +12,14 @@ import {
   runWithRequestContext,
 } from '@custos/service-kit';
 import { createTestDatabase, waitFor } from '@custos/service-kit/testing';
+import { Redis } from 'ioredis';
 import { AgentActivity } from '../src/agents/agent-activity';
 import { AgentExchangeService } from '../src/agents/agent-exchange-service';
 import { DEFAULT_AGENT_SETTINGS } from '../src/agents/agent-fns';
 import { AgentStore } from '../src/agents/agent-store';
 import { RouterKeyStore } from '../src/agents/router-key-store';
 import { SECRET_TOKEN_PREFIXES, generateSecretToken } from '../src/credentials/secret-token-fns';
+import { WrongSecretBucket } from '../src/credentials/wrong-secret-bucket';
 import { SCHEMA, orgs } from '../src/db/schema';
 import { SigningKeyRing } from '../src/tokens/signing-key-store';
 import { TokenIssuer } from '../src/tokens/token-issuer';
@@ -41,7 +43,10 @@ describe('agent-token exchange (real Postgres, group-committed audit)', () => {
   let db: Database;
   let store: AgentStore;
   let exchange: AgentExchangeService;
+  let redis: Redis;
   const policyAsked: string[] = [];
+  /** Wrong secrets audited per key and minute here (EXCHANGE_WRONG_SECRETS_PER_KEY_PER_MINUTE). */
+  const WRONG_PER_MINUTE = 3;
 
   beforeAll(async () => {
     database = await createTestDatabase('custos_identity_agent_exchange');
@@ -55,6 +60,7 @@ describe('agent-token exchange (real Postgres, group-committed audit)', () => {
     );
     await ring.refresh();
     store = new AgentStore(db, pool);
+    redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
     exchange = new AgentExchangeService(
       store,
       new RouterKeyStore(db),
@@ -69,9 +75,11 @@ describe('agent-token exchange (real Postgres, group-committed audit)', () => {
       new OutboxGroupCommit({ pool, schema: SCHEMA }),
       new AgentActivity(store, logger),
       logger,
+      new WrongSecretBucket(redis, WRONG_PER_MINUTE, logger),
     );
   });
   afterAll(async () => {
+    redis.disconnect();
     await pool.end();
     await database.drop();
   });
@@ -201,6 +209,29 @@ describe('agent-token exchange (real Postgres, group-committed audit)', () => {
       });
       expect(await recordsOf(orgId)).toEqual([]);
     });
+  });
+
+  it('audits a flood of wrong secrets for one key as WRONG_PER_MINUTE refusals and one limited record', async () => {
+    const { orgId, agentId, apiKey } = await newAgent();
+    const wrong = `${apiKey.slice(0, -4)}${apiKey.slice(-4) === 'AAAA' ? 'BBBB' : 'AAAA'}`;
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        exchangeAs(`flood-${i}`, wrong, agentId).then(
+          () => 'token',
+          (err: unknown) => (err instanceof CustosError ? ERROR_KINDS[err.kind].http : 'other'),
+        ),
+      ),
+    );
+    expect(answers.filter((a) => a === 401)).toHaveLength(WRONG_PER_MINUTE);
+    expect(answers.filter((a) => a === 429)).toHaveLength(30 - WRONG_PER_MINUTE);
+    const records = await recordsOf(orgId);
+    expect(records.filter((r) => r.action === 'auth.login_failed')).toHaveLength(WRONG_PER_MINUTE);
+    const limited = records.filter((r) => r.action === 'auth.exchange_refusals_limited');
+    expect(limited).toHaveLength(1);
+    expect(limited[0]!.metadata).toMatchObject({ method: 'agent_api_key', per_minute: WRONG_PER_MINUTE });
+    // The key's right secret is never refused by the wrong-secret limit.
+    const t = await exchangeAs('right-after-flood', apiKey, agentId);
+    expect(claimsOf(t.token)).toMatchObject({ sub: `agent:${agentId}` });
   });
 
   it('records each refusal of a known key under its org, with the same 401', async () => {

@@ -2,11 +2,13 @@ import type { AuditRecordInput, OutboxGroupCommit } from '@custos/events';
 import {
   CustosError,
   type Logger,
+  RateLimitedError,
   UnauthenticatedError,
   UnavailableError,
   describeError,
 } from '@custos/service-kit';
 import { SECRET_TOKEN_PREFIXES, parseSecretToken, secretMatches } from '../credentials/secret-token-fns.js';
+import type { WrongSecretBucket } from '../credentials/wrong-secret-bucket.js';
 import type { PolicyClient } from '../peers/policy-client.js';
 import type { TokenIssuer } from '../tokens/token-issuer.js';
 import type { AgentActivity } from './agent-activity.js';
@@ -49,6 +51,7 @@ export class AgentExchangeService {
     private readonly commits: Pick<OutboxGroupCommit, 'audit'>,
     private readonly activity: Pick<AgentActivity, 'seen'>,
     private readonly logger: Pick<Logger, 'error'>,
+    private readonly wrongSecrets: Pick<WrongSecretBucket, 'count'>,
   ) {}
 
   /** Exchanges the credential; `agentId`, when given, must be the credential's agent. */
@@ -66,7 +69,8 @@ export class AgentExchangeService {
     const { key, agent } = found;
     // From here the key names a known agent: a refusal is recorded under the agent's org.
     const refused = { method: 'agent_api_key' };
-    if (!secretMatches(parsed.secret, key.secretHash)) return this.refuse(agent, refused, 'wrong_secret');
+    if (!secretMatches(parsed.secret, key.secretHash))
+      return this.refuseWrongSecret(agent, refused, 'agent_key', key.id);
     if (agentId && agentId.toLowerCase() !== key.agentId)
       return this.refuse(agent, refused, 'agent_mismatch');
     if (!agent.isActive) return this.refuse(agent, refused, 'agent_inactive');
@@ -87,7 +91,8 @@ export class AgentExchangeService {
     const agent = await this.agents.findById(key.agentId);
     // A live router key always has its agent (agent_id references agents, on delete cascade).
     if (!agent) throw new UnauthenticatedError(EXCHANGE_FAILED);
-    if (!secretMatches(parsed.secret, key.secretHash)) return this.refuse(agent, refused, 'wrong_secret');
+    if (!secretMatches(parsed.secret, key.secretHash))
+      return this.refuseWrongSecret(agent, refused, 'router_key', key.id);
     if (agentId && agentId.toLowerCase() !== key.agentId)
       return this.refuse(agent, refused, 'agent_mismatch');
     if (!agent.isActive) return this.refuse(agent, refused, 'agent_inactive');
@@ -157,22 +162,47 @@ export class AgentExchangeService {
    * (best-effort: a record that cannot be written is logged and never changes the answer).
    */
   private async refuse(agent: Agent, details: Record<string, unknown>, reason: string): Promise<never> {
+    await this.record(agent, 'auth.login_failed', { ...details, reason });
+    throw new UnauthenticatedError(EXCHANGE_FAILED);
+  }
+
+  /**
+   * A wrong secret: the audited 401 up to EXCHANGE_WRONG_SECRETS_PER_KEY_PER_MINUTE of them per key
+   * in its minute, from any address; past that 429 with no record of its own (the first one over
+   * writes one `auth.exchange_refusals_limited`), so a flood cannot flood the audit log.
+   */
+  private async refuseWrongSecret(
+    agent: Agent,
+    details: Record<string, unknown>,
+    kind: 'agent_key' | 'router_key',
+    keyId: string,
+  ): Promise<never> {
+    const counted = await this.wrongSecrets.count(kind, keyId);
+    if (counted.verdict === 'audit') return this.refuse(agent, details, 'wrong_secret');
+    if (counted.verdict === 'limit') {
+      await this.record(agent, 'auth.exchange_refusals_limited', {
+        ...details,
+        ...(kind === 'agent_key' ? { key_id: keyId } : {}),
+        per_minute: counted.perMinute,
+      });
+    }
+    throw new RateLimitedError(counted.retryAfter);
+  }
+
+  /** Writes a refusal's record (best-effort: a failure is logged and never changes the answer). */
+  private async record(agent: Agent, action: string, metadata: Record<string, unknown>): Promise<void> {
     try {
       await this.commits.audit({
         orgId: agent.orgId,
         actorType: 'anonymous',
         actorId: null,
-        action: 'auth.login_failed',
+        action,
         resourceType: 'agent',
         resourceId: agent.id,
-        metadata: { ...details, reason },
+        metadata,
       });
     } catch (err) {
-      this.logger.error(
-        { err: describeError(err), action: 'auth.login_failed' },
-        'audit record of a refusal not written',
-      );
+      this.logger.error({ err: describeError(err), action }, 'audit record of a refusal not written');
     }
-    throw new UnauthenticatedError(EXCHANGE_FAILED);
   }
 }

@@ -4,6 +4,7 @@ import {
   InvalidArgumentError,
   NotFoundError,
   PermissionDeniedError,
+  RateLimitedError,
   UnauthenticatedError,
   isUuid,
 } from '@custos/service-kit';
@@ -19,6 +20,7 @@ import type { MintedAccessToken, TokenIssuer } from '../tokens/token-issuer.js';
 import type { UserStore } from '../users/user-store.js';
 import { API_KEY_CREATE_PURPOSE } from '../account/account-fns.js';
 import type { StepUpChecker } from '../mfa/mfa-types.js';
+import type { WrongSecretBucket } from '../credentials/wrong-secret-bucket.js';
 import type { PersonalKeyRow, PersonalKeyStore } from './personal-key-store.js';
 
 const PREFIX = SECRET_TOKEN_PREFIXES.personalApiKey;
@@ -61,6 +63,7 @@ export class PersonalKeyService {
     private readonly issuer: Pick<TokenIssuer, 'userAccessToken' | 'isPlatformAdmin' | 'settings'>,
     private readonly revocations: Pick<RevocationStore, 'revokeSession'>,
     private readonly stepUp: StepUpChecker,
+    private readonly wrongSecrets: Pick<WrongSecretBucket, 'count'>,
   ) {}
 
   private user(p: Principal): UserPrincipal {
@@ -142,7 +145,33 @@ export class PersonalKeyService {
     );
   }
 
-  /** Exchanges a key for a user access token; every refusal answers the same 401. */
+  /**
+   * Counts a wrong secret for the key; past EXCHANGE_WRONG_SECRETS_PER_KEY_PER_MINUTE in its minute
+   * the exchange answers 429 with no record of its own (the first one over writes one
+   * `auth.exchange_refusals_limited`), so a flood from many addresses cannot flood the audit log.
+   */
+  private async limitWrongSecrets(
+    keyId: string,
+    record: { orgId: string; resourceType: string; resourceId: string },
+  ): Promise<void> {
+    const counted = await this.wrongSecrets.count('personal_key', keyId);
+    if (counted.verdict === 'audit') return;
+    if (counted.verdict === 'limit') {
+      await auditRefusal(this.store, {
+        ...record,
+        actorType: 'anonymous',
+        actorId: null,
+        action: 'auth.exchange_refusals_limited',
+        metadata: { method: 'api_key', key_id: keyId, per_minute: counted.perMinute },
+      });
+    }
+    throw new RateLimitedError(counted.retryAfter);
+  }
+
+  /**
+   * Exchanges a key for a user access token; every refusal answers the same 401, except wrong
+   * secrets past the key's per-minute limit (429, limitWrongSecrets).
+   */
   async exchange(apiKey: string): Promise<MintedAccessToken> {
     const parsed = parseSecretToken(apiKey, PREFIX);
     if (!parsed) throw new UnauthenticatedError(EXCHANGE_FAILED);
@@ -163,6 +192,7 @@ export class PersonalKeyService {
       resourceType: 'user',
       resourceId: user.id,
     };
+    if (refusal === 'wrong_secret') await this.limitWrongSecrets(row.id, record);
     if (refusal) {
       await auditRefusal(this.store, {
         ...record,

@@ -45,6 +45,7 @@ export function buildAgents(deps: {
       deps.commits,
       new AgentActivity(agentStore, deps.logger),
       deps.logger,
+      tokens.wrongSecrets,
     ),
     federation: new FederationService(
       agentStore,

@@ -84,7 +84,14 @@ export function buildPeople(deps: {
       logger,
     ),
     profiles: new ProfileService(users),
-    keys: new PersonalKeyService(new PersonalKeyStore(db), users, tokens.issuer, tokens.revocations, reauth),
+    keys: new PersonalKeyService(
+      new PersonalKeyStore(db),
+      users,
+      tokens.issuer,
+      tokens.revocations,
+      reauth,
+      tokens.wrongSecrets,
+    ),
     mfa: new MfaService(mfaStore, sessions, { kek: settings.totpKek }, reauth),
     account: {
       passwords: new PasswordService(

@@ -8,6 +8,7 @@ import {
   redisTlsOptions,
 } from '@custos/service-kit';
 import type { configShape } from '../config.js';
+import { WrongSecretBucket } from '../credentials/wrong-secret-bucket.js';
 import { localKeySource } from '../tokens/local-keys.js';
 import { RevocationStore } from '../tokens/revocation-store.js';
 import { SigningKeyRing } from '../tokens/signing-key-store.js';
@@ -19,6 +20,8 @@ const MAX_TOKEN_TTL_MS = DAY_MS;
 
 /** Identity's token slice: the signing key ring, revocations, and the issuer and verifier. */
 export interface Tokens {
+  /** Wrong secrets sent per exchange key (their audit records are bounded per minute). */
+  wrongSecrets: WrongSecretBucket;
   ring: SigningKeyRing;
   revocations: RevocationStore;
   issuer: TokenIssuer;
@@ -95,5 +98,14 @@ export async function buildTokens(rt: Runtime<ConfigOf<typeof configShape>>, db:
     audience: settings.audience,
     isRevoked: redisRevocationCheck(redis, { requirePublished: true }),
   });
-  return { ring, revocations, issuer: new TokenIssuer(ring, settings), verifier, settings, redis };
+  const wrongSecrets = new WrongSecretBucket(redis, c.EXCHANGE_WRONG_SECRETS_PER_KEY_PER_MINUTE, rt.logger);
+  return {
+    ring,
+    revocations,
+    issuer: new TokenIssuer(ring, settings),
+    verifier,
+    settings,
+    redis,
+    wrongSecrets,
+  };
 }
