@@ -56,7 +56,7 @@ const REVOCATION_READER: RedisServiceUse = {
   readOnly: [REDIS_KEY_PATTERNS.revoked],
 };
 
-/** Every service that connects to Redis (signer and approvals do not), with what it does there. */
+/** Every service that connects to Redis (approvals does not), with what it does there. */
 export const REDIS_SERVICES = {
   // The token bucket (services/gateway/src/http/rate-limit.ts): EVALSHA, EVAL on a new connection
   // or after NOSCRIPT; HMGET, HSET and PEXPIRE inside the script, which Redis checks against this
@@ -92,6 +92,7 @@ export const REDIS_SERVICES = {
   audit: REVOCATION_READER,
   'webhook-dispatcher': REVOCATION_READER,
   billing: REVOCATION_READER,
+  signer: REVOCATION_READER,
 } as const satisfies Record<string, RedisServiceUse>;
 
 /** A service that connects to Redis. */

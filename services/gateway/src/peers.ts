@@ -23,7 +23,7 @@ export interface Peers {
   /** Opens a client for another gRPC service of a peer (closed with the others). */
   client<C extends Client>(
     ctor: new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>) => C,
-    peer: 'identity' | 'vault-crypto' | 'policy' | 'billing' | 'audit' | 'webhook-dispatcher',
+    peer: 'identity' | 'vault-crypto' | 'policy' | 'billing' | 'audit' | 'webhook-dispatcher' | 'signer',
   ): C;
   close(): void;
 }
@@ -106,6 +106,7 @@ export function connectPeers(
     billing: config.BILLING_ADDR,
     audit: config.AUDIT_ADDR,
     'webhook-dispatcher': config.WEBHOOK_DISPATCHER_ADDR,
+    signer: config.SIGNER_ADDR,
   };
   return {
     health,

@@ -1,9 +1,36 @@
+import { tokenTrustConfigShape } from '@custos/auth';
 import { natsConfigShape } from '@custos/events';
-import { baseConfigShape, databaseConfigShape } from '@custos/service-kit';
+import { baseConfigShape, databaseConfigShape, env, redisTlsConfigShape } from '@custos/service-kit';
 
 /** Every environment variable the signer service reads (see docs/configuration.md). */
 export const configShape = {
   ...baseConfigShape({ grpcPort: 50054, metricsPort: 9464 }),
   ...databaseConfigShape,
   ...natsConfigShape,
+  ...tokenTrustConfigShape,
+  REDIS_URL: env.url('Redis URL; token revocations are read there.', ['redis', 'rediss']),
+  ...redisTlsConfigShape,
+  IDENTITY_ADDR: env
+    .address('host:port of the identity service (token signing keys).')
+    .default('127.0.0.1:50051'),
+  VAULT_CRYPTO_ADDR: env
+    .address("host:port of the vault-crypto service (it seals agents' private keys).")
+    .default('127.0.0.1:50052'),
+  GRPC_DEADLINE_MS: env
+    .int('Deadline of a call to a peer service, in milliseconds.', 100, 60000)
+    .default(5000),
+  CHAIN_RPC_URLS: env
+    .string(
+      'JSON-RPC endpoints of the seeded chains for this install, as comma-separated `name=url` pairs ' +
+        '(`ethereum=https://…,base=https://…`); applied to the registry at every start (an admin can ' +
+        'change them later with PATCH /v1/admin/chains/{id}, until the next start). Empty: the seeds ' +
+        'keep the URL they have (none at first).',
+    )
+    .optional(),
+  LOCAL_EVM_RPC_URL: env
+    .string(
+      'Dev and tests only: the JSON-RPC URL of a local EVM node (anvil). When set, signer registers ' +
+        'it at start as the enabled testnet chain `anvil` (chain_id 31337). Leave unset in production.',
+    )
+    .optional(),
 };

@@ -4,13 +4,16 @@ import { Redis } from 'ioredis';
 import { BillingServiceClient } from '@custos/proto/custos/billing/v1/service';
 import { AccountServiceClient } from '@custos/proto/custos/identity/v1/account';
 import { PolicyServiceClient } from '@custos/proto/custos/policy/v1/service';
+import { AgentKeyVaultServiceService } from '@custos/proto/custos/vault_crypto/v1/agent_keys';
 import { VaultCryptoServiceService } from '@custos/proto/custos/vault_crypto/v1/service';
 import { createGrpcClient, describeError } from '@custos/service-kit';
 import { DecisionCache } from './access/decision-cache.js';
+import { AgentKeyService } from './agent-keys/agent-key-service.js';
 import { AccessService } from './access/access-service.js';
 import { VaultCryptoAudit } from './audit/vault-crypto-audit.js';
 import { configShape } from './config.js';
 import { SCHEMA, outbox } from './db/schema.js';
+import { agentKeyVaultAccess, agentKeyVaultGrpc } from './grpc/agent-key-grpc.js';
 import { vaultCryptoAccess, vaultCryptoGrpc } from './grpc/vault-crypto-grpc.js';
 import { OrgKeyRing } from './keys/org-key-ring.js';
 import { createKmsProvider } from './kms/kms-factory.js';
@@ -80,10 +83,11 @@ runDataService({
     const commits = new OutboxGroupCommit({ pool, schema: SCHEMA, onCommitted: () => events.relay.nudge() });
     const audit = new VaultCryptoAudit(db, rt.logger, commits);
     const vaults = new VaultService(vaultStore, access, limits, ring, audit, new IdentityClient(account));
+    const secretStore = new SecretStore(db, pool);
     const secrets = new SecretService(
       {
         vaults: vaultStore,
-        secrets: new SecretStore(db, pool),
+        secrets: secretStore,
         access,
         limits,
         ring,
@@ -105,5 +109,8 @@ runDataService({
       vaultCryptoGrpc({ kms, keys, vaults, secrets, env, shares }),
       vaultCryptoAccess,
     );
+    // Signer's sealing of agents' private keys (its certificate only).
+    const agentKeys = new AgentKeyService({ vaults: vaultStore, secrets: secretStore, ring });
+    rt.grpc.add(AgentKeyVaultServiceService, agentKeyVaultGrpc({ agentKeys }), agentKeyVaultAccess);
   },
 });

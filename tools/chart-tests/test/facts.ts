@@ -100,6 +100,7 @@ export const REDIS_SERVICES: ServiceName[] = [
   'identity',
   'vault-crypto',
   'policy',
+  'signer',
   'audit',
   'webhook-dispatcher',
   'billing',

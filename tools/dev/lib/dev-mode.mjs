@@ -15,6 +15,7 @@ import {
   notServingFrom,
   serviceEnv,
   serviceMain,
+  startMeshAnvil,
 } from '@custos/mesh';
 import { resolveNats, resolvePostgres, resolveRedis } from './infra.mjs';
 import { devMasterKey } from './master-key.mjs';
@@ -126,6 +127,7 @@ async function startServices(s, state) {
     mailDir: s.mailDir,
     tlsCaFile: state.certs.caFile,
     baseEnv: process.env,
+    extraEnv: { LOCAL_EVM_RPC_URL: state.infraByName.anvil.url },
   });
   const busy = [];
   for (const [what, port] of [
@@ -287,6 +289,23 @@ export async function runDevMode({ infraOnly = false } = {}) {
       state.infra.push(infra);
       state.infraByName[name] = infra;
       say(`${name.padEnd(8)} ${infra.how}`);
+      checkpoint();
+    }
+    {
+      // A local EVM chain (anvil, chain id 31337) that signer registers as the chain `anvil`; a
+      // LOCAL_EVM_RPC_URL of your own (another node) is used instead.
+      const infra = process.env.LOCAL_EVM_RPC_URL
+        ? { name: 'anvil', url: process.env.LOCAL_EVM_RPC_URL, how: `LOCAL_EVM_RPC_URL as you set it` }
+        : await startMeshAnvil({ port: s.anvilPort }).then((a) => ({
+            name: 'anvil',
+            url: a.url,
+            how: `started anvil at ${a.url} (chain id 31337, in memory)`,
+            stop: () => a.stop(),
+            abandon: () => a.process.signal('SIGKILL'),
+          }));
+      state.infra.push(infra);
+      state.infraByName.anvil = infra;
+      say(`${'anvil'.padEnd(8)} ${infra.how}`);
       checkpoint();
     }
     state.keys = {

@@ -42,6 +42,7 @@ export function devSettings(env = process.env) {
     natsSubjectPrefix: env.NATS_SUBJECT_PREFIX || 'custos.dev.events',
     natsPort: intFrom(env, 'CUSTOS_DEV_NATS_PORT', 4223),
     redisPort: intFrom(env, 'CUSTOS_DEV_REDIS_PORT', 6380),
+    anvilPort: intFrom(env, 'CUSTOS_DEV_ANVIL_PORT', 8545),
     httpPort: intFrom(env, 'PORT', 8080),
     healthTimeoutMs: 60_000,
   };

@@ -71,6 +71,8 @@ async function bootProfile(
       mailDir,
       certDir: path.join(runDir, profile, 'certs'),
       extraEnv: profileEnv(profile, resources),
+      // A local EVM chain (anvil, 31337) per shared mesh: signer registers it as the chain `anvil`.
+      anvil: true,
       logDir,
       // Straight into files: nothing passes through jest's main process.
       output: 'file',

@@ -73,6 +73,7 @@ describe('the README first use, run as written', () => {
         // Its own nats-server (a user per service) and redis-server (a password), as a new user gets.
         CUSTOS_DEV_NATS_PORT: String(await freePort()),
         CUSTOS_DEV_REDIS_PORT: String(await freePort()),
+        CUSTOS_DEV_ANVIL_PORT: String(await freePort()),
         NATS_STREAM: stream,
         NATS_SUBJECT_PREFIX: `readme.${stream.toLowerCase()}`,
         PORT: String(port),

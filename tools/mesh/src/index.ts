@@ -23,6 +23,7 @@ export {
 } from './supervisor';
 export { type HealthCheck, checkHealth, waitForHealth, notServingFrom } from './health';
 export { type LaunchMeshOptions, type LaunchedMesh, launchMesh } from './launch';
+export { ANVIL_CHAIN_ID, type MeshAnvil, anvilBinary, anvilReadyAt, startMeshAnvil } from './anvil';
 export {
   type MeshCerts,
   type MeshCertFiles,

@@ -1,3 +1,4 @@
+import { type MeshAnvil, startMeshAnvil } from './anvil';
 import { type MeshCerts, makeMeshCerts } from './certs';
 import { type MeshKeys, type MeshProfile, meshEnv, randomMeshKeys, serviceEnv, uniqueNatsNames } from './env';
 import { waitForHealth } from './health';
@@ -37,6 +38,11 @@ export interface LaunchMeshOptions extends Omit<MeshSupervisorOptions, 'env'> {
   extraEnv?: Readonly<Record<string, string>>;
   /** How long to wait for /v1/health to answer 200 (default 60 s). */
   healthTimeoutMs?: number;
+  /**
+   * Also start a local EVM chain (anvil, chain id 31337) on a free port and hand its URL to the
+   * services as LOCAL_EVM_RPC_URL (signer registers it as the enabled testnet chain `anvil`).
+   */
+  anvil?: boolean;
 }
 
 /** A started, healthy mesh. */
@@ -61,6 +67,8 @@ export interface LaunchedMesh {
   redis?: MeshRedisAccess;
   /** The mesh's own nats-server and redis-server, to stop and start again (fault tests). */
   servers: MeshInfra['servers'];
+  /** The local EVM chain started with `anvil: true`: its JSON-RPC URL. */
+  anvil?: { url: string };
   /** The full environment of one service. */
   envOf(service: ServiceName): Record<string, string>;
   /** Stops the services, then the nats-server and redis-server started for the mesh; returns the services it had to kill. */
@@ -88,6 +96,13 @@ export async function launchMesh(o: LaunchMeshOptions): Promise<LaunchedMesh> {
     stream: names.natsStream,
     prefix: names.natsSubjectPrefix,
   });
+  let anvil: MeshAnvil | undefined;
+  if (o.anvil) {
+    anvil = await startMeshAnvil().catch(async (err: unknown) => {
+      await infra.stop(2000);
+      throw err;
+    });
+  }
   const env = meshEnv({
     profile: o.profile,
     ports,
@@ -99,15 +114,24 @@ export async function launchMesh(o: LaunchMeshOptions): Promise<LaunchedMesh> {
     mailDir: o.mailDir,
     tlsCaFile: certs.caFile,
     baseEnv: o.baseEnv ?? { PATH: process.env.PATH ?? '' },
-    ...(o.extraEnv ? { extraEnv: o.extraEnv } : {}),
+    extraEnv: { ...(anvil ? { LOCAL_EVM_RPC_URL: anvil.url } : {}), ...o.extraEnv },
   });
-  const { profile: _p, databaseUrl: _d, certDir: _c, infraDir: _i, healthTimeoutMs, ...runOptions } = o;
+  const {
+    profile: _p,
+    databaseUrl: _d,
+    certDir: _c,
+    infraDir: _i,
+    anvil: _a,
+    healthTimeoutMs,
+    ...runOptions
+  } = o;
   const database = await migrateMesh({
     databaseUrl: o.databaseUrl,
     ...(o.services ? { services: o.services } : {}),
     ...(o.root ? { root: o.root } : {}),
   }).catch(async (err: unknown) => {
     await infra.stop(2000);
+    await anvil?.stop(2000);
     throw err;
   });
   const envOf = (s: ServiceName) =>
@@ -126,6 +150,7 @@ export async function launchMesh(o: LaunchMeshOptions): Promise<LaunchedMesh> {
   } catch (err) {
     await supervisor.stop(2000);
     await infra.stop(2000);
+    await anvil?.stop(2000);
     const tails = supervisor.services
       .map((s) => `--- ${s}\n${supervisor.tail(s, 8).join('\n') || '(no output)'}`)
       .join('\n');
@@ -134,11 +159,13 @@ export async function launchMesh(o: LaunchMeshOptions): Promise<LaunchedMesh> {
   const stop = async (graceMs = 10_000) => {
     const killed = await supervisor.stop(graceMs);
     await infra.stop(graceMs);
+    await anvil?.stop(graceMs);
     return killed;
   };
   const abandon = () => {
     supervisor.signalAll('SIGKILL');
     infra.abandon();
+    anvil?.process.signal('SIGKILL');
   };
   const nats = infra.nats ? { nats: infra.nats } : {};
   const redis = infra.redis ? { redis: infra.redis } : {};
@@ -152,6 +179,7 @@ export async function launchMesh(o: LaunchMeshOptions): Promise<LaunchedMesh> {
     ...nats,
     ...redis,
     servers: infra.servers,
+    ...(anvil ? { anvil: { url: anvil.url } } : {}),
     envOf,
     stop,
     abandon,

@@ -24,6 +24,8 @@ import { policyRoutes } from './policy-routes.js';
 import { vaultRoutes } from './vault-routes.js';
 import { shareRoutes } from './share-routes.js';
 import { webhookRoutes } from './webhook-routes.js';
+import { chainRoutes } from './chain-routes.js';
+import { signingKeyRoutes } from './signing-key-routes.js';
 import { errorHandler, notFound, requireJsonBody } from './problem.js';
 import { HotRoutes, hotDispatcher } from './hot-routes.js';
 import { openApiRoutes } from './openapi-routes.js';
@@ -156,6 +158,8 @@ export function createApp(deps: AppDeps): Express {
   app.use(billingRoutes(deps.peers, guards));
   app.use(auditRoutes(deps.peers, guards));
   app.use(webhookRoutes(deps.peers, guards));
+  app.use(chainRoutes(deps.peers, guards));
+  app.use(signingKeyRoutes(deps.peers, guards));
 
   app.use(pageRoutes(deps));
   app.use(openApiRoutes(ROUTE_TABLE));

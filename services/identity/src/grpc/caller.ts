@@ -18,6 +18,7 @@ export const JWKS_READERS: readonly MeshService[] = [
   'audit',
   'webhook-dispatcher',
   'billing',
+  'signer',
 ];
 
 /**

@@ -6,24 +6,259 @@
 
 /* eslint-disable */
 import {
+  type CallOptions,
   type ChannelCredentials,
   Client,
   type ClientOptions,
+  type ClientUnaryCall,
+  type handleUnaryCall,
   makeGenericClientConstructor,
+  type Metadata,
+  type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import {
+  CreateChainRequest,
+  CreateChainResponse,
+  CreateSigningKeyRequest,
+  CreateSigningKeyResponse,
+  GetChainRequest,
+  GetChainResponse,
+  ListChainsRequest,
+  ListChainsResponse,
+  ListSigningKeysRequest,
+  ListSigningKeysResponse,
+  RotateSigningKeyRequest,
+  RotateSigningKeyResponse,
+  UpdateChainRequest,
+  UpdateChainResponse,
+} from "./messages.pb.js";
 
 /**
- * SignerService: chains, signing keys, transactions and intents. RPCs arrive with the signing issues.
+ * SignerService: the chains registry and agents' signing keys (SPEC.md §2.5, §2.8, §4.4);
+ * transactions and sign intents come with their issue. Calls carry the caller's bearer JWT in the
+ * `authorization` metadata (a token identity minted for signer); the service verifies it itself.
  * Every service also serves grpc.health.v1.Health.
  */
 export type SignerServiceService = typeof SignerServiceService;
-export const SignerServiceService = {} as const;
+export const SignerServiceService = {
+  /** ListChains lists the enabled chains (with include_disabled, every chain: platform admins). */
+  listChains: {
+    path: "/custos.signer.v1.SignerService/ListChains",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ListChainsRequest): Buffer => Buffer.from(ListChainsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListChainsRequest => ListChainsRequest.decode(value),
+    responseSerialize: (value: ListChainsResponse): Buffer => Buffer.from(ListChainsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListChainsResponse => ListChainsResponse.decode(value),
+  },
+  /** GetChain returns one enabled chain by UUID, numeric chain id or name (admins: disabled too). */
+  getChain: {
+    path: "/custos.signer.v1.SignerService/GetChain",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: GetChainRequest): Buffer => Buffer.from(GetChainRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetChainRequest => GetChainRequest.decode(value),
+    responseSerialize: (value: GetChainResponse): Buffer => Buffer.from(GetChainResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetChainResponse => GetChainResponse.decode(value),
+  },
+  /** CreateChain adds a chain to the registry (platform admins). */
+  createChain: {
+    path: "/custos.signer.v1.SignerService/CreateChain",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: CreateChainRequest): Buffer => Buffer.from(CreateChainRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateChainRequest => CreateChainRequest.decode(value),
+    responseSerialize: (value: CreateChainResponse): Buffer => Buffer.from(CreateChainResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateChainResponse => CreateChainResponse.decode(value),
+  },
+  /** UpdateChain changes or disables a chain (platform admins). */
+  updateChain: {
+    path: "/custos.signer.v1.SignerService/UpdateChain",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: UpdateChainRequest): Buffer => Buffer.from(UpdateChainRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateChainRequest => UpdateChainRequest.decode(value),
+    responseSerialize: (value: UpdateChainResponse): Buffer => Buffer.from(UpdateChainResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdateChainResponse => UpdateChainResponse.decode(value),
+  },
+  /**
+   * CreateSigningKey generates an agent's key on a chain inside signer and stores its private half
+   * in the org's `__agent-keys` vault through vault-crypto (humans of the agent's org).
+   */
+  createSigningKey: {
+    path: "/custos.signer.v1.SignerService/CreateSigningKey",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: CreateSigningKeyRequest): Buffer =>
+      Buffer.from(CreateSigningKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateSigningKeyRequest => CreateSigningKeyRequest.decode(value),
+    responseSerialize: (value: CreateSigningKeyResponse): Buffer =>
+      Buffer.from(CreateSigningKeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateSigningKeyResponse => CreateSigningKeyResponse.decode(value),
+  },
+  /** ListSigningKeys lists an agent's keys with their custody (humans of the org; the agent itself). */
+  listSigningKeys: {
+    path: "/custos.signer.v1.SignerService/ListSigningKeys",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ListSigningKeysRequest): Buffer =>
+      Buffer.from(ListSigningKeysRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListSigningKeysRequest => ListSigningKeysRequest.decode(value),
+    responseSerialize: (value: ListSigningKeysResponse): Buffer =>
+      Buffer.from(ListSigningKeysResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListSigningKeysResponse => ListSigningKeysResponse.decode(value),
+  },
+  /** RotateSigningKey replaces the active key on a chain; the old version stays stored and listed. */
+  rotateSigningKey: {
+    path: "/custos.signer.v1.SignerService/RotateSigningKey",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: RotateSigningKeyRequest): Buffer =>
+      Buffer.from(RotateSigningKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RotateSigningKeyRequest => RotateSigningKeyRequest.decode(value),
+    responseSerialize: (value: RotateSigningKeyResponse): Buffer =>
+      Buffer.from(RotateSigningKeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RotateSigningKeyResponse => RotateSigningKeyResponse.decode(value),
+  },
+} as const;
 
 export interface SignerServiceServer extends UntypedServiceImplementation {
+  /** ListChains lists the enabled chains (with include_disabled, every chain: platform admins). */
+  listChains: handleUnaryCall<ListChainsRequest, ListChainsResponse>;
+  /** GetChain returns one enabled chain by UUID, numeric chain id or name (admins: disabled too). */
+  getChain: handleUnaryCall<GetChainRequest, GetChainResponse>;
+  /** CreateChain adds a chain to the registry (platform admins). */
+  createChain: handleUnaryCall<CreateChainRequest, CreateChainResponse>;
+  /** UpdateChain changes or disables a chain (platform admins). */
+  updateChain: handleUnaryCall<UpdateChainRequest, UpdateChainResponse>;
+  /**
+   * CreateSigningKey generates an agent's key on a chain inside signer and stores its private half
+   * in the org's `__agent-keys` vault through vault-crypto (humans of the agent's org).
+   */
+  createSigningKey: handleUnaryCall<CreateSigningKeyRequest, CreateSigningKeyResponse>;
+  /** ListSigningKeys lists an agent's keys with their custody (humans of the org; the agent itself). */
+  listSigningKeys: handleUnaryCall<ListSigningKeysRequest, ListSigningKeysResponse>;
+  /** RotateSigningKey replaces the active key on a chain; the old version stays stored and listed. */
+  rotateSigningKey: handleUnaryCall<RotateSigningKeyRequest, RotateSigningKeyResponse>;
 }
 
 export interface SignerServiceClient extends Client {
+  /** ListChains lists the enabled chains (with include_disabled, every chain: platform admins). */
+  listChains(
+    request: ListChainsRequest,
+    callback: (error: ServiceError | null, response: ListChainsResponse) => void,
+  ): ClientUnaryCall;
+  listChains(
+    request: ListChainsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListChainsResponse) => void,
+  ): ClientUnaryCall;
+  listChains(
+    request: ListChainsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListChainsResponse) => void,
+  ): ClientUnaryCall;
+  /** GetChain returns one enabled chain by UUID, numeric chain id or name (admins: disabled too). */
+  getChain(
+    request: GetChainRequest,
+    callback: (error: ServiceError | null, response: GetChainResponse) => void,
+  ): ClientUnaryCall;
+  getChain(
+    request: GetChainRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetChainResponse) => void,
+  ): ClientUnaryCall;
+  getChain(
+    request: GetChainRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetChainResponse) => void,
+  ): ClientUnaryCall;
+  /** CreateChain adds a chain to the registry (platform admins). */
+  createChain(
+    request: CreateChainRequest,
+    callback: (error: ServiceError | null, response: CreateChainResponse) => void,
+  ): ClientUnaryCall;
+  createChain(
+    request: CreateChainRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateChainResponse) => void,
+  ): ClientUnaryCall;
+  createChain(
+    request: CreateChainRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateChainResponse) => void,
+  ): ClientUnaryCall;
+  /** UpdateChain changes or disables a chain (platform admins). */
+  updateChain(
+    request: UpdateChainRequest,
+    callback: (error: ServiceError | null, response: UpdateChainResponse) => void,
+  ): ClientUnaryCall;
+  updateChain(
+    request: UpdateChainRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdateChainResponse) => void,
+  ): ClientUnaryCall;
+  updateChain(
+    request: UpdateChainRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdateChainResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * CreateSigningKey generates an agent's key on a chain inside signer and stores its private half
+   * in the org's `__agent-keys` vault through vault-crypto (humans of the agent's org).
+   */
+  createSigningKey(
+    request: CreateSigningKeyRequest,
+    callback: (error: ServiceError | null, response: CreateSigningKeyResponse) => void,
+  ): ClientUnaryCall;
+  createSigningKey(
+    request: CreateSigningKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateSigningKeyResponse) => void,
+  ): ClientUnaryCall;
+  createSigningKey(
+    request: CreateSigningKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateSigningKeyResponse) => void,
+  ): ClientUnaryCall;
+  /** ListSigningKeys lists an agent's keys with their custody (humans of the org; the agent itself). */
+  listSigningKeys(
+    request: ListSigningKeysRequest,
+    callback: (error: ServiceError | null, response: ListSigningKeysResponse) => void,
+  ): ClientUnaryCall;
+  listSigningKeys(
+    request: ListSigningKeysRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListSigningKeysResponse) => void,
+  ): ClientUnaryCall;
+  listSigningKeys(
+    request: ListSigningKeysRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListSigningKeysResponse) => void,
+  ): ClientUnaryCall;
+  /** RotateSigningKey replaces the active key on a chain; the old version stays stored and listed. */
+  rotateSigningKey(
+    request: RotateSigningKeyRequest,
+    callback: (error: ServiceError | null, response: RotateSigningKeyResponse) => void,
+  ): ClientUnaryCall;
+  rotateSigningKey(
+    request: RotateSigningKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RotateSigningKeyResponse) => void,
+  ): ClientUnaryCall;
+  rotateSigningKey(
+    request: RotateSigningKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RotateSigningKeyResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const SignerServiceClient = makeGenericClientConstructor(

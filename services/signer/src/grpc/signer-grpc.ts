@@ -1,0 +1,84 @@
+import { type IdentityKeys, currentCaller } from '@custos/auth';
+import type { Chain, SigningKey } from '@custos/proto/custos/signer/v1/messages';
+import type { SignerServiceServer } from '@custos/proto/custos/signer/v1/service';
+import type { AsyncService, RpcAccess } from '@custos/service-kit';
+import { keyNameOf } from '../chains/chain-fns.js';
+import type { ChainService } from '../chains/chain-service.js';
+import type { ChainRecord } from '../chains/chain-types.js';
+import type { KeyService } from '../keys/key-service.js';
+import type { SigningKeyRecord } from '../keys/key-types.js';
+
+/** A chain as the wire carries it. */
+export function chainMessage(c: ChainRecord): Chain {
+  return {
+    id: c.id,
+    name: c.name,
+    displayName: c.displayName,
+    chainId: c.chainId.toString(),
+    family: c.family,
+    rpcUrl: c.rpcUrl,
+    wsUrl: c.wsUrl,
+    explorerUrl: c.explorerUrl,
+    nativeCurrency: c.nativeCurrency,
+    nativeDecimals: c.nativeDecimals,
+    isTestnet: c.isTestnet,
+    isEnabled: c.isEnabled,
+    createdAt: c.createdAt.toISOString(),
+    updatedAt: c.updatedAt.toISOString(),
+  };
+}
+
+/** A key version's public view; the record holds no private half to leak. */
+export function signingKeyMessage(k: SigningKeyRecord): SigningKey {
+  return {
+    id: k.id,
+    agentId: k.agentId,
+    chain: keyNameOf(k.family),
+    curve: k.curve,
+    publicKey: k.publicKey,
+    address: k.address,
+    keyVersion: k.keyVersion,
+    isActive: k.isActive,
+    custody: k.custody,
+    createdAt: k.createdAt.toISOString(),
+    rotatedAt: k.rotatedAt?.toISOString() ?? '',
+  };
+}
+
+/** Who may call SignerService: the gateway, for users' and agents' requests. */
+export const signerAccess: RpcAccess<SignerServiceServer> = { default: ['gateway'] };
+
+/** gRPC adapter of SignerService: verify the caller, decode, call the rules, encode. */
+export function signerGrpc(deps: {
+  keys: IdentityKeys;
+  chains: ChainService;
+  signingKeys: KeyService;
+}): AsyncService<SignerServiceServer> {
+  const caller = () => currentCaller(deps.keys);
+  return {
+    async listChains(req) {
+      return { chains: (await deps.chains.list(await caller(), req.includeDisabled)).map(chainMessage) };
+    },
+    async getChain(req) {
+      return { chain: chainMessage(await deps.chains.get(await caller(), req.identifier)) };
+    },
+    async createChain(req) {
+      return { chain: chainMessage(await deps.chains.create(await caller(), req)) };
+    },
+    async updateChain(req) {
+      const { identifier, ...change } = req;
+      return { chain: chainMessage(await deps.chains.update(await caller(), identifier, change)) };
+    },
+    async createSigningKey(req) {
+      const k = await deps.signingKeys.create(await caller(), req.agentId, req.chain, req.custody);
+      return { key: signingKeyMessage(k) };
+    },
+    async listSigningKeys(req) {
+      return { keys: (await deps.signingKeys.list(await caller(), req.agentId)).map(signingKeyMessage) };
+    },
+    async rotateSigningKey(req) {
+      const r = await deps.signingKeys.rotate(await caller(), req.agentId, req.chain);
+      return { key: signingKeyMessage(r.key), previous: signingKeyMessage(r.previous) };
+    },
+  };
+}

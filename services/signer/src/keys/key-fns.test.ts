@@ -1,0 +1,63 @@
+import { InvalidArgumentError } from '@custos/service-kit';
+import { agentIdOf, agentKeyPath, keyDetails, serverCustody, sortKeys } from './key-fns.js';
+import type { SigningKeyRecord } from './key-types.js';
+
+const key = (over: Partial<SigningKeyRecord>): SigningKeyRecord => ({
+  id: '11111111-1111-4111-8111-111111111111',
+  orgId: '22222222-2222-4222-8222-222222222222',
+  agentId: '33333333-3333-4333-8333-333333333333',
+  family: 'evm',
+  curve: 'secp256k1',
+  publicKey: '0x04ab',
+  address: '0xAbC',
+  keyVersion: 1,
+  custody: 'server',
+  isActive: true,
+  vaultSecretId: '44444444-4444-4444-8444-444444444444',
+  createdBy: '55555555-5555-4555-8555-555555555555',
+  createdAt: new Date(0),
+  rotatedAt: null,
+  ...over,
+});
+
+describe('key rules', () => {
+  it('accepts server custody only, naming custody otherwise', () => {
+    expect(serverCustody('')).toBe('server');
+    expect(serverCustody('server')).toBe('server');
+    for (const c of ['client_tss', 'passkey_owner', 'hsm']) {
+      expect(() => serverCustody(c)).toThrow(InvalidArgumentError);
+      expect(() => serverCustody(c)).toThrow(/custody|server/);
+    }
+  });
+
+  it('takes a UUID agent id only', () => {
+    expect(agentIdOf('33333333-3333-4333-8333-33333333333A')).toBe('33333333-3333-4333-8333-33333333333a');
+    expect(() => agentIdOf('me')).toThrow(InvalidArgumentError);
+  });
+
+  it('names the vault path by agent, family key name and key id', () => {
+    expect(agentKeyPath('a', 'evm', 'k')).toBe('agents/a/ethereum/k');
+    expect(agentKeyPath('a', 'solana', 'k')).toBe('agents/a/solana/k');
+  });
+
+  it('describes a key for audit without its public or private key material', () => {
+    const d = keyDetails(key({}));
+    expect(d).toEqual({
+      agent_id: '33333333-3333-4333-8333-333333333333',
+      chain: 'ethereum',
+      curve: 'secp256k1',
+      address: '0xAbC',
+      key_version: 1,
+      custody: 'server',
+    });
+  });
+
+  it('lists active versions first, then newest', () => {
+    const sorted = sortKeys([
+      key({ id: 'old', keyVersion: 1, isActive: false }),
+      key({ id: 'new', keyVersion: 3, isActive: true }),
+      key({ id: 'mid', keyVersion: 2, isActive: false }),
+    ]);
+    expect(sorted.map((k) => k.id)).toEqual(['new', 'mid', 'old']);
+  });
+});

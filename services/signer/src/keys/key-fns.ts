@@ -1,0 +1,53 @@
+import { InvalidArgumentError, isUuid } from '@custos/service-kit';
+import { keyNameOf } from '../chains/chain-fns.js';
+import type { SigningKeyRecord } from './key-types.js';
+
+/** An agent id from a path: a UUID, lower-cased. */
+export function agentIdOf(raw: string): string {
+  if (!isUuid(raw)) throw new InvalidArgumentError('agent_id', 'must be a UUID');
+  return raw.toLowerCase();
+}
+
+/**
+ * The custody a create asks for: empty or `server`. `client_tss` keys are two-party keys whose
+ * second share never reaches the server, and `passkey_owner` is a smart-account label: neither is
+ * made on the server path (SPEC §2.8, §7).
+ */
+export function serverCustody(raw: string): 'server' {
+  const v = raw.trim();
+  if (v === '' || v === 'server') return 'server';
+  if (v === 'client_tss' || v === 'passkey_owner') {
+    throw new InvalidArgumentError(
+      'custody',
+      `${v} keys are not created on the server path; only server custody is`,
+    );
+  }
+  throw new InvalidArgumentError('custody', 'must be server, client_tss or passkey_owner');
+}
+
+/** The path of a key version's private half in the org's `__agent-keys` vault. */
+export function agentKeyPath(agentId: string, family: SigningKeyRecord['family'], keyId: string): string {
+  return `agents/${agentId}/${keyNameOf(family)}/${keyId}`;
+}
+
+/** The metadata of a key's audit record and event: what a reader may know, never the private half. */
+export function keyDetails(k: SigningKeyRecord): Record<string, unknown> {
+  return {
+    agent_id: k.agentId,
+    chain: keyNameOf(k.family),
+    curve: k.curve,
+    address: k.address,
+    key_version: k.keyVersion,
+    custody: k.custody,
+  };
+}
+
+/** Active versions first, then by chain and newest version. */
+export function sortKeys(keys: SigningKeyRecord[]): SigningKeyRecord[] {
+  return [...keys].sort(
+    (a, b) =>
+      Number(b.isActive) - Number(a.isActive) ||
+      a.family.localeCompare(b.family) ||
+      b.keyVersion - a.keyVersion,
+  );
+}

@@ -1,0 +1,183 @@
+import { randomUUID } from 'node:crypto';
+import type { Principal, UserPrincipal } from '@custos/auth';
+import { writeEvent } from '@custos/events';
+import {
+  ConflictError,
+  InvalidArgumentError,
+  type Logger,
+  NotFoundError,
+  PermissionDeniedError,
+} from '@custos/service-kit';
+import { failClosed, signerAuditOf, writeSignerAudit } from '../audit/signer-audit.js';
+import { keyNameOf } from '../chains/chain-fns.js';
+import type { ChainService } from '../chains/chain-service.js';
+import type { ChainRecord } from '../chains/chain-types.js';
+import { outbox } from '../db/schema.js';
+import type { VaultCryptoClient } from '../peers/vault-crypto-client.js';
+import type { ChainAdapter, ChainAdapters } from './chain-adapter.js';
+import { agentIdOf, keyDetails, serverCustody, sortKeys } from './key-fns.js';
+import type { KeyStore } from './key-store.js';
+import type { SigningKeyRecord } from './key-types.js';
+
+function human(p: Principal, what: string): UserPrincipal {
+  if (p.kind !== 'user') throw new PermissionDeniedError(`an agent may not ${what}; a human of its org may`);
+  return p;
+}
+
+/**
+ * Agents' signing keys. A key is generated here, its private half sealed by vault-crypto in the
+ * org's `__agent-keys` vault before the public half is recorded; the private half is never
+ * returned, logged, audited or put in an event. One EVM key serves every EVM chain. The gateway
+ * has asked identity that the agent is in the caller's org; rows are kept under the caller's org,
+ * so a wrong agent id can only ever name the caller's own org's keys.
+ */
+export class KeyService {
+  constructor(
+    private readonly deps: {
+      store: KeyStore;
+      chains: Pick<ChainService, 'resolve'>;
+      adapters: ChainAdapters;
+      vault: Pick<VaultCryptoClient, 'storeKey'>;
+      logger: Logger;
+    },
+  ) {}
+
+  private adapterOf(chain: ChainRecord): ChainAdapter {
+    const a = this.deps.adapters[chain.family];
+    if (!a) {
+      throw new InvalidArgumentError(
+        'chain',
+        `signing keys for ${keyNameOf(chain.family)} chains are not supported yet`,
+      );
+    }
+    return a;
+  }
+
+  /** Generates a key and seals its private half; returns the public view and the stored secret's id. */
+  private async generateAndStore(
+    p: UserPrincipal,
+    agentId: string,
+    adapter: ChainAdapter,
+    keyVersion: number,
+  ): Promise<Omit<SigningKeyRecord, 'createdAt' | 'rotatedAt' | 'isActive'>> {
+    const id = randomUUID();
+    const key = adapter.generate();
+    try {
+      const vaultSecretId = await this.deps.vault.storeKey({
+        orgId: p.orgId,
+        agentId,
+        chain: keyNameOf(adapter.family),
+        keyId: id,
+        keyVersion,
+        curve: adapter.curve,
+        privateKey: key.privateKey,
+      });
+      return {
+        id,
+        orgId: p.orgId,
+        agentId,
+        family: adapter.family,
+        curve: adapter.curve,
+        publicKey: key.publicKey,
+        address: key.address,
+        keyVersion,
+        custody: 'server',
+        vaultSecretId,
+        createdBy: p.userId,
+      };
+    } finally {
+      key.privateKey.fill(0);
+    }
+  }
+
+  /**
+   * Provisions the agent's key for the chain's family (humans of the org). 400 naming `chain` for
+   * an unknown, disabled or not yet supported chain and `custody` for a non-server custody; 409
+   * when the agent has an active key for the family (decided by the database under races).
+   */
+  async create(
+    p: Principal,
+    rawAgentId: string,
+    chainRef: string,
+    custody: string,
+  ): Promise<SigningKeyRecord> {
+    const user = human(p, 'create signing keys');
+    const agentId = agentIdOf(rawAgentId);
+    serverCustody(custody);
+    const chain = await this.deps.chains.resolve(chainRef, 'chain');
+    const adapter = this.adapterOf(chain);
+    const conflict = () =>
+      new ConflictError(
+        `the agent already has an active ${keyNameOf(chain.family)} signing key; rotate it instead`,
+        'chain',
+      );
+    if (await this.deps.store.active(p.orgId, agentId, chain.family)) throw conflict();
+    const version = await this.deps.store.nextVersion(agentId, chain.family);
+    const row = await this.generateAndStore(user, agentId, adapter, version);
+    const r = await failClosed(this.deps.logger, 'signing_key.created', () =>
+      this.deps.store.insert(row, (tx, k) =>
+        writeSignerAudit(
+          tx,
+          signerAuditOf(user, 'signing_key.created', { type: 'signing_key', id: k.id }, keyDetails(k)),
+        ),
+      ),
+    );
+    // A racing create won: the sealed key of this one stays unused in the vault (never listed).
+    if (r === 'conflict') throw conflict();
+    return r;
+  }
+
+  /** Every version of the agent's keys (humans of the org, or the agent itself), active first. */
+  async list(p: Principal, rawAgentId: string): Promise<SigningKeyRecord[]> {
+    const agentId = agentIdOf(rawAgentId);
+    if (p.kind === 'agent' && p.agentId !== agentId) throw new NotFoundError('agent', rawAgentId);
+    return sortKeys(await this.deps.store.list(p.orgId, agentId));
+  }
+
+  /**
+   * Replaces the agent's active key for the chain's family with a new version (humans of the org).
+   * The old version stays stored and listed (inactive, `rotated_at`) for audit; `signing_key.rotated`
+   * is emitted with the change. A disabled chain's key can still be rotated.
+   */
+  async rotate(
+    p: Principal,
+    rawAgentId: string,
+    chainRef: string,
+  ): Promise<{ key: SigningKeyRecord; previous: SigningKeyRecord }> {
+    const user = human(p, 'rotate signing keys');
+    const agentId = agentIdOf(rawAgentId);
+    const chain = await this.deps.chains.resolve(chainRef, 'chain', true);
+    const adapter = this.adapterOf(chain);
+    const previous = await this.deps.store.active(p.orgId, agentId, chain.family);
+    if (!previous) throw new NotFoundError('signing key', keyNameOf(chain.family));
+    if (previous.custody !== 'server') {
+      throw new InvalidArgumentError(
+        'chain',
+        `the ${previous.custody} key is not rotated on the server path`,
+      );
+    }
+    const row = await this.generateAndStore(user, agentId, adapter, previous.keyVersion + 1);
+    const r = await failClosed(this.deps.logger, 'signing_key.rotated', () =>
+      this.deps.store.rotate(previous, row, async (tx, k, old) => {
+        const details = {
+          ...keyDetails(k),
+          previous_key_id: old.id,
+          previous_key_version: old.keyVersion,
+          previous_address: old.address,
+        };
+        await writeSignerAudit(
+          tx,
+          signerAuditOf(user, 'signing_key.rotated', { type: 'signing_key', id: k.id }, details),
+        );
+        await writeEvent(tx, outbox, {
+          name: 'signing_key.rotated',
+          orgId: k.orgId,
+          data: { key_id: k.id, ...details, rotated_at: new Date().toISOString() },
+        });
+      }),
+    );
+    if (r === 'conflict')
+      throw new ConflictError('the key was rotated meanwhile; list the keys and try again', 'chain');
+    return r;
+  }
+}

@@ -1,0 +1,41 @@
+import { Metadata } from '@grpc/grpc-js';
+import type { AgentKeyVaultServiceClient } from '@custos/proto/custos/vault_crypto/v1/agent_keys';
+import { ConflictError, type Logger, UnavailableError, callUnary, describeError } from '@custos/service-kit';
+
+/** What signer asks vault-crypto to keep: one key version's private half. */
+export interface KeyToStore {
+  orgId: string;
+  agentId: string;
+  chain: string;
+  keyId: string;
+  keyVersion: number;
+  curve: string;
+  privateKey: Buffer;
+}
+
+/**
+ * vault-crypto's AgentKeyVaultService as signer uses it: the call carries no user token (it acts
+ * for no user) and is authorized by signer's certificate alone.
+ */
+export class VaultCryptoClient {
+  constructor(
+    private readonly client: AgentKeyVaultServiceClient,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Seals the key in the org's `__agent-keys` vault; the id of the stored secret version. */
+  async storeKey(k: KeyToStore): Promise<string> {
+    try {
+      const r = await callUnary(this.client, this.client.storeAgentKey, k, new Metadata());
+      return r.secretId;
+    } catch (err) {
+      // Whatever vault-crypto said, the user's answer is that no key was made.
+      this.logger.error(
+        { err: describeError(err), key_id: k.keyId },
+        'vault-crypto did not store an agent key',
+      );
+      if (err instanceof ConflictError) throw new ConflictError('the key was stored already');
+      throw new UnavailableError('the key could not be stored; no key was created');
+    }
+  }
+}

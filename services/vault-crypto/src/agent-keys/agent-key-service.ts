@@ -1,0 +1,120 @@
+import { ConflictError, InvalidArgumentError, isUuid } from '@custos/service-kit';
+import { writeVaultCryptoAudit } from '../audit/vault-crypto-audit.js';
+import { dataKeyAad, newKey, seal, valueAad, wrapDataKey } from '../crypto/envelope-fns.js';
+import type { OrgKeyRing } from '../keys/org-key-ring.js';
+import { secretPath } from '../secrets/secret-fns.js';
+import type { SecretStore } from '../secrets/secret-store.js';
+import type { VaultStore } from '../vaults/vault-store.js';
+
+/** One key version's private half, as signer hands it over. */
+export interface AgentKeyInput {
+  orgId: string;
+  agentId: string;
+  chain: string;
+  keyId: string;
+  keyVersion: number;
+  curve: string;
+  privateKey: Buffer;
+}
+
+const AGENT_KEYS_VAULT = '__agent-keys';
+
+/**
+ * Seals agents' private keys into the org's `__agent-keys` system vault, as a `private_key` secret
+ * at `agents/<agent>/<chain>/<key id>`, envelope-encrypted like every secret (its own data key,
+ * wrapped by the org KEK). It acts for no user: the gRPC edge lets only signer's certificate in.
+ * The general secrets API refuses system vaults to everyone, and nothing here ever returns a key.
+ */
+export class AgentKeyService {
+  constructor(
+    private readonly deps: {
+      vaults: Pick<VaultStore, 'ensureSystemVaults' | 'findByName'>;
+      secrets: Pick<SecretStore, 'find' | 'insertNextVersion'>;
+      ring: Pick<OrgKeyRing, 'active'>;
+    },
+  ) {}
+
+  /** Stores one key version (once: a key id already stored is refused). */
+  async store(k: AgentKeyInput): Promise<{ secretId: string; vaultId: string; path: string }> {
+    for (const [field, v] of [
+      ['org_id', k.orgId],
+      ['agent_id', k.agentId],
+      ['key_id', k.keyId],
+    ] as const) {
+      if (!isUuid(v)) throw new InvalidArgumentError(field, 'must be a UUID');
+    }
+    if (!/^[a-z0-9-]{1,63}$/.test(k.chain))
+      throw new InvalidArgumentError('chain', 'must be a chain key name');
+    if (!Number.isInteger(k.keyVersion) || k.keyVersion < 1) {
+      throw new InvalidArgumentError('key_version', 'must be a positive integer');
+    }
+    if (k.privateKey.length === 0 || k.privateKey.length > 256) {
+      throw new InvalidArgumentError('private_key', 'must be 1..256 bytes');
+    }
+    const orgId = k.orgId.toLowerCase();
+    await this.deps.vaults.ensureSystemVaults(orgId);
+    const vault = await this.deps.vaults.findByName(orgId, AGENT_KEYS_VAULT);
+    if (!vault) throw new Error('the __agent-keys vault is missing after it was ensured');
+    const path = secretPath(`agents/${k.agentId.toLowerCase()}/${k.chain}/${k.keyId.toLowerCase()}`);
+    if (await this.deps.secrets.find(vault.id, path))
+      throw new ConflictError('this key id is stored already');
+    const kek = await this.deps.ring.active(orgId);
+    const at = { orgId, vaultId: vault.id, path };
+    try {
+      const row = await this.deps.secrets.insertNextVersion(
+        at,
+        -1,
+        (version) => {
+          const address = { ...at, version };
+          const dataKey = newKey();
+          try {
+            const sealed = seal(dataKey, k.privateKey, valueAad(address));
+            return {
+              type: 'private_key',
+              ciphertext: sealed.ciphertext,
+              iv: sealed.iv,
+              tag: sealed.tag,
+              wrappedDataKey: wrapDataKey(kek.key, dataKey, dataKeyAad(address, kek.version)),
+              kekVersion: kek.version,
+              metadata: {
+                agent_id: k.agentId,
+                chain: k.chain,
+                key_id: k.keyId,
+                key_version: k.keyVersion,
+                curve: k.curve,
+              },
+              expiresAt: null,
+              maxAccessCount: null,
+              rotationPolicy: null,
+              createdBy: k.agentId,
+              createdByType: 'system',
+            };
+          } finally {
+            dataKey.fill(0);
+          }
+        },
+        (tx, r) =>
+          writeVaultCryptoAudit(tx, {
+            orgId,
+            actorType: 'system',
+            actorId: null,
+            action: 'signing_key.stored',
+            resourceType: 'secret',
+            resourceId: r.id,
+            metadata: {
+              by: 'signer',
+              vault_id: vault.id,
+              path,
+              agent_id: k.agentId,
+              chain: k.chain,
+              key_version: k.keyVersion,
+            },
+          }),
+      );
+      if (row === 'cap') throw new Error('an uncapped insert reported a cap');
+      return { secretId: row.id, vaultId: vault.id, path };
+    } finally {
+      kek.key.fill(0);
+    }
+  }
+}
