@@ -98,11 +98,24 @@ export interface BatchConsumerOptions extends CommonConsumerOptions {
   pool: pg.Pool;
   /** Events in one batch at most. Default 256. */
   maxBatch?: number;
+  /**
+   * Messages NATS may hand over ahead of the consumer's own buffer (the pull's `max_messages`).
+   * Messages can be batch envelopes of up to a few hundred events (the relay's batch size): the
+   * ones waiting in the client must be applied within the ack wait (30 s), or they come again
+   * while still queued. Default 32: at most ~6,400 events of envelopes waiting; the buffer keeps
+   * reading while a batch is applied, so batches of single events still reach `maxBatch`.
+   * (A byte bound, `max_bytes`, was tried: nats.js refills with partial pulls that a message
+   * larger than the remainder answers with 409 until the client catches up.)
+   */
+  maxPendingMessages?: number;
   handler?: never;
 }
 
 /** Options of an idempotent JetStream consumer. */
 export type ConsumerOptions = SingleConsumerOptions | BatchConsumerOptions;
+
+/** Messages a batch consumer lets NATS hand over ahead of its buffer (BatchConsumerOptions). */
+export const DEFAULT_MAX_PENDING_MESSAGES = 32;
 
 /** An event that passed the envelope checks, with its trace context. */
 interface Checked extends ConsumedEvent {
@@ -185,7 +198,11 @@ export class IdempotentConsumer {
         }
         await this.ensureDurable(nats.jsm);
         const consumer = await nats.js.consumers.get(this.opts.stream, this.opts.durable);
-        this.messages = await consumer.consume({ max_messages: Math.max(64, this.maxBatch) });
+        this.messages = await consumer.consume(
+          this.opts.batchHandler
+            ? { max_messages: this.opts.maxPendingMessages ?? DEFAULT_MAX_PENDING_MESSAGES }
+            : { max_messages: 64 },
+        );
         if (this.stopped) await this.messages.close();
         if (this.opts.batchHandler) {
           await this.consumeBatches(this.messages);

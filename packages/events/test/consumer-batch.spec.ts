@@ -60,7 +60,12 @@ describe('IdempotentConsumer with a batch handler', () => {
   });
 
   /** A consumer of `policy.*` events of one org that records what it applies in `applied`. */
-  function consumer(durable: string, orgId: string, fail?: (e: ConsumedEvent) => boolean) {
+  function consumer(
+    durable: string,
+    orgId: string,
+    fail?: (e: ConsumedEvent) => boolean,
+    o: { maxPendingMessages?: number; maxBatch?: number; before?: () => Promise<void> } = {},
+  ) {
     const batches: ConsumedEvent[][] = [];
     const c = new IdempotentConsumer({
       link,
@@ -73,8 +78,11 @@ describe('IdempotentConsumer with a batch handler', () => {
       logger,
       retryDelayMs: 200,
       accept: (e) => e.org_id === orgId,
+      ...(o.maxPendingMessages ? { maxPendingMessages: o.maxPendingMessages } : {}),
+      ...(o.maxBatch ? { maxBatch: o.maxBatch } : {}),
       batchHandler: async (events, client) => {
         batches.push(events);
+        await o.before?.();
         for (const e of events) {
           if (fail?.(e)) throw new Error(`handler refused ${e.event.id}`);
           await client.query(`INSERT INTO ${SCHEMA}.applied (event_id) VALUES ($1)`, [e.event.id]);
@@ -293,6 +301,40 @@ describe('IdempotentConsumer with a batch handler', () => {
         'dropping malformed event batch',
       ]),
     );
+  });
+
+  it('lets NATS hand over only maxPendingMessages of batch messages ahead of its buffer', async () => {
+    const orgId = randomUUID();
+    // Ten batch messages of 20 events (~7 KB each), and a handler held on its first batch.
+    const pad = 'x'.repeat(200);
+    const ids: string[] = [];
+    for (let m = 0; m < 10; m++)
+      ids.push(
+        ...(await publishBatch(
+          Array.from({ length: 20 }, (_, i) => {
+            const e = envelope(orgId, i);
+            return { ...e, data: { ...e.data, pad } };
+          }),
+        )),
+      );
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const { batches } = consumer('bounded-bytes', orgId, undefined, {
+      maxPendingMessages: 2,
+      maxBatch: 20,
+      before: () => (batches.length === 1 ? held : Promise.resolve()),
+    });
+    const { jsm } = (await link.ready())!;
+    await waitFor(async () => batches.length === 1, 30000);
+    await new Promise((r) => setTimeout(r, 500));
+    const pending = (await jsm.consumers.info(stream, 'bounded-bytes')).num_ack_pending;
+    // One message in the handler, one in the consumer's buffer (a batch's worth of events), and
+    // the two NATS may hand over. With the single consumer's 64, all ten would be out.
+    expect(pending).toBeGreaterThanOrEqual(2);
+    expect(pending).toBeLessThanOrEqual(4);
+    release();
+    await waitFor(async () => (await inInbox('bounded-bytes', ids)) === ids.length, 30000);
+    expect(await applied(ids)).toEqual(ids);
   });
 
   it('redelivers a batch message whose event fails, applying its other events once', async () => {
