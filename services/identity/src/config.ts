@@ -2,6 +2,7 @@ import { tokenTrustConfigShape } from '@custos/auth';
 import { natsConfigShape } from '@custos/events';
 import { baseConfigShape, databaseConfigShape, env, redisTlsConfigShape } from '@custos/service-kit';
 import { mailConfigShape } from './notifications/mail-config.js';
+import { SIGNUP_MODES } from './users/signup-mode-fns.js';
 
 /** Every environment variable the identity service reads (see docs/configuration.md). */
 export const configShape = {
@@ -45,6 +46,28 @@ export const configShape = {
   REFRESH_TOKEN_TTL_SECONDS: env
     .int('Lifetime of a refresh token, in seconds.', 300, 31_536_000)
     .default(2_592_000),
+  REFRESH_TOKEN_FAMILY_TTL_SECONDS: env
+    .int(
+      'Absolute lifetime of a session, in seconds: a refresh token rotates within its family (the tokens that descend from one sign-in) only this long after that sign-in; after it, refresh answers 401 and the user signs in again. No refresh token of the family is issued to outlive it.',
+      3600,
+      31_536_000,
+    )
+    .default(2_592_000),
+  ARGON2_MEMORY_KIB: env
+    .int(
+      'Memory of an argon2id password hash, in KiB; at least 65536 (64 MiB). A stored hash made with less memory or fewer passes is rehashed at its next password sign-in.',
+      65_536,
+      4_194_304,
+    )
+    .default(65_536),
+  ARGON2_TIME_COST: env.int('Passes of an argon2id password hash.', 1, 20).default(3),
+  ARGON2_PARALLELISM: env.int('Lanes of an argon2id password hash.', 1, 16).default(1),
+  SIGNUP_MODE: env
+    .oneOf(
+      'Who may create an account. `open`: anyone (signup, Google sign-in, invitations). `invite`: only through an org invitation, except the first account of an install, which may sign up. `closed`: no new account at all, invitations of new people included (existing accounts still sign in). The first account of an install becomes a platform admin when PLATFORM_ADMIN_EMAILS is empty. A refused signup answers 403 `signup_closed`.',
+      SIGNUP_MODES,
+    )
+    .default('invite'),
   EMAIL_VERIFICATION_REQUIRED: env
     .bool('Whether a new account must verify its e-mail before signing in.')
     .default('true'),

@@ -20,6 +20,7 @@ import { identityGrpc } from './grpc/identity-grpc.js';
 import { mfaGrpc } from './grpc/mfa-grpc.js';
 import { orgsGrpc } from './grpc/orgs-grpc.js';
 import { routerKeyGrpc } from './grpc/router-key-grpc.js';
+import { configurePasswordHashing } from './credentials/password-fns.js';
 import { createMailer } from './notifications/mailer.js';
 import { Notifier } from './notifications/notifier.js';
 import { BillingClient } from './peers/billing-client.js';
@@ -36,6 +37,11 @@ runDataService({
   configShape,
   async start(rt, { db, pool, events }) {
     const c = rt.config;
+    await configurePasswordHashing({
+      memoryCost: c.ARGON2_MEMORY_KIB,
+      timeCost: c.ARGON2_TIME_COST,
+      parallelism: c.ARGON2_PARALLELISM,
+    });
     const notifier = new Notifier(createMailer(c, rt.logger), c.PUBLIC_BASE_URL);
     const tokens = await buildTokens(rt, db);
 
@@ -59,6 +65,8 @@ runDataService({
       logger: rt.logger,
       settings: {
         refreshTtlSeconds: c.REFRESH_TOKEN_TTL_SECONDS,
+        familyTtlSeconds: c.REFRESH_TOKEN_FAMILY_TTL_SECONDS,
+        signups: { mode: c.SIGNUP_MODE, adminEmailsConfigured: c.PLATFORM_ADMIN_EMAILS.length > 0 },
         verificationTtlSeconds: c.EMAIL_VERIFICATION_TTL_SECONDS,
         requireEmailVerification: c.EMAIL_VERIFICATION_REQUIRED,
         maxPendingInvites: c.ORG_MAX_PENDING_INVITES,

@@ -40,7 +40,11 @@ describe('SmtpMailer against a real SMTP server', () => {
 
   it('delivers a verification e-mail, authenticating with the credentials of SMTP_URL', async () => {
     const { lines, logger } = capturingLogger();
-    const mailer = createMailer({ SMTP_URL: smtp.url('mailer', 'p@ss:w/rd'), MAIL_FROM: FROM }, logger);
+    // The capture server offers no STARTTLS: plaintext, as only development allows.
+    const mailer = createMailer(
+      { SMTP_URL: smtp.url('mailer', 'p@ss:w/rd'), SMTP_ALLOW_INSECURE: true, MAIL_FROM: FROM },
+      logger,
+    );
     expect(mailer).toBeInstanceOf(SmtpMailer);
     const token = generateSecretToken('cse_').token;
     const link = `http://127.0.0.1:8080/verify-email?token=${token}`;
@@ -71,6 +75,7 @@ describe('SmtpMailer against a real SMTP server', () => {
       smtp.url(),
       FROM,
       createLogger({ service: 'identity-test', level: 'silent' }),
+      { allowInsecure: true },
     );
     const code = generateEmailCode();
     const waiting = smtp.waitForMessage((x) => x.to === 'new@example.net', 5000);
@@ -87,8 +92,22 @@ describe('SmtpMailer against a real SMTP server', () => {
       `smtp://127.0.0.1:${smtp.port}`,
       FROM,
       createLogger({ service: 'identity-test', level: 'silent' }),
+      { allowInsecure: true },
     );
     await expect(mailer.send({ to: 'a@example.org', subject: 's', text: 't' })).rejects.toThrow(/auth/i);
+  });
+
+  it('without SMTP_ALLOW_INSECURE sends nothing to a server that offers no STARTTLS', async () => {
+    const before = smtp.messages.length;
+    const mailer = createMailer(
+      { SMTP_URL: smtp.url('mailer', 'pw'), MAIL_FROM: FROM },
+      createLogger({ service: 'identity-test', level: 'silent' }),
+    );
+    await expect(mailer.send({ to: 'plain@example.org', subject: 's', text: 't' })).rejects.toThrow(
+      /STARTTLS/,
+    );
+    expect(smtp.messages.length).toBe(before);
+    expect(smtp.messages.some((m) => m.to === 'plain@example.org')).toBe(false);
   });
 
   it('rejects when nothing listens', async () => {
@@ -98,6 +117,7 @@ describe('SmtpMailer against a real SMTP server', () => {
       closed.url(),
       FROM,
       createLogger({ service: 'identity-test', level: 'silent' }),
+      { allowInsecure: true },
     );
     await expect(mailer.send({ to: 'a@example.org', subject: 's', text: 't' })).rejects.toThrow(
       /ECONNREFUSED/,

@@ -36,6 +36,8 @@ export interface SharedResources {
 export function profileEnv(profile: SharedProfile, r: SharedResources): Record<string, string> {
   const common = {
     SMTP_URL: r.smtpUrl,
+    // The spool speaks no STARTTLS: plaintext on loopback, as identity allows only when told.
+    SMTP_ALLOW_INSECURE: 'true',
     PUBLIC_BASE_URL: 'https://custos.test',
     // Every spec of the run comes from 127.0.0.1: the limiter runs, but no run reaches it.
     RATE_LIMIT_RPS: '100000',

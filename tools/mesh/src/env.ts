@@ -52,6 +52,8 @@ export const PROFILE_DEFAULTS: Readonly<Record<MeshProfile, Readonly<Record<stri
     // Dev mode may deliver to a receiver on this machine over plain HTTP; production may not.
     WEBHOOK_ALLOW_HTTP: 'true',
     WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32,::1/128',
+    // Anyone on this machine may sign up (identity's own default is `invite` after the first account).
+    SIGNUP_MODE: 'open',
   },
   test: {
     LOG_LEVEL: 'info',
@@ -64,6 +66,8 @@ export const PROFILE_DEFAULTS: Readonly<Record<MeshProfile, Readonly<Record<stri
     // Tests sign in far more often than a person; the auth limit has its own gateway test.
     AUTH_RATE_LIMIT_PER_MINUTE: '1000000',
     AUTH_RATE_LIMIT_BURST: '1000000',
+    // Every spec signs up its own users; the signup modes have their own spec with a private mesh.
+    SIGNUP_MODE: 'open',
   },
   bench: {
     LOG_LEVEL: 'info',
@@ -73,6 +77,7 @@ export const PROFILE_DEFAULTS: Readonly<Record<MeshProfile, Readonly<Record<stri
     // The benchmark signs up its own users and sends all load from one client IP: the limiters
     // still run on every request, they just never say no.
     EMAIL_VERIFICATION_REQUIRED: 'false',
+    SIGNUP_MODE: 'open',
     RATE_LIMIT_RPS: '1000000',
     RATE_LIMIT_BURST: '1000000',
     AUTH_RATE_LIMIT_PER_MINUTE: '1000000',

@@ -1,12 +1,15 @@
 import { type Algorithm, hash } from '@node-rs/argon2';
 import {
+  ARGON2_MIN_MEMORY_KIB,
   ARGON2_PARAMS,
   DUMMY_PASSWORD_HASH,
   PASSWORD_MAX_LENGTH,
   burnPasswordCheck,
   checkPasswordPolicy,
   hashPassword,
+  configurePasswordHashing,
   needsRehash,
+  passwordHashParams,
   verifyPassword,
 } from './password-fns';
 
@@ -58,10 +61,10 @@ describe('checkPasswordPolicy', () => {
 });
 
 describe('hashPassword / verifyPassword', () => {
-  it('makes an argon2id PHC string with the OWASP parameters and a fresh salt', async () => {
+  it('makes an argon2id PHC string with the default parameters (64 MiB, 3 passes, 1 lane) and a fresh salt', async () => {
     const a = await hashPassword(GOOD);
     const b = await hashPassword(GOOD);
-    expect(a).toMatch(/^\$argon2id\$v=19\$m=19456,t=2,p=1\$[A-Za-z0-9+/]{22}\$[A-Za-z0-9+/]{43}$/);
+    expect(a).toMatch(/^\$argon2id\$v=19\$m=65536,t=3,p=1\$[A-Za-z0-9+/]{22}\$[A-Za-z0-9+/]{43}$/);
     expect(a).not.toBe(b);
     expect(a).not.toContain(GOOD);
   });
@@ -94,10 +97,46 @@ describe('needsRehash', () => {
   it('is false for a hash with the current parameters and true otherwise', async () => {
     expect(needsRehash(await hashPassword(GOOD))).toBe(false);
     expect(needsRehash(await hash(GOOD, { ...ARGON2_PARAMS, memoryCost: 4096 }))).toBe(true);
-    expect(needsRehash(await hash(GOOD, { ...ARGON2_PARAMS, timeCost: 3 }))).toBe(true);
+    expect(needsRehash(await hash(GOOD, { ...ARGON2_PARAMS, timeCost: 2 }))).toBe(true);
+    // The parameters before issue 16 (19 MiB, 2 passes): every such stored hash is rehashed.
+    expect(needsRehash(await hash(GOOD, { ...ARGON2_PARAMS, memoryCost: 19456, timeCost: 2 }))).toBe(true);
     expect(needsRehash(await hash(GOOD, { ...ARGON2_PARAMS, algorithm: 1 as Algorithm }))).toBe(true);
     expect(needsRehash('$2b$10$abcdefghijklmnopqrstuv')).toBe(true);
     expect(needsRehash('')).toBe(true);
+  });
+
+  it('keeps a hash made with more memory or passes than configured (a rehash would weaken it)', async () => {
+    expect(needsRehash(await hash(GOOD, { ...ARGON2_PARAMS, memoryCost: 2 * 65536 }))).toBe(false);
+    expect(needsRehash(await hash(GOOD, { ...ARGON2_PARAMS, timeCost: 4 }))).toBe(false);
+  });
+});
+
+describe('configurePasswordHashing', () => {
+  afterEach(() => configurePasswordHashing(ARGON2_PARAMS));
+
+  it('makes new hashes with at least 64 MiB by default', async () => {
+    expect(ARGON2_PARAMS.memoryCost).toBeGreaterThanOrEqual(ARGON2_MIN_MEMORY_KIB);
+    expect(ARGON2_MIN_MEMORY_KIB).toBe(64 * 1024);
+    expect(await hashPassword(GOOD)).toContain('$argon2id$v=19$m=65536,t=3,p=1$');
+  });
+
+  it('uses the configured parameters for new hashes, the rehash test and the dummy check', async () => {
+    const old = await hashPassword(GOOD);
+    await configurePasswordHashing({ memoryCost: 65536, timeCost: 4, parallelism: 2 });
+    expect(passwordHashParams()).toEqual({ memoryCost: 65536, timeCost: 4, parallelism: 2 });
+    const made = await hashPassword(GOOD);
+    expect(made).toContain('$m=65536,t=4,p=2$');
+    expect(await verifyPassword(made, GOOD)).toBe(true);
+    expect(needsRehash(old)).toBe(true);
+    expect(needsRehash(made)).toBe(false);
+    await expect(burnPasswordCheck(GOOD)).resolves.toBeUndefined();
+  });
+
+  it('refuses less than 64 MiB and keeps the parameters it had', async () => {
+    await expect(
+      configurePasswordHashing({ memoryCost: 19456, timeCost: 2, parallelism: 1 }),
+    ).rejects.toThrow('at least 65536 KiB');
+    expect(passwordHashParams()).toEqual({ memoryCost: 65536, timeCost: 3, parallelism: 1 });
   });
 });
 

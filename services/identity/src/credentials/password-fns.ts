@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { type Algorithm, hash, parseOptions, verify } from '@node-rs/argon2';
 
 /** Fewest characters a password may have (DECISIONS.md: 12, for signup, change and set). */
@@ -8,22 +9,61 @@ export const PASSWORD_MAX_LENGTH = 256;
 // `Algorithm` is an ambient const enum, which isolatedModules cannot read; 2 is Argon2id.
 const ARGON2ID = 2 as Algorithm;
 
-/** The argon2id parameters of new hashes: OWASP's minimum (19 MiB, 2 passes, 1 lane). */
+/** The argon2id cost settings an install may choose (ARGON2_MEMORY_KIB, ARGON2_TIME_COST, ARGON2_PARALLELISM). */
+export interface Argon2Cost {
+  memoryCost: number;
+  timeCost: number;
+  parallelism: number;
+}
+
+/** The least memory a new hash may use, in KiB (64 MiB; issue 16). Config refuses less. */
+export const ARGON2_MIN_MEMORY_KIB = 65536;
+
+/** The default argon2id parameters of new hashes: 64 MiB, 3 passes, 1 lane (RFC 9106's second recommendation, one lane). */
 export const ARGON2_PARAMS = {
   algorithm: ARGON2ID,
-  memoryCost: 19456,
-  timeCost: 2,
+  memoryCost: 65536,
+  timeCost: 3,
   parallelism: 1,
   outputLen: 32,
 } as const;
 
 /**
- * A hash, with the current parameters, of 32 random bytes that were thrown away: no password
+ * A hash, with the default parameters, of 32 random bytes that were thrown away: no password
  * matches it. Verifying against it costs what verifying a real hash costs. `needsRehash` of it must
  * stay false (a unit test checks), so regenerate it when ARGON2_PARAMS change.
  */
 export const DUMMY_PASSWORD_HASH =
-  '$argon2id$v=19$m=19456,t=2,p=1$gMxOufNhX9xKSM0qeWTGjg$nBDtqSd8xJtoX6e0Llk1vs2l191PmEY5NAiBM7EYI84';
+  '$argon2id$v=19$m=65536,t=3,p=1$XCQBrt/ERFeoGrjW6wBh3Q$4URqGihsVoIgiI8WFqZqpHNaozvCvArKwGz4pN6m9cc';
+
+// The parameters of this process: ARGON2_PARAMS unless configurePasswordHashing chose others at
+// start-up. Module state because every service that hashes a password shares the one setting.
+let current: Argon2Cost & { algorithm: Algorithm; outputLen: number } = { ...ARGON2_PARAMS };
+let dummyHash: string = DUMMY_PASSWORD_HASH;
+
+/**
+ * Sets the parameters of new hashes for this process (call once at start-up, from config) and
+ * makes a dummy hash with them, so that a refused sign-in of an unknown address still costs what
+ * a real check costs. Throws on memory below ARGON2_MIN_MEMORY_KIB.
+ */
+export async function configurePasswordHashing(cost: Argon2Cost): Promise<void> {
+  if (cost.memoryCost < ARGON2_MIN_MEMORY_KIB) {
+    throw new RangeError(`argon2 memory must be at least ${ARGON2_MIN_MEMORY_KIB} KiB`);
+  }
+  const next = { ...ARGON2_PARAMS, ...cost };
+  dummyHash =
+    next.memoryCost === ARGON2_PARAMS.memoryCost &&
+    next.timeCost === ARGON2_PARAMS.timeCost &&
+    next.parallelism === ARGON2_PARAMS.parallelism
+      ? DUMMY_PASSWORD_HASH
+      : await hash(randomBytes(32), next);
+  current = next;
+}
+
+/** The parameters new hashes are made with in this process. */
+export function passwordHashParams(): Argon2Cost {
+  return { memoryCost: current.memoryCost, timeCost: current.timeCost, parallelism: current.parallelism };
+}
 
 /**
  * Checks a new password against the policy; returns why it is refused, or undefined when it is
@@ -53,7 +93,7 @@ const normalize = (password: string) => password.normalize('NFKC');
 
 /** Hashes a password with argon2id; the result is a self-describing PHC string. */
 export async function hashPassword(password: string): Promise<string> {
-  return hash(normalize(password), ARGON2_PARAMS);
+  return hash(normalize(password), current);
 }
 
 /**
@@ -79,16 +119,19 @@ export async function verifyPassword(storedHash: string, password: string): Prom
   }
 }
 
-/** Whether a stored hash was made with other parameters than today's (rehash it after a successful login). */
+/**
+ * Whether a stored hash is weaker than today's parameters (rehash it after a successful sign-in):
+ * another algorithm, version or output length, or less memory or fewer passes than configured. A
+ * hash made with more (before an operator lowered the setting) is kept: rehashing would weaken it.
+ */
 export function needsRehash(storedHash: string): boolean {
   try {
     const o = parseOptions(storedHash);
     return (
-      o.algorithm !== ARGON2_PARAMS.algorithm ||
-      o.memoryCost !== ARGON2_PARAMS.memoryCost ||
-      o.timeCost !== ARGON2_PARAMS.timeCost ||
-      o.parallelism !== ARGON2_PARAMS.parallelism ||
-      o.outputLen !== ARGON2_PARAMS.outputLen ||
+      o.algorithm !== current.algorithm ||
+      o.memoryCost < current.memoryCost ||
+      o.timeCost < current.timeCost ||
+      o.outputLen !== current.outputLen ||
       o.version !== 1 // Version.V0x13, argon2 1.3
     );
   } catch {
@@ -103,7 +146,7 @@ export function needsRehash(storedHash: string): boolean {
  */
 export async function burnPasswordCheck(password = ''): Promise<void> {
   try {
-    await verify(DUMMY_PASSWORD_HASH, normalize(String(password).slice(0, PASSWORD_MAX_LENGTH)));
+    await verify(dummyHash, normalize(String(password).slice(0, PASSWORD_MAX_LENGTH)));
   } catch {
     // Nothing to report: the result is discarded either way.
   }

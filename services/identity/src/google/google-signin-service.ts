@@ -1,6 +1,7 @@
 import { UnavailableError, UnauthenticatedError } from '@custos/service-kit';
 import type { LoginResult } from '../mfa/mfa-types.js';
 import { defaultOrgName, normalizeEmail } from '../users/user-fns.js';
+import type { AccountGate } from '../users/account-gate.js';
 import type { UserStore } from '../users/user-store.js';
 import type { User } from '../users/user-types.js';
 import { GOOGLE_REFUSED, type GoogleIdTokenVerifier } from './google-id-token.js';
@@ -23,6 +24,7 @@ export class GoogleSignInService {
     private readonly users: UserStore,
     private readonly store: GoogleStore,
     private readonly sessions: SignInStarter,
+    private readonly gate: Pick<AccountGate, 'precheck' | 'admit' | 'settle'>,
   ) {}
 
   /** Verifies the ID token and signs its user in. */
@@ -45,7 +47,12 @@ export class GoogleSignInService {
     // eslint-disable-next-line no-control-regex
     const printable = name.replace(/[\u0000-\u001f\u007f]/g, '');
     const displayName = printable.trim().slice(0, 100);
-    await this.store.createGoogleUser({ email, displayName, orgName: defaultOrgName(email, displayName) });
+    // SIGNUP_MODE decides whether Google sign-in may create the account (403 signup_closed).
+    await this.gate.precheck('google');
+    await this.store.createGoogleUser(
+      { email, displayName, orgName: defaultOrgName(email, displayName) },
+      this.gate,
+    );
     // Created now, or by a parallel first sign-in of the same person: either way it exists.
     const user = await this.users.findByEmail(email);
     if (!user) throw new UnauthenticatedError(GOOGLE_REFUSED);

@@ -2,6 +2,7 @@ import { and, eq } from 'drizzle-orm';
 import type { Database } from '@custos/service-kit';
 import { audit } from '../audit/identity-audit.js';
 import { orgMembers, orgs, users } from '../db/schema.js';
+import type { AccountGate } from '../users/account-gate.js';
 
 /** SQL of accounts that Google sign-in creates or claims. */
 export class GoogleStore {
@@ -9,15 +10,16 @@ export class GoogleStore {
 
   /**
    * Creates an org and its owner signed up with Google (no password, e-mail verified). Returns the
-   * user id, or undefined when the e-mail was taken meanwhile (nothing is created then).
+   * user id, or undefined when the e-mail was taken meanwhile (nothing is created then). `gate`
+   * (SIGNUP_MODE) admits the account in the same transaction, or refuses it.
    */
-  async createGoogleUser(input: {
-    email: string;
-    displayName: string;
-    orgName: string;
-  }): Promise<string | undefined> {
+  async createGoogleUser(
+    input: { email: string; displayName: string; orgName: string },
+    gate: Pick<AccountGate, 'admit' | 'settle'>,
+  ): Promise<string | undefined> {
     try {
       return await this.db.transaction(async (tx) => {
+        const admitted = await gate.admit('google', tx);
         const [org] = await tx.insert(orgs).values({ name: input.orgName }).returning({ id: orgs.id });
         const inserted = await tx
           .insert(users)
@@ -34,6 +36,7 @@ export class GoogleStore {
         // Roll the org back with it.
         if (inserted.length === 0) throw new EmailTaken();
         await tx.insert(orgMembers).values({ orgId: org!.id, userId: inserted[0]!.id, role: 'owner' });
+        const platformAdmin = await gate.settle(inserted[0]!.id, admitted, tx);
         await audit(tx, {
           orgId: org!.id,
           actorType: 'user',
@@ -41,7 +44,7 @@ export class GoogleStore {
           action: 'user.created',
           resourceType: 'user',
           resourceId: inserted[0]!.id,
-          metadata: { method: 'google', role: 'owner' },
+          metadata: { method: 'google', role: 'owner', ...(platformAdmin ? { platform_admin: true } : {}) },
         });
         return inserted[0]!.id;
       });

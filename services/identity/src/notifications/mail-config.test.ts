@@ -5,6 +5,7 @@ describe('mailConfigShape', () => {
   it('has defaults for the sender and the public base URL', () => {
     expect(loadConfig(mailConfigShape, {})).toEqual({
       SMTP_URL: undefined,
+      SMTP_ALLOW_INSECURE: false,
       MAIL_DIR: undefined,
       MAIL_FROM: 'Custos <no-reply@custos.local>',
       PUBLIC_BASE_URL: 'http://127.0.0.1:8080',
@@ -27,7 +28,13 @@ describe('mailConfigShape', () => {
 
   it('describes every variable', () => {
     const docs = describeConfig(mailConfigShape);
-    expect(docs.map((d) => d.variable)).toEqual(['SMTP_URL', 'MAIL_DIR', 'MAIL_FROM', 'PUBLIC_BASE_URL']);
+    expect(docs.map((d) => d.variable)).toEqual([
+      'SMTP_URL',
+      'SMTP_ALLOW_INSECURE',
+      'MAIL_DIR',
+      'MAIL_FROM',
+      'PUBLIC_BASE_URL',
+    ]);
     for (const d of docs) expect(d.description.length).toBeGreaterThan(20);
     expect(docs.find((d) => d.variable === 'PUBLIC_BASE_URL')).toMatchObject({
       required: false,

@@ -10,6 +10,11 @@ export const mailConfigShape = {
       ['smtp', 'smtps'],
     )
     .optional(),
+  SMTP_ALLOW_INSECURE: env
+    .bool(
+      'Development and tests only: let SMTP_URL send without TLS. Unset (false), an `smtp:` URL must upgrade with STARTTLS (a server that does not offer it gets no mail), the server certificate is verified, and the start-up refuses `ignoreTLS=true`, `requireTLS=false` and `tls.rejectUnauthorized=false` in SMTP_URL.',
+    )
+    .default('false'),
   MAIL_DIR: env
     .string(
       'Development only: write each e-mail as an `.eml` file into this folder instead of sending it. ' +

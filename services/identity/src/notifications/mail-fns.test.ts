@@ -25,10 +25,46 @@ describe('smtpOptionsFromUrl', () => {
     });
   });
 
+  it('requires TLS and a verified certificate: STARTTLS for smtp, TLS from the first byte for smtps', () => {
+    expect(smtpOptionsFromUrl('smtp://h')).toMatchObject({ secure: false, requireTLS: true });
+    expect(smtpOptionsFromUrl('smtp://h').tls).toBeUndefined();
+    expect(smtpOptionsFromUrl('smtps://h')).toMatchObject({ secure: true });
+    expect(smtpOptionsFromUrl('smtps://h?requireTLS=false')).toMatchObject({ secure: true });
+    expect(smtpOptionsFromUrl('smtp://h?tls.servername=mail.example.org')).toMatchObject({
+      requireTLS: true,
+      tls: { servername: 'mail.example.org' },
+    });
+  });
+
+  it('refuses settings that would send in plaintext or unverified, naming SMTP_URL and SMTP_ALLOW_INSECURE', () => {
+    for (const [url, what] of [
+      ['smtp://u:hunter2@h?ignoreTLS=true', 'ignoreTLS=true'],
+      ['smtp://u:hunter2@h?requireTLS=false', 'requireTLS=false'],
+      ['smtps://u:hunter2@h?tls.rejectUnauthorized=false', 'tls.rejectUnauthorized=false'],
+    ] as const) {
+      try {
+        smtpOptionsFromUrl(url);
+        throw new Error(`accepted ${url}`);
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        const problem = (err as ConfigError).problems[0]!;
+        expect(problem.variable).toBe('SMTP_URL');
+        expect(problem.reason).toContain(what);
+        expect(problem.reason).toContain('SMTP_ALLOW_INSECURE=true');
+        expect((err as Error).message).not.toContain('hunter2');
+      }
+      // Development may.
+      expect(() => smtpOptionsFromUrl(url, { allowInsecure: true })).not.toThrow();
+    }
+    // Allowed, plain smtp is upgraded when offered and sent plain when not.
+    expect(smtpOptionsFromUrl('smtp://h', { allowInsecure: true }).requireTLS).toBeUndefined();
+  });
+
   it('takes known options from the query', () => {
     expect(
       smtpOptionsFromUrl(
         'smtp://h?requireTLS=true&socketTimeout=5000&tls.rejectUnauthorized=false&name=custos',
+        { allowInsecure: true },
       ),
     ).toMatchObject({
       requireTLS: true,

@@ -23,12 +23,20 @@ function invalid(reason: string): ConfigError {
   return new ConfigError([{ variable: 'SMTP_URL', reason }]);
 }
 
+const INSECURE_HINT = 'set SMTP_ALLOW_INSECURE=true only for a local development mail sink';
+
 /**
  * Turns SMTP_URL into nodemailer transport options: `smtps:` is TLS from the first byte, `smtp:`
- * upgrades with STARTTLS when the server offers it; user and password come percent-decoded from the
- * URL. Throws a ConfigError naming SMTP_URL (never echoing the URL, which holds the password).
+ * must upgrade with STARTTLS (`requireTLS`: a server that does not offer it gets no message); the
+ * server's certificate is verified. `allowInsecure` (SMTP_ALLOW_INSECURE, development only) lets
+ * `smtp:` send in plaintext when STARTTLS is not offered, and accepts `ignoreTLS`,
+ * `requireTLS=false` and `tls.rejectUnauthorized=false`. User and password come percent-decoded
+ * from the URL. Throws a ConfigError naming SMTP_URL (never echoing the URL, which holds the password).
  */
-export function smtpOptionsFromUrl(smtpUrl: string): SMTPTransport.Options {
+export function smtpOptionsFromUrl(
+  smtpUrl: string,
+  opts: { allowInsecure?: boolean } = {},
+): SMTPTransport.Options {
   let url: URL;
   try {
     url = new URL(smtpUrl);
@@ -72,6 +80,18 @@ export function smtpOptionsFromUrl(smtpUrl: string): SMTPTransport.Options {
     else (options as Record<string, unknown>)[key] = value;
   }
   if (Object.keys(tls).length > 0) options.tls = tls;
+  if (!opts.allowInsecure) {
+    if (options.ignoreTLS) throw invalid(`ignoreTLS=true would send e-mail in plaintext; ${INSECURE_HINT}`);
+    if (options.requireTLS === false && !secure) {
+      throw invalid(`requireTLS=false would send e-mail in plaintext; ${INSECURE_HINT}`);
+    }
+    if (tls.rejectUnauthorized === false) {
+      throw invalid(
+        `tls.rejectUnauthorized=false would not verify the server's certificate; ${INSECURE_HINT}`,
+      );
+    }
+    if (!secure) options.requireTLS = true;
+  }
   return options;
 }
 

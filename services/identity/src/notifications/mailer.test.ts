@@ -33,6 +33,14 @@ describe('createMailer', () => {
     expect.assertions(2);
   });
 
+  it('refuses at start an SMTP_URL that would send without TLS, unless SMTP_ALLOW_INSECURE', () => {
+    const url = 'smtp://u:p@127.0.0.1:2525?ignoreTLS=true';
+    expect(() => createMailer({ SMTP_URL: url, MAIL_FROM: 'x@y.z' }, logger)).toThrow(ConfigError);
+    expect(
+      createMailer({ SMTP_URL: url, SMTP_ALLOW_INSECURE: true, MAIL_FROM: 'x@y.z' }, logger),
+    ).toBeInstanceOf(SmtpMailer);
+  });
+
   it('refuses a malformed SMTP_URL at start, not at the first e-mail', () => {
     expect(() => createMailer({ SMTP_URL: 'smtp://h?pool=true', MAIL_FROM: 'x@y.z' }, logger)).toThrow(
       ConfigError,

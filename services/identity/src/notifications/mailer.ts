@@ -66,8 +66,9 @@ export class SmtpMailer implements Mailer {
     smtpUrl: string,
     private readonly from: string,
     private readonly logger: Logger,
+    opts: { allowInsecure?: boolean } = {},
   ) {
-    this.transport = createTransport(smtpOptionsFromUrl(smtpUrl));
+    this.transport = createTransport(smtpOptionsFromUrl(smtpUrl, opts));
   }
 
   async send(message: MailMessage): Promise<void> {
@@ -112,14 +113,22 @@ export class FolderMailer implements Mailer {
 }
 
 /**
- * The mailer the configuration asks for: SMTP when SMTP_URL is set, else the folder MAIL_DIR
- * (development), else a ConfigError naming SMTP_URL.
+ * The mailer the configuration asks for: SMTP when SMTP_URL is set (TLS required unless
+ * SMTP_ALLOW_INSECURE), else the folder MAIL_DIR (development), else a ConfigError naming SMTP_URL.
  */
 export function createMailer(
-  config: { SMTP_URL?: string; MAIL_DIR?: string; MAIL_FROM: string },
+  config: { SMTP_URL?: string; SMTP_ALLOW_INSECURE?: boolean; MAIL_DIR?: string; MAIL_FROM: string },
   logger: Logger,
 ): Mailer {
-  if (config.SMTP_URL) return new SmtpMailer(config.SMTP_URL, config.MAIL_FROM, logger);
+  if (config.SMTP_URL) {
+    const allowInsecure = config.SMTP_ALLOW_INSECURE === true;
+    if (allowInsecure) {
+      logger.warn(
+        'SMTP_ALLOW_INSECURE is set: e-mail may travel in plaintext and unverified (development only)',
+      );
+    }
+    return new SmtpMailer(config.SMTP_URL, config.MAIL_FROM, logger, { allowInsecure });
+  }
   if (config.MAIL_DIR) {
     logger.warn({ mail_dir: config.MAIL_DIR }, 'MAIL_DIR is set: e-mail is written to files, not sent');
     return new FolderMailer(config.MAIL_DIR, config.MAIL_FROM, logger);

@@ -15,7 +15,8 @@ const ADMINS_ONLY = 'only platform admins may use the admin endpoints';
 
 /**
  * The platform-admin endpoints: every user of the platform, and the platform settings. Platform
- * admins are the addresses of PLATFORM_ADMIN_EMAILS; the check reads the caller's current address
+ * admins are the addresses of PLATFORM_ADMIN_EMAILS and the install's first account (SIGNUP_MODE,
+ * when that list is empty); the check reads the caller's current address and flag
  * on every call, so removing an address from the list takes effect at once, whatever the token says.
  */
 export class AdminService {
@@ -29,8 +30,8 @@ export class AdminService {
   private async admin(p: Principal): Promise<UserPrincipal> {
     requireHuman(p, 'use the admin endpoints');
     const caller = p;
-    const email = await this.store.findUserEmail(caller.userId);
-    if (!email || !this.issuer.isPlatformAdmin(email)) throw new PermissionDeniedError(ADMINS_ONLY);
+    const facts = await this.store.findAdminFacts(caller.userId);
+    if (!facts || !this.issuer.isPlatformAdmin(facts)) throw new PermissionDeniedError(ADMINS_ONLY);
     return caller;
   }
 
@@ -46,7 +47,13 @@ export class AdminService {
       this.store.listUsers(page.limit, page.offset),
       this.store.countUsers(),
     ]);
-    return { users: rows.map((r) => ({ ...r, platformAdmin: this.issuer.isPlatformAdmin(r.email) })), total };
+    return {
+      users: rows.map(({ storedPlatformAdmin, ...r }) => ({
+        ...r,
+        platformAdmin: this.issuer.isPlatformAdmin({ email: r.email, platformAdmin: storedPlatformAdmin }),
+      })),
+      total,
+    };
   }
 
   /**

@@ -16,6 +16,8 @@ export interface AdminUserRow {
   orgId: string;
   orgName: string;
   createdAt: Date;
+  /** The stored flag (the install's first account); PLATFORM_ADMIN_EMAILS is added by the service. */
+  storedPlatformAdmin: boolean;
 }
 
 /** SQL of the platform-admin views: every user, and the platform settings. */
@@ -34,6 +36,7 @@ export class AdminStore {
         orgId: users.orgId,
         orgName: orgs.name,
         createdAt: users.createdAt,
+        storedPlatformAdmin: users.platformAdmin,
       })
       .from(users)
       .innerJoin(orgs, eq(orgs.id, users.orgId))
@@ -51,13 +54,16 @@ export class AdminStore {
     return row?.n ?? 0;
   }
 
-  /** A live user's e-mail (to decide whether the user is a platform admin). */
-  async findUserEmail(id: string, tx: Tx = this.db): Promise<string | undefined> {
+  /** A live user's e-mail and stored platform-admin flag (to decide whether the user is a platform admin). */
+  async findAdminFacts(
+    id: string,
+    tx: Tx = this.db,
+  ): Promise<{ email: string; platformAdmin: boolean } | undefined> {
     const rows = await tx
-      .select({ email: users.email })
+      .select({ email: users.email, platformAdmin: users.platformAdmin })
       .from(users)
       .where(and(eq(users.id, id), isNull(users.deletedAt)));
-    return rows[0]?.email;
+    return rows[0];
   }
 
   /** Every setting, by name. */

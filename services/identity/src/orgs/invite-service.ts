@@ -18,6 +18,7 @@ import {
 } from '../credentials/secret-token-fns.js';
 import { audit } from '../audit/identity-audit.js';
 import type { Notifier } from '../notifications/notifier.js';
+import type { AccountGate } from '../users/account-gate.js';
 import { normalizeDisplayName, normalizeEmail } from '../users/user-fns.js';
 import { asRole } from '../users/user-store.js';
 import type { OrgRole } from '../users/user-types.js';
@@ -54,6 +55,7 @@ export class InviteService {
     private readonly notifier: Pick<Notifier, 'orgInvite'>,
     private readonly opts: InviteServiceOptions,
     private readonly logger: Logger,
+    private readonly gate: Pick<AccountGate, 'precheck' | 'admit'>,
   ) {}
 
   /**
@@ -154,9 +156,12 @@ export class InviteService {
     const policy = checkPasswordPolicy(input.password);
     if (policy) throw new InvalidArgumentError('password', policy);
     const displayName = normalizeDisplayName(input.displayName);
+    // SIGNUP_MODE `closed` refuses invited people too (403 signup_closed); the invitation stays unused.
+    await this.gate.precheck('invitation');
     const passwordHash = await hashPassword(input.password);
     const role = asRole(invite.role);
     const userId = await this.store.transaction(async (tx) => {
+      await this.gate.admit('invitation', tx);
       if (!(await this.store.consumeInvite(invite.id, tx)))
         throw new InvalidArgumentError('token', INVALID_INVITE);
       const id = await this.store.insertInvitedUser(

@@ -48,8 +48,13 @@ export class TokenIssuer {
     readonly settings: TokenSettings,
   ) {}
 
-  /** Whether an e-mail address is one of the platform admins of the configuration. */
-  isPlatformAdmin(email: string): boolean {
+  /**
+   * Whether a user is a platform admin: an address of PLATFORM_ADMIN_EMAILS, or (given the user's
+   * row) the stored flag of the install's first account (SIGNUP_MODE).
+   */
+  isPlatformAdmin(who: string | { email: string; platformAdmin?: boolean }): boolean {
+    if (typeof who !== 'string' && who.platformAdmin) return true;
+    const email = typeof who === 'string' ? who : who.email;
     return this.settings.platformAdminEmails?.includes(email.toLowerCase()) ?? false;
   }
 

@@ -1,8 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '@custos/auth';
 import { auditOf } from '@custos/events';
-import { PermissionDeniedError, UnauthenticatedError, type Logger, isUuid } from '@custos/service-kit';
-import { burnPasswordCheck, verifyPassword } from '../credentials/password-fns.js';
+import {
+  PermissionDeniedError,
+  UnauthenticatedError,
+  type Logger,
+  describeError,
+  isUuid,
+} from '@custos/service-kit';
+import { burnPasswordCheck, hashPassword, needsRehash, verifyPassword } from '../credentials/password-fns.js';
 import {
   SECRET_TOKEN_PREFIXES,
   generateSecretToken,
@@ -23,6 +29,8 @@ const LOGIN_FAILED = 'invalid email or password';
 /** Settings of sessions. */
 export interface SessionServiceOptions {
   refreshTtlSeconds: number;
+  /** Absolute lifetime of a refresh-token family from its sign-in (REFRESH_TOKEN_FAMILY_TTL_SECONDS). */
+  familyTtlSeconds: number;
 }
 
 /**
@@ -75,6 +83,7 @@ export class SessionService {
       throw new UnauthenticatedError(LOGIN_FAILED);
     }
     if (admission) await this.throttle?.clear(user.id);
+    if (needsRehash(user.passwordHash)) await this.rehashPassword(user.id, user.passwordHash, input.password);
     // Only someone who knows the password learns that the address is unverified.
     if (!user.emailVerified) {
       throw new PermissionDeniedError('verify your e-mail address before signing in', {
@@ -83,6 +92,21 @@ export class SessionService {
     }
     if (user.totpEnabled) return { kind: 'mfa', challenge: await this.mfaChallenges.start(user.id) };
     return { kind: 'tokens', tokens: await this.startSession(user, ['pwd'], 'password') };
+  }
+
+  /**
+   * Replaces a hash made with weaker argon2id parameters than today's by one made with today's,
+   * unless the password changed meanwhile. A failure is logged, never fails the sign-in: the old
+   * hash still works and the next sign-in tries again.
+   */
+  private async rehashPassword(userId: string, oldHash: string, password: string): Promise<void> {
+    try {
+      const replaced = await this.store.replacePasswordHash(userId, oldHash, await hashPassword(password));
+      if (replaced)
+        this.logger.info({ user_id: userId }, 'password hash upgraded to the current argon2id parameters');
+    } catch (err) {
+      this.logger.warn({ user_id: userId, err: describeError(err) }, 'password hash could not be upgraded');
+    }
   }
 
   /**
@@ -135,18 +159,24 @@ export class SessionService {
       if (row.revokedAt) return { kind: 'invalid' as const };
       if (row.usedAt) return { kind: 'reuse' as const, revocation: await this.endReusedFamily(row, tx) };
       if (row.expiresAt.getTime() <= Date.now()) return { kind: 'invalid' as const };
+      // The family's absolute lifetime counts from its sign-in, however often it rotated since.
+      const startedAt = await this.store.familyStartedAt(row.familyId, tx);
+      if (!startedAt || familyEndsAt(startedAt, this.opts.familyTtlSeconds) <= Date.now()) {
+        return { kind: 'ended' as const };
+      }
       // A session signed out (or caught reusing) while this refresh waited stays ended.
       if (await this.revocations.isSessionRevoked(row.familyId, tx)) return { kind: 'invalid' as const };
       await this.store.markRefreshTokenUsed(row.id, tx);
       const user = await this.store.findById(row.userId, tx);
       if (!user) return { kind: 'invalid' as const };
-      const next = await this.storeRefreshToken(user.id, { id: row.familyId, amr: row.amr }, tx);
+      const next = await this.storeRefreshToken(user.id, { id: row.familyId, amr: row.amr }, startedAt, tx);
       return { kind: 'ok' as const, user, session: { id: row.familyId, amr: row.amr }, next };
     });
     if (outcome.kind === 'reuse') {
       await this.revocations.publish([outcome.revocation]);
       this.logger.warn({ family_id: outcome.revocation.value }, 'refresh token reuse: session revoked');
     }
+    if (outcome.kind === 'ended') throw new UnauthenticatedError('session expired: sign in again');
     if (outcome.kind !== 'ok') throw new UnauthenticatedError('invalid refresh token');
     return this.accessFor(outcome.user, outcome.session, outcome.next);
   }
@@ -184,7 +214,7 @@ export class SessionService {
   async startSession(user: User, amr: string[], method: string): Promise<TokenSetView> {
     const session = { id: randomUUID(), amr };
     const refresh = await this.store.transaction(async (tx) => {
-      const token = await this.storeRefreshToken(user.id, session, tx);
+      const token = await this.storeRefreshToken(user.id, session, new Date(), tx);
       await audit(tx, {
         orgId: user.orgId,
         actorType: 'user',
@@ -199,9 +229,11 @@ export class SessionService {
     return this.accessFor(user, session, refresh);
   }
 
+  /** Stores the next refresh token of a family; it expires at the latest when the family does. */
   private async storeRefreshToken(
     userId: string,
     session: { id: string; amr: string[] },
+    familyStartedAt: Date,
     tx?: Parameters<UserStore['insertRefreshToken']>[1],
   ): Promise<string> {
     const refresh = generateSecretToken(REFRESH_PREFIX);
@@ -212,7 +244,12 @@ export class SessionService {
         userId,
         secretHash: refresh.secretHash,
         amr: session.amr,
-        expiresAt: new Date(Date.now() + this.opts.refreshTtlSeconds * 1000),
+        expiresAt: new Date(
+          Math.min(
+            Date.now() + this.opts.refreshTtlSeconds * 1000,
+            familyEndsAt(familyStartedAt, this.opts.familyTtlSeconds),
+          ),
+        ),
       },
       tx,
     );
@@ -221,7 +258,7 @@ export class SessionService {
 
   private accessFor(user: User, session: { id: string; amr: string[] }, refreshToken: string): TokenSetView {
     const access = this.issuer.userAccessToken(
-      { ...user, platformAdmin: this.issuer.isPlatformAdmin(user.email) },
+      { ...user, platformAdmin: this.issuer.isPlatformAdmin(user) },
       session,
     );
     return { accessToken: access.token, tokenType: 'Bearer', expiresIn: access.expiresIn, refreshToken };
@@ -265,4 +302,9 @@ export class SessionService {
     }
     return revocation;
   }
+}
+
+/** When a refresh-token family started at `startedAt` ends, in epoch milliseconds. */
+export function familyEndsAt(startedAt: Date, familyTtlSeconds: number): number {
+  return startedAt.getTime() + familyTtlSeconds * 1000;
 }

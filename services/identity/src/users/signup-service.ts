@@ -8,6 +8,7 @@ import {
 } from '../credentials/secret-token-fns.js';
 import { audit } from '../audit/identity-audit.js';
 import type { Notifier } from '../notifications/notifier.js';
+import type { AccountGate } from './account-gate.js';
 import type { SessionService } from './session-service.js';
 import { defaultOrgName, normalizeDisplayName, normalizeEmail } from './user-fns.js';
 import type { UserStore } from './user-store.js';
@@ -40,6 +41,7 @@ export class SignupService {
     private readonly notifier: Pick<Notifier, 'verifyEmail'>,
     private readonly opts: SignupServiceOptions,
     private readonly logger: Logger,
+    private readonly gate: Pick<AccountGate, 'precheck' | 'admit' | 'settle'>,
   ) {}
 
   /** Creates a user who owns a new org; either sends a verification e-mail or signs the user in. */
@@ -51,10 +53,13 @@ export class SignupService {
     const policy = checkPasswordPolicy(input.password);
     if (policy) throw new InvalidArgumentError('password', policy);
     const displayName = normalizeDisplayName(input.displayName);
+    // SIGNUP_MODE refuses before the password is hashed; `admit` decides again under the lock.
+    await this.gate.precheck('signup');
     const passwordHash = await hashPassword(input.password);
     const verify = this.opts.requireEmailVerification;
     const created = await this.store.transaction(async (tx) => {
-      const user = await this.store.createUserWithOrg(
+      const admitted = await this.gate.admit('signup', tx);
+      const row = await this.store.createUserWithOrg(
         {
           email,
           displayName,
@@ -64,7 +69,9 @@ export class SignupService {
         },
         tx,
       );
-      if (!user) throw new ConflictError('email is already in use', 'email');
+      if (!row) throw new ConflictError('email is already in use', 'email');
+      const platformAdmin = await this.gate.settle(row.id, admitted, tx);
+      const user = { ...row, platformAdmin };
       await audit(tx, {
         orgId: user.orgId,
         actorType: 'user',
@@ -72,7 +79,7 @@ export class SignupService {
         action: 'user.created',
         resourceType: 'user',
         resourceId: user.id,
-        metadata: { method: 'signup', role: user.role },
+        metadata: { method: 'signup', role: user.role, ...(platformAdmin ? { platform_admin: true } : {}) },
       });
       if (!verify) return { user, token: undefined };
       const t = generateSecretToken(EMAIL_TOKEN_PREFIX);

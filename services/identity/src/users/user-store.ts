@@ -15,6 +15,7 @@ const userColumns = {
   marketingEmails: users.marketingEmails,
   totpEnabled: users.totpEnabled,
   requirePasskeyForVaults: users.requirePasskeyForVaults,
+  platformAdmin: users.platformAdmin,
   orgId: users.orgId,
   role: orgMembers.role,
   createdAt: users.createdAt,
@@ -57,6 +58,22 @@ export class UserStore {
     return this.findById(inserted[0]!.id, tx);
   }
 
+  /**
+   * Whether the install has ever had an account (deleted ones count), after waiting for any other
+   * transaction that is creating the install's first account: `lock` takes a transaction-scoped
+   * advisory lock first, so of two parallel first signups one sees the other's committed row.
+   */
+  async anyAccountExists(lock: boolean, tx: Tx = this.db): Promise<boolean> {
+    if (lock) await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext('custos.identity.first-account'))`);
+    const rows = await tx.select({ id: users.id }).from(users).limit(1);
+    return rows.length > 0;
+  }
+
+  /** Records a user as a platform admin (the install's first account). */
+  async markPlatformAdmin(id: string, tx: Tx = this.db): Promise<void> {
+    await tx.update(users).set({ platformAdmin: true }).where(eq(users.id, id));
+  }
+
   /** A user by id, with the role in the user's org. */
   async findById(id: string, tx: Tx = this.db): Promise<User | undefined> {
     const rows = await tx
@@ -87,6 +104,24 @@ export class UserStore {
       .update(users)
       .set({ ...fields, updatedAt: new Date() })
       .where(eq(users.id, id));
+  }
+
+  /**
+   * Replaces a password hash by a stronger one of the same password, only if the stored hash is
+   * still `oldHash` (a password change meanwhile wins); true when it was replaced.
+   */
+  async replacePasswordHash(
+    id: string,
+    oldHash: string,
+    newHash: string,
+    tx: Tx = this.db,
+  ): Promise<boolean> {
+    const rows = await tx
+      .update(users)
+      .set({ passwordHash: newHash })
+      .where(and(eq(users.id, id), eq(users.passwordHash, oldHash)))
+      .returning({ id: users.id });
+    return rows.length === 1;
   }
 
   /** Marks the e-mail verified. */
@@ -146,6 +181,16 @@ export class UserStore {
   async lockRefreshToken(id: string, tx: Tx) {
     const rows = await tx.select().from(refreshTokens).where(eq(refreshTokens.id, id)).for('update');
     return rows[0];
+  }
+
+  /** When a refresh-token family began: its first token's creation (the sign-in); undefined for none. */
+  async familyStartedAt(familyId: string, tx: Tx = this.db): Promise<Date | undefined> {
+    const rows = await tx
+      .select({ started: sql<string | null>`min(${refreshTokens.createdAt})` })
+      .from(refreshTokens)
+      .where(eq(refreshTokens.familyId, familyId));
+    const started = rows[0]?.started;
+    return started ? new Date(started) : undefined;
   }
 
   /** Marks a (locked) refresh token used. */

@@ -15,6 +15,8 @@ export interface User {
   totpEnabled: boolean;
   /** Secret reads need a passkey unlock token (`X-Passkey-Token`); carried as the `pkv` claim. */
   requirePasskeyForVaults: boolean;
+  /** Stored platform admin: the first account of an install (SIGNUP_MODE), besides PLATFORM_ADMIN_EMAILS. */
+  platformAdmin?: boolean;
   orgId: string;
   role: OrgRole;
   createdAt: Date;

@@ -21,6 +21,7 @@ import { AdminStore } from '../orgs/admin-store.js';
 import { InviteService } from '../orgs/invite-service.js';
 import { OrgService } from '../orgs/org-service.js';
 import { OrgStore } from '../orgs/org-store.js';
+import { AccountGate, type AccountGateOptions } from '../users/account-gate.js';
 import { ProfileService } from '../users/profile-service.js';
 import { SessionService } from '../users/session-service.js';
 import { SignupService } from '../users/signup-service.js';
@@ -31,6 +32,10 @@ import type { Tokens } from './tokens.js';
 /** What the people slice is configured with. */
 export interface PeopleSettings {
   refreshTtlSeconds: number;
+  /** Absolute lifetime of a session (REFRESH_TOKEN_FAMILY_TTL_SECONDS). */
+  familyTtlSeconds: number;
+  /** Who may create an account (SIGNUP_MODE, and whether PLATFORM_ADMIN_EMAILS names anyone). */
+  signups: AccountGateOptions;
   verificationTtlSeconds: number;
   requireEmailVerification: boolean;
   maxPendingInvites: number;
@@ -62,13 +67,19 @@ export function buildPeople(deps: {
     tokens.issuer,
     tokens.revocations,
     new MfaChallengeIssuer(mfaStore),
-    { refreshTtlSeconds: settings.refreshTtlSeconds },
+    { refreshTtlSeconds: settings.refreshTtlSeconds, familyTtlSeconds: settings.familyTtlSeconds },
     logger,
     loginThrottle,
   );
   const accountStore = new AccountStore(db);
-  const reauth = new ReauthService(accountStore, users, logger, new TotpStepUpCodes(mfaStore, settings.totpKek));
+  const reauth = new ReauthService(
+    accountStore,
+    users,
+    logger,
+    new TotpStepUpCodes(mfaStore, settings.totpKek),
+  );
   const orgStore = new OrgStore(db);
+  const gate = new AccountGate(users, settings.signups);
   const google =
     settings.google.clientIds.length > 0 ? new GoogleIdTokenVerifier(settings.google) : undefined;
   return {
@@ -82,6 +93,7 @@ export function buildPeople(deps: {
         requireEmailVerification: settings.requireEmailVerification,
       },
       logger,
+      gate,
     ),
     profiles: new ProfileService(users),
     keys: new PersonalKeyService(
@@ -116,9 +128,10 @@ export function buildPeople(deps: {
         notifier,
         { maxPendingInvites: settings.maxPendingInvites },
         logger,
+        gate,
       ),
       admin: new AdminService(new AdminStore(db), orgStore, tokens.issuer, tokens.revocations),
     },
-    google: new GoogleSignInService(google, users, new GoogleStore(db), sessions),
+    google: new GoogleSignInService(google, users, new GoogleStore(db), sessions, gate),
   };
 }
