@@ -2,7 +2,8 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { type CapturedMessage, type SmtpCapture } from '@custos/testing';
 import { TEST_PASSWORD, api, quickUser } from '../src/api';
 import { sqlOn } from '../src/db';
-import { sharedMail, sharedMesh, type Mesh } from '../src/mesh';
+import type { GoogleIdp } from '../src/google-idp';
+import { sharedGoogleIdp, sharedMail, sharedMesh, type Mesh } from '../src/mesh';
 
 type Answer = Awaited<ReturnType<typeof api>>;
 
@@ -40,15 +41,19 @@ const UNDO_TOKEN = /cse_[A-Za-z0-9]{16}_[A-Za-z0-9]{43}/;
 describe('step-up on sensitive routes, and the undo of an e-mail change', () => {
   let mesh: Mesh;
   let smtp: SmtpCapture;
+  let idp: GoogleIdp;
   const taken = new Set<CapturedMessage>();
 
   beforeAll(async () => {
     mesh = await sharedMesh();
     smtp = sharedMail();
+    // The Google stand-in the shared meshes trust (see federation.spec.ts).
+    idp = sharedGoogleIdp('custos-e2e.apps.googleusercontent.com');
   });
   afterAll(async () => {
     await mesh?.stop();
     await smtp?.close();
+    await idp?.close();
   });
 
   const newEmail = () => `stepup-${randomBytes(5).toString('hex')}@example.com`;
@@ -379,5 +384,34 @@ describe('step-up on sensitive routes, and the undo of an e-mail change', () => 
       );
       expect(JSON.stringify(op)).toContain('step_up_required');
     }
+  });
+
+  it('a Google-only account (no password, no TOTP) sets its first password with a rat_ its fresh sign-in earns', async () => {
+    const email = newEmail();
+    const signedIn = await api(mesh, 'POST', '/v1/auth/google', { body: { id_token: idp.idToken(email) } });
+    expect(signedIn.status).toBe(200);
+    const token = signedIn.body['access_token'] as string;
+    const purpose = 'account.password.set';
+    const body = { password: 'Fresh-Horse-4-battery', password_confirm: 'Fresh-Horse-4-battery' };
+    expectChallenge(await api(mesh, 'POST', '/v1/auth/set-password', { token, body }), purpose);
+    // It has no password to confirm with.
+    expectRefused(
+      await api(mesh, 'POST', '/v1/auth/set-password', { token, body, confirm: TEST_PASSWORD }),
+      purpose,
+    );
+    const r = await api(mesh, 'POST', '/v1/auth/reauth', { token, body: { purpose } });
+    expect(r.status).toBe(200);
+    const set = await api(mesh, 'POST', '/v1/auth/set-password', {
+      token,
+      body,
+      confirm: r.body['token'] as string,
+    });
+    expect(set.status).toBe(200);
+    const login = await api(mesh, 'POST', '/v1/auth/token', { body: { email, password: body.password } });
+    expect(login.status).toBe(200);
+    // With a password now, re-auth asks for it.
+    const again = await api(mesh, 'POST', '/v1/auth/reauth', { token, body: { purpose } });
+    expect(again.status).toBe(400);
+    expect(again.body).toMatchObject({ field: 'password' });
   });
 });
