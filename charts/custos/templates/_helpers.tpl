@@ -635,6 +635,16 @@ issuer and audience from its own configuration, never from a peer's answer. */ -
 {{- $issuer := include "custos.tokenIssuer" $root -}}
 {{- $_ := set $plain "ACCESS_TOKEN_TTL_SECONDS" (include "custos.optionalInt" $root.Values.tokens.accessTokenTtlSeconds) -}}
 {{- $_ := set $plain "REFRESH_TOKEN_TTL_SECONDS" (include "custos.optionalInt" $root.Values.tokens.refreshTokenTtlSeconds) -}}
+{{- $_ := set $plain "REFRESH_TOKEN_FAMILY_TTL_SECONDS" (include "custos.optionalInt" $root.Values.tokens.refreshTokenFamilyTtlSeconds) -}}
+{{- $_ := set $plain "SIGNUP_MODE" ($root.Values.auth.signupMode | default "") -}}
+{{- $hash := $root.Values.auth.passwordHash | default dict -}}
+{{- $_ := set $plain "ARGON2_MEMORY_KIB" (include "custos.optionalInt" $hash.memoryKib) -}}
+{{- $_ := set $plain "ARGON2_TIME_COST" (include "custos.optionalInt" $hash.timeCost) -}}
+{{- $_ := set $plain "ARGON2_PARALLELISM" (include "custos.optionalInt" $hash.parallelism) -}}
+{{- /* Development only: identity refuses SMTP without TLS or with an unverified certificate without it. */ -}}
+{{- if $root.Values.mail.allowInsecure -}}
+{{- $_ := set $plain "SMTP_ALLOW_INSECURE" "true" -}}
+{{- end -}}
 {{- $_ := set $plain "SIGNING_KEY_ROTATION_DAYS" (include "custos.optionalInt" $root.Values.tokens.signingKeyRotationDays) -}}
 {{- $_ := set $plain "EMAIL_VERIFICATION_REQUIRED" (toString $root.Values.auth.emailVerificationRequired) -}}
 {{- $_ := set $plain "EMAIL_VERIFICATION_TTL_SECONDS" (include "custos.optionalInt" $root.Values.auth.emailVerificationTtlSeconds) -}}
