@@ -134,4 +134,46 @@ describe('the mesh rides out a Postgres restart under concurrent writes', () => 
       'chain verifies',
     );
   }, 300_000);
+
+  it('a service started while Postgres is down waits for it, and serves once it is back', async () => {
+    const u = await quickUser(mesh);
+    const vault = await api(mesh, 'POST', '/v1/vaults', { token: u.token, body: { name: 'cold-start' } });
+    expect(vault.status).toBe(201);
+    const vaultId = vault.body['id'] as string;
+    const put = await api(mesh, 'PUT', `/v1/vaults/${vaultId}/secrets/cold/one`, {
+      token: u.token,
+      body: { value: 'before' },
+    });
+    expect(put.status).toBe(201);
+
+    await pg.stopServer('fast');
+    try {
+      await mesh.kill('vault-crypto', 'SIGTERM');
+      const seen = mesh.output.get('vault-crypto')!.length;
+      mesh.restart('vault-crypto');
+      // It says it waits, and keeps waiting (an exit would leave Kubernetes a crash loop).
+      await waitUntil(
+        () => mesh.output.get('vault-crypto')!.slice(seen).some((l) => l.includes('Postgres is unreachable; waiting for it')),
+        20_000,
+        'vault-crypto saying it waits for Postgres',
+      );
+      await new Promise((r) => setTimeout(r, 3000));
+      expect(mesh.processes.get('vault-crypto')?.exitCode ?? null).toBeNull();
+      // Meanwhile its routes answer 503 with Retry-After, not a connection error.
+      const gap = await api(mesh, 'GET', `/v1/vaults/${vaultId}/secrets/cold/one`, { token: u.token });
+      expect(gap.status).toBe(503);
+      expect(gap.headers.get('retry-after')).toBe('5');
+    } finally {
+      await pg.resume();
+    }
+    await waitUntil(
+      async () => {
+        const r = await api(mesh, 'GET', `/v1/vaults/${vaultId}/secrets/cold/one`, { token: u.token });
+        return r.status === 200 && r.body['value'] === 'before';
+      },
+      60_000,
+      'the restarted vault-crypto serving the secret',
+    );
+    expect(mesh.processes.get('vault-crypto')?.exitCode ?? null).toBeNull();
+  }, 180_000);
 });
