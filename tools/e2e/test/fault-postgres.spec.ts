@@ -163,6 +163,26 @@ describe('the mesh rides out a Postgres restart under concurrent writes', () => 
       const gap = await api(mesh, 'GET', `/v1/vaults/${vaultId}/secrets/cold/one`, { token: u.token });
       expect(gap.status).toBe(503);
       expect(gap.headers.get('retry-after')).toBe('5');
+      // The e-mailed links' HTML pages too: a well-formed token needs identity's database.
+      const token = `cse_${'A'.repeat(16)}_${'b'.repeat(43)}`;
+      for (const [page, form] of [
+        ['/verify-email', { token }],
+        ['/reset-password', { token, new_password: 'Another-Passw0rd!' }],
+      ] as const) {
+        const r = await fetch(`${mesh.baseUrl}${page}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams(form).toString(),
+        });
+        const html = await r.text();
+        expect({ page, status: r.status, retryAfter: r.headers.get('retry-after') }).toEqual({
+          page,
+          status: 503,
+          retryAfter: '5',
+        });
+        expect(r.headers.get('content-type')).toMatch(/^text\/html/);
+        expect(html).not.toMatch(/ECONNREFUSED|at \w+ \(|stack/i);
+      }
     } finally {
       await pg.resume();
     }
