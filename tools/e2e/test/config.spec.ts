@@ -88,6 +88,10 @@ describe('bad configuration stops a service at start with one line naming the va
     ['gateway', 'POLICY_ADDR', 'no-port'],
     ['vault-crypto', 'LOCAL_KMS_MASTER_KEY', Buffer.alloc(16, 1).toString('base64')],
     ['identity', 'TOKEN_SIGNING_KEK', Buffer.alloc(31, 1).toString('base64')],
+    ['identity', 'SIGNUP_MODE', 'public'],
+    // Below the 64 MiB floor of argon2id.
+    ['identity', 'ARGON2_MEMORY_KIB', '19456'],
+    ['identity', 'REFRESH_TOKEN_FAMILY_TTL_SECONDS', '60'],
   ])('%s with malformed %s', (service, variable, value) => {
     const r = start(service, { ...VALID, [variable]: value });
     expect(r.status).toBe(78);
@@ -96,6 +100,34 @@ describe('bad configuration stops a service at start with one line naming the va
     expect(lines[0]).toMatch(new RegExp(`^custos-${service}: invalid configuration: ${variable}: `));
     // The offending value is not echoed (it may be a secret).
     if (variable.includes('KEY') || variable.includes('KEK')) expect(r.stderr).not.toContain(value);
+  });
+});
+
+describe('identity sends e-mail only over TLS unless SMTP_ALLOW_INSECURE', () => {
+  // NATS unreachable on purpose: the refusal comes before anything is published, and no stream of
+  // the machine's NATS is touched.
+  const smtpEnv = (url: string, extra: Record<string, string> = {}) => {
+    const env: Record<string, string> = { ...VALID, NATS_URL: 'nats://127.0.0.1:1', SMTP_URL: url, ...extra };
+    delete env.MAIL_DIR;
+    return env;
+  };
+
+  it.each([
+    ['ignoreTLS=true', 'smtp://mailer:hunter2@127.0.0.1:2525?ignoreTLS=true'],
+    ['requireTLS=false', 'smtp://mailer:hunter2@127.0.0.1:2525?requireTLS=false'],
+    ['tls.rejectUnauthorized=false', 'smtps://mailer:hunter2@127.0.0.1:465?tls.rejectUnauthorized=false'],
+  ])('refuses to start with %s, naming SMTP_URL and not echoing the password', (what, url) => {
+    const r = start('identity', smtpEnv(url));
+    expect(r.status).toBe(78);
+    const lines = r.stderr.trim().split('\n');
+    expect(lines).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^custos-identity: invalid configuration: SMTP_URL: ${what.replace('.', '\\.')} .*SMTP_ALLOW_INSECURE=true`,
+        ),
+      ),
+    ]);
+    expect(r.stderr).not.toContain('hunter2');
   });
 });
 
