@@ -123,7 +123,13 @@ export function authRoutes(identity: IdentityServiceClient, keys: IdentityKeys, 
         password: z.string().describe('At least 12 characters with upper, lower, digit and special'),
         display_name: z.string().nullable().optional(),
       }),
-      responses: { 201: { description: 'Account created', schema: SignupResponse } },
+      responses: {
+        201: { description: 'Account created', schema: SignupResponse },
+        403: {
+          description:
+            '`signup_closed`: this install admits no signup (SIGNUP_MODE `invite`, after its first account, or `closed`)',
+        },
+      },
     },
     async (_req, res, { body }) => {
       const r = await call(identity.signup, {

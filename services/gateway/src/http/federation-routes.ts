@@ -81,7 +81,13 @@ export function federationRoutes(peers: Peers, guards: Guards): Router {
       summary: 'Sign in with a Google ID token (the account is created on first use)',
       tag: 'auth',
       body: bodyOf({ id_token: credential('The Google ID token') }),
-      responses: { 200: { description: 'Tokens or an MFA challenge', schema: SignInResponse } },
+      responses: {
+        200: { description: 'Tokens or an MFA challenge', schema: SignInResponse },
+        403: {
+          description:
+            '`signup_closed`: the address has no account and this install admits no new one (SIGNUP_MODE)',
+        },
+      },
     },
     async (_req, res, { body }) => {
       const r = await call(federation.googleSignIn, { idToken: body.id_token ?? '' });

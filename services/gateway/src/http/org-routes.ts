@@ -169,6 +169,10 @@ export function orgRoutes(peers: Peers, guards: Guards): Router {
             role,
           }),
         },
+        403: {
+          description:
+            '`signup_closed`: this install admits no new account (SIGNUP_MODE `closed`); the invitation stays unused',
+        },
       },
     },
     async (_req, res, { body }) => {
