@@ -371,7 +371,18 @@ describe('signer: chains registry, anvil, agent signing keys', () => {
           },
           30000,
           200,
-        );
+        ).catch(async (err: Error) => {
+          const rows = await sqlOn(mesh, 'SELECT name, published_at FROM signer.outbox ORDER BY seq');
+          const logs = [...mesh.output.entries()].flatMap(([svc, ls]) =>
+            ls.filter((l) => /error|warn/.test(l)).map((l) => `${svc}: ${l}`),
+          );
+          const last = await call('GET', `/v1/audit/events?limit=100&action=${action}`, {
+            token: owner.token,
+          });
+          throw new Error(
+            `${err.message}: ${JSON.stringify(last.body)} ${JSON.stringify(rows)}\n${logs.slice(-10).join('\n')}`,
+          );
+        });
         expect(records[0]).toMatchObject({ actor_type: 'user', actor_id: owner.userId });
       }
     });

@@ -61,6 +61,8 @@ describe('ACTION_PRODUCERS against the services that write audit records', () =>
       ['identity', 'auth.logout'],
       ['policy', 'ip_rule.created'],
       ['webhook-dispatcher', 'webhook.created'],
+      ['signer', 'signing_key.created'],
+      ['signer', 'chain.updated'],
     ] as const) {
       expect(actionsWrittenBy(service).has(action)).toBe(true);
     }

@@ -30,6 +30,9 @@ export const ACTION_PRODUCERS: Readonly<Record<string, string>> = {
   policy: 'policy',
   // webhook-dispatcher: webhooks
   webhook: 'webhook-dispatcher',
+  // signer: the chains registry and agents' signing keys
+  chain: 'signer',
+  signing_key: 'signer',
 };
 
 /** The producer name of a record the audit service made itself (RecordEvent). */

@@ -1,4 +1,4 @@
-import { type AuditCaller, type AuditRecordInput, auditOf, writeAudit } from '@custos/events';
+import { type AuditRecordInput, writeAudit } from '@custos/events';
 import {
   CustosError,
   type Logger,
@@ -14,16 +14,6 @@ import { outbox } from '../db/schema.js';
  */
 export function writeSignerAudit(tx: Transaction, record: AuditRecordInput): Promise<string> {
   return writeAudit(tx, outbox, record);
-}
-
-/** The record of `caller`'s action on a signer resource (never a key's private half). */
-export function signerAuditOf(
-  caller: AuditCaller,
-  action: string,
-  resource: { type: 'chain' | 'signing_key'; id: string },
-  details: Record<string, unknown>,
-): AuditRecordInput {
-  return auditOf(caller, action, resource, details);
 }
 
 /**

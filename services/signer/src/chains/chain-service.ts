@@ -1,4 +1,5 @@
 import type { Principal } from '@custos/auth';
+import { auditOf } from '@custos/events';
 import {
   ConflictError,
   InvalidArgumentError,
@@ -6,7 +7,7 @@ import {
   NotFoundError,
   PermissionDeniedError,
 } from '@custos/service-kit';
-import { failClosed, signerAuditOf, writeSignerAudit } from '../audit/signer-audit.js';
+import { failClosed, writeSignerAudit } from '../audit/signer-audit.js';
 import {
   checkChainChange,
   checkNewChain,
@@ -85,7 +86,7 @@ export class ChainService {
     const row = checkNewChain(req);
     const r = await failClosed(this.logger, 'chain.created', () =>
       this.store.create(row, (tx, c) =>
-        writeSignerAudit(tx, signerAuditOf(p, 'chain.created', { type: 'chain', id: c.id }, chainDetails(c))),
+        writeSignerAudit(tx, auditOf(p, 'chain.created', { type: 'chain', id: c.id }, chainDetails(c))),
       ),
     );
     if (r === 'taken')
@@ -108,7 +109,7 @@ export class ChainService {
       this.store.update(c.id, change, (tx, row) =>
         writeSignerAudit(
           tx,
-          signerAuditOf(p, 'chain.updated', { type: 'chain', id: row.id }, { ...chainDetails(row), changed }),
+          auditOf(p, 'chain.updated', { type: 'chain', id: row.id }, { ...chainDetails(row), changed }),
         ),
       ),
     );

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Principal, UserPrincipal } from '@custos/auth';
-import { writeEvent } from '@custos/events';
+import { auditOf, writeEvent } from '@custos/events';
 import {
   ConflictError,
   InvalidArgumentError,
@@ -8,7 +8,7 @@ import {
   NotFoundError,
   PermissionDeniedError,
 } from '@custos/service-kit';
-import { failClosed, signerAuditOf, writeSignerAudit } from '../audit/signer-audit.js';
+import { failClosed, writeSignerAudit } from '../audit/signer-audit.js';
 import { keyNameOf } from '../chains/chain-fns.js';
 import type { ChainService } from '../chains/chain-service.js';
 import type { ChainRecord } from '../chains/chain-types.js';
@@ -118,7 +118,7 @@ export class KeyService {
       this.deps.store.insert(row, (tx, k) =>
         writeSignerAudit(
           tx,
-          signerAuditOf(user, 'signing_key.created', { type: 'signing_key', id: k.id }, keyDetails(k)),
+          auditOf(user, 'signing_key.created', { type: 'signing_key', id: k.id }, keyDetails(k)),
         ),
       ),
     );
@@ -167,7 +167,7 @@ export class KeyService {
         };
         await writeSignerAudit(
           tx,
-          signerAuditOf(user, 'signing_key.rotated', { type: 'signing_key', id: k.id }, details),
+          auditOf(user, 'signing_key.rotated', { type: 'signing_key', id: k.id }, details),
         );
         await writeEvent(tx, outbox, {
           name: 'signing_key.rotated',

@@ -98,7 +98,7 @@ export class AgentKeyService {
             orgId,
             actorType: 'system',
             actorId: null,
-            action: 'signing_key.stored',
+            action: 'secret.agent_key_stored',
             resourceType: 'secret',
             resourceId: r.id,
             metadata: {
