@@ -208,7 +208,7 @@ export class PersonalKeyService {
       ? Math.max(1, Math.floor((row.expiresAt.getTime() - Date.now()) / 1000))
       : undefined;
     const minted = this.issuer.userAccessToken(
-      { ...user, platformAdmin: this.issuer.isPlatformAdmin(user.email) },
+      { ...user, platformAdmin: this.issuer.isPlatformAdmin(user) },
       { id: row.tokenId, amr: ['api_key'] },
       ttl,
     );
