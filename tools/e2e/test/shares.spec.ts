@@ -1,11 +1,14 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { Metadata } from '@grpc/grpc-js';
 import { NatsLink } from '@custos/events';
-import { createLogger } from '@custos/service-kit';
+import { VaultCryptoServiceClient } from '@custos/proto/custos/vault_crypto/v1/service';
+import { callUnary, createLogger } from '@custos/service-kit';
 import { waitFor } from '@custos/service-kit/testing';
 import { type SmtpCapture } from '@custos/testing';
 import { TEST_PASSWORD, api, expectProblem, quickUser } from '../src/api';
 import { sqlOn } from '../src/db';
 import { SERVICES, sharedMail, sharedMesh, type Mesh } from '../src/mesh';
+import { grpcClientAs } from '../src/mesh-grpc';
 
 type User = Awaited<ReturnType<typeof quickUser>>;
 type Reply = Awaited<ReturnType<typeof api>>;
@@ -337,24 +340,47 @@ describe('shares: links and grants of one secret version, and every way they ref
     const email = `ext-${randomBytes(4).toString('hex')}@elsewhere.example`;
     const r = await share(
       o.secretId,
-      { recipient_type: 'external_email', email: email.toUpperCase(), expires_at: inHours(3) },
+      {
+        recipient_type: 'external_email',
+        email: email.toUpperCase(),
+        expires_at: inHours(3),
+        max_access_count: 2,
+      },
       o.owner.token,
     );
     expect(r.status).toBe(201);
     expect(r.body).toMatchObject({ recipient_type: 'external_email', recipient_email: email });
     const id = r.body['id'] as string;
+    const creatorKey = linkKeys.get(id)!;
     const mail = await smtp.waitForMessage((m) => m.to === email, 15_000);
     expect(mail.subject).toBe('A secret was shared with you');
-    expect(mail.text).toContain(`https://custos.test/v1/share/${id}?key=${linkKeys.get(id)!}`);
-    expectProblem(await open(id, { key: '' }), 404);
     expect(mail.text).not.toContain(o.value);
-    expect((await open(id)).body).toMatchObject({ value: o.value });
+    // The mailed link carries a secret of its own, issued to identity as it sent the mail.
+    const mailKey = decodeURIComponent(
+      new RegExp(`https://custos\\.test/v1/share/${id}\\?key=(\\S+)`).exec(mail.text)![1]!,
+    );
+    expect(mailKey).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(mailKey).not.toBe(creatorKey);
+    expectProblem(await open(id, { key: '' }), 404);
+    // Both links open it, counted together (max_access_count 2).
+    expect((await open(id, { key: mailKey })).body).toMatchObject({ value: o.value });
+    expect((await open(id, { key: creatorKey })).body).toMatchObject({ value: o.value });
+    expectProblem(await open(id, { key: mailKey }), 410);
+
+    // The event names the share only: no link secret, no address — in the outbox and in JetStream.
     const events = await sqlOn<{ payload: Record<string, unknown> }>(
       mesh,
       `SELECT payload FROM vault_crypto.outbox WHERE name = 'share.email_requested' AND payload->>'share_id' = $1`,
       [id],
     );
     expect(events).toHaveLength(1);
+    expect(Object.keys(events[0]!.payload).sort()).toEqual(['created_by', 'created_by_type', 'share_id']);
+    const streamed = await streamedMessages(`${mesh.env['NATS_SUBJECT_PREFIX']!}.share.email_requested`);
+    const ours = streamed.filter((m) => m.includes(id));
+    expect(ours).toHaveLength(1);
+    for (const canary of [mailKey, creatorKey, email, o.value]) expect(ours[0]).not.toContain(canary);
+    const issued = (await audits(id)).filter((a) => a['action'] === 'share.mail_link_issued');
+    expect(issued).toEqual([expect.objectContaining({ actor_type: 'system', resource_id: id })]);
 
     const bot = await agent(o.owner);
     const v = await api(mesh, 'POST', '/v1/vaults', { token: bot.token, body: { name: 'bot-vault' } });
@@ -611,7 +637,8 @@ describe('shares: links and grants of one secret version, and every way they ref
     }
   });
 
-  it('keeps share mail requests (and every event) in JetStream at most NATS_STREAM_MAX_AGE_HOURS (default 7 days)', async () => {
+  /** Runs `fn` with a JetStream connection of the mesh's NATS test user. */
+  async function withNats<T>(fn: (nats: NonNullable<Awaited<ReturnType<NatsLink['ready']>>>) => Promise<T>) {
     const login = mesh.nats?.testUser;
     if (!login) throw new Error('the mesh runs no nats-server of its own (mesh.nats is missing)');
     const link = new NatsLink(
@@ -624,13 +651,90 @@ describe('shares: links and grants of one secret version, and every way they ref
     link.start();
     try {
       await waitFor(async () => (await link.ready().catch(() => undefined)) !== undefined, 20_000);
-      const { jsm } = (await link.ready())!;
+      return await fn((await link.ready())!);
+    } finally {
+      await link.close();
+    }
+  }
+
+  /** The raw bodies of every message the stream holds on `subject`, oldest first. */
+  const streamedMessages = (subject: string) =>
+    withNats(async ({ js, jsm }) => {
+      const stream = mesh.env['NATS_STREAM']!;
+      const pending =
+        (await jsm.streams.info(stream, { subjects_filter: subject })).state.subjects?.[subject] ?? 0;
+      if (pending === 0) return [];
+      // One subject as a string: NATS 2.9 takes no list.
+      const consumer = await js.consumers.get(stream, { filter_subjects: subject });
+      const bodies: string[] = [];
+      const batch = await consumer.fetch({ max_messages: pending, expires: 5000 });
+      for await (const m of batch) {
+        bodies.push(m.string());
+        if (bodies.length === pending) break;
+      }
+      await consumer.delete().catch(() => undefined);
+      return bodies;
+    });
+
+  it('keeps share mail requests (and every event) in JetStream at most NATS_STREAM_MAX_AGE_HOURS (default 7 days)', async () => {
+    await withNats(async ({ jsm }) => {
       const c = (await jsm.streams.info(mesh.env['NATS_STREAM']!)).config;
       // The services created the stream: 168 h in nanoseconds.
       expect(c.max_age).toBe(168 * 3600 * 1e9);
       expect(c.deny_delete && c.deny_purge).toBe(true);
+    });
+  });
+
+  it('issues the mailed link to identity alone, once per mail: a new issue ends the earlier link', async () => {
+    const o = await org();
+    const email = `re-${randomBytes(4).toString('hex')}@elsewhere.example`;
+    const id = await created(
+      o.secretId,
+      { recipient_type: 'external_email', email, max_access_count: 3 },
+      o.owner.token,
+    );
+    const mail = await smtp.waitForMessage((m) => m.to === email, 15_000);
+    const mailed = decodeURIComponent(/\?key=(\S+)/.exec(mail.text)![1]!);
+    const asIdentity = grpcClientAs(mesh, 'identity', VaultCryptoServiceClient, 'vault-crypto');
+    const asGateway = grpcClientAs(mesh, 'gateway', VaultCryptoServiceClient, 'vault-crypto');
+    const issue = (c: typeof asIdentity, shareId: string, orgId: string) =>
+      callUnary(c.client, c.client.issueShareMailLink, { shareId, orgId }, new Metadata());
+    try {
+      // What a redelivered event would do: a second mail's secret, and the first link stops opening.
+      const again = await issue(asIdentity, id, o.owner.orgId);
+      expect(again).toMatchObject({ email, maxAccessCount: '3', passphraseProtected: false });
+      expect(again.linkSecret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(again.linkSecret).not.toBe(mailed);
+      expectProblem(await open(id, { key: mailed }), 404);
+      expect((await open(id, { key: again.linkSecret })).body).toMatchObject({ value: o.value });
+      // The creator's link is untouched.
+      expect((await open(id)).body).toMatchObject({ value: o.value });
+
+      // No one else may mint one: the gateway (any HTTP request) is refused by the allow-list.
+      await expect(issue(asGateway, id, o.owner.orgId)).rejects.toMatchObject({ kind: 'permission_denied' });
+      // Another org, an unknown share, a share that is not an e-mail share: 404.
+      const other = await org();
+      await expect(issue(asIdentity, id, other.owner.orgId)).rejects.toMatchObject({ kind: 'not_found' });
+      await expect(issue(asIdentity, UNKNOWN_ID, o.owner.orgId)).rejects.toMatchObject({ kind: 'not_found' });
+      const link = await created(o.secretId, { recipient_type: 'anyone_with_link' }, o.owner.token);
+      await expect(issue(asIdentity, link, o.owner.orgId)).rejects.toMatchObject({ kind: 'not_found' });
+      // A revoked share has nothing to mail (identity then drops the event).
+      expect((await call('DELETE', `/v1/share/${id}`, { token: o.owner.token })).status).toBe(204);
+      await expect(issue(asIdentity, id, o.owner.orgId)).rejects.toMatchObject({ kind: 'gone' });
+      expectProblem(await open(id, { key: again.linkSecret }), 410);
+      const issued = (await audits(id)).filter((a) => a['action'] === 'share.mail_link_issued');
+      expect(issued).toHaveLength(2);
+      const stored = await sqlOn<{ mail_secret_hash: Buffer }>(
+        mesh,
+        'SELECT mail_secret_hash FROM vault_crypto.shares WHERE id = $1',
+        [id],
+      );
+      expect(stored[0]!.mail_secret_hash.equals(createHash('sha256').update(again.linkSecret).digest())).toBe(
+        true,
+      );
     } finally {
-      await link.close();
+      asIdentity.close();
+      asGateway.close();
     }
   });
 
