@@ -4,6 +4,7 @@ import { type Mesh, startMesh } from '../src/mesh';
 import { TEST_PASSWORD, api, decodePayload, expectProblem } from '../src/api';
 import { sqlOn } from '../src/db';
 import { waitUntil } from '../src/faults';
+import { type GoogleIdp, startGoogleIdp } from '../src/google-idp';
 
 // Issue 16, install-level settings: SIGNUP_MODE (identity's own default, `invite`; the test
 // profile sets `open` for every other spec) with the install's first account as platform admin,
@@ -11,18 +12,26 @@ import { waitUntil } from '../src/faults';
 // private mesh: the first account of an install only exists on a database of its own.
 describe('signup modes and session lifetime (private mesh)', () => {
   let mesh: Mesh;
+  let idp: GoogleIdp;
   const FAMILY_TTL_SECONDS = 3600;
+  const GOOGLE_CLIENT = 'custos-signup-mode.apps.googleusercontent.com';
 
   beforeAll(async () => {
+    idp = await startGoogleIdp(GOOGLE_CLIENT);
     mesh = await startMesh({
       extraEnv: {
         SIGNUP_MODE: 'invite',
         EMAIL_VERIFICATION_REQUIRED: 'false',
         REFRESH_TOKEN_FAMILY_TTL_SECONDS: String(FAMILY_TTL_SECONDS),
+        GOOGLE_CLIENT_IDS: GOOGLE_CLIENT,
+        GOOGLE_JWKS_URL: idp.jwksUrl,
       },
     });
   });
-  afterAll(() => mesh?.stop());
+  afterAll(async () => {
+    await mesh?.stop();
+    await idp?.close();
+  });
 
   const signup = (email: string) =>
     api(mesh, 'POST', '/v1/auth/signup', { body: { email, password: TEST_PASSWORD } });
@@ -94,6 +103,19 @@ describe('signup modes and session lifetime (private mesh)', () => {
       403,
     );
     expect(await countUsers()).toBe(2);
+  });
+
+  it('invite: Google sign-in creates no account for a new address, and signs an existing one in', async () => {
+    const google = (email: string) =>
+      api(mesh, 'POST', '/v1/auth/google', { body: { id_token: idp.idToken(email) } });
+    expectProblem(await google('g-new@example.com'), 403, {
+      type: 'signup_closed',
+      detail: expect.stringMatching(/signup mode: invite/),
+    });
+    expect(await countUsers()).toBe(2);
+    const existing = await google(admin.email);
+    expect(existing.status).toBe(200);
+    expect(decodePayload(existing.body['access_token'] as string)['platform_admin']).toBe(true);
   });
 
   it('a session ends at its absolute lifetime: refresh answers 401, a new sign-in works', async () => {
