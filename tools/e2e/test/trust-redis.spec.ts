@@ -44,6 +44,7 @@ describe('Redis trust: what webhook-dispatcher’s REDIS_URL can and cannot do',
       audit: 'custos_audit',
       'webhook-dispatcher': 'custos_webhook_dispatcher',
       billing: 'custos_billing',
+      signer: 'custos_signer',
     });
     expect(new URL(mesh.redis!.testUrl).username).toBe('custos_test');
   });
