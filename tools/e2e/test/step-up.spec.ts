@@ -414,4 +414,40 @@ describe('step-up on sensitive routes, and the undo of an e-mail change', () => 
     expect(again.status).toBe(400);
     expect(again.body).toMatchObject({ field: 'password' });
   });
+
+  it('agent key rotation, password change and MFA removal: 401 without a step-up, nothing changed', async () => {
+    const u = await quickUser(mesh);
+    const agent = await api(mesh, 'POST', '/v1/agents', { token: u.token, body: { name: 'rot' } });
+    expect(agent.status).toBe(201);
+    const agentId = (agent.body['agent'] as { id: string }).id;
+    const agentKey = agent.body['api_key'] as string;
+    expectChallenge(
+      await api(mesh, 'POST', `/v1/agents/${agentId}/rotate-key`, { token: u.token }),
+      'agent.key.rotate',
+    );
+    const exchange = () => api(mesh, 'POST', '/v1/auth/agent-token', { body: { api_key: agentKey } });
+    expect((await exchange()).status).toBe(200);
+    const rotated = await api(mesh, 'POST', `/v1/agents/${agentId}/rotate-key`, {
+      token: u.token,
+      confirm: TEST_PASSWORD,
+    });
+    expect(rotated.status).toBe(200);
+    expect((await exchange()).status).toBe(401);
+
+    expectChallenge(
+      await api(mesh, 'POST', '/v1/auth/change-password', {
+        token: u.token,
+        body: { current_password: TEST_PASSWORD, new_password: 'Another-Horse-7-staple' },
+      }),
+      'account.password.change',
+    );
+    expect(
+      (await api(mesh, 'POST', '/v1/auth/token', { body: { email: u.email, password: TEST_PASSWORD } }))
+        .status,
+    ).toBe(200);
+    expectChallenge(
+      await api(mesh, 'POST', '/v1/auth/mfa/disable', { token: u.token, body: { code: '123456' } }),
+      'security.mfa.disable',
+    );
+  });
 });
