@@ -11,10 +11,14 @@ import {
 } from '@custos/service-kit';
 import { createTestDatabase } from '@custos/service-kit/testing';
 import { Redis } from 'ioredis';
+import type { UserPrincipal } from '@custos/auth';
+import { AccountStore } from '../src/account/account-store';
+import { ReauthService } from '../src/account/reauth-service';
 import { ARGON2_PARAMS, hashPassword, verifyPassword } from '../src/credentials/password-fns';
 import { SCHEMA } from '../src/db/schema';
 import { MfaChallengeIssuer } from '../src/mfa/mfa-challenges';
 import { MfaStore } from '../src/mfa/mfa-store';
+import { TotpStepUpCodes } from '../src/mfa/totp-step-up';
 import { Notifier } from '../src/notifications/notifier';
 import { RevocationStore } from '../src/tokens/revocation-store';
 import { SigningKeyRing } from '../src/tokens/signing-key-store';
@@ -84,11 +88,18 @@ async function install(name: string, redis: Redis) {
     const r = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM identity.${table}`);
     return Number(r.rows[0]!.n);
   };
+  const reauth = new ReauthService(
+    new AccountStore(db),
+    users,
+    logger,
+    new TotpStepUpCodes(new MfaStore(db), randomBytes(32)),
+  );
   return {
     pool,
     db,
     users,
     sessions,
+    reauth,
     signupsIn,
     count,
     async close() {
@@ -302,6 +313,38 @@ describe('signup modes, session lifetime and password rehash against Postgres', 
         i.sessions.login({ email: 'rehash@example.com', password: `${PASSWORD}x` }),
       ).rejects.toThrow();
       expect(await stored()).toBe(old);
+      // Re-auth (step-up) upgrades a weak hash too.
+      const r = await i.signupsIn('open').signup({ email: 'reauth@example.com', password: PASSWORD });
+      const claims = claimsOf(r.tokens!.accessToken);
+      const principal = {
+        kind: 'user',
+        userId: String(claims.sub).slice('user:'.length),
+        orgId: String(claims.org),
+        role: 'owner',
+        platformAdmin: false,
+        requirePasskeyForVaults: false,
+        amr: ['pwd'],
+        tokenId: String(claims.jti),
+        issuedAt: 0,
+        expiresAt: 0,
+        issuer: 'test',
+      } as UserPrincipal;
+      await i.pool.query(`UPDATE identity.users SET password_hash = $1 WHERE email = 'reauth@example.com'`, [
+        old,
+      ]);
+      await i.reauth.reauthenticate(principal, {
+        purpose: 'change_email',
+        password: PASSWORD,
+        totpCode: '',
+        passkeyAssertionPresent: false,
+      });
+      const afterReauth = (
+        await i.pool.query<{ h: string }>(
+          "SELECT password_hash AS h FROM identity.users WHERE email = 'reauth@example.com'",
+        )
+      ).rows[0]!.h;
+      expect(afterReauth).toMatch(/^\$argon2id\$v=19\$m=65536,t=3,p=1\$/);
+
       // A hash with today's parameters is left alone.
       const current = await hashPassword(PASSWORD);
       await i.pool.query(`UPDATE identity.users SET password_hash = $1 WHERE email = 'rehash@example.com'`, [

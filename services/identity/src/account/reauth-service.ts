@@ -16,6 +16,7 @@ import {
   parseSecretToken,
 } from '../credentials/secret-token-fns.js';
 import type { TotpStepUpCodes } from '../mfa/totp-step-up.js';
+import { upgradePasswordHash } from '../users/password-upgrade.js';
 import type { UserStore } from '../users/user-store.js';
 import {
   REAUTH_FAILURE_WINDOW_MS,
@@ -101,6 +102,7 @@ export class ReauthService {
       if (!(await this.checkUnderLockout(user, purpose, 'password', () => verifyPassword(hash, password)))) {
         throw new PermissionDeniedError('the password is not correct', { field: 'password' });
       }
+      await upgradePasswordHash(this.users, this.logger, user.id, hash, password);
       method = 'password';
     } else {
       if (!(await this.totp.hasTotp(user.id)))
@@ -225,6 +227,7 @@ export class ReauthService {
     if (!(await this.checkUnderLockout(user, purpose, 'password', () => verifyPassword(hash, credential)))) {
       throw stepUpRequired(purpose, 'the password is not correct');
     }
+    await upgradePasswordHash(this.users, this.logger, user.id, hash, credential);
   }
 
   /** Checks a password of a signed-in user under the re-auth lockout (see checkUnderLockout). */

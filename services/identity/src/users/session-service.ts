@@ -1,14 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '@custos/auth';
 import { auditOf } from '@custos/events';
-import {
-  PermissionDeniedError,
-  UnauthenticatedError,
-  type Logger,
-  describeError,
-  isUuid,
-} from '@custos/service-kit';
-import { burnPasswordCheck, hashPassword, needsRehash, verifyPassword } from '../credentials/password-fns.js';
+import { PermissionDeniedError, UnauthenticatedError, type Logger, isUuid } from '@custos/service-kit';
+import { burnPasswordCheck, verifyPassword } from '../credentials/password-fns.js';
 import {
   SECRET_TOKEN_PREFIXES,
   generateSecretToken,
@@ -20,6 +14,7 @@ import type { LoginResult, MfaChallengeStarter } from '../mfa/mfa-types.js';
 import type { Revocation, RevocationStore } from '../tokens/revocation-store.js';
 import type { TokenIssuer } from '../tokens/token-issuer.js';
 import { AccountLockedError, type LoginThrottle } from './login-throttle.js';
+import { upgradePasswordHash } from './password-upgrade.js';
 import type { UserStore } from './user-store.js';
 import type { TokenSetView, User } from './user-types.js';
 
@@ -83,7 +78,7 @@ export class SessionService {
       throw new UnauthenticatedError(LOGIN_FAILED);
     }
     if (admission) await this.throttle?.clear(user.id);
-    if (needsRehash(user.passwordHash)) await this.rehashPassword(user.id, user.passwordHash, input.password);
+    await upgradePasswordHash(this.store, this.logger, user.id, user.passwordHash, input.password);
     // Only someone who knows the password learns that the address is unverified.
     if (!user.emailVerified) {
       throw new PermissionDeniedError('verify your e-mail address before signing in', {
@@ -92,21 +87,6 @@ export class SessionService {
     }
     if (user.totpEnabled) return { kind: 'mfa', challenge: await this.mfaChallenges.start(user.id) };
     return { kind: 'tokens', tokens: await this.startSession(user, ['pwd'], 'password') };
-  }
-
-  /**
-   * Replaces a hash made with weaker argon2id parameters than today's by one made with today's,
-   * unless the password changed meanwhile. A failure is logged, never fails the sign-in: the old
-   * hash still works and the next sign-in tries again.
-   */
-  private async rehashPassword(userId: string, oldHash: string, password: string): Promise<void> {
-    try {
-      const replaced = await this.store.replacePasswordHash(userId, oldHash, await hashPassword(password));
-      if (replaced)
-        this.logger.info({ user_id: userId }, 'password hash upgraded to the current argon2id parameters');
-    } catch (err) {
-      this.logger.warn({ user_id: userId, err: describeError(err) }, 'password hash could not be upgraded');
-    }
   }
 
   /**
