@@ -154,6 +154,7 @@ describe.each([
       'gateway',
       'identity',
       'policy',
+      'signer',
       'vault-crypto',
       'webhook-dispatcher',
     ]);

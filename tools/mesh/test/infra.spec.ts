@@ -83,8 +83,9 @@ describe('startMeshInfra: the mesh’s own nats-server and redis-server', () => 
     expect(await redisReadyAt(port, { user: 'default', password: '' })).toBe(false);
     expect(infra.envOf('webhook-dispatcher')).toMatchObject({ REDIS_URL: redis.urls['webhook-dispatcher'] });
     expect(loginOf(infra.envOf('identity')['REDIS_URL']!).user).toBe('custos_identity');
-    // signer and approvals do not use Redis: the mesh-wide (test user's) URL is taken away from them.
-    expect(infra.envOf('signer')).toHaveProperty('REDIS_URL', undefined);
+    expect(loginOf(infra.envOf('signer')['REDIS_URL']!).user).toBe('custos_signer');
+    // approvals does not use Redis: the mesh-wide (test user's) URL is taken away from it.
+    expect(infra.envOf('approvals')).toHaveProperty('REDIS_URL', undefined);
     const urls = Object.values(redis.urls);
     expect(new Set(urls).size).toBe(urls.length);
     expect(urls).not.toContain(redis.testUrl);
