@@ -450,4 +450,47 @@ describe('step-up on sensitive routes, and the undo of an e-mail change', () => 
       'security.mfa.disable',
     );
   });
+
+  it('the link in the notice opens a page whose form undoes the change (a GET alone changes nothing)', async () => {
+    const u = await quickUser(mesh);
+    const to = newEmail();
+    const started = await api(mesh, 'POST', '/v1/auth/change-email', {
+      token: u.token,
+      body: { new_email: to },
+      confirm: TEST_PASSWORD,
+    });
+    expect(started.status).toBe(200);
+    const code = /\b(\d{6})\b/.exec((await nextMail(to)).text)![1]!;
+    const verified = await api(mesh, 'POST', '/v1/auth/verify-email-change', {
+      token: u.token,
+      body: { code },
+    });
+    expect(verified.status).toBe(200);
+    const undo = UNDO_TOKEN.exec((await nextMail(u.email)).text)![0];
+
+    const page = await fetch(`${mesh.baseUrl}/undo-email-change?token=${undo}`);
+    expect(page.status).toBe(200);
+    const form = await page.text();
+    expect(form).toContain('<form method="post" action="/undo-email-change">');
+    expect(form).toContain(`value="${undo}"`);
+    // Showing the page spent nothing: the account still has the new address.
+    expect((await api(mesh, 'GET', '/v1/auth/me', { token: u.token })).body['email']).toBe(to);
+
+    const post = (token: string) =>
+      fetch(`${mesh.baseUrl}/undo-email-change`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ token }).toString(),
+      });
+    const done = await post(undo);
+    expect(done.status).toBe(200);
+    expect(await done.text()).toContain('E-mail change undone');
+    const back = await api(mesh, 'POST', '/v1/auth/token', {
+      body: { email: u.email, password: TEST_PASSWORD },
+    });
+    expect(back.status).toBe(200);
+    const again = await post(undo);
+    expect(again.status).toBe(400);
+    expect(await again.text()).toContain('That did not work');
+  });
 });

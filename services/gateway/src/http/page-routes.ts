@@ -13,7 +13,8 @@ import type { Peers } from '../peers.js';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS } from './problem.js';
 import { rateLimit } from './rate-limit.js';
 
-// The pages the links of Custos's e-mails open (`/verify-email?token=…`, `/reset-password?token=…`).
+// The pages the links of Custos's e-mails open (`/verify-email?token=…`, `/reset-password?token=…`,
+// `/undo-email-change?token=…`).
 // A GET only shows a form with the token filled in: link scanners and previews that fetch the URL
 // spend nothing. The form posts back to the same path (no JavaScript), and the page says how it
 // went. These are not `/v1` API routes and are not in the route table or the OpenAPI document.
@@ -88,7 +89,7 @@ export interface PageDeps {
   authRateLimit?: { ratePerSecond: number; burst: number };
 }
 
-/** The e-mail verification and password-reset pages. */
+/** The e-mail verification, password-reset and e-mail-change undo pages. */
 export function pageRoutes(deps: PageDeps): Router {
   const router = Router();
   const account = deps.peers.client(AccountServiceClient, 'identity');
@@ -152,6 +153,28 @@ export function pageRoutes(deps: PageDeps): Router {
     }
   });
 
+  const undoForm = (token: string) =>
+    '<form method="post" action="/undo-email-change">' +
+    tokenInput(token) +
+    paragraph(
+      'This gives the account back its previous e-mail address and signs out every session and ' +
+        'personal API key. Then reset your password.',
+    ) +
+    '<button type="submit">Undo the e-mail change</button></form>';
+
+  router.get('/undo-email-change', (req, res) => {
+    send(res, 200, 'Undo the e-mail change', undoForm(field(req.query, 'token')));
+  });
+
+  router.post('/undo-email-change', ...posts, async (req: Request, res: Response, next) => {
+    try {
+      const r = await callAccount(account.undoEmailChange, { token: field(req.body, 'token') });
+      send(res, 200, 'E-mail change undone', paragraph(r.message));
+    } catch (err) {
+      next(err);
+    }
+  });
+
   // A refusal shows identity's message (it never names a secret) with the form again, so the
   // user can correct it; anything else shows a generic page.
   const failed =
@@ -175,6 +198,7 @@ export function pageRoutes(deps: PageDeps): Router {
     };
   router.use('/verify-email', failed(verifyForm));
   router.use('/reset-password', failed(resetForm));
+  router.use('/undo-email-change', failed(undoForm));
 
   return router;
 }
