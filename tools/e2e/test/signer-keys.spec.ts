@@ -286,6 +286,42 @@ describe('signer: chains registry, anvil, agent signing keys', () => {
       expect(await keysOf(fresh.id)).toEqual([]);
     });
 
+    it('8 parallel creates for one agent make exactly one key; the others answer 409', async () => {
+      const fresh = await newAgent(owner);
+      const results = await Promise.all(
+        ['ethereum', 'base', 'anvil', 'polygon', 'ethereum', '1', 'optimism', 'arbitrum'].map((chain) =>
+          call('POST', `/v1/agents/${fresh.id}/signing-keys`, { token: owner.token, body: { chain } }),
+        ),
+      );
+      expect(results.filter((r) => r.status === 201)).toHaveLength(1);
+      for (const r of results.filter((x) => x.status !== 201)) expectProblem(r, 409);
+      const keys = await keysOf(fresh.id);
+      expect(keys).toHaveLength(1);
+      expect(keys[0]).toMatchObject({ key_version: 1, is_active: true });
+    });
+
+    it('parallel rotations leave one active version and a version per successful rotation', async () => {
+      const fresh = await newAgent(owner);
+      const made = await call('POST', `/v1/agents/${fresh.id}/signing-keys`, {
+        token: owner.token,
+        body: { chain: 'anvil' },
+      });
+      expect(made.status).toBe(201);
+      const results = await Promise.all(
+        Array.from({ length: 6 }, () =>
+          call('POST', `/v1/agents/${fresh.id}/signing-keys/ethereum/rotate`, { token: owner.token }),
+        ),
+      );
+      const ok = results.filter((r) => r.status === 200);
+      expect(ok.length).toBeGreaterThanOrEqual(1);
+      for (const r of results.filter((x) => x.status !== 200)) expectProblem(r, 409);
+      const keys = await keysOf(fresh.id);
+      expect(keys).toHaveLength(1 + ok.length);
+      expect(keys.filter((k) => k['is_active'])).toHaveLength(1);
+      expect(new Set(keys.map((k) => k['key_version'])).size).toBe(keys.length);
+      expect(new Set(keys.map((k) => k['address'])).size).toBe(keys.length);
+    });
+
     it('refuses agents (403) and other orgs (404); nothing is created', async () => {
       expectProblem(
         await call('POST', `/v1/agents/${agentId}/signing-keys`, {
