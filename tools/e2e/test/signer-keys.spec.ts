@@ -393,9 +393,11 @@ describe('signer: chains registry, anvil, agent signing keys', () => {
       });
       seen.push(JSON.stringify(events));
 
-      for (const [action, n] of [
-        ['signing_key.created', 1],
-        ['signing_key.rotated', 1],
+      // Signer's records name the human; vault-crypto's record of each sealed key names no user.
+      for (const [action, n, actor] of [
+        ['signing_key.created', 1, { actor_type: 'user', actor_id: owner.userId }],
+        ['signing_key.rotated', 1, { actor_type: 'user', actor_id: owner.userId }],
+        ['secret.agent_key_stored', 2, { actor_type: 'system', actor_id: null }],
       ] as const) {
         const records = await waitFor(
           async () => {
@@ -419,7 +421,7 @@ describe('signer: chains registry, anvil, agent signing keys', () => {
             `${err.message}: ${JSON.stringify(last.body)} ${JSON.stringify(rows)}\n${logs.slice(-10).join('\n')}`,
           );
         });
-        expect(records[0]).toMatchObject({ actor_type: 'user', actor_id: owner.userId });
+        expect(records[0]).toMatchObject(actor);
       }
     });
 
