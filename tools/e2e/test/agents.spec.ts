@@ -96,17 +96,20 @@ describe('agents: registration, settings, key exchange, rotation, deactivation',
     const { agent } = await createAgent({ usdc_daily_limit_usd: 10 });
     const id = String(agent['id']);
     const renamed = await api(mesh, 'PATCH', `/v1/agents/${id}`, {
+      confirm: TEST_PASSWORD,
       token: owner.token,
       body: { name: 'renamed' },
     });
     expect(renamed.body).toMatchObject({ name: 'renamed', usdc_daily_limit_usd: 10 });
     const cleared = await api(mesh, 'PATCH', `/v1/agents/${id}`, {
+      confirm: TEST_PASSWORD,
       token: owner.token,
       body: { usdc_daily_limit_usd: null },
     });
     expect(cleared.status).toBe(200);
     expect(cleared.body['usdc_daily_limit_usd']).toBeNull();
     const bad = await api(mesh, 'PATCH', `/v1/agents/${id}`, {
+      confirm: TEST_PASSWORD,
       token: owner.token,
       body: { max_gas_limit: -5 },
     });

@@ -406,6 +406,7 @@ describe('identity writes an audit record for every security-relevant change and
       await expectAudit({ action: 'agent.created', ...asUser(owner), ...agentRecord });
 
       const patched = await api(mesh, 'PATCH', `/v1/agents/${agentId}`, {
+        confirm: TEST_PASSWORD,
         token: owner.token,
         body: { description: 'top secret description', token_ttl_seconds: 600 },
       });

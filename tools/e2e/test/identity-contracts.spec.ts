@@ -151,6 +151,7 @@ describe('identity contracts: mail that survives copy-paste, the pages at its li
     expect(read.body['action_approval_policy']).toEqual(policy);
 
     const cleared = await api(mesh, 'PATCH', `/v1/agents/${id}`, {
+      confirm: TEST_PASSWORD,
       token: owner.token,
       body: { action_approval_policy: null, tx_max_value_eth: null, description: null },
     });
@@ -177,7 +178,11 @@ describe('identity contracts: mail that survives copy-paste, the pages at its li
       [{ environment: null }, 'environment'],
     ];
     for (const [body, field] of refused) {
-      const r = await api(mesh, 'PATCH', `/v1/agents/${id}`, { token: owner.token, body });
+      const r = await api(mesh, 'PATCH', `/v1/agents/${id}`, {
+        confirm: TEST_PASSWORD,
+        token: owner.token,
+        body,
+      });
       expectProblem(r, 400, { field });
       expect(String(r.body['detail'])).toContain(field);
     }

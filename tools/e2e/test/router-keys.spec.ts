@@ -1,4 +1,4 @@
-import { api, decodePayload, quickUser } from '../src/api';
+import { TEST_PASSWORD, api, decodePayload, quickUser } from '../src/api';
 import { sharedMesh, type Mesh } from '../src/mesh';
 
 const ROUTER_KEY = /^sk-proxy-v1-[A-Za-z0-9]{16}_[A-Za-z0-9]{43}$/;
@@ -186,13 +186,18 @@ describe('router keys: issue, list, exchange for a 60-second agent token, revoke
     const key = (await createKey(agent.id)).body['router_key'];
     expect((await exchange({ api_key: key })).status).toBe(200);
     const off = await api(mesh, 'PATCH', `/v1/agents/${agent.id}`, {
+      confirm: TEST_PASSWORD,
       token: owner.token,
       body: { proxy_enabled: false },
     });
     expect(off.status).toBe(200);
     expectRefusedExchange(await exchange({ api_key: key }));
     // Turning proxy back on makes the (unrevoked) key usable again.
-    await api(mesh, 'PATCH', `/v1/agents/${agent.id}`, { token: owner.token, body: { proxy_enabled: true } });
+    await api(mesh, 'PATCH', `/v1/agents/${agent.id}`, {
+      confirm: TEST_PASSWORD,
+      token: owner.token,
+      body: { proxy_enabled: true },
+    });
     expect((await exchange({ api_key: key })).status).toBe(200);
     expect((await api(mesh, 'DELETE', `/v1/agents/${agent.id}`, { token: owner.token })).status).toBe(204);
     expectRefusedExchange(await exchange({ api_key: key }));

@@ -493,4 +493,28 @@ describe('step-up on sensitive routes, and the undo of an e-mail change', () => 
     expect(again.status).toBe(400);
     expect(await again.text()).toContain('That did not work');
   });
+
+  it('agent guardrail edits: 401 without a step-up and nothing changed; other fields need none', async () => {
+    const u = await quickUser(mesh);
+    const created = await api(mesh, 'POST', '/v1/agents', {
+      token: u.token,
+      body: { name: 'guarded', tx_max_value_eth: '1' },
+    });
+    expect(created.status).toBe(201);
+    const id = (created.body['agent'] as { id: string }).id;
+    const purpose = 'agent.guardrails.edit';
+    const patch = (body: Record<string, unknown>, confirm?: string) =>
+      api(mesh, 'PATCH', `/v1/agents/${id}`, { token: u.token, body, ...(confirm ? { confirm } : {}) });
+    const limit = async () =>
+      (await api(mesh, 'GET', `/v1/agents/${id}`, { token: u.token })).body['tx_max_value_eth'];
+    expectChallenge(await patch({ tx_max_value_eth: null }), purpose);
+    expectRefused(await patch({ tx_max_value_eth: '100' }, `${TEST_PASSWORD}x`), purpose);
+    expectRefused(await patch({ per_chain_guardrails: {} }, await rat(u.token, 'agent.key.rotate')), purpose);
+    expect(await limit()).toBe('1');
+    // A name is no guardrail.
+    expect((await patch({ name: 'renamed' })).status).toBe(200);
+    const raised = await patch({ tx_max_value_eth: '100' }, await rat(u.token, purpose));
+    expect(raised.status).toBe(200);
+    expect(await limit()).toBe('100');
+  });
 });

@@ -100,6 +100,7 @@ describe('tier caps on vaults, secrets and agents hold under parallel creates', 
       201,
     );
     const again = await api(mesh, 'PATCH', `/v1/agents/${first}`, {
+      confirm: TEST_PASSWORD,
       token: u.token,
       body: { is_active: true },
     });

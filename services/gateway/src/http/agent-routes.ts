@@ -8,10 +8,12 @@ import {
   AgentResponse,
   AgentSelfResponse,
   CreateAgentBody,
+  GUARDRAIL_FIELDS,
   UpdateAgentBody,
   agentBody,
   agentFields,
   agentSelfBody,
+  touchesGuardrails,
 } from './agent-schemas.js';
 import { type Guards, declareRoute } from './routes.js';
 import { STEP_UP_PURPOSES, authConfirmOf } from './step-up.js';
@@ -136,10 +138,19 @@ export function agentRoutes(identity: IdentityServiceClient, guards: Guards): Ro
       tag,
       params: AgentParams,
       body: UpdateAgentBody,
+      stepUp: STEP_UP_PURPOSES.agentGuardrailsEdit,
+      stepUpWhen: {
+        applies: ({ body }) => touchesGuardrails(body),
+        description: `when the body sets a guardrail (${GUARDRAIL_FIELDS.join(', ')})`,
+      },
       responses: { 200: { description: 'The agent after the change', schema: AgentResponse } },
     },
-    async (_req, res, { params, body }) => {
-      const r = await call(identity.updateAgent, { agentId: params.agent_id, fields: agentFields(body) });
+    async (req, res, { params, body }) => {
+      const r = await call(identity.updateAgent, {
+        agentId: params.agent_id,
+        fields: agentFields(body),
+        credential: authConfirmOf(req),
+      });
       res.json(agentBody(r.agent));
     },
   );

@@ -121,6 +121,32 @@ const optionalSettings = Object.fromEntries(Object.entries(settings).map(([k, v]
 const name = z.string().trim().min(1).max(100);
 const description = z.string().max(1000).nullable();
 export const CreateAgentBody = bodyOf({ name, description: description.optional(), ...optionalSettings });
+/**
+ * The settings that are an agent's guardrails (what it may sign and spend, what needs approval or
+ * screening): an update that sets one needs the step-up `agent.guardrails.edit` (SPEC.md §5.9).
+ */
+export const GUARDRAIL_FIELDS = [
+  'action_approval_policy',
+  'address_screening_policy',
+  'execution_guardrails',
+  'per_chain_guardrails',
+  'tx_max_value_eth',
+  'tx_daily_limit_eth',
+  'tx_max_per_day',
+  'max_fee_per_gas_gwei',
+  'max_gas_limit',
+  'tx_to_allowlist',
+  'tx_allowed_chains',
+  'eip712_domain_allowlist',
+  'eip712_default_policy',
+  'usdc_daily_limit_usd',
+] as const satisfies readonly (keyof typeof settings)[];
+
+/** Whether an agent update's body sets a guardrail (null included: clearing one is an edit). */
+export function touchesGuardrails(body: Record<string, unknown>): boolean {
+  return GUARDRAIL_FIELDS.some((f) => body[f] !== undefined);
+}
+
 export const UpdateAgentBody = bodyOf({
   name: name.optional(),
   description: description.optional(),

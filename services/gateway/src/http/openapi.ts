@@ -62,12 +62,13 @@ function parameters(route: DeclaredRoute): JsonSchema[] {
     out.push({ name, in: 'header', required: false, schema: { type: 'string' }, description });
   }
   if (route.spec.stepUp) {
+    const when = route.spec.stepUpWhen;
     out.push({
       name: AUTH_CONFIRM_HEADER,
       in: 'header',
-      required: true,
+      required: !when,
       schema: { type: 'string' },
-      description: stepUpHeaderDescription(route.spec.stepUp),
+      description: (when ? `Only ${when.description}. ` : '') + stepUpHeaderDescription(route.spec.stepUp),
     });
   }
   return out;

@@ -54,6 +54,11 @@ export interface RouteSpec<
    */
   stepUp?: StepUpPurpose;
   /**
+   * With `stepUp`: the step-up is needed only for the requests this answers true for (e.g. an agent
+   * update that touches a guardrail), checked after the input is; the document then says when.
+   */
+  stepUpWhen?: { applies: (input: RouteInput<P, Q, B>) => boolean; description: string };
+  /**
    * Also served by the precompiled dispatcher (hot-routes.ts) for the plain requests of a hot
    * load: same stages, same handler, without Express walking every route before it.
    */
@@ -141,7 +146,8 @@ export function declareRoute<P extends z.ZodType, Q extends z.ZodType, B extends
       }
       // After the input checks, so the retry with a credential does not meet a 400 the first
       // request could have told.
-      if (spec.stepUp && authConfirmOf(req) === '') return sendProblem(res, stepUpChallenge(spec.stepUp));
+      if (spec.stepUp && authConfirmOf(req) === '' && (!spec.stepUpWhen || spec.stepUpWhen.applies(input)))
+        return sendProblem(res, stepUpChallenge(spec.stepUp));
       Promise.resolve(handler(req, res, input)).catch(next);
     },
   ];

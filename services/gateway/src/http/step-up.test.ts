@@ -1,3 +1,4 @@
+import { GUARDRAIL_FIELDS, touchesGuardrails } from './agent-schemas';
 import { STEP_UP_ACCEPTED, STEP_UP_PURPOSES, stepUpChallenge, stepUpHeaderDescription } from './step-up';
 
 describe('stepUpChallenge', () => {
@@ -20,5 +21,13 @@ describe('stepUpChallenge', () => {
     }
     expect(new Set(Object.values(STEP_UP_PURPOSES)).size).toBe(Object.values(STEP_UP_PURPOSES).length);
     expect(STEP_UP_ACCEPTED).toEqual(['reauth_token', 'password', 'totp']);
+  });
+});
+
+describe('touchesGuardrails (agent updates)', () => {
+  it('asks the step-up for a body that sets or clears a guardrail, not for other fields', () => {
+    expect(touchesGuardrails({ name: 'bot', scopes: ['secrets:read'] })).toBe(false);
+    expect(touchesGuardrails({ tx_max_value_eth: null })).toBe(true);
+    for (const f of GUARDRAIL_FIELDS) expect(touchesGuardrails({ [f]: 1 })).toBe(true);
   });
 });

@@ -20,6 +20,7 @@ export const STEP_UP_PURPOSES = {
   mfaEnrol: 'security.mfa.enrol',
   mfaDisable: 'security.mfa.disable',
   agentKeyRotate: 'agent.key.rotate',
+  agentGuardrailsEdit: 'agent.guardrails.edit',
   memberRoleChange: 'org.member.role_change',
   orgKeyRotate: 'org.encryption_key.rotate',
 } as const;

@@ -29,6 +29,8 @@ export const API_KEY_CREATE_PURPOSE = 'account.api_key.create';
 export const MFA_ENROL_PURPOSE = 'security.mfa.enrol';
 /** Step-up purpose of turning TOTP off. */
 export const MFA_DISABLE_PURPOSE = 'security.mfa.disable';
+/** Step-up purpose of editing an agent's guardrails (limits, allow-lists, screening, approvals). */
+export const AGENT_GUARDRAILS_EDIT_PURPOSE = 'agent.guardrails.edit';
 /** Step-up purpose of rotating an agent's key. */
 export const AGENT_KEY_ROTATE_PURPOSE = 'agent.key.rotate';
 /** Step-up purpose of changing a member's role. */

@@ -5,7 +5,10 @@ import {
   agentTokenTtl,
   changedFieldNames,
   checkAgentChange,
+  GUARDRAIL_SETTINGS,
+  SETTING_NAMES,
   narrowsTokenClaims,
+  touchesGuardrails,
 } from './agent-fns';
 import { settingsFromStored, settingsToStored } from './agent-settings-fns';
 
@@ -168,5 +171,32 @@ describe('narrowsTokenClaims', () => {
     expect(narrowsTokenClaims(base, with_({ intentsApiEnabled: false }))).toBe(true);
     expect(narrowsTokenClaims(base, with_({ environment: 'preview' }))).toBe(true);
     expect(narrowsTokenClaims(with_({ proxyEnabled: true }), base)).toBe(true);
+  });
+});
+
+describe('touchesGuardrails', () => {
+  it('is true for a change that sets or clears a guardrail, false for other settings', () => {
+    expect(touchesGuardrails({})).toBe(false);
+    expect(touchesGuardrails({ scopes: ['secrets:read'], environment: 'production' })).toBe(false);
+    expect(touchesGuardrails({ txMaxValueEth: null })).toBe(true);
+    expect(touchesGuardrails({ executionGuardrails: { enforcement: 'enforce' } })).toBe(true);
+    for (const k of GUARDRAIL_SETTINGS) expect(touchesGuardrails({ [k]: null })).toBe(true);
+    // Named as the API names them: the gateway's list (agent-schemas.ts) uses these names.
+    expect(GUARDRAIL_SETTINGS.map((k) => SETTING_NAMES[k])).toEqual([
+      'action_approval_policy',
+      'address_screening_policy',
+      'execution_guardrails',
+      'per_chain_guardrails',
+      'tx_max_value_eth',
+      'tx_daily_limit_eth',
+      'tx_max_per_day',
+      'max_fee_per_gas_gwei',
+      'max_gas_limit',
+      'tx_to_allowlist',
+      'tx_allowed_chains',
+      'eip712_domain_allowlist',
+      'eip712_default_policy',
+      'usdc_daily_limit_usd',
+    ]);
   });
 });

@@ -191,3 +191,29 @@ export function narrowsTokenClaims(before: AgentSettings, after: AgentSettings):
   if (before.proxyEnabled && !after.proxyEnabled) return true;
   return JSON.stringify(before.proxyConfig) !== JSON.stringify(after.proxyConfig);
 }
+
+/**
+ * The settings that are an agent's guardrails: what it may sign and spend, and what needs an
+ * approval or a screening. SPEC.md §5.9: every edit of one needs a step-up (`agent.guardrails.edit`).
+ */
+export const GUARDRAIL_SETTINGS: readonly (keyof AgentSettings)[] = [
+  'actionApprovalPolicy',
+  'addressScreeningPolicy',
+  'executionGuardrails',
+  'perChainGuardrails',
+  'txMaxValueEth',
+  'txDailyLimitEth',
+  'txMaxPerDay',
+  'maxFeePerGasGwei',
+  'maxGasLimit',
+  'txToAllowlist',
+  'txAllowedChains',
+  'eip712DomainAllowlist',
+  'eip712DefaultPolicy',
+  'usdcDailyLimitUsd',
+];
+
+/** Whether a change sets any guardrail setting (null included: clearing one is an edit too). */
+export function touchesGuardrails(settings: Partial<AgentSettings>): boolean {
+  return GUARDRAIL_SETTINGS.some((k) => settings[k] !== undefined);
+}

@@ -19,8 +19,9 @@ import {
   changedFieldNames,
   checkAgentChange,
   narrowsTokenClaims,
+  touchesGuardrails,
 } from './agent-fns.js';
-import { AGENT_KEY_ROTATE_PURPOSE } from '../account/account-fns.js';
+import { AGENT_GUARDRAILS_EDIT_PURPOSE, AGENT_KEY_ROTATE_PURPOSE } from '../account/account-fns.js';
 import type { StepUpChecker } from '../mfa/mfa-types.js';
 import type { AgentStore } from './agent-store.js';
 import type { Agent, AgentChange } from './agent-types.js';
@@ -93,10 +94,13 @@ export class AgentService {
    * narrow what live tokens carry (narrowsTokenClaims) revokes every token of the agent at once,
    * before the answer, so the agent exchanges its key again for a token with the new claims.
    */
-  async update(p: Principal, agentId: string, change: AgentChange): Promise<Agent> {
+  async update(p: Principal, agentId: string, change: AgentChange, credential: unknown): Promise<Agent> {
     const user = manager(p);
     const agent = await agentInOrg(this.store, p, agentId);
     const input = checkAgentChange(change, 'update');
+    // SPEC.md §5.9: every guardrail edit needs a step-up; other fields do not.
+    if (touchesGuardrails(input.settings))
+      await this.stepUp.confirmStepUp(user, AGENT_GUARDRAILS_EDIT_PURPOSE, credential);
     // Reactivating takes a place under the org's cap on active agents, like creating does: asked
     // whenever the change sets it active, since whether it is inactive is read under the lock.
     const cap = input.isActive === true ? await this.billing.agentCap(agent.orgId) : undefined;

@@ -154,7 +154,11 @@ export function identityGrpc(deps: {
     },
     async updateAgent(req, call) {
       const p = await caller(call);
-      return { agent: agentMessage(await deps.agents.update(p, req.agentId, agentChangeOf(req.fields))) };
+      return {
+        agent: agentMessage(
+          await deps.agents.update(p, req.agentId, agentChangeOf(req.fields), req.credential),
+        ),
+      };
     },
     async deactivateAgent(req, call) {
       await deps.agents.deactivate(await caller(call), req.agentId);

@@ -438,7 +438,15 @@ export interface UpdateAgentRequest {
   /** The agent (UUID). */
   agentId: string;
   /** The fields to change. */
-  fields?: AgentFields | undefined;
+  fields?:
+    | AgentFields
+    | undefined;
+  /**
+   * The `X-Auth-Confirm` value (SPEC.md §5.9): a `rat_` token for purpose `agent.guardrails.edit`,
+   * the password, or a TOTP code; checked only when the change touches a guardrail field
+   * (PERMISSION_DENIED `step_up_required` when it fails).
+   */
+  credential: string;
 }
 
 /** UpdateAgentResponse carries the updated agent. */
@@ -3470,7 +3478,7 @@ export const GetAgentResponse: MessageFns<GetAgentResponse> = {
 };
 
 function createBaseUpdateAgentRequest(): UpdateAgentRequest {
-  return { agentId: "", fields: undefined };
+  return { agentId: "", fields: undefined, credential: "" };
 }
 
 export const UpdateAgentRequest: MessageFns<UpdateAgentRequest> = {
@@ -3480,6 +3488,9 @@ export const UpdateAgentRequest: MessageFns<UpdateAgentRequest> = {
     }
     if (message.fields !== undefined) {
       AgentFields.encode(message.fields, writer.uint32(26).fork()).join();
+    }
+    if (message.credential !== "") {
+      writer.uint32(34).string(message.credential);
     }
     return writer;
   },
@@ -3507,6 +3518,14 @@ export const UpdateAgentRequest: MessageFns<UpdateAgentRequest> = {
           message.fields = AgentFields.decode(reader, reader.uint32());
           continue;
         }
+        case 4: {
+          if (tag !== 34) {
+            break;
+          }
+
+          message.credential = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -3520,6 +3539,7 @@ export const UpdateAgentRequest: MessageFns<UpdateAgentRequest> = {
     return {
       agentId: isSet(object.agentId) ? globalThis.String(object.agentId) : "",
       fields: isSet(object.fields) ? AgentFields.fromJSON(object.fields) : undefined,
+      credential: isSet(object.credential) ? globalThis.String(object.credential) : "",
     };
   },
 
@@ -3530,6 +3550,9 @@ export const UpdateAgentRequest: MessageFns<UpdateAgentRequest> = {
     }
     if (message.fields !== undefined) {
       obj.fields = AgentFields.toJSON(message.fields);
+    }
+    if (message.credential !== "") {
+      obj.credential = message.credential;
     }
     return obj;
   },
@@ -3543,6 +3566,7 @@ export const UpdateAgentRequest: MessageFns<UpdateAgentRequest> = {
     message.fields = (object.fields !== undefined && object.fields !== null)
       ? AgentFields.fromPartial(object.fields)
       : undefined;
+    message.credential = object.credential ?? "";
     return message;
   },
 };
