@@ -213,6 +213,17 @@ describe('the mesh rides out NATS and Redis outages and kill -9 of each service'
       'sign-in refused while Redis is down',
     );
     expect(login!.headers.get('retry-after')).toMatch(/^\d+$/);
+    // The e-mailed links' HTML pages are credential routes too: their limiter refuses, as a page.
+    const page = await fetch(`${mesh.baseUrl}/reset-password`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: `cse_${'A'.repeat(16)}_${'b'.repeat(43)}`, new_password: 'x' }).toString(),
+    });
+    expect({ status: page.status, retryAfter: page.headers.get('retry-after') }).toEqual({
+      status: 503,
+      retryAfter: expect.stringMatching(/^\d+$/),
+    });
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
     // A secret read needs the revocation check: refused, never served unchecked.
     const r = await read('seed', `redis-down-${randomBytes(3).toString('hex')}`);
     expect({ status: r.status, retryAfter: r.headers.get('retry-after') }).toEqual({
