@@ -73,8 +73,9 @@ export class OrgService {
   /**
    * Changes a member's role (see roleChangeRefusal). A real change revokes the member's current
    * tokens, whose `role` claim it makes stale; the member signs in or refreshes to get the new one.
-   * The revocation is recorded in the transaction of the change (a change never commits without
-   * it) and stamped again and published after commit; a failure to publish answers 503. The step-up
+   * The revocation is recorded and published to Redis inside the transaction of the change (a
+   * change never commits without it: when it cannot be published the answer is 503 and nothing
+   * changed), and stamped again and published after commit. The step-up
    * `org.member.role_change` is checked first.
    */
   async updateRole(
@@ -107,7 +108,12 @@ export class OrgService {
       if (refusal) throw refusal;
       if (target.role === newRole) return { member: target, changed: false };
       await this.store.setRole(caller.orgId, target.id, newRole, tx);
-      await this.revocations.record([this.userRevocation(target.id)], tx);
+      const revocation = this.userRevocation(target.id);
+      await this.revocations.record([revocation], tx);
+      // Published before the change commits: when it cannot be (Redis unreachable) the change
+      // rolls back with a 503 and nothing changed. A revocation whose change then rolls back for
+      // another reason only makes the member sign in again.
+      await this.revocations.publish([revocation]);
       await audit(
         tx,
         auditOf(
@@ -121,8 +127,8 @@ export class OrgService {
     });
     if (result.changed) {
       // Stamped again now that the change is visible: a token minted with the old role between
-      // the first stamp and the commit is covered too. A failed publish is a 503 (it is stored,
-      // and republished within a minute).
+      // the first stamp and the commit is covered too. A failed publish here (Redis lost in
+      // between) is a 503 with the change made: stored, and republished within a minute.
       const fresh = this.userRevocation(result.member.id);
       await this.revocations.record([fresh]);
       await this.revocations.publish([fresh]);
