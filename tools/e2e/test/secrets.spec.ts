@@ -242,6 +242,31 @@ describe('secrets: versions, values, limits and what is stored', () => {
     expect(row!.access_count).toBe('5');
   });
 
+  it('HEAD on a value read is 405 and spends nothing: the one read a max_access_count 1 secret allows is still there', async () => {
+    expect((await put('limited/head', { value: 'read-me-once', max_access_count: 1 })).status).toBe(201);
+    for (const url of [
+      `/v1/vaults/${vaultId}/secrets/limited/head`,
+      `/v1/vaults/${vaultId}/secret-version/limited/head/1`,
+      `/v1/vaults/${vaultId}/env-vars/resolve`,
+    ]) {
+      const r = await fetch(`${mesh.baseUrl}${url}`, {
+        method: 'HEAD',
+        headers: { authorization: `Bearer ${owner.token}` },
+      });
+      expect({ url, status: r.status }).toEqual({ url, status: 405 });
+      expect(r.headers.get('allow')).toContain('GET');
+    }
+    const [row] = await sqlOn<{ access_count: string }>(
+      mesh,
+      `SELECT access_count FROM vault_crypto.secret_versions WHERE vault_id = $1 AND path = 'limited/head'`,
+      [vaultId],
+    );
+    expect(row!.access_count).toBe('0');
+    const read = await get('limited/head');
+    expect({ status: read.status, value: read.body['value'] }).toEqual({ status: 200, value: 'read-me-once' });
+    expectProblem(await get('limited/head'), 410);
+  });
+
   it('30 concurrent writes of a live path store 30 dense versions, each readable with its own value', async () => {
     expect((await put('busy/path', { value: 'v-0' })).status).toBe(201);
     const writes = await Promise.all(

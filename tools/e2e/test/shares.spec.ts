@@ -745,6 +745,11 @@ describe('shares: links and grants of one secret version, and every way they ref
       { recipient_type: 'anyone_with_link', max_access_count: 1 },
       o.owner.token,
     );
+    // A HEAD (a link checker, a chat preview) is refused and spends nothing.
+    const head = await fetch(`${mesh.baseUrl}/v1/share/${id}?key=${encodeURIComponent(linkKeys.get(id)!)}`, {
+      method: 'HEAD',
+    });
+    expect(head.status).toBe(405);
     const replies = await Promise.all(Array.from({ length: 100 }, () => open(id)));
     const revealed = replies.filter((r) => r.status === 200);
     expect(revealed).toHaveLength(1);

@@ -59,6 +59,12 @@ export interface RouteSpec<
    */
   stepUpWhen?: { applies: (input: RouteInput<P, Q, B>) => boolean; description: string };
   /**
+   * A GET that reveals a secret value or spends a count (a secret read, a share opening): HEAD on
+   * it is 405. Express would run the GET for a HEAD and drop the body, so a link checker or a
+   * monitoring probe would spend a read and leave an audit record of a value nobody received.
+   */
+  noHead?: boolean;
+  /**
    * Also served by the precompiled dispatcher (hot-routes.ts) for the plain requests of a hot
    * load: same stages, same handler, without Express walking every route before it.
    */
@@ -154,6 +160,21 @@ export function declareRoute<P extends z.ZodType, Q extends z.ZodType, B extends
   // What `router[method](path, ...stages)` does, keeping the Route: the hot dispatcher sets it as
   // `req.route`, as Express would.
   const route = router.route(spec.path);
+  if (spec.method === 'get' && spec.noHead) {
+    // Registered on the route, so Express does not fall back to the GET for a HEAD.
+    route.head((req: Request, res: Response) => {
+      const allow = [...new Set(ROUTE_TABLE.filter((r) => r.path === spec.path).map((r) => r.method))]
+        .sort()
+        .join(', ');
+      res.setHeader('Allow', allow);
+      sendProblem(res, {
+        type: 'about:blank',
+        title: 'Method Not Allowed',
+        status: 405,
+        detail: `HEAD is not allowed on ${req.path}: a GET here reads a value; allowed: ${allow}`,
+      });
+    });
+  }
   route[spec.method](...stages);
   if (spec.hot && guards.hot) guards.hot.add(spec.method, spec.path, route, stages);
 }

@@ -284,6 +284,7 @@ export function shareRoutes(peers: Peers, guards: Guards): Router {
     {
       method: 'get',
       path: '/v1/share/:share_id',
+      noHead: true,
       access: 'public',
       summary:
         "Open a share with its link (id and `key`): no token needed unless it names a recipient (that recipient's token)",

@@ -175,6 +175,7 @@ export function vaultRoutes(peers: Peers, guards: Guards): Router {
     {
       method: 'get',
       path: '/v1/vaults/:vault_id/secrets/*path',
+      noHead: true,
       access: 'authenticated',
       summary: 'Read the latest version of a secret (counted, audited)',
       tag,
@@ -235,6 +236,7 @@ export function vaultRoutes(peers: Peers, guards: Guards): Router {
     {
       method: 'get',
       path: '/v1/vaults/:vault_id/secret-version/*rest',
+      noHead: true,
       access: 'authenticated',
       summary: 'Read one version of a secret: `…/secret-version/{path}/{version}`',
       tag,
@@ -310,6 +312,7 @@ export function vaultRoutes(peers: Peers, guards: Guards): Router {
     {
       method: 'get',
       path: '/v1/vaults/:vault_id/env-vars/resolve',
+      noHead: true,
       access: 'authenticated',
       summary: 'Merge the env bundles of the org shared vault, this vault and a branch override',
       tag,
