@@ -182,7 +182,11 @@ export async function hopFloor(
     const grpcPort = String(await freeMeshPort());
     const files = (s: 'gateway' | 'vault-crypto') => {
       const e = certs.envOf(s);
-      return { FLOOR_CA_FILE: e.GRPC_TLS_CA_FILE, FLOOR_CERT_FILE: e.GRPC_TLS_CERT_FILE, FLOOR_KEY_FILE: e.GRPC_TLS_KEY_FILE };
+      return {
+        FLOOR_CA_FILE: e.GRPC_TLS_CA_FILE,
+        FLOOR_CERT_FILE: e.GRPC_TLS_CERT_FILE,
+        FLOOR_KEY_FILE: e.GRPC_TLS_KEY_FILE,
+      };
     };
     const poolSize = opts.poolSize ?? 16;
     const backend = await startFloorProcess('backend', {

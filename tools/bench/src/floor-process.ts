@@ -80,7 +80,12 @@ function backend(): void {
   });
   const creds = grpc.ServerCredentials.createSsl(
     fs.readFileSync(env('FLOOR_CA_FILE')),
-    [{ private_key: fs.readFileSync(env('FLOOR_KEY_FILE')), cert_chain: fs.readFileSync(env('FLOOR_CERT_FILE')) }],
+    [
+      {
+        private_key: fs.readFileSync(env('FLOOR_KEY_FILE')),
+        cert_chain: fs.readFileSync(env('FLOOR_CERT_FILE')),
+      },
+    ],
     true,
   );
   server.bindAsync(`127.0.0.1:${env('FLOOR_GRPC_PORT')}`, creds, (err) => {

@@ -146,7 +146,9 @@ async function main(): Promise<number> {
     // The hop floor: HTTP edge → one mTLS gRPC exchange → one point-select, nothing else (the least
     // a read through this mesh's shape can cost), by a unary call and by a message on a stream.
     for (const transport of ['unary', 'stream'] as FloorTransport[]) {
-      log(`ceiling: hop floor (${transport}), ${opts.concurrency} connections, for ${opts.ceilingDuration} s`);
+      log(
+        `ceiling: hop floor (${transport}), ${opts.concurrency} connections, for ${opts.ceilingDuration} s`,
+      );
       ceilings[`hop_floor_${transport}`] = await hopFloor(pgDb.url, pgDb.name, {
         concurrency: opts.concurrency,
         seconds: opts.ceilingDuration,
@@ -285,7 +287,9 @@ async function main(): Promise<number> {
     const us = c?.cpu?.us_per_request;
     return `${fmt(c?.ops_per_s ?? NaN)}/s (${fmt(c ? c.ops_per_s / (pg?.ops_per_s ?? NaN) : NaN, 3)} × pg; µs/req edge ${fmt(us?.['floor-edge'] ?? NaN)}, backend ${fmt(us?.['floor-backend'] ?? NaN)}, postgres ${fmt(us?.['postgres'] ?? NaN)})`;
   };
-  console.log(`hop floor (HTTP → mTLS gRPC → point-select, nothing else): unary ${floor('unary')}; stream ${floor('stream')}`);
+  console.log(
+    `hop floor (HTTP → mTLS gRPC → point-select, nothing else): unary ${floor('unary')}; stream ${floor('stream')}`,
+  );
   console.log(
     `\ntargets of issue 14 (${TARGET_CONDITIONS.machine_cpus} cores, ${TARGET_CONDITIONS.concurrency} ` +
       `connections; this run: ${cpus.length} cores, ${opts.concurrency} connections):`,

@@ -153,7 +153,11 @@ describe('the mesh rides out a Postgres restart under concurrent writes', () => 
       mesh.restart('vault-crypto');
       // It says it waits, and keeps waiting (an exit would leave Kubernetes a crash loop).
       await waitUntil(
-        () => mesh.output.get('vault-crypto')!.slice(seen).some((l) => l.includes('Postgres is unreachable; waiting for it')),
+        () =>
+          mesh.output
+            .get('vault-crypto')!
+            .slice(seen)
+            .some((l) => l.includes('Postgres is unreachable; waiting for it')),
         20_000,
         'vault-crypto saying it waits for Postgres',
       );

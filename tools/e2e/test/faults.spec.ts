@@ -217,7 +217,10 @@ describe('the mesh rides out NATS and Redis outages and kill -9 of each service'
     const page = await fetch(`${mesh.baseUrl}/reset-password`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ token: `cse_${'A'.repeat(16)}_${'b'.repeat(43)}`, new_password: 'x' }).toString(),
+      body: new URLSearchParams({
+        token: `cse_${'A'.repeat(16)}_${'b'.repeat(43)}`,
+        new_password: 'x',
+      }).toString(),
     });
     expect({ status: page.status, retryAfter: page.headers.get('retry-after') }).toEqual({
       status: 503,

@@ -263,7 +263,10 @@ describe('secrets: versions, values, limits and what is stored', () => {
     );
     expect(row!.access_count).toBe('0');
     const read = await get('limited/head');
-    expect({ status: read.status, value: read.body['value'] }).toEqual({ status: 200, value: 'read-me-once' });
+    expect({ status: read.status, value: read.body['value'] }).toEqual({
+      status: 200,
+      value: 'read-me-once',
+    });
     expectProblem(await get('limited/head'), 410);
   });
 
