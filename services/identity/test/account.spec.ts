@@ -219,6 +219,21 @@ describe('account rules against Postgres', () => {
     });
   });
 
+  it('checks parallel TOTP step-ups of one user without waiting for a second connection (more than the pool holds)', async () => {
+    const p = await user({ password: true });
+    await enrolTotp(p);
+    // Twelve wrong codes at once against a pool of 8: each check holds one connection under the
+    // user's lock; one that asked for a second would leave the pool exhausted until timeouts.
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        refusal(reauth.confirmStepUp(p, 'account.email.change', String(100000 + i))),
+      ),
+    );
+    const kinds = answers.map((a) => (a as { kind?: string }).kind);
+    expect(kinds.filter((k) => k === 'permission_denied')).toHaveLength(10);
+    expect(kinds.filter((k) => k === 'rate_limited')).toHaveLength(2);
+  });
+
   it('confirms a step-up for another service only for a live user of the named org', async () => {
     const p = await user({ password: true });
     const other = await user({ password: true });

@@ -316,6 +316,19 @@ describe('account: passwords, e-mail change, re-auth and step-up, deletion, sett
       });
       expect(takenR.status).toBe(409);
       expect(takenR.body).toMatchObject({ status: 409, field: 'new_email' });
+      // Without a valid step-up, a taken address answers as a free one would: the failed proof.
+      for (const new_email of [b.email, `free-${b.email}`]) {
+        const junk = await api(mesh, 'POST', '/v1/auth/change-email', {
+          token: a.token,
+          body: { new_email },
+          confirm: 'not-my-password',
+        });
+        expect({ new_email, status: junk.status, type: junk.body['type'] }).toEqual({
+          new_email,
+          status: 403,
+          type: 'step_up_required',
+        });
+      }
       for (const new_email of [a.email, 'not-an-email', '', 7]) {
         const r = await api(mesh, 'POST', '/v1/auth/change-email', {
           token: a.token,

@@ -494,6 +494,46 @@ describe('step-up on sensitive routes, and the undo of an e-mail change', () => 
     expect(await again.text()).toContain('That did not work');
   });
 
+  it('after two changes (A→B, B→C), the first undo link wins in either order: the later link cannot take the account back', async () => {
+    /** Changes the address of `u` (signed in with `token`) to `to`; the undo link mailed to `from`. */
+    const change = async (token: string, from: string, to: string) => {
+      const started = await api(mesh, 'POST', '/v1/auth/change-email', {
+        token,
+        body: { new_email: to },
+        confirm: TEST_PASSWORD,
+      });
+      expect(started.status).toBe(200);
+      const code = /\b(\d{6})\b/.exec((await nextMail(to)).text)![1]!;
+      const verified = await api(mesh, 'POST', '/v1/auth/verify-email-change', { token, body: { code } });
+      expect(verified.status).toBe(200);
+      return UNDO_TOKEN.exec((await nextMail(from)).text)![0];
+    };
+    const undo = (token: string) => api(mesh, 'POST', '/v1/auth/undo-email-change', { body: { token } });
+    const emailOf = async (userId: string) =>
+      (await sqlOn<{ email: string }>(mesh, 'SELECT email FROM identity.users WHERE id = $1', [userId]))[0]!
+        .email;
+
+    for (const order of ['first link first', 'later link first'] as const) {
+      const u = await quickUser(mesh);
+      const a = u.email;
+      const b = newEmail();
+      const c = newEmail();
+      const u1 = await change(u.token, a, b);
+      const u2 = await change(u.token, b, c);
+      if (order === 'first link first') {
+        expect((await undo(u1)).status).toBe(200);
+        // The link mailed to B (whoever made the changes) died with the undo.
+        expect((await undo(u2)).status).toBe(400);
+      } else {
+        // Whoever holds B undoes first: the owner's earlier link still restores A.
+        expect((await undo(u2)).status).toBe(200);
+        expect(await emailOf(u.userId)).toBe(b);
+        expect((await undo(u1)).status).toBe(200);
+      }
+      expect({ order, email: await emailOf(u.userId) }).toEqual({ order, email: a });
+    }
+  });
+
   it('agent guardrail edits: 401 without a step-up and nothing changed; other fields need none', async () => {
     const u = await quickUser(mesh);
     const created = await api(mesh, 'POST', '/v1/agents', {

@@ -273,12 +273,13 @@ export class AccountStore {
     purpose: string,
     matches: (secretHash: string) => boolean,
     tx: Tx,
-  ): Promise<{ userId: string; restoreEmail: string } | undefined> {
+  ): Promise<{ userId: string; restoreEmail: string; createdAt: Date } | undefined> {
     const [row] = await tx
       .select({
         userId: emailTokens.userId,
         secretHash: emailTokens.secretHash,
         restoreEmail: emailTokens.restoreEmail,
+        createdAt: emailTokens.createdAt,
       })
       .from(emailTokens)
       .where(
@@ -292,7 +293,27 @@ export class AccountStore {
       .for('update');
     if (!row || row.restoreEmail === null || !matches(row.secretHash)) return undefined;
     await tx.update(emailTokens).set({ usedAt: new Date() }).where(eq(emailTokens.id, id));
-    return { userId: row.userId, restoreEmail: row.restoreEmail };
+    return { userId: row.userId, restoreEmail: row.restoreEmail, createdAt: row.createdAt };
+  }
+
+  /**
+   * Voids the unused e-mailed tokens of a purpose made at or after `since` (the undo links of the
+   * changes that came after the one an undo reverts). Earlier ones stay usable.
+   */
+  async voidEmailTokensSince(userId: string, purpose: string, since: Date, tx: Tx): Promise<number> {
+    const voided = await tx
+      .update(emailTokens)
+      .set({ usedAt: new Date() })
+      .where(
+        and(
+          eq(emailTokens.userId, userId),
+          eq(emailTokens.purpose, purpose),
+          isNull(emailTokens.usedAt),
+          gte(emailTokens.createdAt, since),
+        ),
+      )
+      .returning({ id: emailTokens.id });
+    return voided.length;
   }
 
   /** When the session (refresh family) `familyId` of a user started, if it is live. */

@@ -64,9 +64,11 @@ export class EmailChangeService {
     if (user.email.toLowerCase() === newEmail) {
       throw new InvalidArgumentError('new_email', 'new_email is already the address of this account');
     }
-    if (await this.store.emailTaken(newEmail, user.id)) throw new ConflictError(IN_USE, 'new_email');
-    // After the checks that spend nothing, so a typo does not cost the caller a rat_ token.
+    // After the input checks that spend nothing (a typo does not cost a rat_ token), but before
+    // the address is looked up: whether an address has an account is told only to a caller who
+    // proved presence, never to a stolen token sending a junk X-Auth-Confirm.
     await this.reauth.confirmStepUp(p, EMAIL_CHANGE_PURPOSE, credential);
+    if (await this.store.emailTaken(newEmail, user.id)) throw new ConflictError(IN_USE, 'new_email');
     const code = generateEmailCode();
     await this.store.upsertEmailChange({
       userId: user.id,
@@ -167,7 +169,8 @@ export class EmailChangeService {
   /**
    * `POST /v1/auth/undo-email-change`: the token mailed to the replaced address restores it (once,
    * within 7 days), and every session, access token and personal API key of the user ends, since
-   * whoever changed the address may hold them. 409 when another account has the address now.
+   * whoever changed the address may hold them; the undo links of later changes are voided. 409
+   * when another account has the address now.
    */
   async undo(rawToken: unknown): Promise<string> {
     const parsed =
@@ -186,6 +189,16 @@ export class EmailChangeService {
         const user = await this.users.findById(row.userId, tx);
         if (!user) return undefined;
         if (!(await this.store.setEmail(user.id, row.restoreEmail, tx))) return undefined;
+        // The undo links of the changes made after this one die with them: whoever made those
+        // changes (A→B, then B→C, whose link went to B) cannot take the account back with the
+        // later link once the owner undid the first. Earlier links stay: an undo by a later link
+        // never locks out the holder of the original address.
+        const laterLinksVoided = await this.store.voidEmailTokensSince(
+          user.id,
+          UNDO_PURPOSE,
+          row.createdAt,
+          tx,
+        );
         // A change started meanwhile by whoever holds the account must not complete.
         await this.store.deleteEmailChange(user.id, tx);
         await this.store.revokeRefreshTokens(user.id, tx);
@@ -198,7 +211,12 @@ export class EmailChangeService {
           action: 'email.change_undone',
           resourceType: 'user',
           resourceId: user.id,
-          metadata: { method: 'email_link', sessions_revoked: true, api_keys_revoked: apiKeysRevoked },
+          metadata: {
+            method: 'email_link',
+            sessions_revoked: true,
+            api_keys_revoked: apiKeysRevoked,
+            later_undo_links_voided: laterLinksVoided,
+          },
         });
         return { userId: user.id, email: row.restoreEmail };
       });

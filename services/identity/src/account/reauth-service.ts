@@ -29,7 +29,7 @@ import {
   requireUser,
   stepUpMethodOf,
 } from './account-fns.js';
-import type { AccountStore } from './account-store.js';
+import type { AccountStore, Tx } from './account-store.js';
 
 const RAT = SECRET_TOKEN_PREFIXES.reauth;
 
@@ -107,7 +107,9 @@ export class ReauthService {
     } else {
       if (!(await this.totp.hasTotp(user.id)))
         throw new InvalidArgumentError('totp_code', 'this account has no TOTP enrolled; send password');
-      if (!(await this.checkUnderLockout(user, purpose, 'totp', () => this.totp.spend(user.id, totpCode)))) {
+      if (
+        !(await this.checkUnderLockout(user, purpose, 'totp', (tx) => this.totp.spend(user.id, totpCode, tx)))
+      ) {
         throw new PermissionDeniedError('the TOTP code is not correct or was used already', {
           field: 'totp_code',
         });
@@ -212,7 +214,11 @@ export class ReauthService {
       return;
     }
     if (method === 'totp') {
-      if (!(await this.checkUnderLockout(user, purpose, 'totp', () => this.totp.spend(user.id, credential))))
+      if (
+        !(await this.checkUnderLockout(user, purpose, 'totp', (tx) =>
+          this.totp.spend(user.id, credential, tx),
+        ))
+      )
         throw stepUpRequired(purpose, 'the TOTP code is not correct or was used already');
       return;
     }
@@ -250,7 +256,7 @@ export class ReauthService {
     user: { id: string; orgId: string },
     purpose: string,
     method: StepUpMethod,
-    check: () => Promise<boolean>,
+    check: (tx: Tx) => Promise<boolean>,
   ): Promise<boolean> {
     const userId = user.id;
     const outcome = await this.store.transaction(async (tx) => {
@@ -260,7 +266,10 @@ export class ReauthService {
       const failures = await this.store.failuresSince(userId, windowStart, tx);
       const lockedMs = reauthLockRemainingMs(failures, now);
       if (lockedMs > 0) return { ok: false, lockedMs, failures: failures.length };
-      if (await check()) return { ok: true, lockedMs: 0, failures: 0 };
+      // Database reads of the check run in this transaction: holding this connection and the
+      // lock while waiting for a second one would let a few parallel checks of one user exhaust
+      // the pool.
+      if (await check(tx)) return { ok: true, lockedMs: 0, failures: 0 };
       await this.store.recordFailure(userId, windowStart, tx);
       return { ok: false, lockedMs: 0, failures: failures.length + 1 };
     });

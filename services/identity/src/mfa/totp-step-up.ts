@@ -1,6 +1,6 @@
 import { base32Encode, verifyTotp } from '../credentials/totp-fns.js';
 import { classifyCode, openTotpSecret } from './mfa-fns.js';
-import type { MfaStore } from './mfa-store.js';
+import type { MfaStore, MfaTx } from './mfa-store.js';
 
 /**
  * A TOTP code as a step-up credential (SPEC.md §5.9): accepted when current and its time step is
@@ -19,11 +19,14 @@ export class TotpStepUpCodes {
     return (await this.store.totpState(userId))?.enabled === true;
   }
 
-  /** True when `code` is a current, unused TOTP code of the user; it is spent now. */
-  async spend(userId: string, code: string): Promise<boolean> {
+  /**
+   * True when `code` is a current, unused TOTP code of the user; it is spent now, in `tx` when
+   * given (the caller's transaction: a check under a lock must not wait for a second connection).
+   */
+  async spend(userId: string, code: string, tx?: MfaTx): Promise<boolean> {
     const c = classifyCode(code);
     if (c.kind !== 'otp') return false;
-    const state = await this.store.totpState(userId);
+    const state = await this.store.totpState(userId, tx);
     if (!state?.enabled || !state.secretEnc) return false;
     const secret = openTotpSecret(state.secretEnc, this.kek, userId);
     let step: number | undefined;
@@ -32,6 +35,6 @@ export class TotpStepUpCodes {
     } finally {
       secret.fill(0);
     }
-    return step !== undefined && (await this.store.advanceTotpStep(userId, step));
+    return step !== undefined && (await this.store.advanceTotpStep(userId, step, tx));
   }
 }

@@ -85,15 +85,12 @@ export class OrgService {
     credential: unknown,
   ): Promise<OrgMemberView> {
     const caller = humanCaller(p, 'change roles');
-    parseUuid(userId, 'user_id');
-    parseRole(role);
-    await this.stepUp.confirmStepUp(caller, MEMBER_ROLE_CHANGE_PURPOSE, credential);
-    const result = await this.store.transaction(async (tx) => {
-      await this.store.lockOrg(caller.orgId, tx);
+    const targetId = parseUuid(userId, 'user_id');
+    const newRole = parseRole(role);
+    /** The member to change, or the refusal: decided before the step-up and again under the lock. */
+    const decide = async (tx?: Tx) => {
       const me = await this.me(caller, tx);
       requireHumanAdmin({ ...caller, role: me.role }, 'change roles');
-      const targetId = parseUuid(userId, 'user_id');
-      const newRole = parseRole(role);
       const target = await this.store.findHomeMember(caller.orgId, targetId, tx);
       if (!target) throw new NotFoundError('member', targetId);
       const refusal = roleChangeRefusal(
@@ -106,6 +103,15 @@ export class OrgService {
         newRole,
       );
       if (refusal) throw refusal;
+      return target;
+    };
+    // A change that would be refused does not spend the caller's rat_ token (or a TOTP step).
+    const current = await decide();
+    if (current.role === newRole) return current;
+    await this.stepUp.confirmStepUp(caller, MEMBER_ROLE_CHANGE_PURPOSE, credential);
+    const result = await this.store.transaction(async (tx) => {
+      await this.store.lockOrg(caller.orgId, tx);
+      const target = await decide(tx);
       if (target.role === newRole) return { member: target, changed: false };
       await this.store.setRole(caller.orgId, target.id, newRole, tx);
       const revocation = this.userRevocation(target.id);
