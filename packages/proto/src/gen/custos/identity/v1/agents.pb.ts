@@ -433,6 +433,23 @@ export interface GetAgentResponse {
   agent?: Agent | undefined;
 }
 
+/**
+ * GetOrgAgentRequest names an org and an agent; the calling service read the org from the access
+ * token it verified.
+ */
+export interface GetOrgAgentRequest {
+  /** The caller's org (UUID). */
+  orgId: string;
+  /** The agent (UUID). */
+  agentId: string;
+}
+
+/** GetOrgAgentResponse carries the agent. */
+export interface GetOrgAgentResponse {
+  /** The agent. */
+  agent?: Agent | undefined;
+}
+
 /** UpdateAgentRequest changes the fields that are set. */
 export interface UpdateAgentRequest {
   /** The agent (UUID). */
@@ -3472,6 +3489,140 @@ export const GetAgentResponse: MessageFns<GetAgentResponse> = {
   },
   fromPartial<I extends Exact<DeepPartial<GetAgentResponse>, I>>(object: I): GetAgentResponse {
     const message = createBaseGetAgentResponse();
+    message.agent = (object.agent !== undefined && object.agent !== null) ? Agent.fromPartial(object.agent) : undefined;
+    return message;
+  },
+};
+
+function createBaseGetOrgAgentRequest(): GetOrgAgentRequest {
+  return { orgId: "", agentId: "" };
+}
+
+export const GetOrgAgentRequest: MessageFns<GetOrgAgentRequest> = {
+  encode(message: GetOrgAgentRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.agentId !== "") {
+      writer.uint32(18).string(message.agentId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetOrgAgentRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseGetOrgAgentRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.orgId = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.agentId = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): GetOrgAgentRequest {
+    return {
+      orgId: isSet(object.orgId) ? globalThis.String(object.orgId) : "",
+      agentId: isSet(object.agentId) ? globalThis.String(object.agentId) : "",
+    };
+  },
+
+  toJSON(message: GetOrgAgentRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.agentId !== "") {
+      obj.agentId = message.agentId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetOrgAgentRequest>, I>>(base?: I): GetOrgAgentRequest {
+    return GetOrgAgentRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetOrgAgentRequest>, I>>(object: I): GetOrgAgentRequest {
+    const message = createBaseGetOrgAgentRequest();
+    message.orgId = object.orgId ?? "";
+    message.agentId = object.agentId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetOrgAgentResponse(): GetOrgAgentResponse {
+  return { agent: undefined };
+}
+
+export const GetOrgAgentResponse: MessageFns<GetOrgAgentResponse> = {
+  encode(message: GetOrgAgentResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.agent !== undefined) {
+      Agent.encode(message.agent, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetOrgAgentResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseGetOrgAgentResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.agent = Agent.decode(reader, reader.uint32());
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): GetOrgAgentResponse {
+    return { agent: isSet(object.agent) ? Agent.fromJSON(object.agent) : undefined };
+  },
+
+  toJSON(message: GetOrgAgentResponse): unknown {
+    const obj: any = {};
+    if (message.agent !== undefined) {
+      obj.agent = Agent.toJSON(message.agent);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetOrgAgentResponse>, I>>(base?: I): GetOrgAgentResponse {
+    return GetOrgAgentResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetOrgAgentResponse>, I>>(object: I): GetOrgAgentResponse {
+    const message = createBaseGetOrgAgentResponse();
     message.agent = (object.agent !== undefined && object.agent !== null) ? Agent.fromPartial(object.agent) : undefined;
     return message;
   },

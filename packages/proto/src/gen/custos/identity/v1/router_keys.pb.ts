@@ -52,7 +52,15 @@ export interface CreateRouterKeyRequest {
     | number
     | undefined;
   /** The spend cap of the key in millionths of a US dollar; absent means no cap. */
-  spendCapMicroUsd?: string | undefined;
+  spendCapMicroUsd?:
+    | string
+    | undefined;
+  /**
+   * The `X-Auth-Confirm` value (SPEC.md §5.9): a `rat_` token for purpose `agent.router_key.create`,
+   * the password, or a TOTP code; the service checks it itself (PERMISSION_DENIED
+   * `step_up_required` when it fails).
+   */
+  credential: string;
 }
 
 /** CreateRouterKeyResponse carries the new key's view and the key itself, shown only here. */
@@ -273,7 +281,7 @@ export const RouterKey: MessageFns<RouterKey> = {
 };
 
 function createBaseCreateRouterKeyRequest(): CreateRouterKeyRequest {
-  return { agentId: "", maxConcurrentStreams: undefined, spendCapMicroUsd: undefined };
+  return { agentId: "", maxConcurrentStreams: undefined, spendCapMicroUsd: undefined, credential: "" };
 }
 
 export const CreateRouterKeyRequest: MessageFns<CreateRouterKeyRequest> = {
@@ -286,6 +294,9 @@ export const CreateRouterKeyRequest: MessageFns<CreateRouterKeyRequest> = {
     }
     if (message.spendCapMicroUsd !== undefined) {
       writer.uint32(32).int64(message.spendCapMicroUsd);
+    }
+    if (message.credential !== "") {
+      writer.uint32(42).string(message.credential);
     }
     return writer;
   },
@@ -321,6 +332,14 @@ export const CreateRouterKeyRequest: MessageFns<CreateRouterKeyRequest> = {
           message.spendCapMicroUsd = reader.int64().toString();
           continue;
         }
+        case 5: {
+          if (tag !== 42) {
+            break;
+          }
+
+          message.credential = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -337,6 +356,7 @@ export const CreateRouterKeyRequest: MessageFns<CreateRouterKeyRequest> = {
         ? globalThis.Number(object.maxConcurrentStreams)
         : undefined,
       spendCapMicroUsd: isSet(object.spendCapMicroUsd) ? globalThis.String(object.spendCapMicroUsd) : undefined,
+      credential: isSet(object.credential) ? globalThis.String(object.credential) : "",
     };
   },
 
@@ -351,6 +371,9 @@ export const CreateRouterKeyRequest: MessageFns<CreateRouterKeyRequest> = {
     if (message.spendCapMicroUsd !== undefined) {
       obj.spendCapMicroUsd = message.spendCapMicroUsd;
     }
+    if (message.credential !== "") {
+      obj.credential = message.credential;
+    }
     return obj;
   },
 
@@ -362,6 +385,7 @@ export const CreateRouterKeyRequest: MessageFns<CreateRouterKeyRequest> = {
     message.agentId = object.agentId ?? "";
     message.maxConcurrentStreams = object.maxConcurrentStreams ?? undefined;
     message.spendCapMicroUsd = object.spendCapMicroUsd ?? undefined;
+    message.credential = object.credential ?? "";
     return message;
   },
 };

@@ -26,6 +26,8 @@ import {
   ExchangeAgentCredentialResponse,
   GetAgentRequest,
   GetAgentResponse,
+  GetOrgAgentRequest,
+  GetOrgAgentResponse,
   GetSelfAgentRequest,
   GetSelfAgentResponse,
   ListAgentsRequest,
@@ -200,6 +202,20 @@ export const IdentityServiceService = {
     responseSerialize: (value: GetAgentResponse): Buffer => Buffer.from(GetAgentResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetAgentResponse => GetAgentResponse.decode(value),
   },
+  /**
+   * GetOrgAgent returns an agent of the named org, for another service that verified the caller's
+   * access token itself and names the caller's org (signer, before it makes or lists an agent's
+   * signing keys); NOT_FOUND when the agent is not in that org. Only allow-listed services call it.
+   */
+  getOrgAgent: {
+    path: "/custos.identity.v1.IdentityService/GetOrgAgent",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: GetOrgAgentRequest): Buffer => Buffer.from(GetOrgAgentRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetOrgAgentRequest => GetOrgAgentRequest.decode(value),
+    responseSerialize: (value: GetOrgAgentResponse): Buffer => Buffer.from(GetOrgAgentResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetOrgAgentResponse => GetOrgAgentResponse.decode(value),
+  },
   /** UpdateAgent changes the fields that are present; an explicit null clears a nullable field. */
   updateAgent: {
     path: "/custos.identity.v1.IdentityService/UpdateAgent",
@@ -337,6 +353,12 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
   listAgents: handleUnaryCall<ListAgentsRequest, ListAgentsResponse>;
   /** GetAgent returns one agent of the caller's org. */
   getAgent: handleUnaryCall<GetAgentRequest, GetAgentResponse>;
+  /**
+   * GetOrgAgent returns an agent of the named org, for another service that verified the caller's
+   * access token itself and names the caller's org (signer, before it makes or lists an agent's
+   * signing keys); NOT_FOUND when the agent is not in that org. Only allow-listed services call it.
+   */
+  getOrgAgent: handleUnaryCall<GetOrgAgentRequest, GetOrgAgentResponse>;
   /** UpdateAgent changes the fields that are present; an explicit null clears a nullable field. */
   updateAgent: handleUnaryCall<UpdateAgentRequest, UpdateAgentResponse>;
   /** DeactivateAgent deactivates an agent: its keys and tokens stop working at once. */
@@ -557,6 +579,26 @@ export interface IdentityServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetAgentResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * GetOrgAgent returns an agent of the named org, for another service that verified the caller's
+   * access token itself and names the caller's org (signer, before it makes or lists an agent's
+   * signing keys); NOT_FOUND when the agent is not in that org. Only allow-listed services call it.
+   */
+  getOrgAgent(
+    request: GetOrgAgentRequest,
+    callback: (error: ServiceError | null, response: GetOrgAgentResponse) => void,
+  ): ClientUnaryCall;
+  getOrgAgent(
+    request: GetOrgAgentRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetOrgAgentResponse) => void,
+  ): ClientUnaryCall;
+  getOrgAgent(
+    request: GetOrgAgentRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetOrgAgentResponse) => void,
   ): ClientUnaryCall;
   /** UpdateAgent changes the fields that are present; an explicit null clears a nullable field. */
   updateAgent(

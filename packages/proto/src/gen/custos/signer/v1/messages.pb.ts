@@ -19,9 +19,12 @@ export interface Chain {
   chainId: string;
   /** The family that decides keys and addresses: `evm`, `bitcoin`, `solana`, `xrp`, `cardano`, `tron`. */
   family: string;
-  /** JSON-RPC endpoint; empty when none is configured. */
+  /**
+   * JSON-RPC endpoint; empty when none is configured, and for every caller but a platform admin
+   * (a provider URL often holds its API key; rpc_configured says whether there is one).
+   */
   rpcUrl: string;
-  /** WebSocket endpoint; empty when none is configured. */
+  /** WebSocket endpoint; empty when none is configured, and for every caller but a platform admin. */
   wsUrl: string;
   /** Block explorer; empty when none. */
   explorerUrl: string;
@@ -37,6 +40,8 @@ export interface Chain {
   createdAt: string;
   /** When the entry last changed (ISO 8601). */
   updatedAt: string;
+  /** True when the chain has a JSON-RPC endpoint configured (told to every caller). */
+  rpcConfigured: boolean;
 }
 
 /** ListChainsRequest asks for the registry. */
@@ -226,6 +231,7 @@ function createBaseChain(): Chain {
     isEnabled: false,
     createdAt: "",
     updatedAt: "",
+    rpcConfigured: false,
   };
 }
 
@@ -272,6 +278,9 @@ export const Chain: MessageFns<Chain> = {
     }
     if (message.updatedAt !== "") {
       writer.uint32(114).string(message.updatedAt);
+    }
+    if (message.rpcConfigured !== false) {
+      writer.uint32(120).bool(message.rpcConfigured);
     }
     return writer;
   },
@@ -395,6 +404,14 @@ export const Chain: MessageFns<Chain> = {
           message.updatedAt = reader.string();
           continue;
         }
+        case 15: {
+          if (tag !== 120) {
+            break;
+          }
+
+          message.rpcConfigured = reader.bool();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -420,6 +437,7 @@ export const Chain: MessageFns<Chain> = {
       isEnabled: isSet(object.isEnabled) ? globalThis.Boolean(object.isEnabled) : false,
       createdAt: isSet(object.createdAt) ? globalThis.String(object.createdAt) : "",
       updatedAt: isSet(object.updatedAt) ? globalThis.String(object.updatedAt) : "",
+      rpcConfigured: isSet(object.rpcConfigured) ? globalThis.Boolean(object.rpcConfigured) : false,
     };
   },
 
@@ -467,6 +485,9 @@ export const Chain: MessageFns<Chain> = {
     if (message.updatedAt !== "") {
       obj.updatedAt = message.updatedAt;
     }
+    if (message.rpcConfigured !== false) {
+      obj.rpcConfigured = message.rpcConfigured;
+    }
     return obj;
   },
 
@@ -489,6 +510,7 @@ export const Chain: MessageFns<Chain> = {
     message.isEnabled = object.isEnabled ?? false;
     message.createdAt = object.createdAt ?? "";
     message.updatedAt = object.updatedAt ?? "";
+    message.rpcConfigured = object.rpcConfigured ?? false;
     return message;
   },
 };
