@@ -36,12 +36,13 @@ describe('account protection and exchange limits (defaults)', () => {
   async function call(
     method: string,
     path: string,
-    opts: { ip?: string; token?: string; body?: unknown } = {},
+    opts: { ip?: string; token?: string; body?: unknown; confirm?: string } = {},
   ): Promise<Answer> {
     const res = await fetch(`${mesh.baseUrl}${path}`, {
       method,
       headers: {
         ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(opts.confirm !== undefined ? { 'x-auth-confirm': opts.confirm } : {}),
         ...(opts.ip ? { 'x-forwarded-for': opts.ip } : {}),
         ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
       },
@@ -250,7 +251,7 @@ describe('account protection and exchange limits (defaults)', () => {
       };
       const me = (token: string) => call('GET', '/v1/agents/me', { token });
       const patch = (body: Record<string, unknown>) =>
-        call('PATCH', `/v1/agents/${agent!.id}`, { token: owner.token, body });
+        call('PATCH', `/v1/agents/${agent!.id}`, { token: owner.token, body, confirm: TEST_PASSWORD });
 
       const first = await exchange();
       expect((await me(first)).status).toBe(200);

@@ -475,6 +475,7 @@ describe('identity writes an audit record for every security-relevant change and
       const agentId = String((created.body['agent'] as Record<string, unknown>)['id']);
       secrets.push(created.body['api_key'] as string);
       const k = await api(mesh, 'POST', `/v1/agents/${agentId}/router-keys`, {
+        confirm: TEST_PASSWORD,
         token: owner.token,
         body: {},
       });

@@ -20,8 +20,9 @@ describe('router keys: issue, list, exchange for a 60-second agent token, revoke
     return { id: String(agent['id']), apiKey: String(r.body['api_key']) };
   }
 
+  // Issuing a router key needs the step-up `agent.router_key.create` (step-up.spec.ts tests its refusals).
   async function createKey(agentId: string, body: Record<string, unknown> = {}, token = owner.token) {
-    return api(mesh, 'POST', `/v1/agents/${agentId}/router-keys`, { token, body });
+    return api(mesh, 'POST', `/v1/agents/${agentId}/router-keys`, { token, body, confirm: TEST_PASSWORD });
   }
 
   async function listKeys(agentId: string, token = owner.token) {
@@ -261,6 +262,7 @@ describe('router keys: issue, list, exchange for a 60-second agent token, revoke
     expect(badAgent.body).toMatchObject({ status: 400, field: 'agent_id' });
     const arr = await api(mesh, 'POST', `/v1/agents/${agent.id}/router-keys`, {
       token: owner.token,
+      confirm: TEST_PASSWORD,
       raw: '[1]',
     });
     expect(arr.body).toMatchObject({ status: 400, field: 'body' });

@@ -557,4 +557,83 @@ describe('step-up on sensitive routes, and the undo of an e-mail change', () => 
     expect(raised.status).toBe(200);
     expect(await limit()).toBe('100');
   });
+
+  it('opening a signing path or dropping a TEE requirement is a guardrail edit: 401/403 and unchanged', async () => {
+    const u = await quickUser(mesh);
+    const created = await api(mesh, 'POST', '/v1/agents', {
+      token: u.token,
+      body: { name: 'paths', intents_require_tee: true, execution_require_tee: true },
+    });
+    expect(created.status).toBe(201);
+    const id = (created.body['agent'] as { id: string }).id;
+    const purpose = 'agent.guardrails.edit';
+    const patch = (body: Record<string, unknown>, confirm?: string) =>
+      api(mesh, 'PATCH', `/v1/agents/${id}`, { token: u.token, body, ...(confirm ? { confirm } : {}) });
+    const fields = async () => {
+      const a = (await api(mesh, 'GET', `/v1/agents/${id}`, { token: u.token })).body;
+      return [
+        a['intents_api_enabled'],
+        a['message_signing_enabled'],
+        a['raw_signing_enabled'],
+        a['execution_intents_enabled'],
+        a['intents_require_tee'],
+        a['execution_require_tee'],
+      ];
+    };
+    const before = await fields();
+    expect(before.slice(1)).toEqual([false, false, false, true, true]);
+    const widening: Array<Record<string, unknown>> = [
+      { raw_signing_enabled: true },
+      { message_signing_enabled: true },
+      { execution_intents_enabled: true },
+      { intents_api_enabled: !before[0] },
+      { intents_require_tee: false },
+      { execution_require_tee: false },
+    ];
+    for (const body of widening) {
+      expectChallenge(await patch(body), purpose);
+      expectRefused(await patch(body, `${TEST_PASSWORD}x`), purpose);
+    }
+    expectRefused(
+      await patch({ raw_signing_enabled: true }, await rat(u.token, 'agent.key.rotate')),
+      purpose,
+    );
+    expect(await fields()).toEqual(before);
+    const opened = await patch(
+      { raw_signing_enabled: true, intents_require_tee: false },
+      await rat(u.token, purpose),
+    );
+    expect(opened.status).toBe(200);
+    expect(opened.body).toMatchObject({ raw_signing_enabled: true, intents_require_tee: false });
+  });
+
+  it('router key creation: 401 without a step-up, 403 for a wrong one, nothing issued; a rat_ issues one', async () => {
+    const u = await quickUser(mesh);
+    const created = await api(mesh, 'POST', '/v1/agents', {
+      token: u.token,
+      body: { name: 'routed', proxy_enabled: true },
+    });
+    expect(created.status).toBe(201);
+    const id = (created.body['agent'] as { id: string }).id;
+    const purpose = 'agent.router_key.create';
+    const create = (confirm?: string) =>
+      api(mesh, 'POST', `/v1/agents/${id}/router-keys`, {
+        token: u.token,
+        body: {},
+        ...(confirm ? { confirm } : {}),
+      });
+    const keys = async () =>
+      (await api(mesh, 'GET', `/v1/agents/${id}/router-keys`, { token: u.token })).body['router_keys'];
+    const refusedBefore = await refusalsOf(u.userId, purpose);
+    expectChallenge(await create(), purpose);
+    expectRefused(await create(`${TEST_PASSWORD}x`), purpose);
+    expectRefused(await create(await rat(u.token, 'agent.key.rotate')), purpose);
+    expect(await keys()).toEqual([]);
+    // The wrong password is audited (auth.reauth_failed, with the purpose).
+    expect(await refusalsOf(u.userId, purpose)).toBeGreaterThanOrEqual(refusedBefore + 1);
+    const ok = await create(await rat(u.token, purpose));
+    expect(ok.status).toBe(201);
+    expect(String(ok.body['router_key'])).toMatch(/^sk-proxy-v1-/);
+    expect(await keys()).toHaveLength(1);
+  });
 });

@@ -122,10 +122,18 @@ const name = z.string().trim().min(1).max(100);
 const description = z.string().max(1000).nullable();
 export const CreateAgentBody = bodyOf({ name, description: description.optional(), ...optionalSettings });
 /**
- * The settings that are an agent's guardrails (what it may sign and spend, what needs approval or
- * screening): an update that sets one needs the step-up `agent.guardrails.edit` (SPEC.md §5.9).
+ * The settings that are an agent's guardrails (which signing paths are open and whether they need
+ * a TEE, what it may sign and spend, what needs approval or screening): an update that sets one,
+ * either way, needs the step-up `agent.guardrails.edit` (SPEC.md §5.9). Identity's
+ * GUARDRAIL_SETTINGS is the same list.
  */
 export const GUARDRAIL_FIELDS = [
+  'intents_api_enabled',
+  'message_signing_enabled',
+  'raw_signing_enabled',
+  'execution_intents_enabled',
+  'intents_require_tee',
+  'execution_require_tee',
   'action_approval_policy',
   'address_screening_policy',
   'execution_guardrails',

@@ -6,6 +6,7 @@ import type { Peers } from '../peers.js';
 import { noStore } from './auth-routes.js';
 import { type Guards, declareRoute } from './routes.js';
 import { bodyOf, dateTime, idParam } from './schemas.js';
+import { STEP_UP_PURPOSES, authConfirmOf } from './step-up.js';
 
 const limit = (max: number, description: string) =>
   z
@@ -77,15 +78,17 @@ export function routerKeyRoutes(peers: Peers, guards: Guards): Router {
       access: 'human',
       summary: 'Issue a router key for a proxy-enabled agent; the key is shown only here',
       tag,
+      stepUp: STEP_UP_PURPOSES.agentRouterKeyCreate,
       params,
       body: CreateRouterKeyBody,
       responses: { 201: { description: 'The new key', schema: CreatedRouterKeyResponse } },
     },
-    async (_req, res, { params, body }) => {
+    async (req, res, { params, body }) => {
       const r = await call(keys.createRouterKey, {
         agentId: params.agent_id,
         maxConcurrentStreams: body.max_concurrent_streams ?? undefined,
         spendCapMicroUsd: body.spend_cap_micro_usd == null ? undefined : String(body.spend_cap_micro_usd),
+        credential: authConfirmOf(req),
       });
       const k = keyBody(r.key);
       noStore(res);

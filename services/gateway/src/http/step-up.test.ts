@@ -28,6 +28,8 @@ describe('touchesGuardrails (agent updates)', () => {
   it('asks the step-up for a body that sets or clears a guardrail, not for other fields', () => {
     expect(touchesGuardrails({ name: 'bot', scopes: ['secrets:read'] })).toBe(false);
     expect(touchesGuardrails({ tx_max_value_eth: null })).toBe(true);
+    expect(touchesGuardrails({ raw_signing_enabled: true })).toBe(true);
+    expect(touchesGuardrails({ execution_require_tee: false })).toBe(true);
     for (const f of GUARDRAIL_FIELDS) expect(touchesGuardrails({ [f]: 1 })).toBe(true);
   });
 });

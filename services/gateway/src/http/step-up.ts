@@ -21,6 +21,7 @@ export const STEP_UP_PURPOSES = {
   mfaDisable: 'security.mfa.disable',
   agentKeyRotate: 'agent.key.rotate',
   agentGuardrailsEdit: 'agent.guardrails.edit',
+  agentRouterKeyCreate: 'agent.router_key.create',
   memberRoleChange: 'org.member.role_change',
   orgKeyRotate: 'org.encryption_key.rotate',
 } as const;

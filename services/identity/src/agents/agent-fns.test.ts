@@ -180,9 +180,19 @@ describe('touchesGuardrails', () => {
     expect(touchesGuardrails({ scopes: ['secrets:read'], environment: 'production' })).toBe(false);
     expect(touchesGuardrails({ txMaxValueEth: null })).toBe(true);
     expect(touchesGuardrails({ executionGuardrails: { enforcement: 'enforce' } })).toBe(true);
+    // Opening a signing path or dropping a TEE requirement widens what the agent may sign.
+    expect(touchesGuardrails({ rawSigningEnabled: true })).toBe(true);
+    expect(touchesGuardrails({ intentsRequireTee: false })).toBe(true);
+    expect(touchesGuardrails({ proxyEnabled: true, federationEnabled: true })).toBe(false);
     for (const k of GUARDRAIL_SETTINGS) expect(touchesGuardrails({ [k]: null })).toBe(true);
     // Named as the API names them: the gateway's list (agent-schemas.ts) uses these names.
     expect(GUARDRAIL_SETTINGS.map((k) => SETTING_NAMES[k])).toEqual([
+      'intents_api_enabled',
+      'message_signing_enabled',
+      'raw_signing_enabled',
+      'execution_intents_enabled',
+      'intents_require_tee',
+      'execution_require_tee',
       'action_approval_policy',
       'address_screening_policy',
       'execution_guardrails',

@@ -193,10 +193,18 @@ export function narrowsTokenClaims(before: AgentSettings, after: AgentSettings):
 }
 
 /**
- * The settings that are an agent's guardrails: what it may sign and spend, and what needs an
- * approval or a screening. SPEC.md §5.9: every edit of one needs a step-up (`agent.guardrails.edit`).
+ * The settings that are an agent's guardrails: which signing paths are open to it, whether they
+ * need a TEE, what it may sign and spend, and what needs an approval or a screening. SPEC.md §5.9:
+ * every edit of one needs a step-up (`agent.guardrails.edit`), whichever way it goes (the gateway
+ * challenges on any set, so both sides decide from the body alone).
  */
 export const GUARDRAIL_SETTINGS: readonly (keyof AgentSettings)[] = [
+  'intentsApiEnabled',
+  'messageSigningEnabled',
+  'rawSigningEnabled',
+  'executionIntentsEnabled',
+  'intentsRequireTee',
+  'executionRequireTee',
   'actionApprovalPolicy',
   'addressScreeningPolicy',
   'executionGuardrails',

@@ -11,12 +11,15 @@ import { SECRET_TOKEN_PREFIXES, generateSecretToken } from '../credentials/secre
 import { audit } from '../audit/identity-audit.js';
 import type { RevocationStore } from '../tokens/revocation-store.js';
 import { agentInOrg } from './agent-access.js';
+import type { StepUpChecker } from '../mfa/mfa-types.js';
 import type { AgentStore } from './agent-store.js';
 import { ROUTER_KEY_TOKEN_TTL_SECONDS, checkRouterKeyLimits } from './router-key-fns.js';
 import type { RouterKeyRow, RouterKeyStore } from './router-key-store.js';
 import type { RouterKey, RouterKeyLimits } from './router-key-types.js';
 
 const PREFIX = SECRET_TOKEN_PREFIXES.routerKey;
+/** The step-up purpose of issuing a router key (a new credential of the agent, SPEC.md §5.9). */
+export const ROUTER_KEY_CREATE_PURPOSE = 'agent.router_key.create';
 /** An agent holds at most this many live router keys. */
 export const MAX_LIVE_ROUTER_KEYS = 50;
 
@@ -48,17 +51,23 @@ export class RouterKeyService {
     private readonly keys: RouterKeyStore,
     private readonly agents: AgentStore,
     private readonly revocations: Pick<RevocationStore, 'revokeSession'>,
+    private readonly stepUp: StepUpChecker,
   ) {}
 
-  /** Issues a key for a proxy-enabled, active agent; the key is returned only here. */
+  /**
+   * Issues a key for a proxy-enabled, active agent; the key is returned only here. A new credential
+   * of the agent, so it needs the step-up `agent.router_key.create` as agent key rotation does.
+   */
   async create(
     p: Principal,
     agentId: string,
     limits: RouterKeyLimits,
+    credential: unknown,
   ): Promise<{ key: RouterKey; routerKey: string }> {
     const user = manager(p);
     const agent = await agentInOrg(this.agents, user, agentId);
     checkRouterKeyLimits(limits);
+    await this.stepUp.confirmStepUp(user, ROUTER_KEY_CREATE_PURPOSE, credential);
     if (!agent.isActive) throw new ConflictError('the agent is deactivated');
     if (!agent.settings.proxyEnabled) {
       throw new ConflictError('router keys are only for agents with proxy_enabled: true', 'proxy_enabled');

@@ -29,10 +29,15 @@ export function routerKeyGrpc(deps: {
   const caller = callerResolver(deps.verifier);
   return {
     async createRouterKey(req, call) {
-      const r = await deps.routerKeys.create(await caller(call), req.agentId, {
-        maxConcurrentStreams: req.maxConcurrentStreams ?? null,
-        spendCapMicroUsd: req.spendCapMicroUsd === undefined ? null : Number(req.spendCapMicroUsd),
-      });
+      const r = await deps.routerKeys.create(
+        await caller(call),
+        req.agentId,
+        {
+          maxConcurrentStreams: req.maxConcurrentStreams ?? null,
+          spendCapMicroUsd: req.spendCapMicroUsd === undefined ? null : Number(req.spendCapMicroUsd),
+        },
+        req.credential,
+      );
       return { key: routerKeyMessage(r.key), routerKey: r.routerKey };
     },
     async listRouterKeys(req, call) {

@@ -28,7 +28,7 @@ export function buildAgents(deps: {
   billing: BillingClient;
   policy: PolicyClient;
   federationKey: FederationKey | undefined;
-  /** Step-up checks (identity's re-auth rules): agent key rotation needs one. */
+  /** Step-up checks (identity's re-auth rules): agent key rotation and router key creation need one. */
   stepUp: StepUpChecker;
 }) {
   const { db, tokens } = deps;
@@ -36,7 +36,7 @@ export function buildAgents(deps: {
   const routerKeyStore = new RouterKeyStore(db);
   return {
     agents: new AgentService(agentStore, tokens.revocations, deps.billing, deps.stepUp),
-    routerKeys: new RouterKeyService(routerKeyStore, agentStore, tokens.revocations),
+    routerKeys: new RouterKeyService(routerKeyStore, agentStore, tokens.revocations, deps.stepUp),
     exchange: new AgentExchangeService(
       agentStore,
       routerKeyStore,
