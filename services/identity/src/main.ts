@@ -130,7 +130,8 @@ runDataService({
         extraJwks: federationKey && [federationKey.publicJwk],
       }),
       // Users' requests come through the gateway; the public keys are read by every token verifier.
-      { default: ['gateway'], methods: { getJwks: JWKS_READERS } },
+      // signer asks whether an agent is in the org of a caller whose token it verified itself.
+      { default: ['gateway'], methods: { getJwks: JWKS_READERS, getOrgAgent: ['signer'] } },
     );
     // Step-up checks of actions another service owns: vault-crypto's org key rotation.
     rt.grpc.add(AccountServiceService, accountGrpc({ ...people.account, verifier }), {

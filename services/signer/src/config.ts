@@ -11,7 +11,9 @@ export const configShape = {
   REDIS_URL: env.url('Redis URL; token revocations are read there.', ['redis', 'rediss']),
   ...redisTlsConfigShape,
   IDENTITY_ADDR: env
-    .address('host:port of the identity service (token signing keys).')
+    .address(
+      "host:port of the identity service (token signing keys; whether an agent is in the caller's org).",
+    )
     .default('127.0.0.1:50051'),
   VAULT_CRYPTO_ADDR: env
     .address("host:port of the vault-crypto service (it seals agents' private keys).")

@@ -1,6 +1,7 @@
 import { connectServiceIdentityKeys } from '@custos/auth';
 import { runDataService } from '@custos/events';
 import { SignerServiceService } from '@custos/proto/custos/signer/v1/service';
+import { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service';
 import { AgentKeyVaultServiceClient } from '@custos/proto/custos/vault_crypto/v1/agent_keys';
 import { createGrpcClient } from '@custos/service-kit';
 import { ChainService } from './chains/chain-service.js';
@@ -11,6 +12,7 @@ import { signerAccess, signerGrpc } from './grpc/signer-grpc.js';
 import { evmAdapter } from './keys/evm-adapter.js';
 import { KeyService } from './keys/key-service.js';
 import { KeyStore } from './keys/key-store.js';
+import { IdentityClient } from './peers/identity-client.js';
 import { VaultCryptoClient } from './peers/vault-crypto-client.js';
 
 // Composition root of signer: the chains registry and agents' signing keys (transactions and sign
@@ -27,8 +29,14 @@ runDataService({
       deadlineMs: c.GRPC_DEADLINE_MS,
       peer: 'vault-crypto',
     });
+    const identity = createGrpcClient(IdentityServiceClient, c.IDENTITY_ADDR, {
+      tls: rt.tls,
+      deadlineMs: c.GRPC_DEADLINE_MS,
+      peer: 'identity',
+    });
     rt.onShutdown('peers', async () => {
       vaultCrypto.close();
+      identity.close();
     });
     const chains = new ChainService(new ChainStore(db), rt.logger);
     await chains.bootstrap({ rpcUrls: c.CHAIN_RPC_URLS ?? '', localRpcUrl: c.LOCAL_EVM_RPC_URL ?? '' });
@@ -37,6 +45,7 @@ runDataService({
       chains,
       adapters: { evm: evmAdapter },
       vault: new VaultCryptoClient(vaultCrypto, rt.logger),
+      identity: new IdentityClient(identity),
       logger: rt.logger,
     });
     rt.grpc.add(SignerServiceService, signerGrpc({ keys, chains, signingKeys }), signerAccess);

@@ -1,12 +1,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Metadata } from '@grpc/grpc-js';
 import { SigningKey as EthersKey, computeAddress, getAddress } from 'ethers';
+import { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service';
 import { AgentKeyVaultServiceClient } from '@custos/proto/custos/vault_crypto/v1/agent_keys';
 import { callUnary } from '@custos/service-kit';
 import { waitFor } from '@custos/service-kit/testing';
 import { TEST_PASSWORD, api, expectProblem, quickUser } from '../src/api';
 import { sqlOn } from '../src/db';
-import { type Mesh, type ServiceName, sharedMesh } from '../src/mesh';
+import { type Mesh, type ServiceName, sharedMail, sharedMesh } from '../src/mesh';
 import { grpcClientAs } from '../src/mesh-grpc';
 
 // Issue 17, first slice: the chains registry (signer), the local anvil chain of dev mode and tests,
@@ -75,6 +76,32 @@ describe('signer: chains registry, anvil, agent signing keys', () => {
   });
   afterAll(() => mesh?.stop());
 
+  /** Invites a new address into `inviter`'s org with a role and signs it in. */
+  async function orgMember(inviter: User, role: 'member' | 'admin'): Promise<User> {
+    const smtp = sharedMail();
+    try {
+      const email = `m-${randomBytes(4).toString('hex')}@example.com`;
+      const r = await api(mesh, 'POST', '/v1/org/invite', { token: inviter.token, body: { email, role } });
+      expect(r.status).toBe(200);
+      const mail = await smtp.waitForMessage((m) => m.to === email, 10_000);
+      const token = decodeURIComponent(/accept-invite\?token=(\S+)/.exec(mail.text)![1]!);
+      const accepted = await api(mesh, 'POST', '/v1/org/invites/accept', {
+        body: { token, password: TEST_PASSWORD },
+      });
+      expect(accepted.status).toBe(201);
+      const login = await api(mesh, 'POST', '/v1/auth/token', { body: { email, password: TEST_PASSWORD } });
+      expect(login.status).toBe(200);
+      return {
+        email,
+        token: login.body['access_token'] as string,
+        userId: accepted.body['user_id'] as string,
+        orgId: inviter.orgId,
+      };
+    } finally {
+      await smtp.close();
+    }
+  }
+
   const keysOf = async (id: string, token = owner.token) => {
     const r = await call('GET', `/v1/agents/${id}/signing-keys`, { token });
     expect(r.status).toBe(200);
@@ -103,13 +130,20 @@ describe('signer: chains registry, anvil, agent signing keys', () => {
       expect(byName.get('sepolia')).toMatchObject({ is_testnet: true });
       const rpcUrl = mesh.env['LOCAL_EVM_RPC_URL'];
       expect(rpcUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      // The endpoint itself is a platform admin's to read (a provider URL often holds its key).
       expect(byName.get('anvil')).toMatchObject({
         chain_id: 31337,
         is_testnet: true,
         is_enabled: true,
-        rpc_url: rpcUrl,
+        rpc_url: null,
+        ws_url: null,
+        rpc_configured: true,
         native_currency: 'ETH',
         native_decimals: 18,
+      });
+      expect((await call('GET', '/v1/chains/anvil', { token: admin })).body).toMatchObject({
+        rpc_url: rpcUrl,
+        rpc_configured: true,
       });
       // The registered URL is a live chain with that id.
       const res = await fetch(rpcUrl!, {
@@ -214,11 +248,48 @@ describe('signer: chains registry, anvil, agent signing keys', () => {
         token: admin,
         body: { is_enabled: true, rpc_url: '' },
       });
-      expect(enabled.body).toMatchObject({ is_enabled: true, rpc_url: '' });
+      expect(enabled.body).toMatchObject({ is_enabled: true, rpc_url: null, rpc_configured: false });
       expectProblem(
         await call('PATCH', '/v1/admin/chains/no-such-chain', { token: admin, body: { is_enabled: true } }),
         404,
       );
+    });
+  });
+
+  it('shows an rpc_url holding a provider key to platform admins only; others learn rpc_configured', async () => {
+    const name = `keyed-${randomBytes(3).toString('hex')}`;
+    const apiKey = `KEY-${randomBytes(8).toString('hex')}`;
+    const made = await call('POST', '/v1/admin/chains', {
+      token: admin,
+      body: {
+        name,
+        display_name: 'Keyed',
+        chain_id: 900_000 + Math.floor(Math.random() * 90_000),
+        rpc_url: `https://eth.provider.example/v2/${apiKey}`,
+        ws_url: `wss://eth.provider.example/v2/${apiKey}`,
+      },
+    });
+    expect(made.status).toBe(201);
+    expect(made.body).toMatchObject({ rpc_url: expect.stringContaining(apiKey), rpc_configured: true });
+    const agent = await newAgent(owner);
+    for (const token of [owner.token, agent.token]) {
+      const one = await call('GET', `/v1/chains/${name}`, { token });
+      expect(one.status).toBe(200);
+      expect(one.body).toMatchObject({ name, rpc_url: null, ws_url: null, rpc_configured: true });
+      const list = await call('GET', '/v1/chains', { token });
+      expect(list.status).toBe(200);
+      expect(JSON.stringify(list.body)).not.toContain(apiKey);
+      expect(JSON.stringify(one.body)).not.toContain(apiKey);
+    }
+    const asAdmin = await call('GET', `/v1/chains/${name}`, { token: admin });
+    expect(asAdmin.body).toMatchObject({
+      rpc_url: `https://eth.provider.example/v2/${apiKey}`,
+      ws_url: `wss://eth.provider.example/v2/${apiKey}`,
+      rpc_configured: true,
+    });
+    const adminList = (await call('GET', '/v1/chains', { token: admin })).body['chains'] as Body[];
+    expect(adminList.find((c) => c['name'] === name)).toMatchObject({
+      rpc_url: expect.stringContaining(apiKey),
     });
   });
 
@@ -320,6 +391,37 @@ describe('signer: chains registry, anvil, agent signing keys', () => {
       expect(keys.filter((k) => k['is_active'])).toHaveLength(1);
       expect(new Set(keys.map((k) => k['key_version'])).size).toBe(keys.length);
       expect(new Set(keys.map((k) => k['address'])).size).toBe(keys.length);
+    });
+
+    it('refuses a plain member of the org (403) to create and rotate keys; nothing is made; an admin may', async () => {
+      // An org of its own, so its audit records stay apart from the owner's checked below.
+      const boss = await quickUser(mesh);
+      const m = await orgMember(boss, 'member');
+      const fresh = await newAgent(boss);
+      const create = (token: string, chain = 'anvil') =>
+        call('POST', `/v1/agents/${fresh.id}/signing-keys`, { token, body: { chain } });
+      const refused = await create(m.token);
+      expectProblem(refused, 403, { detail: expect.stringContaining('owners and admins') });
+      expect(await keysOf(fresh.id, boss.token)).toEqual([]);
+      // Members of the org may list the agent's keys.
+      expect(await keysOf(fresh.id, m.token)).toEqual([]);
+
+      const made = await create(boss.token);
+      expect(made.status).toBe(201);
+      expectProblem(
+        await call('POST', `/v1/agents/${fresh.id}/signing-keys/ethereum/rotate`, { token: m.token }),
+        403,
+      );
+      const after = await keysOf(fresh.id, m.token);
+      expect(after).toHaveLength(1);
+      expect(after[0]).toMatchObject({ id: made.body['id'], key_version: 1, is_active: true });
+
+      const a = await orgMember(boss, 'admin');
+      const rotated = await call('POST', `/v1/agents/${fresh.id}/signing-keys/ethereum/rotate`, {
+        token: a.token,
+      });
+      expect(rotated.status).toBe(200);
+      expect(rotated.body).toMatchObject({ key_version: 2, previous: { id: made.body['id'] } });
     });
 
     it('refuses agents (403) and other orgs (404); nothing is created', async () => {
@@ -532,6 +634,41 @@ describe('signer: chains registry, anvil, agent signing keys', () => {
         s.close();
       }
       expect(await storedCount()).toBe(before + 1);
+    });
+  });
+
+  describe("identity's GetOrgAgent answers signer's certificate only", () => {
+    it('tells signer whether an agent is in an org (404 for another org); refuses every other service', async () => {
+      const s = grpcClientAs(mesh, 'signer', IdentityServiceClient, 'identity');
+      try {
+        const r = await callUnary(
+          s.client,
+          s.client.getOrgAgent,
+          { orgId: owner.orgId, agentId },
+          new Metadata(),
+        );
+        expect(r.agent).toMatchObject({ id: agentId, orgId: owner.orgId });
+        await expect(
+          callUnary(s.client, s.client.getOrgAgent, { orgId: stranger.orgId, agentId }, new Metadata()),
+        ).rejects.toMatchObject({ kind: 'not_found' });
+        await expect(
+          callUnary(s.client, s.client.getOrgAgent, { orgId: 'nope', agentId }, new Metadata()),
+        ).rejects.toMatchObject({ kind: 'invalid_argument' });
+      } finally {
+        s.close();
+      }
+      const md = new Metadata();
+      md.set('authorization', `Bearer ${owner.token}`);
+      for (const as of ['gateway', 'vault-crypto', 'policy', 'audit'] as ServiceName[]) {
+        const c = grpcClientAs(mesh, as, IdentityServiceClient, 'identity');
+        try {
+          await expect(
+            callUnary(c.client, c.client.getOrgAgent, { orgId: owner.orgId, agentId }, md),
+          ).rejects.toMatchObject({ kind: 'permission_denied' });
+        } finally {
+          c.close();
+        }
+      }
     });
   });
 });

@@ -7,15 +7,24 @@ import type { Peers } from '../peers.js';
 import { type Guards, declareRoute } from './routes.js';
 import { bodyOf, dateTime, idParam, must } from './schemas.js';
 
-/** A chain as HTTP shows it: the reference ChainResponse, with `family` and `native_decimals`. */
+/**
+ * A chain as HTTP shows it: the reference ChainResponse, with `family`, `native_decimals` and
+ * `rpc_configured`; `rpc_url`/`ws_url` reach platform admins only (signer decides).
+ */
 export const ChainResponse = z.object({
   id: z.string(),
   name: z.string(),
   display_name: z.string(),
   chain_id: z.number().int(),
   family: z.enum(['evm', 'bitcoin', 'solana', 'xrp', 'cardano', 'tron']),
-  rpc_url: z.string().describe('Empty when the install configured none'),
-  ws_url: z.string(),
+  rpc_url: z
+    .string()
+    .nullable()
+    .describe(
+      'Platform admins only (a provider URL often holds its API key): null for everyone else, and when none is configured',
+    ),
+  ws_url: z.string().nullable().describe('Platform admins only, as rpc_url'),
+  rpc_configured: z.boolean().describe('Whether the chain has a JSON-RPC endpoint (told to every caller)'),
   explorer_url: z.string(),
   native_currency: z.string(),
   native_decimals: z.number().int(),
@@ -35,8 +44,9 @@ export function chainBody(c: Chain): z.infer<typeof ChainResponse> {
     display_name: c.displayName,
     chain_id: Number(c.chainId),
     family: c.family as z.infer<typeof ChainResponse>['family'],
-    rpc_url: c.rpcUrl,
-    ws_url: c.wsUrl,
+    rpc_url: c.rpcUrl || null,
+    ws_url: c.wsUrl || null,
+    rpc_configured: c.rpcConfigured,
     explorer_url: c.explorerUrl,
     native_currency: c.nativeCurrency,
     native_decimals: c.nativeDecimals,

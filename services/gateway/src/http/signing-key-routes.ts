@@ -53,15 +53,14 @@ const CreateKeyBody = bodyOf({
 const tag = 'signing-keys';
 
 /**
- * Agents' signing keys (spec §4.4, §2.8). Identity is asked first whether the agent is in the
- * caller's org (404 otherwise, as for GET /v1/agents/{id}); signer then acts in the caller's org.
+ * Agents' signing keys (spec §4.4, §2.8). Signer decides who may (owners and admins make and
+ * rotate; humans of the org and the agent itself list) and asks identity itself whether the agent
+ * is in the caller's org (404 otherwise, as for GET /v1/agents/{id}).
  */
 export function signingKeyRoutes(peers: Peers, guards: Guards): Router {
   const router = Router();
   const signer = peers.client(SignerServiceClient, 'signer');
   const call = unaryCaller(signer);
-  const askIdentity = unaryCaller(peers.identity);
-  const agentOfOrg = (agentId: string) => askIdentity(peers.identity.getAgent, { agentId });
 
   declareRoute(
     router,
@@ -70,7 +69,8 @@ export function signingKeyRoutes(peers: Peers, guards: Guards): Router {
       method: 'post',
       path: '/v1/agents/:agent_id/signing-keys',
       access: 'human',
-      summary: "Provision the agent's key for a chain family, generated inside signer (humans of its org)",
+      summary:
+        "Provision the agent's key for a chain family, generated inside signer (owners and admins of its org)",
       tag,
       params: AgentParams,
       body: CreateKeyBody,
@@ -82,7 +82,6 @@ export function signingKeyRoutes(peers: Peers, guards: Guards): Router {
       },
     },
     async (_req, res, { params, body }) => {
-      await agentOfOrg(params.agent_id);
       const r = await call(signer.createSigningKey, {
         agentId: params.agent_id,
         chain: body.chain,
@@ -107,7 +106,6 @@ export function signingKeyRoutes(peers: Peers, guards: Guards): Router {
       },
     },
     async (_req, res, { params }) => {
-      await agentOfOrg(params.agent_id);
       const r = await call(signer.listSigningKeys, { agentId: params.agent_id });
       res.json({ keys: r.keys.map(keyBody) });
     },
@@ -121,7 +119,7 @@ export function signingKeyRoutes(peers: Peers, guards: Guards): Router {
       path: '/v1/agents/:agent_id/signing-keys/:chain/rotate',
       access: 'human',
       summary:
-        'Replace the active key with a new version; the old one stays listed (emits `signing_key.rotated`)',
+        'Replace the active key with a new version; the old one stays listed (emits `signing_key.rotated`; owners and admins)',
       tag,
       params: z.object({ agent_id: idParam, chain: idParam }),
       responses: {
@@ -132,7 +130,6 @@ export function signingKeyRoutes(peers: Peers, guards: Guards): Router {
       },
     },
     async (_req, res, { params }) => {
-      await agentOfOrg(params.agent_id);
       const r = await call(signer.rotateSigningKey, { agentId: params.agent_id, chain: params.chain });
       res.json({ ...keyBody(must(r.key, 'key')), previous: keyBody(must(r.previous, 'previous')) });
     },

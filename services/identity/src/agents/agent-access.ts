@@ -6,7 +6,7 @@ import type { Agent } from './agent-types.js';
 /** The agent when it is in the caller's org: 400 for a malformed id, 404 otherwise (other orgs learn nothing). */
 export async function agentInOrg(
   store: Pick<AgentStore, 'findInOrg'>,
-  p: Principal,
+  p: Pick<Principal, 'orgId'>,
   agentId: string,
 ): Promise<Agent> {
   if (!isUuid(agentId)) throw new InvalidArgumentError('agent_id', 'agent_id must be a UUID');

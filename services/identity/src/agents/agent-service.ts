@@ -1,11 +1,13 @@
 import { type OrgAdmin, type Principal, requireHuman, requireHumanAdmin } from '@custos/auth';
 import { auditOf } from '@custos/events';
 import {
+  InvalidArgumentError,
   NotFoundError,
   PermissionDeniedError,
   ResourceLimitExceededError,
   type Transaction,
   UnauthenticatedError,
+  isUuid,
   lockOrgResource,
 } from '@custos/service-kit';
 import { SECRET_TOKEN_PREFIXES, generateSecretToken } from '../credentials/secret-token-fns.js';
@@ -87,6 +89,15 @@ export class AgentService {
   async get(p: Principal, agentId: string): Promise<Agent> {
     if (p.kind === 'agent' && p.agentId !== agentId.toLowerCase()) throw new NotFoundError('agent', agentId);
     return agentInOrg(this.store, p, agentId);
+  }
+
+  /**
+   * An agent of an org another service names after verifying its caller's token itself (signer):
+   * 404 when the agent is not in that org, 400 naming `org_id` or `agent_id` when malformed.
+   */
+  async getInOrg(orgId: string, agentId: string): Promise<Agent> {
+    if (!isUuid(orgId)) throw new InvalidArgumentError('org_id', 'org_id must be a UUID');
+    return agentInOrg(this.store, { orgId: orgId.toLowerCase() }, agentId);
   }
 
   /**

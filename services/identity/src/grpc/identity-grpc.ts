@@ -152,6 +152,10 @@ export function identityGrpc(deps: {
     async getAgent(req, call) {
       return { agent: agentMessage(await deps.agents.get(await caller(call), req.agentId)) };
     },
+    async getOrgAgent(req) {
+      // Asked by a service (signer, by certificate) that verified its caller's token and names its org.
+      return { agent: agentMessage(await deps.agents.getInOrg(req.orgId, req.agentId)) };
+    },
     async updateAgent(req, call) {
       const p = await caller(call);
       return {

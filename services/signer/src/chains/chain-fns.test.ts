@@ -2,6 +2,7 @@ import { InvalidArgumentError } from '@custos/service-kit';
 import {
   checkChainChange,
   checkNewChain,
+  endpointsFor,
   findChain,
   parseChainIdentifier,
   parseRpcUrlMap,
@@ -142,5 +143,16 @@ describe('parseRpcUrlMap (CHAIN_RPC_URLS)', () => {
     expect(() => parseRpcUrlMap('a=https://x.example,a=https://y.example')).toThrow(/twice/);
     expect(() => parseRpcUrlMap('a=ftp://secret-key@x.example')).toThrow(/not an http\(s\) URL/);
     expect(() => parseRpcUrlMap('a=ftp://secret-key@x.example')).not.toThrow(/secret-key/);
+  });
+});
+
+describe('endpointsFor', () => {
+  const chain = { rpcUrl: 'https://eth.example/v2/KEY-canary', wsUrl: 'wss://eth.example/v2/KEY-canary' };
+
+  it('shows the endpoints to a platform admin only; everyone learns whether one is configured', () => {
+    expect(endpointsFor(chain, true)).toEqual({ ...chain, rpcConfigured: true });
+    expect(endpointsFor(chain, false)).toEqual({ rpcUrl: '', wsUrl: '', rpcConfigured: true });
+    expect(endpointsFor({ rpcUrl: '', wsUrl: '' }, false).rpcConfigured).toBe(false);
+    expect(endpointsFor({ rpcUrl: '', wsUrl: '' }, true).rpcConfigured).toBe(false);
   });
 });

@@ -205,3 +205,19 @@ export function parseRpcUrlMap(raw: string): Map<string, string> {
   }
   return out;
 }
+
+/**
+ * A chain's endpoints as the caller may see them: a provider's URL often carries its API key, so
+ * only a platform admin (who sets them) reads `rpc_url` and `ws_url`; everyone learns whether a
+ * JSON-RPC endpoint is configured.
+ */
+export function endpointsFor(
+  c: Pick<ChainRecord, 'rpcUrl' | 'wsUrl'>,
+  platformAdmin: boolean,
+): { rpcUrl: string; wsUrl: string; rpcConfigured: boolean } {
+  return {
+    rpcUrl: platformAdmin ? c.rpcUrl : '',
+    wsUrl: platformAdmin ? c.wsUrl : '',
+    rpcConfigured: c.rpcUrl !== '',
+  };
+}

@@ -1,23 +1,22 @@
-import { type IdentityKeys, currentCaller } from '@custos/auth';
+import { type IdentityKeys, type Principal, currentCaller } from '@custos/auth';
 import type { Chain, SigningKey } from '@custos/proto/custos/signer/v1/messages';
 import type { SignerServiceServer } from '@custos/proto/custos/signer/v1/service';
 import type { AsyncService, RpcAccess } from '@custos/service-kit';
-import { keyNameOf } from '../chains/chain-fns.js';
+import { endpointsFor, keyNameOf } from '../chains/chain-fns.js';
 import type { ChainService } from '../chains/chain-service.js';
 import type { ChainRecord } from '../chains/chain-types.js';
 import type { KeyService } from '../keys/key-service.js';
 import type { SigningKeyRecord } from '../keys/key-types.js';
 
-/** A chain as the wire carries it. */
-export function chainMessage(c: ChainRecord): Chain {
+/** A chain as the wire carries it to the caller: its endpoints to platform admins only. */
+export function chainMessage(c: ChainRecord, p: Principal): Chain {
   return {
+    ...endpointsFor(c, p.kind === 'user' && p.platformAdmin),
     id: c.id,
     name: c.name,
     displayName: c.displayName,
     chainId: c.chainId.toString(),
     family: c.family,
-    rpcUrl: c.rpcUrl,
-    wsUrl: c.wsUrl,
     explorerUrl: c.explorerUrl,
     nativeCurrency: c.nativeCurrency,
     nativeDecimals: c.nativeDecimals,
@@ -57,17 +56,21 @@ export function signerGrpc(deps: {
   const caller = () => currentCaller(deps.keys);
   return {
     async listChains(req) {
-      return { chains: (await deps.chains.list(await caller(), req.includeDisabled)).map(chainMessage) };
+      const p = await caller();
+      return { chains: (await deps.chains.list(p, req.includeDisabled)).map((c) => chainMessage(c, p)) };
     },
     async getChain(req) {
-      return { chain: chainMessage(await deps.chains.get(await caller(), req.identifier)) };
+      const p = await caller();
+      return { chain: chainMessage(await deps.chains.get(p, req.identifier), p) };
     },
     async createChain(req) {
-      return { chain: chainMessage(await deps.chains.create(await caller(), req)) };
+      const p = await caller();
+      return { chain: chainMessage(await deps.chains.create(p, req), p) };
     },
     async updateChain(req) {
       const { identifier, ...change } = req;
-      return { chain: chainMessage(await deps.chains.update(await caller(), identifier, change)) };
+      const p = await caller();
+      return { chain: chainMessage(await deps.chains.update(p, identifier, change), p) };
     },
     async createSigningKey(req) {
       const k = await deps.signingKeys.create(await caller(), req.agentId, req.chain, req.custody);

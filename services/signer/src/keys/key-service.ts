@@ -1,35 +1,31 @@
 import { randomUUID } from 'node:crypto';
-import type { Principal, UserPrincipal } from '@custos/auth';
+import { type OrgAdmin, type Principal, requireHumanAdmin } from '@custos/auth';
 import { auditOf, writeEvent } from '@custos/events';
-import {
-  ConflictError,
-  InvalidArgumentError,
-  type Logger,
-  NotFoundError,
-  PermissionDeniedError,
-} from '@custos/service-kit';
+import { ConflictError, InvalidArgumentError, type Logger, NotFoundError } from '@custos/service-kit';
 import { failClosed, writeSignerAudit } from '../audit/signer-audit.js';
 import { keyNameOf } from '../chains/chain-fns.js';
 import type { ChainService } from '../chains/chain-service.js';
 import type { ChainRecord } from '../chains/chain-types.js';
 import { outbox } from '../db/schema.js';
+import type { IdentityClient } from '../peers/identity-client.js';
 import type { VaultCryptoClient } from '../peers/vault-crypto-client.js';
 import type { ChainAdapter, ChainAdapters } from './chain-adapter.js';
 import { agentIdOf, keyDetails, serverCustody, sortKeys } from './key-fns.js';
 import type { KeyStore } from './key-store.js';
 import type { SigningKeyRecord } from './key-types.js';
 
-function human(p: Principal, what: string): UserPrincipal {
-  if (p.kind !== 'user') throw new PermissionDeniedError(`an agent may not ${what}; a human of its org may`);
+function manager(p: Principal, what: string): OrgAdmin {
+  requireHumanAdmin(p, what);
   return p;
 }
 
 /**
  * Agents' signing keys. A key is generated here, its private half sealed by vault-crypto in the
  * org's `__agent-keys` vault before the public half is recorded; the private half is never
- * returned, logged, audited or put in an event. One EVM key serves every EVM chain. The gateway
- * has asked identity that the agent is in the caller's org; rows are kept under the caller's org,
- * so a wrong agent id can only ever name the caller's own org's keys.
+ * returned, logged, audited or put in an event. One EVM key serves every EVM chain. Making and
+ * rotating a key is for owners and admins of the agent's org (as every other change of an agent);
+ * before any of it signer asks identity itself that the agent is in the org of the token it
+ * verified (the gateway is not trusted for that), so no org can make or read keys of another's agent.
  */
 export class KeyService {
   constructor(
@@ -38,6 +34,7 @@ export class KeyService {
       chains: Pick<ChainService, 'resolve'>;
       adapters: ChainAdapters;
       vault: Pick<VaultCryptoClient, 'storeKey'>;
+      identity: Pick<IdentityClient, 'requireAgentInOrg'>;
       logger: Logger;
     },
   ) {}
@@ -55,7 +52,7 @@ export class KeyService {
 
   /** Generates a key and seals its private half; returns the public view and the stored secret's id. */
   private async generateAndStore(
-    p: UserPrincipal,
+    p: OrgAdmin,
     agentId: string,
     adapter: ChainAdapter,
     keyVersion: number,
@@ -91,7 +88,7 @@ export class KeyService {
   }
 
   /**
-   * Provisions the agent's key for the chain's family (humans of the org). 400 naming `chain` for
+   * Provisions the agent's key for the chain's family (owners and admins of the org). 400 naming `chain` for
    * an unknown, disabled or not yet supported chain and `custody` for a non-server custody; 409
    * when the agent has an active key for the family (decided by the database under races).
    */
@@ -101,10 +98,11 @@ export class KeyService {
     chainRef: string,
     custody: string,
   ): Promise<SigningKeyRecord> {
-    const user = human(p, 'create signing keys');
+    const user = manager(p, "create an agent's signing keys");
     const agentId = agentIdOf(rawAgentId);
     serverCustody(custody);
     const chain = await this.deps.chains.resolve(chainRef, 'chain');
+    await this.deps.identity.requireAgentInOrg(user.orgId, agentId);
     const adapter = this.adapterOf(chain);
     const conflict = () =>
       new ConflictError(
@@ -131,11 +129,12 @@ export class KeyService {
   async list(p: Principal, rawAgentId: string): Promise<SigningKeyRecord[]> {
     const agentId = agentIdOf(rawAgentId);
     if (p.kind === 'agent' && p.agentId !== agentId) throw new NotFoundError('agent', rawAgentId);
+    await this.deps.identity.requireAgentInOrg(p.orgId, agentId);
     return sortKeys(await this.deps.store.list(p.orgId, agentId));
   }
 
   /**
-   * Replaces the agent's active key for the chain's family with a new version (humans of the org).
+   * Replaces the agent's active key for the chain's family with a new version (owners and admins).
    * The old version stays stored and listed (inactive, `rotated_at`) for audit; `signing_key.rotated`
    * is emitted with the change. A disabled chain's key can still be rotated.
    */
@@ -144,9 +143,10 @@ export class KeyService {
     rawAgentId: string,
     chainRef: string,
   ): Promise<{ key: SigningKeyRecord; previous: SigningKeyRecord }> {
-    const user = human(p, 'rotate signing keys');
+    const user = manager(p, "rotate an agent's signing keys");
     const agentId = agentIdOf(rawAgentId);
     const chain = await this.deps.chains.resolve(chainRef, 'chain', true);
+    await this.deps.identity.requireAgentInOrg(user.orgId, agentId);
     const adapter = this.adapterOf(chain);
     const previous = await this.deps.store.active(p.orgId, agentId, chain.family);
     if (!previous) throw new NotFoundError('signing key', keyNameOf(chain.family));
