@@ -188,6 +188,10 @@ audit-hmac-key: {{ .Values.audit.hmacKey | b64enc | quote }}
 {{- if and (not .Values.audit.checkpointExistingSecret) .Values.audit.checkpointSigningKey }}
 audit-checkpoint-signing-key: {{ .Values.audit.checkpointSigningKey | b64enc | quote }}
 {{- end -}}
+{{- /* signer's chain endpoints: a provider URL often embeds its API key, so they live in a Secret. */ -}}
+{{- if and (not .Values.signer.chainRpcUrlsExistingSecret) .Values.signer.chainRpcUrls }}
+chain-rpc-urls: {{ .Values.signer.chainRpcUrls | b64enc | quote }}
+{{- end -}}
 {{- /* webhook-dispatcher cannot start without the key that seals webhook signing secrets. */ -}}
 {{- if not .Values.webhooks.existingSecret -}}
 {{- if .Values.webhooks.secretKey }}
@@ -629,7 +633,11 @@ issuer and audience from its own configuration, never from a peer's answer. */ -
 {{- $_ := set $plain "BILLING_DEFAULT_PLAN" $root.Values.billing.defaultPlan -}}
 {{- end -}}
 {{- if eq .name "signer" -}}
-{{- $_ := set $plain "CHAIN_RPC_URLS" ($root.Values.signer.chainRpcUrls | default "") -}}
+{{- if $root.Values.signer.chainRpcUrlsExistingSecret -}}
+{{- $_ := set $secret "CHAIN_RPC_URLS" (dict "name" $root.Values.signer.chainRpcUrlsExistingSecret "key" $root.Values.signer.chainRpcUrlsExistingSecretKey) -}}
+{{- else if $root.Values.signer.chainRpcUrls -}}
+{{- $_ := set $secret "CHAIN_RPC_URLS" (dict "name" (include "custos.managedSecretName" $root) "key" "chain-rpc-urls") -}}
+{{- end -}}
 {{- end -}}
 {{- if eq .name "identity" -}}
 {{- $issuer := include "custos.tokenIssuer" $root -}}
