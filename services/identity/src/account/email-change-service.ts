@@ -186,19 +186,21 @@ export class EmailChangeService {
           tx,
         );
         if (!row) return undefined;
-        const user = await this.users.findById(row.userId, tx);
-        if (!user) return undefined;
-        if (!(await this.store.setEmail(user.id, row.restoreEmail, tx))) return undefined;
         // The undo links of the changes made after this one die with them: whoever made those
         // changes (A→B, then B→C, whose link went to B) cannot take the account back with the
         // later link once the owner undid the first. Earlier links stay: an undo by a later link
-        // never locks out the holder of the original address.
+        // never locks out the holder of the original address. Voided before the user row is
+        // locked (by setEmail): two undos then lock link rows, then the user row, in that order,
+        // and cannot deadlock (an older undo waits for a newer one's link row, never the reverse).
         const laterLinksVoided = await this.store.voidEmailTokensSince(
-          user.id,
+          row.userId,
           UNDO_PURPOSE,
           row.createdAt,
           tx,
         );
+        const user = await this.users.findById(row.userId, tx);
+        if (!user) return undefined;
+        if (!(await this.store.setEmail(user.id, row.restoreEmail, tx))) return undefined;
         // A change started meanwhile by whoever holds the account must not complete.
         await this.store.deleteEmailChange(user.id, tx);
         await this.store.revokeRefreshTokens(user.id, tx);

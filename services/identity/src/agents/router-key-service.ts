@@ -67,7 +67,6 @@ export class RouterKeyService {
     const user = manager(p);
     const agent = await agentInOrg(this.agents, user, agentId);
     checkRouterKeyLimits(limits);
-    await this.stepUp.confirmStepUp(user, ROUTER_KEY_CREATE_PURPOSE, credential);
     if (!agent.isActive) throw new ConflictError('the agent is deactivated');
     if (!agent.settings.proxyEnabled) {
       throw new ConflictError('router keys are only for agents with proxy_enabled: true', 'proxy_enabled');
@@ -77,6 +76,8 @@ export class RouterKeyService {
         type: 'resource_limit_exceeded',
       });
     }
+    // After the refusals that spend nothing: a refused request does not cost the caller's rat_.
+    await this.stepUp.confirmStepUp(user, ROUTER_KEY_CREATE_PURPOSE, credential);
     const t = generateSecretToken(PREFIX);
     const row = await this.agents.transaction(async (tx) => {
       const created = await this.keys.insert(
