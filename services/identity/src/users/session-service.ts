@@ -194,7 +194,7 @@ export class SessionService {
   async startSession(user: User, amr: string[], method: string): Promise<TokenSetView> {
     const session = { id: randomUUID(), amr };
     const refresh = await this.store.transaction(async (tx) => {
-      const token = await this.storeRefreshToken(user.id, session, new Date(), tx);
+      const token = await this.storeRefreshToken(user.id, session, new Date(), tx, true);
       await audit(tx, {
         orgId: user.orgId,
         actorType: 'user',
@@ -215,6 +215,7 @@ export class SessionService {
     session: { id: string; amr: string[] },
     familyStartedAt: Date,
     tx?: Parameters<UserStore['insertRefreshToken']>[1],
+    first = false,
   ): Promise<string> {
     const refresh = generateSecretToken(REFRESH_PREFIX);
     await this.store.insertRefreshToken(
@@ -224,6 +225,9 @@ export class SessionService {
         userId,
         secretHash: refresh.secretHash,
         amr: session.amr,
+        // The first token's created_at is the family's start (familyStartedAt reads it back): the
+        // same instant as the cap below, not the database's clock a moment apart.
+        ...(first ? { createdAt: familyStartedAt } : {}),
         expiresAt: new Date(
           Math.min(
             Date.now() + this.opts.refreshTtlSeconds * 1000,

@@ -171,7 +171,16 @@ export class UserStore {
 
   /** Stores a refresh token (only its hash). */
   async insertRefreshToken(
-    row: { id: string; familyId: string; userId: string; secretHash: string; amr: string[]; expiresAt: Date },
+    row: {
+      id: string;
+      familyId: string;
+      userId: string;
+      secretHash: string;
+      amr: string[];
+      expiresAt: Date;
+      /** The database's now() unless given (a family's first token: the instant its lifetime counts from). */
+      createdAt?: Date;
+    },
     tx: Tx = this.db,
   ): Promise<void> {
     await tx.insert(refreshTokens).values(row);
