@@ -140,7 +140,10 @@ function startFloorProcess(role: 'backend' | 'edge', env: Record<string, string>
   let errText = '';
   child.stderr!.on('data', (d: Buffer) => (errText = (errText + d.toString()).slice(-2000)));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`floor ${role} did not start: ${errText}`)), 15_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`floor ${role} did not start: ${errText}`));
+    }, 15_000);
     child.stdout!.on('data', (d: Buffer) => {
       if (d.toString().includes('ready')) {
         clearTimeout(timer);

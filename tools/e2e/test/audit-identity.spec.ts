@@ -1,7 +1,8 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { type SmtpCapture } from '@custos/testing';
 import { waitFor } from '@custos/service-kit/testing';
 import { TEST_PASSWORD, api, quickUser } from '../src/api';
+import { currentStep, totp } from '../src/totp';
 import { sqlOn } from '../src/db';
 import { sharedMail, sharedMesh, type Mesh } from '../src/mesh';
 
@@ -12,31 +13,6 @@ const NEW_PASSWORD = 'Another-Horse-7-staple';
 const GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const JWT_TYPE = 'urn:ietf:params:oauth:token-type:jwt';
 const AUDIENCE = 'https://rp.example.com';
-
-// RFC 6238 (SHA-1, 6 digits, 30 s), as an authenticator app computes it.
-function base32Decode(text: string): Buffer {
-  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
-  const out: number[] = [];
-  let bits = 0;
-  let value = 0;
-  for (const ch of text) {
-    value = ((value << 5) | alphabet.indexOf(ch)) & 0xffff;
-    bits += 5;
-    if (bits >= 8) {
-      out.push((value >>> (bits - 8)) & 0xff);
-      bits -= 8;
-    }
-  }
-  return Buffer.from(out);
-}
-function totp(secret: string, step: number): string {
-  const counter = Buffer.alloc(8);
-  counter.writeBigUInt64BE(BigInt(step));
-  const mac = createHmac('sha1', base32Decode(secret)).update(counter).digest();
-  const offset = mac[mac.length - 1]! & 0x0f;
-  return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1_000_000).padStart(6, '0');
-}
-const currentStep = () => Math.floor(Date.now() / 30_000);
 
 describe('identity writes an audit record for every security-relevant change and sign-in', () => {
   let mesh: Mesh;

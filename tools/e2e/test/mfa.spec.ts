@@ -1,31 +1,7 @@
-import { createHmac } from 'node:crypto';
 import { TEST_PASSWORD, api, decodePayload, quickUser } from '../src/api';
+import { currentStep, totp } from '../src/totp';
 import { SERVICES, sharedMesh, type Mesh } from '../src/mesh';
 
-// RFC 6238 (SHA-1, 6 digits, 30 s) computed here from RFC 4226, as an authenticator app would.
-function base32Decode(text: string): Buffer {
-  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
-  const out: number[] = [];
-  let bits = 0;
-  let value = 0;
-  for (const ch of text) {
-    value = ((value << 5) | alphabet.indexOf(ch)) & 0xffff;
-    bits += 5;
-    if (bits >= 8) {
-      out.push((value >>> (bits - 8)) & 0xff);
-      bits -= 8;
-    }
-  }
-  return Buffer.from(out);
-}
-function totp(secret: string, step: number): string {
-  const counter = Buffer.alloc(8);
-  counter.writeBigUInt64BE(BigInt(step));
-  const mac = createHmac('sha1', base32Decode(secret)).update(counter).digest();
-  const offset = mac[mac.length - 1]! & 0x0f;
-  return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1_000_000).padStart(6, '0');
-}
-const currentStep = () => Math.floor(Date.now() / 30_000);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A TOTP user as the test tracks it: the secret, the recovery codes and the last step accepted. */

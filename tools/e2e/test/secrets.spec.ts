@@ -255,7 +255,15 @@ describe('secrets: versions, values, limits and what is stored', () => {
       });
       expect({ url, status: r.status }).toEqual({ url, status: 405 });
       expect(r.headers.get('allow')).toContain('GET');
+      expect(r.headers.get('allow')).not.toContain('HEAD');
     }
+    // Another method's 405 does not advertise the HEAD these refuse.
+    const post = await fetch(`${mesh.baseUrl}/v1/vaults/${vaultId}/secrets/limited/head`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${owner.token}` },
+    });
+    expect(post.status).toBe(405);
+    expect(post.headers.get('allow')).not.toContain('HEAD');
     const [row] = await sqlOn<{ access_count: string }>(
       mesh,
       `SELECT access_count FROM vault_crypto.secret_versions WHERE vault_id = $1 AND path = 'limited/head'`,

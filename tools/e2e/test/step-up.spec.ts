@@ -1,36 +1,12 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { type CapturedMessage, type SmtpCapture } from '@custos/testing';
 import { TEST_PASSWORD, api, quickUser } from '../src/api';
+import { currentStep, totp } from '../src/totp';
 import { sqlOn } from '../src/db';
 import type { GoogleIdp } from '../src/google-idp';
 import { sharedGoogleIdp, sharedMail, sharedMesh, type Mesh } from '../src/mesh';
 
 type Answer = Awaited<ReturnType<typeof api>>;
-
-// RFC 6238 (SHA-1, 6 digits, 30 s), as an authenticator app computes it.
-function base32Decode(text: string): Buffer {
-  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
-  const out: number[] = [];
-  let bits = 0;
-  let value = 0;
-  for (const ch of text) {
-    value = ((value << 5) | alphabet.indexOf(ch)) & 0xffff;
-    bits += 5;
-    if (bits >= 8) {
-      out.push((value >>> (bits - 8)) & 0xff);
-      bits -= 8;
-    }
-  }
-  return Buffer.from(out);
-}
-function totp(secret: string, step: number): string {
-  const counter = Buffer.alloc(8);
-  counter.writeBigUInt64BE(BigInt(step));
-  const mac = createHmac('sha1', base32Decode(secret)).update(counter).digest();
-  const offset = mac[mac.length - 1]! & 0x0f;
-  return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1_000_000).padStart(6, '0');
-}
-const currentStep = () => Math.floor(Date.now() / 30_000);
 
 const ACCEPTED = ['reauth_token', 'password', 'totp'];
 const UNDO_TOKEN = /cse_[A-Za-z0-9]{16}_[A-Za-z0-9]{43}/;

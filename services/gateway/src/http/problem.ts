@@ -43,15 +43,21 @@ export function problemOf(err: CustosError): Problem {
  * method, else 404.
  */
 export function notFound(routes: readonly DeclaredRoute[]): RequestHandler {
-  let matchers: Array<{ method: string; matches: (path: string) => boolean }> | undefined;
+  let matchers: Array<{ method: string; noHead: boolean; matches: (path: string) => boolean }> | undefined;
   return (req, res) => {
     matchers ??= routes.map((r) => {
       const fn = match(r.path, { decode: false });
-      return { method: r.method, matches: (path: string) => fn(path) !== false };
+      return {
+        method: r.method,
+        noHead: r.spec.noHead === true,
+        matches: (path: string) => fn(path) !== false,
+      };
     });
-    const allowed = new Set(matchers.filter((m) => m.matches(req.path)).map((m) => m.method));
+    const matching = matchers.filter((m) => m.matches(req.path));
+    const allowed = new Set(matching.map((m) => m.method));
     if (allowed.size > 0) {
-      if (allowed.has('GET')) allowed.add('HEAD');
+      // HEAD runs a GET, except where the GET reads a value (RouteSpec.noHead: HEAD is 405 there).
+      if (matching.some((m) => m.method === 'GET' && !m.noHead)) allowed.add('HEAD');
       const allow = [...allowed].sort().join(', ');
       res.setHeader('Allow', allow);
       return sendProblem(res, {

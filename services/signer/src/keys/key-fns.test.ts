@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '@custos/service-kit';
-import { agentIdOf, agentKeyPath, keyDetails, serverCustody, sortKeys } from './key-fns.js';
+import { agentIdOf, keyDetails, serverCustody, sortKeys } from './key-fns.js';
 import type { SigningKeyRecord } from './key-types.js';
 
 const key = (over: Partial<SigningKeyRecord>): SigningKeyRecord => ({
@@ -33,11 +33,6 @@ describe('key rules', () => {
   it('takes a UUID agent id only', () => {
     expect(agentIdOf('33333333-3333-4333-8333-33333333333A')).toBe('33333333-3333-4333-8333-33333333333a');
     expect(() => agentIdOf('me')).toThrow(InvalidArgumentError);
-  });
-
-  it('names the vault path by agent, family key name and key id', () => {
-    expect(agentKeyPath('a', 'evm', 'k')).toBe('agents/a/ethereum/k');
-    expect(agentKeyPath('a', 'solana', 'k')).toBe('agents/a/solana/k');
   });
 
   it('describes a key for audit without its public or private key material', () => {

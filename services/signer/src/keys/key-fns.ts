@@ -25,11 +25,6 @@ export function serverCustody(raw: string): 'server' {
   throw new InvalidArgumentError('custody', 'must be server, client_tss or passkey_owner');
 }
 
-/** The path of a key version's private half in the org's `__agent-keys` vault. */
-export function agentKeyPath(agentId: string, family: SigningKeyRecord['family'], keyId: string): string {
-  return `agents/${agentId}/${keyNameOf(family)}/${keyId}`;
-}
-
 /** The metadata of a key's audit record and event: what a reader may know, never the private half. */
 export function keyDetails(k: SigningKeyRecord): Record<string, unknown> {
   return {

@@ -1,9 +1,10 @@
 import { ConflictError, InvalidArgumentError, isUuid } from '@custos/service-kit';
 import { writeVaultCryptoAudit } from '../audit/vault-crypto-audit.js';
-import { dataKeyAad, newKey, seal, valueAad, wrapDataKey } from '../crypto/envelope-fns.js';
+import { sealVersion } from '../crypto/envelope-fns.js';
 import type { OrgKeyRing } from '../keys/org-key-ring.js';
 import { secretPath } from '../secrets/secret-fns.js';
 import type { SecretStore } from '../secrets/secret-store.js';
+import { SYSTEM_VAULT_NAMES } from '../vaults/vault-fns.js';
 import type { VaultStore } from '../vaults/vault-store.js';
 
 /** One key version's private half, as signer hands it over. */
@@ -17,7 +18,7 @@ export interface AgentKeyInput {
   privateKey: Buffer;
 }
 
-const AGENT_KEYS_VAULT = '__agent-keys';
+const AGENT_KEYS_VAULT = SYSTEM_VAULT_NAMES[0];
 
 /**
  * Seals agents' private keys into the org's `__agent-keys` system vault, as a `private_key` secret
@@ -64,35 +65,22 @@ export class AgentKeyService {
       const row = await this.deps.secrets.insertNextVersion(
         at,
         -1,
-        (version) => {
-          const address = { ...at, version };
-          const dataKey = newKey();
-          try {
-            const sealed = seal(dataKey, k.privateKey, valueAad(address));
-            return {
-              type: 'private_key',
-              ciphertext: sealed.ciphertext,
-              iv: sealed.iv,
-              tag: sealed.tag,
-              wrappedDataKey: wrapDataKey(kek.key, dataKey, dataKeyAad(address, kek.version)),
-              kekVersion: kek.version,
-              metadata: {
-                agent_id: k.agentId,
-                chain: k.chain,
-                key_id: k.keyId,
-                key_version: k.keyVersion,
-                curve: k.curve,
-              },
-              expiresAt: null,
-              maxAccessCount: null,
-              rotationPolicy: null,
-              createdBy: k.agentId,
-              createdByType: 'system',
-            };
-          } finally {
-            dataKey.fill(0);
-          }
-        },
+        (version) => ({
+          type: 'private_key',
+          ...sealVersion(kek, { ...at, version }, k.privateKey),
+          metadata: {
+            agent_id: k.agentId,
+            chain: k.chain,
+            key_id: k.keyId,
+            key_version: k.keyVersion,
+            curve: k.curve,
+          },
+          expiresAt: null,
+          maxAccessCount: null,
+          rotationPolicy: null,
+          createdBy: k.agentId,
+          createdByType: 'system',
+        }),
         (tx, r) =>
           writeVaultCryptoAudit(tx, {
             orgId,

@@ -85,3 +85,37 @@ export function unwrapDataKey(kek: Buffer, wrapped: Buffer, aad: Buffer): Buffer
 export function newKey(): Buffer {
   return randomBytes(KEY_BYTES);
 }
+
+/** A secret version's value sealed under its own data key, and that key wrapped by the org KEK. */
+export interface SealedVersion {
+  ciphertext: Buffer;
+  iv: Buffer;
+  tag: Buffer;
+  wrappedDataKey: Buffer;
+  kekVersion: number;
+}
+
+/**
+ * Envelope-encrypts one secret version: a fresh data key seals `value` bound to `at`, the KEK
+ * wraps the data key bound to `at` and its own version, and the data key is zeroed before this
+ * returns (the KEK stays the caller's).
+ */
+export function sealVersion(
+  kek: { version: number; key: Buffer },
+  at: VersionAddress,
+  value: Buffer,
+): SealedVersion {
+  const dataKey = newKey();
+  try {
+    const sealed = seal(dataKey, value, valueAad(at));
+    return {
+      ciphertext: sealed.ciphertext,
+      iv: sealed.iv,
+      tag: sealed.tag,
+      wrappedDataKey: wrapDataKey(kek.key, dataKey, dataKeyAad(at, kek.version)),
+      kekVersion: kek.version,
+    };
+  } finally {
+    dataKey.fill(0);
+  }
+}

@@ -15,9 +15,8 @@ import type { VaultCryptoAudit } from '../audit/vault-crypto-audit.js';
 import {
   type VersionAddress,
   dataKeyAad,
-  newKey,
   open,
-  seal,
+  sealVersion,
   unwrapDataKey,
   valueAad,
   wrapDataKey,
@@ -153,35 +152,22 @@ export class SecretService {
         { type: 'secret', id: r.id },
         { vault_id: v.id, path, version: r.version, type: r.type },
       )(tx);
-    // The data key is zeroed as soon as it is wrapped; the KEK when the insert is done.
-    const sealVersion = (version: number) => {
-      const at = { orgId: v.orgId, vaultId: v.id, path, version };
-      const dataKey = newKey();
-      try {
-        const sealed = seal(dataKey, input.value, valueAad(at));
-        return {
-          type: input.type,
-          ciphertext: sealed.ciphertext,
-          iv: sealed.iv,
-          tag: sealed.tag,
-          wrappedDataKey: wrapDataKey(kek.key, dataKey, dataKeyAad(at, kek.version)),
-          kekVersion: kek.version,
-          metadata: input.metadata,
-          expiresAt: input.expiresAt,
-          maxAccessCount: input.maxAccessCount,
-          rotationPolicy: input.rotationPolicy,
-          createdBy: actor.actorId,
-          createdByType: actor.actorType,
-        };
-      } finally {
-        dataKey.fill(0);
-      }
-    };
+    // The data key is zeroed as soon as it is wrapped (sealVersion); the KEK when the insert is done.
+    const sealInput = (version: number) => ({
+      type: input.type,
+      ...sealVersion(kek, { orgId: v.orgId, vaultId: v.id, path, version }, input.value),
+      metadata: input.metadata,
+      expiresAt: input.expiresAt,
+      maxAccessCount: input.maxAccessCount,
+      rotationPolicy: input.rotationPolicy,
+      createdBy: actor.actorId,
+      createdByType: actor.actorType,
+    });
     const at = { orgId: v.orgId, vaultId: v.id, path };
     const row = await this.deps.audit
       .failClosed(action, async () => {
         // A path with a live version takes the short way (no tier cap to count); a new one the long.
-        const next = await this.deps.secrets.insertNextLiveVersion(at, sealVersion, (r) =>
+        const next = await this.deps.secrets.insertNextLiveVersion(at, sealInput, (r) =>
           this.deps.audit.rowOf(
             p,
             action,
@@ -195,7 +181,7 @@ export class SecretService {
           ),
         );
         if (next !== 'new_path') return next;
-        return this.deps.secrets.insertNextVersion(at, limits.maxSecrets, sealVersion, audit);
+        return this.deps.secrets.insertNextVersion(at, limits.maxSecrets, sealInput, audit);
       })
       .finally(() => kek.key.fill(0));
     if (row === 'cap') throw new ResourceLimitExceededError('secrets', limits.maxSecrets, limits.plan);
