@@ -169,6 +169,13 @@ export function runService<S extends ConfigShape>(opts: ServiceDefinitionOptions
   const stop = async (exitCode: number) => {
     if (stopping) return;
     stopping = true;
+    // A step can wait on a dependency that is gone (a pool connecting to a stopped Postgres): the
+    // process still ends, 10 s after the grace of the calls in flight.
+    setTimeout(() => {
+      logger.warn('shutdown steps did not finish in time; exiting');
+      logger.flush?.();
+      process.exit(exitCode);
+    }, base.SHUTDOWN_GRACE_MS + 10_000).unref();
     dependencies.stop();
     logger.info('shutting down');
     await grpc.shutdown(base.SHUTDOWN_GRACE_MS).catch(() => undefined);

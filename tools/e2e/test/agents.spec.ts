@@ -186,14 +186,13 @@ describe('agents: registration, settings, key exchange, rotation, deactivation',
     });
     expect((await api(mesh, 'GET', '/v1/auth/me', { token })).status).toBe(403);
     expect((await api(mesh, 'POST', '/v1/agents', { token, body: { name: 'child' } })).status).toBe(403);
-    expect(
-      (
-        await api(mesh, 'POST', `/v1/agents/${String(agent['id'])}/rotate-key`, {
-          confirm: TEST_PASSWORD,
-          token,
-        })
-      ).status,
-    ).toBe(403);
+    // Refused as an agent on a human-only route, not as a failed step-up (an agent has no password).
+    const rotate = await api(mesh, 'POST', `/v1/agents/${String(agent['id'])}/rotate-key`, {
+      confirm: TEST_PASSWORD,
+      token,
+    });
+    expect(rotate.status).toBe(403);
+    expect(rotate.body['type']).not.toBe('step_up_required');
     expect((await api(mesh, 'GET', '/v1/agents/me', { token: owner.token })).status).toBe(403);
   });
 

@@ -148,7 +148,8 @@ describe('the mesh rides out a Postgres restart under concurrent writes', () => 
 
     await pg.stopServer('fast');
     try {
-      await mesh.kill('vault-crypto', 'SIGTERM');
+      // Killed outright (a crash, an evicted pod): what matters is how it starts again.
+      await mesh.kill('vault-crypto', 'SIGKILL');
       const seen = mesh.output.get('vault-crypto')!.length;
       mesh.restart('vault-crypto');
       // It says it waits, and keeps waiting (an exit would leave Kubernetes a crash loop).

@@ -470,25 +470,40 @@ describe('step-up on sensitive routes, and the undo of an e-mail change', () => 
     expect(await again.text()).toContain('That did not work');
   });
 
-  it('after two changes (A→B, B→C), the first undo link wins in either order: the later link cannot take the account back', async () => {
-    /** Changes the address of `u` (signed in with `token`) to `to`; the undo link mailed to `from`. */
-    const change = async (token: string, from: string, to: string) => {
-      const started = await api(mesh, 'POST', '/v1/auth/change-email', {
-        token,
-        body: { new_email: to },
-        confirm: TEST_PASSWORD,
-      });
-      expect(started.status).toBe(200);
-      const code = /\b(\d{6})\b/.exec((await nextMail(to)).text)![1]!;
-      const verified = await api(mesh, 'POST', '/v1/auth/verify-email-change', { token, body: { code } });
-      expect(verified.status).toBe(200);
-      return UNDO_TOKEN.exec((await nextMail(from)).text)![0];
-    };
-    const undo = (token: string) => api(mesh, 'POST', '/v1/auth/undo-email-change', { body: { token } });
-    const emailOf = async (userId: string) =>
-      (await sqlOn<{ email: string }>(mesh, 'SELECT email FROM identity.users WHERE id = $1', [userId]))[0]!
-        .email;
+  /** Changes the address of the user signed in with `token` to `to`; the undo link mailed to `from`. */
+  const change = async (token: string, from: string, to: string) => {
+    const started = await api(mesh, 'POST', '/v1/auth/change-email', {
+      token,
+      body: { new_email: to },
+      confirm: TEST_PASSWORD,
+    });
+    expect(started.status).toBe(200);
+    const code = /\b(\d{6})\b/.exec((await nextMail(to)).text)![1]!;
+    const verified = await api(mesh, 'POST', '/v1/auth/verify-email-change', { token, body: { code } });
+    expect(verified.status).toBe(200);
+    return UNDO_TOKEN.exec((await nextMail(from)).text)![0];
+  };
+  const undo = (token: string) => api(mesh, 'POST', '/v1/auth/undo-email-change', { body: { token } });
+  const emailOf = async (userId: string) =>
+    (await sqlOn<{ email: string }>(mesh, 'SELECT email FROM identity.users WHERE id = $1', [userId]))[0]!
+      .email;
 
+  it('an undo whose address another account took meanwhile is 409 and stays usable', async () => {
+    const x = await quickUser(mesh);
+    const y = await quickUser(mesh);
+    const link = await change(x.token, x.email, newEmail());
+    // Y takes X's old address (its own undo link goes to Y's old address).
+    await change(y.token, y.email, x.email);
+    const taken = await undo(link);
+    expect(taken.status).toBe(409);
+    expect(taken.body).toMatchObject({ status: 409, field: 'token' });
+    // Y moves on: the same link now restores X's address.
+    await change(y.token, x.email, newEmail());
+    expect((await undo(link)).status).toBe(200);
+    expect(await emailOf(x.userId)).toBe(x.email);
+  });
+
+  it('after two changes (A→B, B→C), the first undo link wins in either order: the later link cannot take the account back', async () => {
     for (const order of ['first link first', 'later link first', 'both at once'] as const) {
       const u = await quickUser(mesh);
       const a = u.email;

@@ -354,17 +354,19 @@ describe('vaults, system vaults, and who may touch secrets (owner, admin, member
 
   it('lets only an org owner or admin rotate the org key, and never an agent', async () => {
     const m = await member('member');
-    expectProblem(
-      await api(mesh, 'POST', '/v1/org/encryption-key/rotate', { confirm: TEST_PASSWORD, token: m.token }),
-      403,
-    );
+    // Refused for the role and for being an agent, not as a failed step-up.
+    const byMember = await api(mesh, 'POST', '/v1/org/encryption-key/rotate', {
+      confirm: TEST_PASSWORD,
+      token: m.token,
+    });
+    expectProblem(byMember, 403);
+    expect(byMember.body['type']).not.toBe('step_up_required');
     const bot = await agent();
-    expectProblem(
-      await api(mesh, 'POST', '/v1/org/encryption-key/rotate', {
-        confirm: TEST_PASSWORD,
-        token: await bot.token(),
-      }),
-      403,
-    );
+    const byAgent = await api(mesh, 'POST', '/v1/org/encryption-key/rotate', {
+      confirm: TEST_PASSWORD,
+      token: await bot.token(),
+    });
+    expectProblem(byAgent, 403);
+    expect(byAgent.body['type']).not.toBe('step_up_required');
   });
 });
