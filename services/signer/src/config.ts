@@ -35,4 +35,15 @@ export const configShape = {
         'it at start as the enabled testnet chain `anvil` (chain_id 31337). Leave unset in production.',
     )
     .optional(),
+  SIGNING_KEY_CACHE_TTL_SECONDS: env
+    .int(
+      'How long signer keeps an opened private key in memory for the next signatures (0: open it ' +
+        'from vault-crypto for every signature).',
+      0,
+      3600,
+    )
+    .default(300),
+  SIGNING_KEY_CACHE_SIZE: env
+    .int('How many opened private keys signer keeps in memory at most (0: none).', 0, 100000)
+    .default(5000),
 };

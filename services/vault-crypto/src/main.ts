@@ -110,7 +110,16 @@ runDataService({
       vaultCryptoAccess,
     );
     // Signer's sealing of agents' private keys (its certificate only).
-    const agentKeys = new AgentKeyService({ vaults: vaultStore, secrets: secretStore, ring });
+    const agentKeys = new AgentKeyService({
+      vaults: vaultStore,
+      secrets: secretStore,
+      ring,
+      open: (row) => secrets.openVersion(row),
+      audit: (r) =>
+        audit.failClosed(r.action, async () => {
+          await commits.audit(r);
+        }),
+    });
     rt.grpc.add(AgentKeyVaultServiceService, agentKeyVaultGrpc({ agentKeys }), agentKeyVaultAccess);
   },
 });

@@ -1,6 +1,13 @@
 import { Metadata } from '@grpc/grpc-js';
 import type { AgentKeyVaultServiceClient } from '@custos/proto/custos/vault_crypto/v1/agent_keys';
-import { ConflictError, type Logger, UnavailableError, callUnary, describeError } from '@custos/service-kit';
+import {
+  ConflictError,
+  type Logger,
+  NotFoundError,
+  UnavailableError,
+  callUnary,
+  describeError,
+} from '@custos/service-kit';
 
 /** What signer asks vault-crypto to keep: one key version's private half. */
 export interface KeyToStore {
@@ -36,6 +43,29 @@ export class VaultCryptoClient {
       );
       if (err instanceof ConflictError) throw new ConflictError('the key was stored already');
       throw new UnavailableError('the key could not be stored; no key was created');
+    }
+  }
+
+  /**
+   * Opens a stored key version (`sign` or `export`); the caller zeroes the bytes. A key vault-crypto
+   * does not find is NOT_FOUND; any other failure is 503 (nothing was signed or exported).
+   */
+  async loadKey(r: {
+    orgId: string;
+    secretId: string;
+    keyId: string;
+    purpose: 'sign' | 'export';
+  }): Promise<Buffer> {
+    try {
+      const res = await callUnary(this.client, this.client.loadAgentKey, r, new Metadata());
+      return Buffer.from(res.privateKey);
+    } catch (err) {
+      this.logger.error(
+        { err: describeError(err), key_id: r.keyId },
+        'vault-crypto did not open an agent key',
+      );
+      if (err instanceof NotFoundError) throw new NotFoundError('signing key', r.keyId);
+      throw new UnavailableError('the signing key could not be opened; nothing was signed');
     }
   }
 }

@@ -1,9 +1,10 @@
-import { ConflictError, InvalidArgumentError, isUuid } from '@custos/service-kit';
+import { ConflictError, InvalidArgumentError, NotFoundError, isUuid } from '@custos/service-kit';
+import type { AuditRecordInput } from '@custos/events';
 import { writeVaultCryptoAudit } from '../audit/vault-crypto-audit.js';
 import { sealVersion } from '../crypto/envelope-fns.js';
 import type { OrgKeyRing } from '../keys/org-key-ring.js';
 import { secretPath } from '../secrets/secret-fns.js';
-import type { SecretStore } from '../secrets/secret-store.js';
+import type { SecretRow, SecretStore } from '../secrets/secret-store.js';
 import { SYSTEM_VAULT_NAMES } from '../vaults/vault-fns.js';
 import type { VaultStore } from '../vaults/vault-store.js';
 
@@ -30,10 +31,62 @@ export class AgentKeyService {
   constructor(
     private readonly deps: {
       vaults: Pick<VaultStore, 'ensureSystemVaults' | 'findByName'>;
-      secrets: Pick<SecretStore, 'find' | 'insertNextVersion'>;
+      secrets: Pick<SecretStore, 'find' | 'insertNextVersion' | 'byId'>;
       ring: Pick<OrgKeyRing, 'active'>;
+      /** Opens a stored version (the secrets service's, with its data-key cache). */
+      open: (row: SecretRow) => Promise<Buffer>;
+      /** Writes an audit record on its own (fail-closed: it resolves once committed). */
+      audit: (r: AuditRecordInput) => Promise<void>;
     },
   ) {}
+
+  /**
+   * Opens one stored key version for signer (`sign` or `export`). Only a live version in the org's
+   * `__agent-keys` vault whose metadata names `keyId` is opened; anything else is 404 (the same
+   * answer for a missing, deleted or foreign id). The load is audited before the key is returned.
+   */
+  async load(r: {
+    orgId: string;
+    secretId: string;
+    keyId: string;
+    purpose: string;
+  }): Promise<{ privateKey: Buffer; curve: string }> {
+    for (const [field, v] of [
+      ['org_id', r.orgId],
+      ['secret_id', r.secretId],
+      ['key_id', r.keyId],
+    ] as const) {
+      if (!isUuid(v)) throw new InvalidArgumentError(field, 'must be a UUID');
+    }
+    if (r.purpose !== 'sign' && r.purpose !== 'export') {
+      throw new InvalidArgumentError('purpose', 'must be sign or export');
+    }
+    const orgId = r.orgId.toLowerCase();
+    const vault = await this.deps.vaults.findByName(orgId, AGENT_KEYS_VAULT);
+    const row = vault ? await this.deps.secrets.byId(orgId, r.secretId.toLowerCase()) : undefined;
+    const meta = (row?.metadata ?? {}) as Record<string, unknown>;
+    if (!vault || !row || row.vaultId !== vault.id || meta.key_id !== r.keyId.toLowerCase()) {
+      throw new NotFoundError('agent key', r.keyId);
+    }
+    await this.deps.audit({
+      orgId,
+      actorType: 'system',
+      actorId: null,
+      action: 'secret.agent_key_loaded',
+      resourceType: 'secret',
+      resourceId: row.id,
+      metadata: {
+        by: 'signer',
+        purpose: r.purpose,
+        vault_id: vault.id,
+        path: row.path,
+        agent_id: meta.agent_id ?? null,
+        chain: meta.chain ?? null,
+        key_version: meta.key_version ?? null,
+      },
+    });
+    return { privateKey: await this.deps.open(row), curve: typeof meta.curve === 'string' ? meta.curve : '' };
+  }
 
   /** Stores one key version (once: a key id already stored is refused). */
   async store(k: AgentKeyInput): Promise<{ secretId: string; vaultId: string; path: string }> {

@@ -8,7 +8,7 @@ import type { AgentKeyService } from '../agent-keys/agent-key-service.js';
  */
 export const agentKeyVaultAccess: RpcAccess<AgentKeyVaultServiceServer> = { default: ['signer'] };
 
-/** gRPC adapter of AgentKeyVaultService: decode, store, encode (the key never comes back). */
+/** gRPC adapter of AgentKeyVaultService: decode, store or load, encode (a key goes back to signer only). */
 export function agentKeyVaultGrpc(deps: {
   agentKeys: AgentKeyService;
 }): AsyncService<AgentKeyVaultServiceServer> {
@@ -19,6 +19,9 @@ export function agentKeyVaultGrpc(deps: {
       } finally {
         req.privateKey.fill(0);
       }
+    },
+    async loadAgentKey(req) {
+      return deps.agentKeys.load(req);
     },
   };
 }

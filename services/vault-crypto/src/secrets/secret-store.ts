@@ -252,6 +252,17 @@ export class SecretStore {
     return Number(r.rows[0]?.n ?? 0);
   }
 
+  /** A live (not deleted) version by its id, in the org. */
+  async byId(orgId: string, id: string): Promise<SecretRow | undefined> {
+    const [row] = await this.db
+      .select()
+      .from(secretVersions)
+      .where(
+        and(eq(secretVersions.id, id), eq(secretVersions.orgId, orgId), isNull(secretVersions.deletedAt)),
+      );
+    return row;
+  }
+
   /** The latest live version of a path, or a named version of it. */
   async find(vaultId: string, path: string, version = 0): Promise<SecretRow | undefined> {
     const [row] = await this.db

@@ -19,6 +19,26 @@ import {
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 
+/** LoadAgentKeyRequest names one stored key version. */
+export interface LoadAgentKeyRequest {
+  /** The org whose system vault holds it (UUID). */
+  orgId: string;
+  /** The stored secret version's id, as StoreAgentKey answered it (UUID). */
+  secretId: string;
+  /** Why signer opens it: `sign` or `export` (kept in the audit record). */
+  purpose: string;
+  /** The key version's id in signer (UUID), checked against the stored metadata. */
+  keyId: string;
+}
+
+/** LoadAgentKeyResponse carries the private key to signer alone. */
+export interface LoadAgentKeyResponse {
+  /** The private key bytes. Never logged; signer zeroes them after use. */
+  privateKey: Buffer;
+  /** The curve recorded with it. */
+  curve: string;
+}
+
 /** StoreAgentKeyRequest carries one private key to seal. */
 export interface StoreAgentKeyRequest {
   /** The org whose system vault holds it (UUID). */
@@ -46,6 +66,190 @@ export interface StoreAgentKeyResponse {
   /** The path inside the vault. */
   path: string;
 }
+
+function createBaseLoadAgentKeyRequest(): LoadAgentKeyRequest {
+  return { orgId: "", secretId: "", purpose: "", keyId: "" };
+}
+
+export const LoadAgentKeyRequest: MessageFns<LoadAgentKeyRequest> = {
+  encode(message: LoadAgentKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.secretId !== "") {
+      writer.uint32(18).string(message.secretId);
+    }
+    if (message.purpose !== "") {
+      writer.uint32(26).string(message.purpose);
+    }
+    if (message.keyId !== "") {
+      writer.uint32(34).string(message.keyId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LoadAgentKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseLoadAgentKeyRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.orgId = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.secretId = reader.string();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.purpose = reader.string();
+          continue;
+        }
+        case 4: {
+          if (tag !== 34) {
+            break;
+          }
+
+          message.keyId = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): LoadAgentKeyRequest {
+    return {
+      orgId: isSet(object.orgId) ? globalThis.String(object.orgId) : "",
+      secretId: isSet(object.secretId) ? globalThis.String(object.secretId) : "",
+      purpose: isSet(object.purpose) ? globalThis.String(object.purpose) : "",
+      keyId: isSet(object.keyId) ? globalThis.String(object.keyId) : "",
+    };
+  },
+
+  toJSON(message: LoadAgentKeyRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.secretId !== "") {
+      obj.secretId = message.secretId;
+    }
+    if (message.purpose !== "") {
+      obj.purpose = message.purpose;
+    }
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<LoadAgentKeyRequest>, I>>(base?: I): LoadAgentKeyRequest {
+    return LoadAgentKeyRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LoadAgentKeyRequest>, I>>(object: I): LoadAgentKeyRequest {
+    const message = createBaseLoadAgentKeyRequest();
+    message.orgId = object.orgId ?? "";
+    message.secretId = object.secretId ?? "";
+    message.purpose = object.purpose ?? "";
+    message.keyId = object.keyId ?? "";
+    return message;
+  },
+};
+
+function createBaseLoadAgentKeyResponse(): LoadAgentKeyResponse {
+  return { privateKey: Buffer.alloc(0), curve: "" };
+}
+
+export const LoadAgentKeyResponse: MessageFns<LoadAgentKeyResponse> = {
+  encode(message: LoadAgentKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.privateKey.length !== 0) {
+      writer.uint32(10).bytes(message.privateKey);
+    }
+    if (message.curve !== "") {
+      writer.uint32(18).string(message.curve);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LoadAgentKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseLoadAgentKeyResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.privateKey = Buffer.from(reader.bytes());
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.curve = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): LoadAgentKeyResponse {
+    return {
+      privateKey: isSet(object.privateKey) ? Buffer.from(bytesFromBase64(object.privateKey)) : Buffer.alloc(0),
+      curve: isSet(object.curve) ? globalThis.String(object.curve) : "",
+    };
+  },
+
+  toJSON(message: LoadAgentKeyResponse): unknown {
+    const obj: any = {};
+    if (message.privateKey.length !== 0) {
+      obj.privateKey = base64FromBytes(message.privateKey);
+    }
+    if (message.curve !== "") {
+      obj.curve = message.curve;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<LoadAgentKeyResponse>, I>>(base?: I): LoadAgentKeyResponse {
+    return LoadAgentKeyResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LoadAgentKeyResponse>, I>>(object: I): LoadAgentKeyResponse {
+    const message = createBaseLoadAgentKeyResponse();
+    message.privateKey = object.privateKey ?? Buffer.alloc(0);
+    message.curve = object.curve ?? "";
+    return message;
+  },
+};
 
 function createBaseStoreAgentKeyRequest(): StoreAgentKeyRequest {
   return { orgId: "", agentId: "", chain: "", keyId: "", keyVersion: 0, privateKey: Buffer.alloc(0), curve: "" };
@@ -316,6 +520,22 @@ export const AgentKeyVaultServiceService = {
       Buffer.from(StoreAgentKeyResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): StoreAgentKeyResponse => StoreAgentKeyResponse.decode(value),
   },
+  /**
+   * LoadAgentKey opens one stored key version for signer to sign with (or to export after signer
+   * checked the human's step-up). Only a version in the org's `__agent-keys` vault is opened
+   * (NOT_FOUND otherwise, also for a deleted one); every load is audited
+   * `secret.agent_key_loaded` with its purpose.
+   */
+  loadAgentKey: {
+    path: "/custos.vault_crypto.v1.AgentKeyVaultService/LoadAgentKey",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: LoadAgentKeyRequest): Buffer => Buffer.from(LoadAgentKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): LoadAgentKeyRequest => LoadAgentKeyRequest.decode(value),
+    responseSerialize: (value: LoadAgentKeyResponse): Buffer =>
+      Buffer.from(LoadAgentKeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): LoadAgentKeyResponse => LoadAgentKeyResponse.decode(value),
+  },
 } as const;
 
 export interface AgentKeyVaultServiceServer extends UntypedServiceImplementation {
@@ -324,6 +544,13 @@ export interface AgentKeyVaultServiceServer extends UntypedServiceImplementation
    * A key id already stored is refused (ALREADY_EXISTS): a key is written once.
    */
   storeAgentKey: handleUnaryCall<StoreAgentKeyRequest, StoreAgentKeyResponse>;
+  /**
+   * LoadAgentKey opens one stored key version for signer to sign with (or to export after signer
+   * checked the human's step-up). Only a version in the org's `__agent-keys` vault is opened
+   * (NOT_FOUND otherwise, also for a deleted one); every load is audited
+   * `secret.agent_key_loaded` with its purpose.
+   */
+  loadAgentKey: handleUnaryCall<LoadAgentKeyRequest, LoadAgentKeyResponse>;
 }
 
 export interface AgentKeyVaultServiceClient extends Client {
@@ -345,6 +572,27 @@ export interface AgentKeyVaultServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: StoreAgentKeyResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * LoadAgentKey opens one stored key version for signer to sign with (or to export after signer
+   * checked the human's step-up). Only a version in the org's `__agent-keys` vault is opened
+   * (NOT_FOUND otherwise, also for a deleted one); every load is audited
+   * `secret.agent_key_loaded` with its purpose.
+   */
+  loadAgentKey(
+    request: LoadAgentKeyRequest,
+    callback: (error: ServiceError | null, response: LoadAgentKeyResponse) => void,
+  ): ClientUnaryCall;
+  loadAgentKey(
+    request: LoadAgentKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: LoadAgentKeyResponse) => void,
+  ): ClientUnaryCall;
+  loadAgentKey(
+    request: LoadAgentKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: LoadAgentKeyResponse) => void,
   ): ClientUnaryCall;
 }
 
