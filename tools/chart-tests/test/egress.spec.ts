@@ -187,7 +187,8 @@ describe.each(scenarios)('egress rendered with $label', ({ args }) => {
     }
   });
 
-  it.each(SERVICES.filter((s) => s !== 'webhook-dispatcher' && s !== 'vault-crypto'))(
+  // webhook-dispatcher delivers to the internet, vault-crypto reaches its KMS, signer its chain nodes.
+  it.each(SERVICES.filter((s) => !['webhook-dispatcher', 'vault-crypto', 'signer'].includes(s)))(
     '%s: cannot reach the internet on any port',
     (service) => {
       for (const rule of policy(service).spec.egress)
@@ -365,6 +366,27 @@ describe('egress values', () => {
         s,
         allowed: false,
       });
+  });
+
+  it('signer alone reaches chain nodes: the internet on 443 by default, or the named network', () => {
+    const objects = render();
+    const signer = policyOf(objects, 'signer');
+    expect(allowsAddress(signer, '104.18.2.3', 443)).toBe(true);
+    expect(allowsAddress(signer, '104.18.2.3', 8545)).toBe(false);
+    expect(allowsAddress(signer, '169.254.169.254', 443)).toBe(false);
+    expect(allowsAddress(signer, '10.244.0.9', 443)).toBe(false);
+    for (const s of SERVICES.filter((x) => x !== 'signer' && x !== 'webhook-dispatcher'))
+      expect({ s, allowed: allowsAddress(policyOf(objects, s), '104.18.2.3', 443) }).toEqual({
+        s,
+        allowed: false,
+      });
+    const own = render(
+      'networkPolicy.chainRpc.to[0].ipBlock.cidr=10.40.0.0/24',
+      'networkPolicy.chainRpc.ports[0].port=8545',
+    );
+    const s2 = policyOf(own, 'signer');
+    expect(allowsAddress(s2, '10.40.0.7', 8545)).toBe(true);
+    expect(allowsAddress(s2, '104.18.2.3', 443)).toBe(false);
   });
 
   it('the OTLP collector is reached only when otel.endpoint is set', () => {
