@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { base32Encode, verifyTotp } from '../credentials/totp-fns.js';
 
 /** Lifetime of the challenge a password sign-in answers with (DECISIONS.md: 300 s). */
 export const MFA_CHALLENGE_TTL_SECONDS = 300;
@@ -48,6 +49,28 @@ function seal(secret: Buffer, kek: Buffer, userId: string, format: number): Buff
 /** Decrypts a sealed TOTP secret; throws when the key or user is wrong or the bytes were altered. */
 export function openTotpSecret(sealed: Buffer, kek: Buffer, userId: string): Buffer {
   return open(sealed, kek, userId, SEALED_FORMAT);
+}
+
+/**
+ * The time step a typed code matches under a sealed TOTP secret, never one at or before `lastStep`
+ * (undefined for a code that is not a 6-digit OTP or does not match); the opened secret is zeroed.
+ */
+export function matchSealedTotp(
+  sealed: Buffer,
+  kek: Buffer,
+  userId: string,
+  code: string,
+  lastStep: number | undefined,
+  nowMs = Date.now(),
+): number | undefined {
+  const c = classifyCode(code);
+  if (c.kind !== 'otp') return undefined;
+  const secret = openTotpSecret(sealed, kek, userId);
+  try {
+    return verifyTotp(base32Encode(secret), c.code, nowMs, lastStep);
+  } finally {
+    secret.fill(0);
+  }
 }
 
 /** True for a secret still sealed in format 1, under the token-signing KEK. */

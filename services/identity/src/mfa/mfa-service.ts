@@ -10,7 +10,6 @@ import {
   findRecoveryCode,
   generateRecoveryCodes,
   otpauthUri,
-  verifyTotp,
 } from '../credentials/totp-fns.js';
 import type { TokenSetView } from '../users/user-types.js';
 import { MFA_DISABLE_PURPOSE, MFA_ENROL_PURPOSE } from '../account/account-fns.js';
@@ -21,7 +20,7 @@ import {
   RECOVERY_CODE_COUNT,
   TOTP_ISSUER,
   classifyCode,
-  openTotpSecret,
+  matchSealedTotp,
   sealTotpSecret,
   isLegacySealed,
   resealLegacyTotpSecret,
@@ -250,14 +249,7 @@ export class MfaService {
 
   /** The step a code matches under a sealed secret, never one at or before `lastStep`. */
   private checkTotp(sealed: Buffer, userId: string, code: string, lastStep: number | undefined) {
-    const c = classifyCode(code);
-    if (c.kind !== 'otp') return undefined;
-    const secret = openTotpSecret(sealed, this.opts.kek, userId);
-    try {
-      return verifyTotp(base32Encode(secret), c.code, Date.now(), lastStep);
-    } finally {
-      secret.fill(0);
-    }
+    return matchSealedTotp(sealed, this.opts.kek, userId, code, lastStep);
   }
 
   /** Spends a matched factor once; false when a concurrent request spent it first. */

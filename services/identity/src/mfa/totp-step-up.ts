@@ -1,5 +1,4 @@
-import { base32Encode, verifyTotp } from '../credentials/totp-fns.js';
-import { classifyCode, openTotpSecret } from './mfa-fns.js';
+import { matchSealedTotp } from './mfa-fns.js';
 import type { MfaStore, MfaTx } from './mfa-store.js';
 
 /**
@@ -24,17 +23,9 @@ export class TotpStepUpCodes {
    * given (the caller's transaction: a check under a lock must not wait for a second connection).
    */
   async spend(userId: string, code: string, tx?: MfaTx): Promise<boolean> {
-    const c = classifyCode(code);
-    if (c.kind !== 'otp') return false;
     const state = await this.store.totpState(userId, tx);
     if (!state?.enabled || !state.secretEnc) return false;
-    const secret = openTotpSecret(state.secretEnc, this.kek, userId);
-    let step: number | undefined;
-    try {
-      step = verifyTotp(base32Encode(secret), c.code, Date.now(), state.lastStep ?? undefined);
-    } finally {
-      secret.fill(0);
-    }
+    const step = matchSealedTotp(state.secretEnc, this.kek, userId, code, state.lastStep ?? undefined);
     return step !== undefined && (await this.store.advanceTotpStep(userId, step, tx));
   }
 }

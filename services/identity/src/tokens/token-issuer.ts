@@ -49,13 +49,12 @@ export class TokenIssuer {
   ) {}
 
   /**
-   * Whether a user is a platform admin: an address of PLATFORM_ADMIN_EMAILS, or (given the user's
-   * row) the stored flag of the install's first account (SIGNUP_MODE).
+   * Whether a user is a platform admin: an address of PLATFORM_ADMIN_EMAILS, or the stored flag of
+   * the install's first account (SIGNUP_MODE).
    */
-  isPlatformAdmin(who: string | { email: string; platformAdmin?: boolean }): boolean {
-    if (typeof who !== 'string' && who.platformAdmin) return true;
-    const email = typeof who === 'string' ? who : who.email;
-    return this.settings.platformAdminEmails?.includes(email.toLowerCase()) ?? false;
+  isPlatformAdmin(who: { email: string; platformAdmin?: boolean }): boolean {
+    if (who.platformAdmin) return true;
+    return this.settings.platformAdminEmails?.includes(who.email.toLowerCase()) ?? false;
   }
 
   /**
