@@ -95,6 +95,29 @@ describe('audit checkpoints in Postgres', () => {
     await expect(checkpoints.check(owner(b), cpA!.id)).rejects.toThrow(/not found/);
   });
 
+  it('a round ends and reaches every org while a busy org keeps moving between its batches', async () => {
+    // The busy org sorts first and gets a record before every batch is read: without the org-id
+    // cursor each batch of one would hold it again and the round would never reach the others.
+    const busy = `00000000-0000-4000-8000-${randomBytes(6).toString('hex')}`;
+    const quiet = Array.from({ length: 4 }, () => randomUUID());
+    await append(busy, 1);
+    for (const org of quiet) await append(org, 1);
+    const store = new CheckpointStore(db);
+    const movedHeads = store.movedHeads.bind(store);
+    let batches = 0;
+    store.movedHeads = async (after, limit) => {
+      batches += 1;
+      if (batches > 200) throw new Error('the round does not end');
+      await append(busy, 1);
+      return movedHeads(after, limit);
+    };
+    await new CheckpointService(store, chain, signingKey, logger).checkpointMovedHeads(1);
+    const listed = async (org: string) =>
+      (await checkpoints.list(owner(org), { limit: 10, offset: 0 })).checkpoints;
+    for (const org of quiet) expect((await listed(org)).map((c) => c.seq)).toEqual([1]);
+    expect(await listed(busy)).toHaveLength(1);
+  });
+
   it('catches the last records deleted and the head rewound, which verify alone does not', async () => {
     const orgId = randomUUID();
     await append(orgId, 6);
