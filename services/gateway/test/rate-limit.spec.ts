@@ -117,6 +117,9 @@ describe('the key-exchange limiter', () => {
     const same = [];
     for (let i = 0; i < 5; i++) same.push(await run(mw, addr, { api_key: one }));
     expect(same).toEqual([200, 200, 200, 429, 429]);
+    // The same key from another address has a bucket of its own: someone who knows the key's id
+    // (it is not secret) and spends its bucket from elsewhere does not lock the agent out here.
+    expect(await run(mw, ip(), { api_key: one })).toBe(200);
     // Other keys from the same address are not held back by the first key's bucket...
     const others = await Promise.all(
       Array.from({ length: 15 }, () => run(mw, addr, { api_key: agentKey() })),
