@@ -6,7 +6,9 @@ import {
   check,
   index,
   integer,
+  numeric,
   pgSchema,
+  primaryKey,
   text,
   timestamp,
   unique,
@@ -79,4 +81,110 @@ export const signingKeys = signerSchema.table(
     index('signing_keys_org_agent').on(t.orgId, t.agentId),
     check('signing_keys_custody_known', sql`${t.custody} in ('server', 'client_tss', 'passkey_owner')`),
   ],
+);
+
+/** Transaction states (reference TransactionResponse plus `confirmed` and `failed` after the receipt). */
+export const TX_STATUSES = [
+  'pending',
+  'signed',
+  'sign_only',
+  'broadcast',
+  'confirmed',
+  'failed',
+  'simulation_failed',
+] as const;
+
+/**
+ * An agent's transaction on an EVM chain, from its creation to its receipt. Amounts in wei as
+ * numeric(78). `nonce_held`: the row holds its nonce (at most one row per key, chain and nonce;
+ * a transaction that never reached the node gives its nonce back and stops holding it).
+ */
+export const transactions = signerSchema.table(
+  'transactions',
+  {
+    id: uuid('id').primaryKey(),
+    orgId: uuid('org_id').notNull(),
+    agentId: uuid('agent_id').notNull(),
+    keyId: uuid('key_id').notNull(),
+    chainName: text('chain_name').notNull(),
+    chainId: bigint('chain_id', { mode: 'bigint' }).notNull(),
+    fromAddress: text('from_address').notNull(),
+    toAddress: text('to_address'),
+    valueWei: numeric('value_wei', { precision: 78, scale: 0 }).notNull(),
+    data: text('data').notNull().default('0x'),
+    nonce: bigint('nonce', { mode: 'number' }),
+    nonceHeld: boolean('nonce_held').notNull().default(false),
+    gasLimit: numeric('gas_limit', { precision: 78, scale: 0 }),
+    txType: integer('tx_type').notNull(),
+    maxFeePerGas: numeric('max_fee_per_gas', { precision: 78, scale: 0 }),
+    maxPriorityFeePerGas: numeric('max_priority_fee_per_gas', { precision: 78, scale: 0 }),
+    gasPrice: numeric('gas_price', { precision: 78, scale: 0 }),
+    status: text('status').notNull(),
+    txHash: text('tx_hash'),
+    signedTx: text('signed_tx'),
+    errorMessage: text('error_message'),
+    blockNumber: bigint('block_number', { mode: 'bigint' }),
+    gasUsed: numeric('gas_used', { precision: 78, scale: 0 }),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    signedAt: timestamp('signed_at', { withTimezone: true }),
+    broadcastAt: timestamp('broadcast_at', { withTimezone: true }),
+    confirmedAt: timestamp('confirmed_at', { withTimezone: true }),
+    /** When the receipt watcher may look at the row next (its lease and back-off). */
+    watchAfter: timestamp('watch_after', { withTimezone: true }),
+  },
+  (t) => [
+    index('transactions_agent_created').on(t.agentId, t.createdAt.desc(), t.id.desc()),
+    uniqueIndex('transactions_nonce_held')
+      .on(t.keyId, t.chainId, t.nonce)
+      .where(sql`${t.nonceHeld}`),
+    index('transactions_watch')
+      .on(t.watchAfter)
+      .where(sql`${t.status} = 'broadcast'`),
+    check(
+      'transactions_status_known',
+      sql`${t.status} in ('pending', 'signed', 'sign_only', 'broadcast', 'confirmed', 'failed', 'simulation_failed')`,
+    ),
+    check('transactions_nonce_held_has_nonce', sql`not ${t.nonceHeld} or ${t.nonce} is not null`),
+  ],
+);
+
+/** The next nonce signer gives out per signing key and chain (reconciled upward with the chain). */
+export const nonces = signerSchema.table(
+  'nonces',
+  {
+    keyId: uuid('key_id').notNull(),
+    chainId: bigint('chain_id', { mode: 'bigint' }).notNull(),
+    nextNonce: bigint('next_nonce', { mode: 'number' }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.keyId, t.chainId] })],
+);
+
+/** Nonces given out for transactions that never reached the node: the next allocations take them first. */
+export const releasedNonces = signerSchema.table(
+  'released_nonces',
+  {
+    keyId: uuid('key_id').notNull(),
+    chainId: bigint('chain_id', { mode: 'bigint' }).notNull(),
+    nonce: bigint('nonce', { mode: 'number' }).notNull(),
+    releasedAt: timestamp('released_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.keyId, t.chainId, t.nonce] })],
+);
+
+/**
+ * Idempotency-Key claims of transaction submissions (DECISIONS.md: 24 h per principal and route):
+ * one per agent and key, with the hash of the request it was first used with and, once made, the
+ * transaction it answers with.
+ */
+export const txIdempotency = signerSchema.table(
+  'tx_idempotency',
+  {
+    agentId: uuid('agent_id').notNull(),
+    idempotencyKey: text('idempotency_key').notNull(),
+    requestHash: text('request_hash').notNull(),
+    txId: uuid('tx_id'),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex('tx_idempotency_agent_key').on(t.agentId, t.idempotencyKey)],
 );
