@@ -4,8 +4,10 @@ import {
   bigint,
   boolean,
   check,
+  customType,
   index,
   integer,
+  jsonb,
   numeric,
   pgSchema,
   primaryKey,
@@ -187,4 +189,35 @@ export const txIdempotency = signerSchema.table(
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [uniqueIndex('tx_idempotency_agent_key').on(t.agentId, t.idempotencyKey)],
+);
+
+/** Raw bytes (a client share's ciphertext). */
+const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => 'bytea' });
+
+/**
+ * The wraps of the user's share of a `client_tss` key (SPEC §2.8), as the user's device sent them:
+ * ciphertext and the parameters needed to unwrap it, never opened here. One wrap per type and key
+ * (`passkey_prf`, `recovery_code`); the key is ready for value once both exist.
+ */
+export const clientShareWraps = signerSchema.table(
+  'client_share_wraps',
+  {
+    keyId: uuid('key_id')
+      .notNull()
+      .references(() => signingKeys.id),
+    orgId: uuid('org_id').notNull(),
+    type: text('type').notNull(),
+    ciphertext: bytea('ciphertext').notNull(),
+    /** What the device needs to unwrap: algorithm, nonce, credential id, salt, kdf (JSON, no secret). */
+    params: jsonb('params').notNull(),
+    createdBy: uuid('created_by').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.keyId, t.type] }),
+    index('client_share_wraps_org').on(t.orgId),
+    check('client_share_wraps_type_known', sql`${t.type} in ('passkey_prf', 'recovery_code')`),
+    check('client_share_wraps_ciphertext_size', sql`octet_length(${t.ciphertext}) between 16 and 4096`),
+  ],
 );
