@@ -1,0 +1,297 @@
+import { randomUUID } from 'node:crypto';
+import type { Principal } from '@custos/auth';
+import { auditOf } from '@custos/events';
+import { Transaction } from 'ethers';
+import {
+  CustosError,
+  InvalidArgumentError,
+  type Logger,
+  PermissionDeniedError,
+  UnavailableError,
+} from '@custos/service-kit';
+import { failClosed } from '../audit/signer-audit.js';
+import { fillEvmTransaction, evmCapsOf } from '../evm/evm-fill.js';
+import { type EvmRpc, type EvmRpcPool, EvmRpcError } from '../evm/evm-rpc.js';
+import { buildEvmTransaction, signEvmTransaction } from '../evm/evm-tx.js';
+import { INTENT_REFUSALS, type IntentContext, type IntentScope } from '../intents/intent-context.js';
+import {
+  parseDigest,
+  parseIntentType,
+  parseMessage,
+  parseTxIntent,
+  parseTypedData,
+  personalMessageHash,
+  signDigest,
+} from './sign-fns.js';
+import type { SignStore } from './sign-store.js';
+import type { IntentType, SignIntentInput, SignIntentResult } from './sign-types.js';
+
+/** The audit action of a signature of each intent type (a refusal is `agent.sign.refused`). */
+export function signAction(intent: IntentType): string {
+  return `agent.sign.${intent}`;
+}
+
+/**
+ * Sign intents of agents (`POST /v1/agents/{id}/sign`): a signature over an EIP-191 message,
+ * EIP-712 typed data or a raw digest, or a transaction signed and not broadcast. Every request
+ * passes the Intents API checks of IntentContext first; every refusal is audited
+ * `agent.sign.refused`; every signature is audited `agent.sign.<intent_type>` and the record is
+ * committed before the signature is answered (fail-closed: no record, no signature).
+ */
+export class SignService {
+  constructor(
+    private readonly deps: {
+      intents: Pick<IntentContext, 'open' | 'audited' | 'loader'>;
+      store: SignStore;
+      rpc: Pick<EvmRpcPool, 'forChain'>;
+      logger: Logger;
+    },
+  ) {}
+
+  /** Signs one intent of agent `input.agentId`, which must be the caller. */
+  async sign(p: Principal, input: SignIntentInput): Promise<SignIntentResult> {
+    return this.deps.intents.audited(p, 'agent.sign', input.agentId, async () => {
+      const scope = await this.deps.intents.open(p, input.agentId, input.chain);
+      const intent = parseIntentType(input.intentType);
+      if (scope.chain.family !== 'evm') {
+        throw new InvalidArgumentError(
+          'chain',
+          `sign intents are made on EVM chains only (${scope.chain.name} is not)`,
+        );
+      }
+      switch (intent) {
+        case 'personal_sign':
+          return this.personalSign(scope, input);
+        case 'typed_data':
+          return this.typedData(scope, input);
+        case 'eip712_digest':
+          return this.digest(scope, input);
+        case 'transaction':
+          return this.transaction(scope, input);
+      }
+    });
+  }
+
+  private async personalSign(scope: IntentScope, input: SignIntentInput): Promise<SignIntentResult> {
+    if (!scope.settings.messageSigningEnabled) {
+      throw new PermissionDeniedError(
+        "message signing (personal_sign) is not enabled for this agent: an owner sets the agent's message_signing_enabled",
+        { type: INTENT_REFUSALS.messageSigningDisabled },
+      );
+    }
+    const message = parseMessage(input.message);
+    const messageHash = personalMessageHash(message);
+    const s = await this.signHash(scope, messageHash);
+    await this.audit(scope, 'personal_sign', { message_hash: messageHash, message_bytes: message.length });
+    return { ...this.empty(scope, 'personal_sign', s), messageHash };
+  }
+
+  private async typedData(scope: IntentScope, input: SignIntentInput): Promise<SignIntentResult> {
+    // eip712_domain_allowlist / eip712_default_policy are guardrails (issue 20), not enforced here yet.
+    const { doc, hash } = parseTypedData(input.typedDataJson, scope.chain.chainId);
+    const s = await this.signHash(scope, hash);
+    const d = doc.domain;
+    await this.audit(scope, 'typed_data', {
+      typed_data_hash: hash,
+      primary_type: doc.primaryType.slice(0, 100),
+      domain: {
+        ...(d.name != null ? { name: String(d.name).slice(0, 100) } : {}),
+        ...(d.version != null ? { version: String(d.version).slice(0, 40) } : {}),
+        ...(d.chainId != null ? { chain_id: String(d.chainId) } : {}),
+        ...(d.verifyingContract != null ? { verifying_contract: String(d.verifyingContract) } : {}),
+      },
+    });
+    return { ...this.empty(scope, 'typed_data', s), typedDataHash: hash };
+  }
+
+  private async digest(scope: IntentScope, input: SignIntentInput): Promise<SignIntentResult> {
+    if (!scope.settings.rawSigningEnabled) {
+      throw new PermissionDeniedError(
+        "raw digest signing (eip712_digest) is not enabled for this agent: an owner sets the agent's raw_signing_enabled",
+        { type: INTENT_REFUSALS.rawSigningDisabled },
+      );
+    }
+    const hash = parseDigest(input.hash);
+    const s = await this.signHash(scope, hash);
+    await this.audit(scope, 'eip712_digest', { typed_data_hash: hash });
+    return { ...this.empty(scope, 'eip712_digest', s), typedDataHash: hash };
+  }
+
+  private async transaction(scope: IntentScope, input: SignIntentInput): Promise<SignIntentResult> {
+    const f = parseTxIntent(input, scope.chain.nativeDecimals);
+    const from = scope.key.address;
+    const rpc = this.lazyRpc(scope);
+    const filled = await this.onChain(() =>
+      fillEvmTransaction(
+        rpc,
+        {
+          chainId: scope.chain.chainId,
+          from,
+          to: f.to,
+          value: f.value,
+          data: f.data,
+          type: f.type,
+          ...(f.gasLimit !== undefined ? { gasLimit: f.gasLimit } : {}),
+          ...(f.maxFeePerGas !== undefined ? { maxFeePerGas: f.maxFeePerGas } : {}),
+          ...(f.maxPriorityFeePerGas !== undefined ? { maxPriorityFeePerGas: f.maxPriorityFeePerGas } : {}),
+          ...(f.gasPrice !== undefined ? { gasPrice: f.gasPrice } : {}),
+        },
+        evmCapsOf(scope.settings),
+      ),
+    );
+    const nonce = f.nonce ?? (await this.onChain(() => rpc.pendingNonce(from)));
+    const { clamped, ...fields } = filled;
+    const unsigned = buildEvmTransaction({ ...fields, nonce });
+    const signed = await this.deps.intents.loader.withKey(scope.key, (pk) =>
+      signEvmTransaction(pk, unsigned),
+    );
+    if (signed.from !== from) throw new Error("the opened key is not the signing key's address");
+    const id = randomUUID();
+    const row = {
+      id,
+      orgId: scope.agent.orgId,
+      agentId: scope.agent.agentId,
+      keyId: scope.key.id,
+      chainName: scope.chain.name,
+      chainId: scope.chain.chainId,
+      fromAddress: from,
+      toAddress: fields.to,
+      valueWei: fields.value,
+      data: fields.data,
+      nonce,
+      gasLimit: fields.gasLimit,
+      txType: fields.type,
+      maxFeePerGas: fields.maxFeePerGas ?? null,
+      maxPriorityFeePerGas: fields.maxPriorityFeePerGas ?? null,
+      gasPrice: fields.gasPrice ?? null,
+      txHash: signed.txHash,
+      signedTx: signed.signedTx,
+    };
+    const details = {
+      ...this.scopeDetails(scope, 'transaction'),
+      transaction_id: id,
+      tx_hash: signed.txHash,
+      tx_type: fields.type,
+      nonce,
+      to: fields.to,
+      value_wei: fields.value.toString(),
+      gas_limit: fields.gasLimit.toString(),
+      ...(fields.type === 2
+        ? {
+            max_fee_per_gas: fields.maxFeePerGas?.toString(),
+            max_priority_fee_per_gas: fields.maxPriorityFeePerGas?.toString(),
+          }
+        : { gas_price: fields.gasPrice?.toString() }),
+      ...(clamped.length ? { clamped_to_caps: clamped } : {}),
+    };
+    const record = auditOf(
+      scope.agent,
+      signAction('transaction'),
+      { type: 'agent', id: scope.agent.agentId },
+      details,
+    );
+    await failClosed(this.deps.logger, record.action, () => this.deps.store.recordSignOnly(row, record));
+    return {
+      intentType: 'transaction',
+      chain: scope.chain.name,
+      from,
+      signature: signatureOf(signed.signedTx) ?? '',
+      signedTx: signed.signedTx,
+      txHash: signed.txHash,
+      messageHash: null,
+      typedDataHash: null,
+      txType: fields.type,
+      status: 'sign_only',
+      nonce,
+    };
+  }
+
+  /** Signs a 32-byte hash with the scope's key. */
+  private signHash(scope: IntentScope, hash: string): Promise<{ signature: string; from: string }> {
+    return this.deps.intents.loader.withKey(scope.key, (pk) => signDigest(pk, hash, scope.key.address));
+  }
+
+  /** What every signature's audit record names: the chain, the key and its address, never the key. */
+  private scopeDetails(scope: IntentScope, intent: IntentType): Record<string, unknown> {
+    return {
+      intent_type: intent,
+      chain: scope.chain.name,
+      chain_id: Number(scope.chain.chainId),
+      from: scope.key.address,
+      key_id: scope.key.id,
+      key_version: scope.key.keyVersion,
+    };
+  }
+
+  /** Commits the signature's audit record; when it cannot be, the answer is 503 and no signature. */
+  private async audit(scope: IntentScope, intent: IntentType, extra: Record<string, unknown>): Promise<void> {
+    const record = auditOf(
+      scope.agent,
+      signAction(intent),
+      { type: 'agent', id: scope.agent.agentId },
+      { ...this.scopeDetails(scope, intent), ...extra },
+    );
+    await failClosed(this.deps.logger, record.action, () => this.deps.store.recordSignature(record));
+  }
+
+  private empty(
+    scope: IntentScope,
+    intent: IntentType,
+    s: { signature: string; from: string },
+  ): SignIntentResult {
+    return {
+      intentType: intent,
+      chain: scope.chain.name,
+      from: s.from,
+      signature: s.signature,
+      signedTx: null,
+      txHash: null,
+      messageHash: null,
+      typedDataHash: null,
+      txType: null,
+      status: null,
+      nonce: null,
+    };
+  }
+
+  /** The chain's JSON-RPC, reached only when a figure is missing (a fully given transaction needs none). */
+  private lazyRpc(scope: IntentScope): EvmRpc {
+    const rpc = () => this.deps.rpc.forChain(scope.chain);
+    return {
+      feeData: () => rpc().feeData(),
+      estimateGas: (c) => rpc().estimateGas(c),
+      call: (c) => rpc().call(c),
+      pendingNonce: (a) => rpc().pendingNonce(a),
+      sendRawTransaction: () => Promise.reject(new Error('a sign intent never broadcasts')),
+      receipt: (h) => rpc().receipt(h),
+    };
+  }
+
+  /**
+   * Runs a call to the chain's node: a node that cannot be reached is a 503; one that refuses the
+   * request (e.g. insufficient funds for the gas estimate) a 422 `chain_rejected` with its reason.
+   */
+  private async onChain<T>(step: () => Promise<T>): Promise<T> {
+    try {
+      return await step();
+    } catch (err) {
+      if (err instanceof CustosError) throw err;
+      if (err instanceof EvmRpcError) {
+        if (err.rejected) {
+          throw new CustosError('unprocessable', {
+            detail: `the chain's node refused the transaction: ${err.message}`,
+            type: 'chain_rejected',
+          });
+        }
+        this.deps.logger.warn({ err: err.message }, 'sign intent: chain node unreachable');
+        throw new UnavailableError("the chain's node could not be reached; try again");
+      }
+      throw err;
+    }
+  }
+}
+
+/** The 65-byte signature of a serialized signed transaction. */
+function signatureOf(signedTx: string): string | undefined {
+  return Transaction.from(signedTx).signature?.serialized;
+}

@@ -1,0 +1,94 @@
+import { type AuditRecordInput, writeEvent } from '@custos/events';
+import type { Database } from '@custos/service-kit';
+import { writeSignerAudit } from '../audit/signer-audit.js';
+import { outbox, transactions } from '../db/schema.js';
+
+/** A sign-only transaction as it is kept: listed with the agent's transactions, status `sign_only`. */
+export interface SignOnlyTxRow {
+  id: string;
+  orgId: string;
+  agentId: string;
+  keyId: string;
+  chainName: string;
+  chainId: bigint;
+  fromAddress: string;
+  toAddress: string | null;
+  valueWei: bigint;
+  data: string;
+  nonce: number;
+  gasLimit: bigint;
+  txType: 0 | 2;
+  maxFeePerGas: bigint | null;
+  maxPriorityFeePerGas: bigint | null;
+  gasPrice: bigint | null;
+  txHash: string;
+  signedTx: string;
+}
+
+/** The event `agent.transaction.signed` carries (never the signed bytes, never a key). */
+export function signedEventData(r: SignOnlyTxRow): Record<string, unknown> {
+  return {
+    transaction_id: r.id,
+    agent_id: r.agentId,
+    chain: r.chainName,
+    chain_id: Number(r.chainId),
+    from: r.fromAddress,
+    to: r.toAddress,
+    value_wei: r.valueWei.toString(),
+    nonce: r.nonce,
+    tx_type: r.txType,
+    tx_hash: r.txHash,
+    status: 'sign_only',
+  };
+}
+
+/** SQL of sign intents: a signature's audit record, and a sign-only transaction's row and event. */
+export class SignStore {
+  constructor(private readonly db: Database) {}
+
+  /** Commits the audit record of a signature (before the signature is answered). */
+  async recordSignature(record: AuditRecordInput): Promise<void> {
+    await this.db.transaction((tx) => writeSignerAudit(tx, record));
+  }
+
+  /**
+   * Commits a sign-only transaction in one database transaction: its row (status `sign_only`; it
+   * holds no nonce of the service's allocator: the caller broadcasts it, or not), its audit record
+   * and the `agent.transaction.signed` event.
+   */
+  async recordSignOnly(r: SignOnlyTxRow, record: AuditRecordInput): Promise<void> {
+    const now = new Date();
+    await this.db.transaction(async (tx) => {
+      await tx.insert(transactions).values({
+        id: r.id,
+        orgId: r.orgId,
+        agentId: r.agentId,
+        keyId: r.keyId,
+        chainName: r.chainName,
+        chainId: r.chainId,
+        fromAddress: r.fromAddress,
+        toAddress: r.toAddress,
+        valueWei: r.valueWei.toString(),
+        data: r.data,
+        nonce: r.nonce,
+        nonceHeld: false,
+        gasLimit: r.gasLimit.toString(),
+        txType: r.txType,
+        maxFeePerGas: r.maxFeePerGas?.toString() ?? null,
+        maxPriorityFeePerGas: r.maxPriorityFeePerGas?.toString() ?? null,
+        gasPrice: r.gasPrice?.toString() ?? null,
+        status: 'sign_only',
+        txHash: r.txHash,
+        signedTx: r.signedTx,
+        createdAt: now,
+        signedAt: now,
+      });
+      await writeSignerAudit(tx, record);
+      await writeEvent(tx, outbox, {
+        name: 'agent.transaction.signed',
+        orgId: r.orgId,
+        data: signedEventData(r),
+      });
+    });
+  }
+}

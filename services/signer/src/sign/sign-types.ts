@@ -1,0 +1,42 @@
+/** The intent types of `POST /v1/agents/{id}/sign` on an EVM chain (reference SignIntentRequest). */
+export const INTENT_TYPES = ['personal_sign', 'typed_data', 'eip712_digest', 'transaction'] as const;
+
+/** One intent type. */
+export type IntentType = (typeof INTENT_TYPES)[number];
+
+/** A sign request as the gRPC adapter decodes it: text fields unchecked, absent when not sent. */
+export interface SignIntentInput {
+  agentId: string;
+  intentType: string;
+  chain: string;
+  message?: string;
+  /** The EIP-712 document as JSON text. */
+  typedDataJson?: string;
+  hash?: string;
+  txType?: number;
+  to?: string;
+  value?: string;
+  data?: string;
+  /** Decimal text (int64 on the wire). */
+  nonce?: string;
+  gasLimit?: string;
+  gasPrice?: string;
+  maxFeePerGas?: string;
+  maxPriorityFeePerGas?: string;
+}
+
+/** What a signed intent answers (reference SignIntentResponse); null where the intent has none. */
+export interface SignIntentResult {
+  intentType: IntentType;
+  chain: string;
+  from: string;
+  signature: string;
+  signedTx: string | null;
+  txHash: string | null;
+  messageHash: string | null;
+  typedDataHash: string | null;
+  txType: number | null;
+  /** `sign_only` for a transaction; null otherwise. */
+  status: 'sign_only' | null;
+  nonce: number | null;
+}
