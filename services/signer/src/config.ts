@@ -46,4 +46,18 @@ export const configShape = {
   SIGNING_KEY_CACHE_SIZE: env
     .int('How many opened private keys signer keeps in memory at most (0: none).', 0, 100000)
     .default(5000),
+  EVM_RPC_TIMEOUT_MS: env
+    .int('Timeout of one JSON-RPC call to an EVM chain endpoint, in milliseconds.', 100, 120000)
+    .default(10000),
+  TX_WATCH_INTERVAL_MS: env
+    .int(
+      'How often the receipt watcher looks for receipts of broadcast transactions, in milliseconds ' +
+        '(also the wait before a not-yet-mined transaction is looked at again).',
+      50,
+      600000,
+    )
+    .default(2000),
+  TX_WATCH_BATCH: env
+    .int('At most how many broadcast transactions one watcher round checks.', 1, 1000)
+    .default(100),
 };

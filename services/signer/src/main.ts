@@ -14,6 +14,24 @@ import { KeyService } from './keys/key-service.js';
 import { KeyStore } from './keys/key-store.js';
 import { IdentityClient } from './peers/identity-client.js';
 import { VaultCryptoClient } from './peers/vault-crypto-client.js';
+import { AccountServiceClient } from '@custos/proto/custos/identity/v1/account';
+import { KeyCustodyServiceService } from '@custos/proto/custos/signer/v1/custody';
+import { custodyAccess, custodyGrpc } from './custody/custody-grpc.js';
+import { CustodyService } from './custody/custody-service.js';
+import { CustodyStore } from './custody/custody-store.js';
+import { StepUpClient } from './custody/step-up-client.js';
+import { IntentContext } from './intents/intent-context.js';
+import { KeyLoader } from './keys/key-loader.js';
+import { EvmRpcPool } from './evm/index.js';
+import { TransactionService } from './transactions/tx-service.js';
+import { TxStore } from './transactions/tx-store.js';
+import { TxWatcher } from './transactions/tx-watcher.js';
+import { transactionAccess, transactionGrpc } from './transactions/tx-grpc.js';
+import { TransactionServiceService } from '@custos/proto/custos/signer/v1/transactions';
+import { SignServiceService } from '@custos/proto/custos/signer/v1/sign';
+import { signAccess, signGrpc } from './sign/sign-grpc.js';
+import { SignService } from './sign/sign-service.js';
+import { SignStore } from './sign/sign-store.js';
 
 // Composition root of signer: the chains registry and agents' signing keys (transactions and sign
 // intents come with their issue, on the same ChainAdapter).
@@ -40,14 +58,71 @@ runDataService({
     });
     const chains = new ChainService(new ChainStore(db), rt.logger);
     await chains.bootstrap({ rpcUrls: c.CHAIN_RPC_URLS ?? '', localRpcUrl: c.LOCAL_EVM_RPC_URL ?? '' });
+    const keyStore = new KeyStore(db);
+    const vault = new VaultCryptoClient(vaultCrypto, rt.logger);
+    const identityClient = new IdentityClient(identity);
     const signingKeys = new KeyService({
-      store: new KeyStore(db),
+      store: keyStore,
+      chains,
+      adapters: { evm: evmAdapter },
+      vault,
+      identity: identityClient,
+      logger: rt.logger,
+    });
+    rt.grpc.add(SignerServiceService, signerGrpc({ keys, chains, signingKeys }), signerAccess);
+    // Key custody: export and import of agents' keys (step-up checked with identity), client shares.
+    const account = createGrpcClient(AccountServiceClient, c.IDENTITY_ADDR, {
+      tls: rt.tls,
+      deadlineMs: c.GRPC_DEADLINE_MS,
+      peer: 'identity',
+    });
+    rt.onShutdown('identity step-up peer', async () => account.close());
+    const custody = new CustodyService({
+      db,
+      store: new CustodyStore(db),
+      keys: new KeyStore(db),
       chains,
       adapters: { evm: evmAdapter },
       vault: new VaultCryptoClient(vaultCrypto, rt.logger),
       identity: new IdentityClient(identity),
+      stepUp: new StepUpClient(account),
       logger: rt.logger,
     });
-    rt.grpc.add(SignerServiceService, signerGrpc({ keys, chains, signingKeys }), signerAccess);
+    rt.grpc.add(KeyCustodyServiceService, custodyGrpc({ keys, custody }), custodyAccess);
+    // The Intents API: the checks every transaction and sign intent passes, and the key loader.
+    const intents = new IntentContext({
+      db,
+      chains,
+      keys: keyStore,
+      adapters: { evm: evmAdapter },
+      identity: identityClient,
+      loader: new KeyLoader(vault, {
+        ttlMs: c.SIGNING_KEY_CACHE_TTL_SECONDS * 1000,
+        size: c.SIGNING_KEY_CACHE_SIZE,
+      }),
+      logger: rt.logger,
+    });
+    const evmRpc = new EvmRpcPool(c.EVM_RPC_TIMEOUT_MS);
+    const txStore = new TxStore(db);
+    const transactions = new TransactionService({
+      intents,
+      store: txStore,
+      rpc: evmRpc,
+      identity: identityClient,
+      logger: rt.logger,
+    });
+    rt.grpc.add(TransactionServiceService, transactionGrpc({ keys, transactions }), transactionAccess);
+    // Sign intents (POST /v1/agents/{id}/sign) on the same Intents API checks and chain access.
+    const sign = new SignService({ intents, store: new SignStore(db), rpc: evmRpc, logger: rt.logger });
+    rt.grpc.add(SignServiceService, signGrpc({ keys, sign }), signAccess);
+    const watcher = new TxWatcher(
+      { store: txStore, chains, rpc: evmRpc, logger: rt.logger },
+      { intervalMs: c.TX_WATCH_INTERVAL_MS, batch: c.TX_WATCH_BATCH },
+    );
+    watcher.start();
+    rt.onShutdown('transaction watcher', async () => {
+      await watcher.stop();
+      evmRpc.close();
+    });
   },
 });

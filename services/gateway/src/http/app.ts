@@ -26,6 +26,9 @@ import { shareRoutes } from './share-routes.js';
 import { webhookRoutes } from './webhook-routes.js';
 import { chainRoutes } from './chain-routes.js';
 import { signingKeyRoutes } from './signing-key-routes.js';
+import { custodyRoutes } from './custody-routes.js';
+import { signRoutes } from './sign-routes.js';
+import { transactionRoutes } from './transaction-routes.js';
 import { errorHandler, notFound, requireJsonBody } from './problem.js';
 import { HotRoutes, hotDispatcher } from './hot-routes.js';
 import { openApiRoutes } from './openapi-routes.js';
@@ -160,6 +163,9 @@ export function createApp(deps: AppDeps): Express {
   app.use(webhookRoutes(deps.peers, guards));
   app.use(chainRoutes(deps.peers, guards));
   app.use(signingKeyRoutes(deps.peers, guards));
+  app.use(custodyRoutes(deps.peers, guards));
+  app.use(signRoutes(deps.peers, guards));
+  app.use(transactionRoutes(deps.peers, guards));
 
   app.use(pageRoutes(deps));
   app.use(openApiRoutes(ROUTE_TABLE));

@@ -166,18 +166,10 @@ export class JsonRpcEvm implements EvmRpc {
   }
 }
 
-const REJECTIONS = new Set([
-  'INSUFFICIENT_FUNDS',
-  'NONCE_EXPIRED',
-  'REPLACEMENT_UNDERPRICED',
-  'TRANSACTION_REPLACED',
-  'UNKNOWN_ERROR',
-  'INVALID_ARGUMENT',
-]);
-
+/** True when the node answered with a JSON-RPC error (it received the request and refused it). */
 function isRejection(err: unknown): boolean {
-  const code = (err as { code?: string }).code;
-  return typeof code === 'string' && REJECTIONS.has(code) && (err as { error?: unknown }).error !== undefined;
+  const e = err as { error?: { code?: unknown } } | null;
+  return typeof e?.error?.code === 'number';
 }
 
 /** The node's own message (never the URL, never request bodies). */

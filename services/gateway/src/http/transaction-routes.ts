@@ -1,0 +1,307 @@
+import { Router } from 'express';
+import { z } from 'zod/v4';
+import type { Transaction } from '@custos/proto/custos/signer/v1/transactions';
+import { TransactionServiceClient } from '@custos/proto/custos/signer/v1/transactions';
+import { unaryCaller } from '@custos/service-kit';
+import type { Peers } from '../peers.js';
+import { AgentParams } from './agent-schemas.js';
+import { type Guards, declareRoute } from './routes.js';
+import { bodyOf, dateTime, idParam, intQuery, must, queryString } from './schemas.js';
+
+/** A transaction as HTTP shows it: the reference TransactionResponse and more. */
+export const TransactionResponse = z.object({
+  id: z.string(),
+  agent_id: z.string(),
+  chain: z.string().describe('The chain registry name'),
+  chain_id: z.number().int(),
+  from: z.string().describe("The agent key's address (EIP-55)"),
+  to: z.string().nullable(),
+  value_wei: z.string().describe('Decimal wei'),
+  data: z.string().describe('0x calldata (`0x` when none)'),
+  nonce: z
+    .number()
+    .int()
+    .nullable()
+    .describe('Allocated by the service; null when none was (simulation_failed)'),
+  gas_limit: z.string().nullable(),
+  tx_type: z.number().int().describe('2 (EIP-1559) or 0 (legacy)'),
+  max_fee_per_gas: z.string().nullable().describe('Wei (type 2)'),
+  max_priority_fee_per_gas: z.string().nullable().describe('Wei (type 2)'),
+  gas_price: z.string().nullable().describe('Wei (type 0)'),
+  status: z
+    .enum(['pending', 'signed', 'sign_only', 'broadcast', 'confirmed', 'failed', 'simulation_failed'])
+    .describe('`confirmed`/`failed` follow the receipt'),
+  tx_hash: z.string().nullable(),
+  signed_tx: z
+    .string()
+    .nullable()
+    .optional()
+    .describe('Raw signed transaction; always on the POST, on GETs only with include_signed_tx=true'),
+  error_message: z.string().nullable(),
+  block_number: z.number().int().nullable(),
+  gas_used: z.string().nullable(),
+  created_at: dateTime,
+  signed_at: dateTime.nullable(),
+  broadcast_at: dateTime.nullable(),
+  confirmed_at: dateTime.nullable(),
+});
+
+type TransactionJson = z.infer<typeof TransactionResponse>;
+
+function txBody(t: Transaction, withSignedTx: boolean): TransactionJson {
+  const body: TransactionJson = {
+    id: t.id,
+    agent_id: t.agentId,
+    chain: t.chain,
+    chain_id: Number(t.chainId),
+    from: t.from,
+    to: t.to || null,
+    value_wei: t.valueWei,
+    data: t.data,
+    nonce: t.hasNonce ? Number(t.nonce) : null,
+    gas_limit: t.gasLimit || null,
+    tx_type: t.txType,
+    max_fee_per_gas: t.maxFeePerGas || null,
+    max_priority_fee_per_gas: t.maxPriorityFeePerGas || null,
+    gas_price: t.gasPrice || null,
+    status: t.status as TransactionJson['status'],
+    tx_hash: t.txHash || null,
+    error_message: t.errorMessage || null,
+    block_number: t.hasBlockNumber ? Number(t.blockNumber) : null,
+    gas_used: t.gasUsed || null,
+    created_at: t.createdAt,
+    signed_at: t.signedAt || null,
+    broadcast_at: t.broadcastAt || null,
+    confirmed_at: t.confirmedAt || null,
+  };
+  if (withSignedTx) body.signed_tx = t.signedTx || null;
+  return body;
+}
+
+const amount = z
+  .union([z.string().max(100), z.number().int().nonnegative()])
+  .transform((v) => (typeof v === 'number' ? BigInt(v).toString() : v));
+
+/** Fields of the reference request that this path does not honour: named in a 400 by signer. */
+const UNSUPPORTED = [
+  'nonce',
+  'signing_key_path',
+  'approval_id',
+  'destination_tag',
+  'memo',
+  'fee_rate_sat_per_vbyte',
+  'fee_limit_sun',
+  'token_mint',
+  'token_decimals',
+  'ttl',
+  'xrpl_tx_json',
+  'raw_transaction',
+  'tron_transaction',
+] as const;
+
+const SubmitBody = bodyOf({
+  chain: z
+    .union([z.string().min(1, 'is required').max(100), z.number().int().min(0)])
+    .transform(String)
+    .optional()
+    .describe('Chain name (`anvil`, `base` …), numeric chain id or registry UUID (this or chain_id)'),
+  chain_id: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('Numeric chain id; must agree with `chain` when both are given'),
+  to: z.string().max(200).describe('0x address: EIP-55 checksummed or all lower-case'),
+  value: z
+    .union([z.string().max(100), z.number().nonnegative()])
+    .transform(String)
+    .describe(
+      'Wei as 0x hex or a decimal integer; a decimal with a fractional part ("0.01") is the native unit (ETH)',
+    ),
+  data: z.string().max(262144).optional().describe('0x calldata, even length'),
+  gas_limit: amount.optional().describe('Gas limit (estimated when absent; at most the agent max_gas_limit)'),
+  max_fee_per_gas: amount
+    .optional()
+    .describe('Wei (from the chain when absent, capped by max_fee_per_gas_gwei)'),
+  max_priority_fee_per_gas: amount.optional().describe('Wei'),
+  gas_price: amount.optional().describe('Wei, legacy (tx_type 0) only'),
+  tx_type: z.number().int().optional().describe('2 (EIP-1559, default) or 0 (legacy)'),
+  simulate_first: z.boolean().optional().describe('eth_call first; a revert ends simulation_failed (422)'),
+  mode: z.enum(['eoa', 'smart_account']).optional().describe('Only `eoa`'),
+  gasless: z.boolean().optional().describe('Only false'),
+  resume_tx_id: z
+    .string()
+    .max(100)
+    .optional()
+    .describe('Resume a transaction awaiting approval (approvals: not yet)'),
+  nonce: z.number().int().optional().describe('Refused: nonces are allocated by the service'),
+  signing_key_path: z
+    .string()
+    .max(500)
+    .optional()
+    .describe("Refused: the agent's own key for the chain signs"),
+  approval_id: z.string().max(100).optional().describe('Refused until approvals exist'),
+  destination_tag: z.number().int().optional().describe('Non-EVM: refused on EVM chains'),
+  memo: z.string().max(1000).optional().describe('Non-EVM: refused on EVM chains'),
+  fee_rate_sat_per_vbyte: z.number().int().optional().describe('Non-EVM: refused on EVM chains'),
+  fee_limit_sun: z.number().int().optional().describe('Non-EVM: refused on EVM chains'),
+  token_mint: z.string().max(200).optional().describe('Non-EVM: refused on EVM chains'),
+  token_decimals: z.number().int().optional().describe('Non-EVM: refused on EVM chains'),
+  ttl: z.number().int().optional().describe('Non-EVM: refused on EVM chains'),
+  xrpl_tx_json: z.record(z.string(), z.unknown()).optional().describe('Non-EVM: refused on EVM chains'),
+  raw_transaction: z.string().max(262144).optional().describe('Non-EVM: refused on EVM chains'),
+  tron_transaction: z.record(z.string(), z.unknown()).optional().describe('Non-EVM: refused on EVM chains'),
+});
+
+/** Keys sorted at every level: the canonical JSON of the body, for the Idempotency-Key's hash. */
+function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  if (v && typeof v === 'object') {
+    const o = v as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(v) ?? 'null';
+}
+
+const includeSignedTx = queryString
+  .optional()
+  .transform((v) => v === 'true' || v === '1')
+  .describe('`true` or `1` includes signed_tx (absent otherwise)');
+
+const tag = 'transactions';
+
+/**
+ * Agents' transactions on EVM chains (issue 17). Signer decides who may: only the agent itself,
+ * with the Intents API enabled, submits; the agent and humans of its org read.
+ */
+export function transactionRoutes(peers: Peers, guards: Guards): Router {
+  const router = Router();
+  const signer = peers.client(TransactionServiceClient, 'signer');
+  const call = unaryCaller(signer);
+
+  declareRoute(
+    router,
+    guards,
+    {
+      method: 'post',
+      path: '/v1/agents/:agent_id/transactions',
+      access: 'authenticated',
+      summary:
+        "Build, sign with the agent's key and broadcast a transaction (the agent itself, with the Intents API enabled)",
+      tag,
+      params: AgentParams,
+      body: SubmitBody,
+      headers: {
+        'Idempotency-Key':
+          'Optional: a repeat within 24 h with the same body returns the stored transaction (200); another body 422; while the first runs 409',
+      },
+      responses: {
+        201: {
+          description: 'Signed and broadcast (or `failed` when the node refused it)',
+          schema: TransactionResponse,
+        },
+        200: {
+          description: 'The transaction made earlier with the same Idempotency-Key',
+          schema: TransactionResponse,
+        },
+        422: {
+          description: 'simulate_first: the call reverts (status simulation_failed)',
+          schema: TransactionResponse,
+        },
+      },
+    },
+    async (req, res, { params, body }) => {
+      const unsupported = UNSUPPORTED.filter((f) => body[f] !== undefined);
+      if (body.mode === 'smart_account') unsupported.push('mode' as never);
+      if (body.gasless === true) unsupported.push('gasless' as never);
+      const r = await call(signer.submitTransaction, {
+        agentId: params.agent_id,
+        chain: body.chain ?? '',
+        chainId: body.chain_id !== undefined ? String(body.chain_id) : undefined,
+        to: body.to,
+        value: body.value,
+        data: body.data ?? '',
+        gasLimit: body.gas_limit,
+        maxFeePerGas: body.max_fee_per_gas,
+        maxPriorityFeePerGas: body.max_priority_fee_per_gas,
+        gasPrice: body.gas_price,
+        txType: body.tx_type,
+        simulateFirst: body.simulate_first ?? false,
+        idempotencyKey: req.header('Idempotency-Key') ?? '',
+        resumeTxId: body.resume_tx_id ?? '',
+        unsupportedFields: unsupported,
+        canonicalBody: canonicalJson(req.body),
+      });
+      const t = must(r.transaction, 'transaction');
+      const status = r.replayed ? 200 : t.status === 'simulation_failed' ? 422 : 201;
+      res.status(status).json(txBody(t, true));
+    },
+  );
+
+  declareRoute(
+    router,
+    guards,
+    {
+      method: 'get',
+      path: '/v1/agents/:agent_id/transactions',
+      access: 'authenticated',
+      summary: "The agent's transactions, newest first (the agent itself; humans of its org)",
+      tag,
+      params: AgentParams,
+      query: z.object({
+        include_signed_tx: includeSignedTx,
+        limit: intQuery(1, 100, 'Page size (default 50)').optional(),
+        cursor: queryString.max(200).optional().describe('next_cursor of the previous page'),
+      }),
+      responses: {
+        200: {
+          description: 'One page; next_cursor is null on the last',
+          schema: z.object({
+            transactions: z.array(TransactionResponse),
+            next_cursor: z.string().nullable(),
+          }),
+        },
+      },
+    },
+    async (_req, res, { params, query }) => {
+      const r = await call(signer.listTransactions, {
+        agentId: params.agent_id,
+        limit: query.limit ?? 0,
+        cursor: query.cursor ?? '',
+        includeSignedTx: query.include_signed_tx,
+      });
+      res.json({
+        transactions: r.transactions.map((t) => txBody(t, query.include_signed_tx)),
+        next_cursor: r.nextCursor || null,
+      });
+    },
+  );
+
+  declareRoute(
+    router,
+    guards,
+    {
+      method: 'get',
+      path: '/v1/agents/:agent_id/transactions/:tx_id',
+      access: 'authenticated',
+      summary: 'One transaction of the agent (the agent itself; humans of its org)',
+      tag,
+      params: z.object({ agent_id: idParam, tx_id: idParam }),
+      query: z.object({ include_signed_tx: includeSignedTx }),
+      responses: { 200: { description: 'The transaction', schema: TransactionResponse } },
+    },
+    async (_req, res, { params, query }) => {
+      const r = await call(signer.getTransaction, {
+        agentId: params.agent_id,
+        txId: params.tx_id,
+        includeSignedTx: query.include_signed_tx,
+      });
+      res.json(txBody(must(r.transaction, 'transaction'), query.include_signed_tx));
+    },
+  );
+
+  return router;
+}

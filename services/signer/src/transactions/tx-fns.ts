@@ -1,0 +1,159 @@
+import { createHash } from 'node:crypto';
+import type { SubmitTransactionRequest, Transaction } from '@custos/proto/custos/signer/v1/transactions';
+import { InvalidArgumentError } from '@custos/service-kit';
+import type { ChainRecord } from '../chains/chain-types.js';
+import {
+  type EvmTxRequest,
+  parseEvmAddress,
+  parseEvmData,
+  parseEvmValue,
+  parseGasLimit,
+  parseWei,
+} from '../evm/index.js';
+import type { TxRecord } from './tx-types.js';
+
+/** JSON with object keys sorted at every level (arrays keep their order). */
+export function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  if (v && typeof v === 'object') {
+    const o = v as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .filter((k) => o[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(v) ?? 'null';
+}
+
+/**
+ * The Idempotency-Key body hash: SHA-256 (hex) of the canonical JSON of the request body as the
+ * gateway received it, or of the request's fields when no body text came.
+ */
+export function requestHash(req: SubmitTransactionRequest): string {
+  const text =
+    req.canonicalBody ||
+    canonicalJson({
+      chain: req.chain,
+      chain_id: req.chainId,
+      to: req.to,
+      value: req.value,
+      data: req.data,
+      gas_limit: req.gasLimit,
+      max_fee_per_gas: req.maxFeePerGas,
+      max_priority_fee_per_gas: req.maxPriorityFeePerGas,
+      gas_price: req.gasPrice,
+      tx_type: req.txType,
+      simulate_first: req.simulateFirst,
+      resume_tx_id: req.resumeTxId,
+      unsupported: req.unsupportedFields,
+    });
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** An Idempotency-Key header: 1..255 visible ASCII characters (400 naming it otherwise). */
+export function checkIdempotencyKey(key: string): string {
+  if (!/^[\x21-\x7e]{1,255}$/.test(key)) {
+    throw new InvalidArgumentError('Idempotency-Key', 'must be 1 to 255 visible ASCII characters');
+  }
+  return key;
+}
+
+/** Which chain the request names: `chain` (name, id or UUID) or `chain_id`; both must agree. */
+export function chainRefOf(req: SubmitTransactionRequest): string {
+  if (req.chain) return req.chain;
+  if (req.chainId !== undefined) return req.chainId;
+  throw new InvalidArgumentError('chain', 'is required (a chain name or numeric id; or chain_id)');
+}
+
+/** 400 naming `chain` when both `chain` and `chain_id` are given and name different chains. */
+export function checkChainAgrees(req: SubmitTransactionRequest, chain: ChainRecord): void {
+  if (req.chain && req.chainId !== undefined && BigInt(req.chainId) !== chain.chainId) {
+    throw new InvalidArgumentError(
+      'chain',
+      `names chain_id ${chain.chainId}, but chain_id is ${req.chainId}`,
+    );
+  }
+}
+
+/** Refuses body fields this path does not honour, naming the first. */
+export function refuseUnsupported(req: SubmitTransactionRequest, chain: ChainRecord): void {
+  const [first] = req.unsupportedFields;
+  if (first === undefined) return;
+  if (first === 'nonce') {
+    throw new InvalidArgumentError(
+      'nonce',
+      'is allocated by the service (per key and chain, reconciled with the chain); do not send it',
+    );
+  }
+  throw new InvalidArgumentError(first, `is not supported for ${chain.family} chains on this path`);
+}
+
+/** The request's EVM fields, parsed (400 naming the field at fault). */
+export function evmRequestOf(req: SubmitTransactionRequest, chain: ChainRecord, from: string): EvmTxRequest {
+  if (!req.to) throw new InvalidArgumentError('to', 'is required');
+  const to = parseEvmAddress(req.to, 'to');
+  if (req.value === '') throw new InvalidArgumentError('value', 'is required');
+  const value = parseEvmValue(req.value, chain.nativeDecimals, 'value');
+  const data = parseEvmData(req.data, 'data');
+  const txType = req.txType ?? 2;
+  if (txType !== 0 && txType !== 2) {
+    throw new InvalidArgumentError('tx_type', 'must be 2 (EIP-1559, default) or 0 (legacy)');
+  }
+  const r: EvmTxRequest = { chainId: chain.chainId, from, to, value, data, type: txType };
+  if (req.gasLimit !== undefined) r.gasLimit = parseGasLimit(req.gasLimit, 'gas_limit');
+  if (req.maxFeePerGas !== undefined) r.maxFeePerGas = parseWei(req.maxFeePerGas, 'max_fee_per_gas');
+  if (req.maxPriorityFeePerGas !== undefined) {
+    r.maxPriorityFeePerGas = parseWei(req.maxPriorityFeePerGas, 'max_priority_fee_per_gas');
+  }
+  if (req.gasPrice !== undefined) r.gasPrice = parseWei(req.gasPrice, 'gas_price');
+  return r;
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : '');
+
+/** A stored transaction as the wire carries it; `signed_tx` only when asked for. */
+export function transactionMessage(t: TxRecord, includeSignedTx: boolean): Transaction {
+  return {
+    id: t.id,
+    agentId: t.agentId,
+    keyId: t.keyId,
+    chain: t.chainName,
+    chainId: t.chainId.toString(),
+    from: t.fromAddress,
+    to: t.toAddress ?? '',
+    valueWei: t.valueWei,
+    data: t.data,
+    nonce: t.nonce !== null ? String(t.nonce) : '0',
+    hasNonce: t.nonce !== null,
+    gasLimit: t.gasLimit ?? '',
+    txType: t.txType,
+    maxFeePerGas: t.maxFeePerGas ?? '',
+    maxPriorityFeePerGas: t.maxPriorityFeePerGas ?? '',
+    gasPrice: t.gasPrice ?? '',
+    status: t.status,
+    txHash: t.txHash ?? '',
+    signedTx: includeSignedTx ? (t.signedTx ?? '') : '',
+    errorMessage: t.errorMessage ?? '',
+    blockNumber: t.blockNumber !== null ? t.blockNumber.toString() : '0',
+    hasBlockNumber: t.blockNumber !== null,
+    gasUsed: t.gasUsed ?? '',
+    createdAt: iso(t.createdAt),
+    signedAt: iso(t.signedAt),
+    broadcastAt: iso(t.broadcastAt),
+    confirmedAt: iso(t.confirmedAt),
+  };
+}
+
+/** A list cursor: the last row's id, opaque to callers (the next page starts after that row). */
+export function encodeCursor(t: { id: string }): string {
+  return Buffer.from(`tx:${t.id}`).toString('base64url');
+}
+
+/** Reads a cursor (400 naming `cursor` when it is not one of ours). */
+export function decodeCursor(cursor: string): string {
+  const text = Buffer.from(cursor, 'base64url').toString();
+  const m = /^tx:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/.exec(text);
+  if (!m) throw new InvalidArgumentError('cursor', 'is not a cursor of this list');
+  return m[1]!;
+}

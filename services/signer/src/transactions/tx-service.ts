@@ -1,0 +1,337 @@
+import { randomUUID } from 'node:crypto';
+import type { Principal } from '@custos/auth';
+import { auditOf, writeEvent } from '@custos/events';
+import type { SubmitTransactionRequest } from '@custos/proto/custos/signer/v1/transactions';
+import {
+  ConflictError,
+  CustosError,
+  InvalidArgumentError,
+  type Logger,
+  NotFoundError,
+  type Transaction,
+  UnavailableError,
+  describeError,
+  isUuid,
+} from '@custos/service-kit';
+import { failClosed, writeSignerAudit } from '../audit/signer-audit.js';
+import { outbox } from '../db/schema.js';
+import {
+  type EvmRpcPool,
+  EvmRpcError,
+  buildEvmTransaction,
+  evmCapsOf,
+  fillEvmTransaction,
+  signEvmTransaction,
+} from '../evm/index.js';
+import type { IntentContext, IntentScope } from '../intents/intent-context.js';
+import { agentIdOf } from '../keys/key-fns.js';
+import type { IdentityClient } from '../peers/identity-client.js';
+import {
+  chainRefOf,
+  checkChainAgrees,
+  checkIdempotencyKey,
+  decodeCursor,
+  encodeCursor,
+  evmRequestOf,
+  refuseUnsupported,
+  requestHash,
+} from './tx-fns.js';
+import type { TxStore } from './tx-store.js';
+import type { TxRecord } from './tx-types.js';
+
+/** The audit and event action of a submission. */
+const ACTION = 'agent.transaction';
+
+/** A submission's outcome: the transaction, and whether it is an Idempotency-Key replay. */
+export interface Submitted {
+  tx: TxRecord;
+  replayed: boolean;
+}
+
+/** What the record of a transaction names (never the signed bytes, never a key). */
+function txDetails(t: TxRecord): Record<string, unknown> {
+  return {
+    tx_id: t.id,
+    chain: t.chainName,
+    chain_id: t.chainId.toString(),
+    from: t.fromAddress,
+    to: t.toAddress,
+    value_wei: t.valueWei,
+    nonce: t.nonce,
+    ...(t.txHash ? { tx_hash: t.txHash } : {}),
+  };
+}
+
+/**
+ * The Transactions API on EVM chains (issue 17). A submission passes the Intents API checks
+ * (IntentContext), is parsed (400 naming the field), filled from the chain under the agent's fee
+ * and gas caps, optionally simulated (`simulation_failed`, stored, nothing signed), given a nonce
+ * in the database (per key and chain), signed with the agent's key (audited before broadcast,
+ * fail-closed), broadcast, and followed by the receipt watcher. A failure before the node gives
+ * the nonce back. Every refusal is audited as `agent.transaction.refused`.
+ */
+export class TransactionService {
+  constructor(
+    private readonly deps: {
+      intents: IntentContext;
+      store: TxStore;
+      rpc: EvmRpcPool;
+      identity: Pick<IdentityClient, 'requireAgentInOrg'>;
+      logger: Logger;
+    },
+  ) {}
+
+  async submit(p: Principal, rawAgentId: string, req: SubmitTransactionRequest): Promise<Submitted> {
+    const { intents } = this.deps;
+    return intents.audited(p, ACTION, rawAgentId, async () => {
+      const chainRef = chainRefOf(req);
+      const scope = await intents.open(p, rawAgentId, chainRef, req.chain ? 'chain' : 'chain_id');
+      checkChainAgrees(req, scope.chain);
+      if (scope.chain.family !== 'evm') {
+        throw new InvalidArgumentError(
+          'chain',
+          `transactions on ${scope.chain.family} chains are not supported yet`,
+        );
+      }
+      refuseUnsupported(req, scope.chain);
+      if (req.resumeTxId) {
+        // Approvals (issue 19) do not exist yet: no transaction can be awaiting one.
+        throw new InvalidArgumentError('resume_tx_id', 'names no transaction awaiting approval');
+      }
+      const evmReq = evmRequestOf(req, scope.chain, scope.key.address);
+      const key = req.idempotencyKey ? checkIdempotencyKey(req.idempotencyKey) : undefined;
+      if (key) {
+        const c = await this.deps.store.claim(scope.agent.agentId, key, requestHash(req));
+        if (c.kind === 'other_body') {
+          throw new CustosError('unprocessable', {
+            detail: 'this Idempotency-Key was used with a different request body',
+            type: 'idempotency_key_reused',
+            field: 'Idempotency-Key',
+          });
+        }
+        if (c.kind === 'running') {
+          throw new ConflictError(
+            'a request with this Idempotency-Key is still running; retry later',
+            'Idempotency-Key',
+          );
+        }
+        if (c.kind === 'done') return { tx: c.tx, replayed: true };
+      }
+      let recorded = false;
+      try {
+        const tx = await this.run(scope, req, evmReq, key, () => {
+          recorded = true;
+        });
+        return { tx, replayed: false };
+      } finally {
+        if (key && !recorded) await this.deps.store.unclaim(scope.agent.agentId, key).catch(() => undefined);
+      }
+    });
+  }
+
+  private async run(
+    scope: IntentScope,
+    req: SubmitTransactionRequest,
+    evmReq: ReturnType<typeof evmRequestOf>,
+    key: string | undefined,
+    onRecorded: () => void,
+  ): Promise<TxRecord> {
+    const { store, logger } = this.deps;
+    const p = scope.agent;
+    const rpc = this.deps.rpc.forChain(scope.chain);
+    const base = {
+      orgId: p.orgId,
+      agentId: p.agentId,
+      keyId: scope.key.id,
+      chainName: scope.chain.name,
+      chainId: scope.chain.chainId,
+      fromAddress: scope.key.address,
+      toAddress: evmReq.to,
+      valueWei: evmReq.value.toString(),
+      data: evmReq.data,
+      txType: evmReq.type,
+    };
+    const caps = evmCapsOf(scope.settings);
+    const chainCall = async <T>(what: string, f: () => Promise<T>): Promise<T> => {
+      try {
+        return await f();
+      } catch (err) {
+        if (err instanceof EvmRpcError && err.rejected) {
+          // The node refused it (e.g. insufficient funds for gas * price + value): the caller's to fix.
+          throw new CustosError('unprocessable', {
+            detail: `the chain refused the transaction (${what}): ${err.message}`,
+            type: 'chain_rejected',
+          });
+        }
+        if (err instanceof EvmRpcError) {
+          logger.warn({ chain: scope.chain.name, err: err.message }, `${what}: the chain's RPC failed`);
+          throw new UnavailableError(
+            `the ${scope.chain.name} RPC endpoint failed (${what}); nothing was signed`,
+          );
+        }
+        throw err;
+      }
+    };
+    if (req.simulateFirst) {
+      const sim = await chainCall('simulation', () =>
+        rpc.call({
+          from: evmReq.from,
+          to: evmReq.to,
+          value: evmReq.value,
+          data: evmReq.data,
+          gasLimit: evmReq.gasLimit,
+        }),
+      );
+      if (!sim.ok) {
+        const t = await failClosed(logger, `${ACTION}.simulation_failed`, () =>
+          store.insertFinal(
+            {
+              ...base,
+              id: randomUUID(),
+              status: 'simulation_failed',
+              errorMessage: sim.reason,
+              gasLimit: evmReq.gasLimit?.toString() ?? null,
+            },
+            key,
+            (tx, row) =>
+              writeSignerAudit(
+                tx,
+                auditOf(
+                  p,
+                  `${ACTION}.simulation_failed`,
+                  { type: 'transaction', id: row.id },
+                  {
+                    ...txDetails(row),
+                    reason: sim.reason,
+                  },
+                ),
+              ),
+          ),
+        );
+        onRecorded();
+        return t;
+      }
+    }
+    const filled = await chainCall('fees and gas', () => fillEvmTransaction(rpc, evmReq, caps));
+    const pending = await chainCall('pending nonce', () => rpc.pendingNonce(scope.key.address));
+    const row = await store.allocateAndInsert(
+      {
+        ...base,
+        id: randomUUID(),
+        gasLimit: filled.gasLimit.toString(),
+        maxFeePerGas: filled.maxFeePerGas?.toString() ?? null,
+        maxPriorityFeePerGas: filled.maxPriorityFeePerGas?.toString() ?? null,
+        gasPrice: filled.gasPrice?.toString() ?? null,
+      },
+      pending,
+      key,
+    );
+    onRecorded();
+    // From here the row holds a nonce: any end short of the node gives it back.
+    const giveBack = async (message: string): Promise<TxRecord> => {
+      const t = await failClosed(logger, `${ACTION}.failed`, () =>
+        store.failBeforeBroadcast(row.id, message, (tx, r) =>
+          this.audit(tx, p, `${ACTION}.failed`, r, { error: message }),
+        ),
+      );
+      return t ?? row;
+    };
+    let signed: { signedTx: string; txHash: string };
+    try {
+      const unsigned = buildEvmTransaction({ ...filled, nonce: row.nonce! });
+      signed = await this.deps.intents.loader.withKey(scope.key, (pk) => signEvmTransaction(pk, unsigned));
+    } catch (err) {
+      logger.error({ tx_id: row.id, err: describeError(err) }, 'signing a transaction failed');
+      await giveBack('the transaction could not be signed');
+      throw err instanceof CustosError ? err : new UnavailableError('the transaction could not be signed');
+    }
+    let signedRow: TxRecord;
+    try {
+      signedRow = await failClosed(logger, `${ACTION}.signed`, () =>
+        store.markSigned(row.id, signed, (tx, r) => this.audit(tx, p, `${ACTION}.signed`, r)),
+      );
+    } catch (err) {
+      await giveBack('the signature could not be recorded').catch(() => undefined);
+      throw err;
+    }
+    try {
+      await rpc.sendRawTransaction(signed.signedTx);
+    } catch (err) {
+      const message =
+        err instanceof EvmRpcError || err instanceof Error
+          ? `broadcast failed: ${err.message}`
+          : 'broadcast failed';
+      logger.warn(
+        { tx_id: row.id, chain: scope.chain.name, err: message },
+        'broadcast failed; nonce given back',
+      );
+      return giveBack(message);
+    }
+    return failClosed(logger, `${ACTION}.broadcast`, () =>
+      store.markBroadcast(signedRow.id, async (tx, r) => {
+        await this.audit(tx, p, `${ACTION}.broadcast`, r);
+        await writeEvent(tx, outbox, {
+          name: 'agent.transaction.broadcast',
+          orgId: r.orgId,
+          data: {
+            ...txDetails(r),
+            agent_id: r.agentId,
+            broadcast_at: r.broadcastAt?.toISOString() ?? new Date().toISOString(),
+          },
+        });
+      }),
+    );
+  }
+
+  private audit(
+    tx: Transaction,
+    p: IntentScope['agent'],
+    action: string,
+    t: TxRecord,
+    extra: Record<string, unknown> = {},
+  ): Promise<string> {
+    return writeSignerAudit(
+      tx,
+      auditOf(p, action, { type: 'transaction', id: t.id }, { ...txDetails(t), ...extra }),
+    );
+  }
+
+  /**
+   * Who may read an agent's transactions: the agent itself, and humans of its org (signer asks
+   * identity that the agent is in the caller's org). Another agent gets 404, as for the agent.
+   */
+  private async reader(p: Principal, rawAgentId: string): Promise<string> {
+    const agentId = agentIdOf(rawAgentId);
+    if (p.kind === 'agent') {
+      if (p.agentId !== agentId) throw new NotFoundError('agent', rawAgentId);
+      return agentId;
+    }
+    await this.deps.identity.requireAgentInOrg(p.orgId, agentId);
+    return agentId;
+  }
+
+  async list(
+    p: Principal,
+    rawAgentId: string,
+    o: { limit: number; cursor: string },
+  ): Promise<{ txs: TxRecord[]; next: string }> {
+    const agentId = await this.reader(p, rawAgentId);
+    const limit = o.limit === 0 ? 50 : o.limit;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+      throw new InvalidArgumentError('limit', 'must be an integer from 1 to 100');
+    }
+    const after = o.cursor ? decodeCursor(o.cursor) : undefined;
+    const rows = await this.deps.store.list(p.orgId, agentId, limit + 1, after);
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return { txs: page, next: rows.length > limit && last ? encodeCursor(last) : '' };
+  }
+
+  async get(p: Principal, rawAgentId: string, txId: string): Promise<TxRecord> {
+    const agentId = await this.reader(p, rawAgentId);
+    if (!isUuid(txId)) throw new NotFoundError('transaction', txId.slice(0, 64));
+    const t = await this.deps.store.get(p.orgId, agentId, txId.toLowerCase());
+    if (!t) throw new NotFoundError('transaction', txId);
+    return t;
+  }
+}

@@ -1,0 +1,287 @@
+import { and, asc, desc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm';
+import type { Database, Transaction } from '@custos/service-kit';
+import { nonces, releasedNonces, transactions, txIdempotency } from '../db/schema.js';
+import { allocateNonce } from './nonce-fns.js';
+import type { TxRecord } from './tx-types.js';
+
+/** A new row's fields (the store sets id-independent defaults). */
+export type NewTx = typeof transactions.$inferInsert;
+
+/** What an Idempotency-Key claim found. */
+export type Claim =
+  | { kind: 'claimed' }
+  | { kind: 'other_body' }
+  | { kind: 'running' }
+  | { kind: 'done'; tx: TxRecord };
+
+/** How long an Idempotency-Key is remembered (DECISIONS.md: 24 h). */
+const IDEMPOTENCY_TTL = sql`interval '24 hours'`;
+
+/** SQL of transactions, their nonces and Idempotency-Key claims. */
+export class TxStore {
+  constructor(private readonly db: Database) {}
+
+  /**
+   * Claims an agent's Idempotency-Key for a request with hash `hash`. The unique index decides
+   * between racing requests: exactly one claims it. A claim older than 24 h is taken over. Else the
+   * existing claim answers: another body (422), still running (409), or its finished transaction.
+   */
+  async claim(agentId: string, key: string, hash: string): Promise<Claim> {
+    const [mine] = await this.db
+      .insert(txIdempotency)
+      .values({ agentId, idempotencyKey: key, requestHash: hash })
+      .onConflictDoUpdate({
+        target: [txIdempotency.agentId, txIdempotency.idempotencyKey],
+        set: { requestHash: hash, txId: null, createdAt: sql`now()` },
+        setWhere: sql`${txIdempotency.createdAt} < now() - ${IDEMPOTENCY_TTL}`,
+      })
+      .returning();
+    if (mine) return { kind: 'claimed' };
+    const [c] = await this.db
+      .select()
+      .from(txIdempotency)
+      .where(and(eq(txIdempotency.agentId, agentId), eq(txIdempotency.idempotencyKey, key)));
+    if (!c) return this.claim(agentId, key, hash); // released meanwhile: try again
+    if (c.requestHash !== hash) return { kind: 'other_body' };
+    if (!c.txId) return { kind: 'running' };
+    const tx = await this.byId(c.txId);
+    if (!tx || tx.status === 'pending' || tx.status === 'signed') return { kind: 'running' };
+    return { kind: 'done', tx };
+  }
+
+  /** Gives a claim back when its request ended before a transaction was recorded. */
+  async unclaim(agentId: string, key: string): Promise<void> {
+    await this.db
+      .delete(txIdempotency)
+      .where(
+        and(
+          eq(txIdempotency.agentId, agentId),
+          eq(txIdempotency.idempotencyKey, key),
+          isNull(txIdempotency.txId),
+        ),
+      );
+  }
+
+  private async link(tx: Transaction, agentId: string, key: string | undefined, txId: string): Promise<void> {
+    if (!key) return;
+    await tx
+      .update(txIdempotency)
+      .set({ txId })
+      .where(and(eq(txIdempotency.agentId, agentId), eq(txIdempotency.idempotencyKey, key)));
+  }
+
+  /** Records a transaction that got no nonce (simulation_failed), with its record, in one transaction. */
+  async insertFinal(
+    row: NewTx,
+    idempotencyKey: string | undefined,
+    after: (tx: Transaction, t: TxRecord) => Promise<unknown>,
+  ): Promise<TxRecord> {
+    return this.db.transaction(async (tx) => {
+      const [t] = await tx.insert(transactions).values(row).returning();
+      await this.link(tx, row.agentId, idempotencyKey, t!.id);
+      await after(tx, t!);
+      return t!;
+    });
+  }
+
+  /**
+   * Allocates the key's next nonce on the chain and records the transaction holding it (status
+   * `pending`) in one database transaction, under the lock of the key's `nonces` row, so parallel
+   * submissions get distinct consecutive nonces. `chainPending` is the chain's pending nonce.
+   */
+  async allocateAndInsert(
+    row: Omit<NewTx, 'nonce' | 'nonceHeld' | 'status'>,
+    chainPending: number,
+    idempotencyKey: string | undefined,
+  ): Promise<TxRecord> {
+    return this.db.transaction(async (tx) => {
+      const where = and(eq(nonces.keyId, row.keyId), eq(nonces.chainId, row.chainId));
+      await tx
+        .insert(nonces)
+        .values({ keyId: row.keyId, chainId: row.chainId, nextNonce: 0 })
+        .onConflictDoNothing();
+      const [n] = await tx.select().from(nonces).where(where).for('update');
+      const released = await tx
+        .select({ nonce: releasedNonces.nonce })
+        .from(releasedNonces)
+        .where(and(eq(releasedNonces.keyId, row.keyId), eq(releasedNonces.chainId, row.chainId)));
+      const a = allocateNonce({
+        chainPending,
+        storedNext: n!.nextNonce,
+        released: released.map((r) => r.nonce),
+      });
+      if (a.drop.length > 0) {
+        await tx
+          .delete(releasedNonces)
+          .where(
+            and(
+              eq(releasedNonces.keyId, row.keyId),
+              eq(releasedNonces.chainId, row.chainId),
+              inArray(releasedNonces.nonce, a.drop),
+            ),
+          );
+      }
+      await tx
+        .update(nonces)
+        .set({ nextNonce: a.next, updatedAt: sql`now()` })
+        .where(where);
+      const [t] = await tx
+        .insert(transactions)
+        .values({ ...row, nonce: a.nonce, nonceHeld: true, status: 'pending' })
+        .returning();
+      await this.link(tx, row.agentId, idempotencyKey, t!.id);
+      return t!;
+    });
+  }
+
+  /** Moves `pending` to `signed` with the signed bytes, and its audit record, in one transaction. */
+  async markSigned(
+    id: string,
+    signed: { signedTx: string; txHash: string },
+    after: (tx: Transaction, t: TxRecord) => Promise<unknown>,
+  ): Promise<TxRecord> {
+    return this.db.transaction(async (tx) => {
+      const [t] = await tx
+        .update(transactions)
+        .set({ status: 'signed', signedTx: signed.signedTx, txHash: signed.txHash, signedAt: sql`now()` })
+        .where(and(eq(transactions.id, id), eq(transactions.status, 'pending')))
+        .returning();
+      if (!t) throw new Error(`transaction ${id} is no longer pending`);
+      await after(tx, t);
+      return t;
+    });
+  }
+
+  /** Moves `signed` to `broadcast` (the watcher follows it from now), with its event and record. */
+  async markBroadcast(
+    id: string,
+    after: (tx: Transaction, t: TxRecord) => Promise<unknown>,
+  ): Promise<TxRecord> {
+    return this.db.transaction(async (tx) => {
+      const [t] = await tx
+        .update(transactions)
+        .set({ status: 'broadcast', broadcastAt: sql`now()`, watchAfter: sql`now()` })
+        .where(and(eq(transactions.id, id), eq(transactions.status, 'signed')))
+        .returning();
+      if (!t) throw new Error(`transaction ${id} is no longer signed`);
+      await after(tx, t);
+      return t;
+    });
+  }
+
+  /**
+   * Ends a transaction that never reached the node as `failed`: it stops holding its nonce, which
+   * goes to the released pool for the next allocation (no gap), with its record, in one transaction.
+   */
+  async failBeforeBroadcast(
+    id: string,
+    message: string,
+    after: (tx: Transaction, t: TxRecord) => Promise<unknown>,
+  ): Promise<TxRecord | undefined> {
+    return this.db.transaction(async (tx) => {
+      const [t] = await tx
+        .update(transactions)
+        .set({ status: 'failed', errorMessage: message, nonceHeld: false })
+        .where(and(eq(transactions.id, id), inArray(transactions.status, ['pending', 'signed'])))
+        .returning();
+      if (!t) return undefined;
+      if (t.nonce !== null) {
+        await tx
+          .insert(releasedNonces)
+          .values({ keyId: t.keyId, chainId: t.chainId, nonce: t.nonce })
+          .onConflictDoNothing();
+      }
+      await after(tx, t);
+      return t;
+    });
+  }
+
+  async byId(id: string): Promise<TxRecord | undefined> {
+    const [t] = await this.db.select().from(transactions).where(eq(transactions.id, id));
+    return t;
+  }
+
+  /** One transaction of an agent of the org. */
+  async get(orgId: string, agentId: string, id: string): Promise<TxRecord | undefined> {
+    const [t] = await this.db
+      .select()
+      .from(transactions)
+      .where(and(eq(transactions.id, id), eq(transactions.orgId, orgId), eq(transactions.agentId, agentId)));
+    return t;
+  }
+
+  /** A page of an agent's transactions, newest first, after the row `afterId` when given. */
+  async list(orgId: string, agentId: string, limit: number, afterId?: string): Promise<TxRecord[]> {
+    const mine = and(eq(transactions.orgId, orgId), eq(transactions.agentId, agentId));
+    let where = mine;
+    if (afterId) {
+      const [c] = await this.db
+        .select({ createdAt: transactions.createdAt, id: transactions.id })
+        .from(transactions)
+        .where(and(mine, eq(transactions.id, afterId)));
+      if (!c) return [];
+      where = and(
+        mine,
+        sql`(${transactions.createdAt}, ${transactions.id}) < (select t.created_at, t.id from ${transactions} t where t.id = ${afterId})`,
+      );
+    }
+    return this.db
+      .select()
+      .from(transactions)
+      .where(where)
+      .orderBy(desc(transactions.createdAt), desc(transactions.id))
+      .limit(limit);
+  }
+
+  /**
+   * Takes up to `batch` broadcast transactions due for a receipt check and leases them for
+   * `leaseMs` (other replicas skip the locked and leased rows), so one replica acts on a row at a time.
+   */
+  async leaseForWatch(batch: number, leaseMs: number): Promise<TxRecord[]> {
+    const due = this.db
+      .select({ id: transactions.id })
+      .from(transactions)
+      .where(
+        and(
+          eq(transactions.status, 'broadcast'),
+          or(isNull(transactions.watchAfter), lt(transactions.watchAfter, sql`now()`)),
+        ),
+      )
+      .orderBy(asc(transactions.watchAfter))
+      .limit(batch)
+      .for('update', { skipLocked: true });
+    return this.db
+      .update(transactions)
+      .set({ watchAfter: sql`now() + ${`${leaseMs} milliseconds`}::interval` })
+      .where(inArray(transactions.id, due))
+      .returning();
+  }
+
+  /** Not mined yet: look again after `delayMs`. */
+  async watchLater(id: string, delayMs: number): Promise<void> {
+    await this.db
+      .update(transactions)
+      .set({ watchAfter: sql`now() + ${`${delayMs} milliseconds`}::interval` })
+      .where(and(eq(transactions.id, id), eq(transactions.status, 'broadcast')));
+  }
+
+  /** Records the receipt: `confirmed` (status 1) or `failed` (status 0). */
+  async settle(
+    id: string,
+    r: { ok: boolean; blockNumber: bigint; gasUsed: bigint },
+  ): Promise<TxRecord | undefined> {
+    const [t] = await this.db
+      .update(transactions)
+      .set({
+        status: r.ok ? 'confirmed' : 'failed',
+        blockNumber: r.blockNumber,
+        gasUsed: r.gasUsed.toString(),
+        confirmedAt: sql`now()`,
+        watchAfter: null,
+        ...(r.ok ? {} : { errorMessage: 'the transaction reverted on chain (receipt status 0)' }),
+      })
+      .where(and(eq(transactions.id, id), eq(transactions.status, 'broadcast')))
+      .returning();
+    return t;
+  }
+}
