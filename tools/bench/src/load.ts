@@ -65,9 +65,11 @@ export class LoadGenerator {
   /**
    * Runs for `seconds`: each of the `concurrency` loops sends `next(i)` (i counts all requests of the
    * run) and times it with the monotonic clock. Requests in flight at the deadline complete and
-   * count; the rate divides by the time until the last one finished.
+   * count; the rate divides by the time until the last one finished. A `next` that returns
+   * undefined has nothing more to send (a finite supply, e.g. pre-signed transactions): the loop
+   * that asked ends early, and the run with the last one.
    */
-  async run(seconds: number, next: (i: number) => LoadRequest): Promise<LoadResult> {
+  async run(seconds: number, next: (i: number) => LoadRequest | undefined): Promise<LoadResult> {
     const latencies: number[] = [];
     const statuses: Record<string, number> = {};
     let issued = 0;
@@ -76,6 +78,7 @@ export class LoadGenerator {
     const loop = async () => {
       while (process.hrtime.bigint() < deadline) {
         const req = next(issued++);
+        if (!req) return;
         const t0 = process.hrtime.bigint();
         const status = await this.send(req);
         const ms = Number(process.hrtime.bigint() - t0) / 1e6;

@@ -6,23 +6,26 @@ import { parseArgs } from 'node:util';
 import { createTestDatabase } from '@custos/service-kit/testing';
 import { type Ceiling, type FloorTransport, aesGcmDecrypt, hopFloor, pgPointSelect } from './ceilings.js';
 import { type CpuSnapshot, type CpuUsage, cpuBetween, cpuSnapshot } from './cpu.js';
+import { anvilRawSend, ethersSign } from './evm-ceilings.js';
 import { LoadGenerator } from './load.js';
 import { type BenchMesh, REPO, startMesh } from './mesh.js';
 import { type ScenarioResult, cpuTable, fmt, resultTable, targetLines } from './report.js';
 import { MIXED, SCENARIOS, type Scenario } from './scenarios.js';
-import { serviceEnvOf } from './scenario-fns.js';
+import { SCENARIO_CEILINGS, ceilingRatios, serviceEnvOf } from './scenario-fns.js';
 import { TARGET_CONDITIONS, evaluateTargets, ratio } from './targets.js';
 
 const USAGE = `pnpm bench [-- options]    (or: node tools/bench/dist/main.js [options])
 
 Drives the mesh through the gateway with a fixed concurrency for a fixed time and writes
-bench/results/<name>.json beside this machine's bare pg point-select and AES-256-GCM rates.
+bench/results/<name>.json beside this machine's bare ceilings (pg point-select, AES-256-GCM, the
+hop floor, ethers signing, raw eth_sendRawTransaction to the mesh's anvil).
 
   --name <name>              result file name (default secrets-<cpus>cpu)
   -c, --concurrency <n>      connections to the gateway and pg pool size (default 64)
   -d, --duration <s>         measured seconds per scenario (default 20)
   --warmup <s>               unrecorded seconds before each scenario (default 5)
-  --scenarios <list>         comma-separated: agent-read,user-write,agent-token,mixed (default all)
+  --scenarios <list>         comma-separated: agent-read,user-write,agent-token,mixed,sign-intent,
+                             eth-transfer (default all)
   --paths <n>                secrets agent-read and user-write spread their requests over (default 16;
                              mixed has 64 per org)
   --value-bytes <n>          size of each secret value (default 64)
@@ -35,6 +38,8 @@ Environment: BENCH_URL=http://host:port runs against a mesh that is already runn
 starting one (it needs EMAIL_VERIFICATION_REQUIRED=false, or BENCH_EMAIL and BENCH_PASSWORD of a
 user to sign in as, and RATE_LIMIT_RPS/RATE_LIMIT_BURST and, for agent-token,
 AUTH_RATE_LIMIT_PER_MINUTE/AUTH_RATE_LIMIT_BURST above the offered load).
+BENCH_ANVIL_URL (with BENCH_URL) is the JSON-RPC URL of the anvil behind that mesh's chain "anvil"
+(eth-transfer funds its keys there and its ceiling sends to it).
 TEST_DATABASE_URL names the Postgres server (a superuser; default postgres://postgres@127.0.0.1:5432).
 The started mesh runs its own nats-server (a user per service) and redis-server (a user per service).`;
 
@@ -127,6 +132,7 @@ async function main(): Promise<number> {
   process.once('SIGTERM', onSignal);
 
   const ceilings: Record<string, Ceiling & { cpu?: ReturnType<typeof cpuBetween> }> = {};
+  const ceilingErrors: Record<string, string> = {};
   const scenarios: Record<string, ScenarioResult | { error: string }> = {};
   try {
     // The bare ceilings first, on an idle machine, in a database of their own.
@@ -156,9 +162,22 @@ async function main(): Promise<number> {
       });
     }
     await drops.pop()!();
+    // The signing ceiling, before the mesh too: ethers 6 signing sign-intent's transaction on one
+    // core and on every core at once.
+    if (opts.scenarios.includes('sign-intent')) {
+      log(`ceiling: ethers EIP-1559 signing, one thread, for ${opts.ceilingDuration} s`);
+      ceilings['ethers_sign_eip1559_1core'] = await ethersSign(
+        opts.ceilingDuration,
+        1,
+        Math.min(2, opts.ceilingDuration),
+      );
+      log(`ceiling: ethers EIP-1559 signing, ${cpus.length} threads, for ${opts.ceilingDuration} s`);
+      ceilings['ethers_sign_eip1559_all_cores'] = await ethersSign(opts.ceilingDuration, cpus.length);
+    }
 
     let baseUrl: string;
     let database: string | undefined;
+    let anvilUrl = process.env.BENCH_ANVIL_URL?.replace(/\/+$/, '');
     const labelled = new Map<string, number>([['load-generator', process.pid]]);
     if (externalUrl) {
       baseUrl = externalUrl;
@@ -176,7 +195,9 @@ async function main(): Promise<number> {
         extraEnv: { ...serviceEnvOf(process.env.BENCH_SERVICE_ENV), LOG_LEVEL: opts.logLevel },
       });
       baseUrl = mesh.baseUrl;
+      anvilUrl = mesh.anvil.url;
       for (const [s, pid] of mesh.pids) labelled.set(s, pid);
+      if (mesh.anvil.pid !== undefined) labelled.set('anvil', mesh.anvil.pid);
       log(`mesh: healthy at ${baseUrl} (logs in ${mesh.logDir})`);
     }
 
@@ -184,29 +205,55 @@ async function main(): Promise<number> {
     for (const name of opts.scenarios) {
       const load = new LoadGenerator(baseUrl, opts.concurrency);
       try {
+        if (name === 'eth-transfer' && anvilUrl) {
+          // Straight to the same anvil, with the mesh idle: what the chain node takes by itself.
+          log(`ceiling: raw eth_sendRawTransaction to anvil, ${opts.concurrency} connections`);
+          try {
+            ceilings['anvil_send_raw_transaction'] = await anvilRawSend(anvilUrl, {
+              concurrency: opts.concurrency,
+              seconds: opts.ceilingDuration,
+              threads: cpus.length,
+              ...(labelled.has('anvil') ? { anvilPid: labelled.get('anvil')! } : {}),
+              ...(database ? { database } : {}),
+            });
+          } catch (err) {
+            failed = true;
+            ceilingErrors['anvil_send_raw_transaction'] = (err as Error).message;
+            log(`ceiling anvil_send_raw_transaction: FAILED: ${(err as Error).message}`);
+          }
+        }
         log(`${name}: setting up`);
         const scenario: Scenario = await SCENARIOS[name]!(baseUrl, {
           paths: opts.paths,
           valueBytes: opts.valueBytes,
           concurrency: opts.concurrency,
+          ...(anvilUrl ? { anvilUrl } : {}),
         });
+        let warmOk = 0;
         if (opts.warmup > 0) {
           log(`${name}: warm-up ${opts.warmup} s`);
-          await load.run(opts.warmup, scenario.request);
+          warmOk = (await load.run(opts.warmup, scenario.request)).ok;
         }
         log(`${name}: ${opts.concurrency} connections for ${opts.duration} s`);
         const before = cpuSnapshot(labelled, database);
         const result = await load.run(opts.duration, scenario.request);
         const after = cpuSnapshot(labelled, database);
+        const own = ceilingRatios(name, result.rps, ceilings);
         scenarios[name] = {
           description: scenario.description,
           ...result,
           per_pg_point_select: ratio(result.rps, pgRate),
+          ...(Object.keys(own).length > 0 ? { per_ceiling: own } : {}),
           cpu: cpuBetween(before, after, result.rps),
         };
         const bad = result.requests - result.ok;
         if (bad > 0)
           log(`${name}: ${bad} of ${result.requests} requests failed: ${JSON.stringify(result.statuses)}`);
+        if (scenario.check) {
+          const check = await scenario.check(warmOk + result.ok);
+          (scenarios[name] as ScenarioResult).check = check;
+          log(`${name}: check after the run: ${JSON.stringify(check)}`);
+        }
       } catch (err) {
         failed = true;
         scenarios[name] = { error: (err as Error).message };
@@ -239,6 +286,8 @@ async function main(): Promise<number> {
       paths: opts.paths,
       value_bytes: opts.valueBytes,
       agent_token_agents: opts.concurrency,
+      signing_agents: opts.scenarios.some((n) => n in SCENARIO_CEILINGS) ? opts.concurrency : 0,
+      signing_chain: 'anvil (chain id 31337, automine), started with the mesh',
       mixed: {
         orgs: MIXED.orgs,
         agents_per_org: MIXED.agentsPerOrg,
@@ -253,12 +302,14 @@ async function main(): Promise<number> {
     },
     scenarios,
     ceilings,
+    ...(Object.keys(ceilingErrors).length > 0 ? { ceiling_errors: ceilingErrors } : {}),
     ratios: Object.fromEntries(
       Object.entries(scenarios)
         .filter((e): e is [string, ScenarioResult] => !('error' in e[1]))
         .flatMap(([n, s]) => [
           [`${n}_per_pg_point_select`, s.per_pg_point_select],
           [`${n}_per_hop_floor_unary`, ratio(s.rps, ceilings['hop_floor_unary']?.ops_per_s ?? 0)],
+          ...Object.entries(s.per_ceiling ?? {}).map(([c, r]) => [`${n}_per_${c}`, r]),
         ]),
     ),
     targets: {
@@ -290,8 +341,25 @@ async function main(): Promise<number> {
   console.log(
     `hop floor (HTTP → mTLS gRPC → point-select, nothing else): unary ${floor('unary')}; stream ${floor('stream')}`,
   );
+  const sign1 = ceilings['ethers_sign_eip1559_1core'];
+  const signAll = ceilings['ethers_sign_eip1559_all_cores'];
+  if (sign1 || signAll) {
+    const recovered = sign1?.detail['with_sender_recovery_ops_per_s'];
+    console.log(
+      `ethers EIP-1559 signing: ${fmt(sign1?.ops_per_s ?? NaN)}/s on one core, ` +
+        `${fmt(signAll?.ops_per_s ?? NaN)}/s on ${cpus.length} at once` +
+        (typeof recovered === 'number' ? ` (${fmt(recovered)}/s on one core reading the sender back)` : ''),
+    );
+  }
+  const raw = ceilings['anvil_send_raw_transaction'];
+  if (raw) console.log(`anvil eth_sendRawTransaction (pre-signed transfers): ${fmt(raw.ops_per_s)}/s`);
+  for (const [n, s] of Object.entries(scenarios)) {
+    if ('error' in s || !s.per_ceiling) continue;
+    const parts = Object.entries(s.per_ceiling).map(([c, r]) => `${fmt(r ?? NaN, 3)} × ${c}`);
+    console.log(`${n}: ${fmt(s.rps)}/s = ${parts.join(', ')}`);
+  }
   console.log(
-    `\ntargets of issue 14 (${TARGET_CONDITIONS.machine_cpus} cores, ${TARGET_CONDITIONS.concurrency} ` +
+    `\ntargets of issues 14 and 17 (${TARGET_CONDITIONS.machine_cpus} cores, ${TARGET_CONDITIONS.concurrency} ` +
       `connections; this run: ${cpus.length} cores, ${opts.concurrency} connections):`,
   );
   for (const line of targetLines(targets)) console.log(`  ${line}`);

@@ -11,6 +11,8 @@ export const REPO = REPO_ROOT;
 /** A mesh this process started: its gateway URL, the pid of each service and where they log. */
 export interface BenchMesh {
   baseUrl: string;
+  /** The mesh's local EVM chain (anvil, automining; signer's chain `anvil`): JSON-RPC URL and pid. */
+  anvil: { url: string; pid?: number };
   pids: Map<ServiceName, number>;
   logDir: string;
   stop(): Promise<void>;
@@ -20,7 +22,9 @@ export interface BenchMesh {
 
 /**
  * Starts the nine services through @custos/mesh with its `bench` profile, against `databaseUrl`
- * (an empty database; migrations run at start), and waits until GET /v1/health answers 200. Each
+ * (an empty database; migrations run at start), with a local anvil chain (signer registers it as
+ * the enabled chain `anvil`, chain id 31337, for the signing scenarios), and waits until GET
+ * /v1/health answers 200. Each
  * service writes its output to a file in `logDir`, not through a pipe into this process, so the
  * load generator does not pay for the logs.
  */
@@ -34,6 +38,7 @@ export async function startMesh(opts: {
   const certDir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-bench-certs-'));
   const mesh = await launchMesh({
     profile: 'bench',
+    anvil: true,
     databaseUrl: opts.databaseUrl,
     mailDir,
     certDir,
@@ -45,6 +50,8 @@ export async function startMesh(opts: {
   });
   return {
     baseUrl: mesh.baseUrl,
+    // launchMesh with `anvil: true` always starts it (or throws).
+    anvil: mesh.anvil!,
     pids: mesh.supervisor.pids(),
     logDir,
     async stop() {

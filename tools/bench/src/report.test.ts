@@ -95,5 +95,20 @@ describe('targetLines', () => {
       'NOT met (rate < 0.26 × pg; p99 ≥ 50 ms)',
     );
     expect(lines.find((l) => l.startsWith('user-write'))).toContain('not run');
+    expect(read).toContain('agent-read (#14)');
+  });
+
+  it('states the signing horizon as a rate, not a share of pg', () => {
+    const lines = targetLines(
+      evaluateTargets(
+        { 'sign-intent': { rps: 640, requests: 12800, ok: 12800, latency_ms: { p99: 140 } } },
+        20000,
+      ),
+    );
+    const sign = lines.find((l) => l.startsWith('sign-intent headed to (#17)'))!;
+    expect(sign).toContain('≥ 1,000/s, 0 failed');
+    expect(sign).toContain('640/s, p99 140 ms, 0 failed');
+    expect(sign).toContain('NOT met (rate < 1000/s)');
+    expect(sign).not.toContain('× pg');
   });
 });

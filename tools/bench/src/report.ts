@@ -6,6 +6,10 @@ import type { TargetResult } from './targets.js';
 export interface ScenarioResult extends LoadResult {
   description: string;
   per_pg_point_select: number | null;
+  /** Rate ÷ each of the scenario's own bare ceilings (scenario-fns SCENARIO_CEILINGS), if it has any. */
+  per_ceiling?: Record<string, number | null>;
+  /** What the scenario's check after the run found (e.g. broadcast transfers all mined). */
+  check?: Record<string, unknown>;
   cpu: CpuUsage | undefined;
 }
 
@@ -80,18 +84,24 @@ export function cpuTable(scenarios: Record<string, ScenarioResult | { error: str
 export function targetLines(targets: Record<string, TargetResult>): string[] {
   const rows: string[][] = [];
   for (const [name, t] of Object.entries(targets)) {
+    const share = t.min_per_pg_point_select;
     const asks = [
-      `≥ ${t.min_per_pg_point_select} × pg` + (t.needed_rps !== null ? ` (${fmt(t.needed_rps)}/s)` : ''),
+      ...(share !== undefined
+        ? [`≥ ${share} × pg` + (t.needed_rps !== null ? ` (${fmt(t.needed_rps)}/s)` : '')]
+        : []),
+      ...(t.min_rps !== undefined ? [`≥ ${fmt(t.min_rps)}/s`] : []),
       ...(t.max_p99_ms !== undefined ? [`p99 ≤ ${t.max_p99_ms} ms`] : []),
       ...(t.p99_ms_below !== undefined ? [`p99 < ${t.p99_ms_below} ms`] : []),
       '0 failed',
     ].join(', ');
+    const rate =
+      share !== undefined ? `${fmt(t.per_pg_point_select ?? NaN, 3)} × pg` : `${fmt(t.rps ?? NaN)}/s`;
     const did =
       t.met === null
         ? 'not run'
-        : `${fmt(t.per_pg_point_select ?? NaN, 3)} × pg, p99 ${fmt(t.p99_ms ?? NaN, 1)} ms, ${fmt(t.failed ?? NaN)} failed`;
+        : `${rate}, p99 ${fmt(t.p99_ms ?? NaN, 1)} ms, ${fmt(t.failed ?? NaN)} failed`;
     const verdict = t.met === null ? '-' : t.met ? 'met' : `NOT met (${t.missed.join('; ')})`;
-    rows.push([name, asks, did, verdict]);
+    rows.push([`${name} (#${t.issue})`, asks, did, verdict]);
   }
   return table([['target', 'asks', 'this run', ''], ...rows], 4);
 }

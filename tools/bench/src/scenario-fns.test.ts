@@ -1,4 +1,4 @@
-import { mixedPick, serviceEnvOf } from './scenario-fns';
+import { SCENARIO_CEILINGS, ceilingRatios, mixedPick, serviceEnvOf } from './scenario-fns';
 
 describe('mixedPick', () => {
   const shape = { orgs: 4, agentsPerOrg: 3, paths: 64, writeEvery: 10 };
@@ -58,5 +58,24 @@ describe('serviceEnvOf', () => {
     });
     expect(() => serviceEnvOf('lower=1')).toThrow(/not NAME=value/);
     expect(() => serviceEnvOf('NOVALUE')).toThrow(/not NAME=value/);
+  });
+});
+
+describe('ceilingRatios', () => {
+  it('divides a signing scenario’s rate by each of its own ceilings, null for one not measured', () => {
+    expect(
+      ceilingRatios('sign-intent', 500, {
+        ethers_sign_eip1559_1core: { ops_per_s: 1500 },
+        ethers_sign_eip1559_all_cores: { ops_per_s: 0 },
+      }),
+    ).toEqual({ ethers_sign_eip1559_1core: 0.333, ethers_sign_eip1559_all_cores: null });
+    expect(ceilingRatios('eth-transfer', 300, { anvil_send_raw_transaction: { ops_per_s: 1200 } })).toEqual({
+      anvil_send_raw_transaction: 0.25,
+    });
+  });
+
+  it('is empty for a scenario with no ceiling of its own', () => {
+    expect(ceilingRatios('agent-read', 1000, { ethers_sign_eip1559_1core: { ops_per_s: 1 } })).toEqual({});
+    expect(Object.keys(SCENARIO_CEILINGS)).toEqual(['sign-intent', 'eth-transfer']);
   });
 });

@@ -51,3 +51,30 @@ export function serviceEnvOf(raw: string | undefined): Record<string, string> {
   }
   return out;
 }
+
+/**
+ * The bare ceilings a scenario is reported against besides pg point-select: the work underneath it
+ * with nothing in front, measured in the same run (issue 17: a signed intent per ethers signing
+ * the same transaction, a broadcast transfer per raw `eth_sendRawTransaction` to the same anvil).
+ */
+export const SCENARIO_CEILINGS: Readonly<Record<string, readonly string[]>> = {
+  'sign-intent': ['ethers_sign_eip1559_1core', 'ethers_sign_eip1559_all_cores'],
+  'eth-transfer': ['anvil_send_raw_transaction'],
+};
+
+/**
+ * A scenario's rate ÷ each of its own ceilings' (three decimals), by ceiling name; null for a
+ * ceiling that was not measured (or measured nothing). Empty for a scenario without any.
+ */
+export function ceilingRatios(
+  scenario: string,
+  rps: number,
+  ceilings: Readonly<Record<string, { ops_per_s: number } | undefined>>,
+): Record<string, number | null> {
+  const out: Record<string, number | null> = {};
+  for (const name of SCENARIO_CEILINGS[scenario] ?? []) {
+    const c = ceilings[name]?.ops_per_s ?? 0;
+    out[name] = c > 0 ? Math.round((rps / c) * 1000) / 1000 : null;
+  }
+  return out;
+}

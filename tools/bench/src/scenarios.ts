@@ -1,13 +1,27 @@
+import { Wallet, getAddress } from 'ethers';
+import {
+  BENCH_CHAIN,
+  TRANSFER,
+  fleetPick,
+  signIntentBody,
+  signedTxMismatches,
+  transferBody,
+} from './evm-fns.js';
 import { type LoadRequest } from './load.js';
 import { type MixedShape, mixedPick } from './scenario-fns.js';
 import {
   type BenchAgent,
   agentToken as exchange,
   benchUser,
+  createSigningKey,
   createVault,
   eachLimited,
   expectValue,
+  fund,
   grant,
+  jsonRpc,
+  minedNonces,
+  must,
   registerAgent,
   storeSecret,
   value,
@@ -18,6 +32,11 @@ export interface Scenario {
   name: string;
   description: string;
   request(i: number): LoadRequest;
+  /**
+   * A check after the measured run, given how many requests of the warm-up and the run were
+   * answered 2xx; what it found goes into the results (e.g. that every broadcast transfer was mined).
+   */
+  check?(answered: number): Promise<Record<string, unknown>>;
 }
 
 /** What every scenario is set up from (the command's options). */
@@ -25,6 +44,8 @@ export interface ScenarioOptions {
   paths: number;
   valueBytes: number;
   concurrency: number;
+  /** JSON-RPC URL of the anvil behind the mesh's chain `anvil` (the signing scenarios fund keys there). */
+  anvilUrl?: string;
 }
 
 /** Parallel set-up calls: enough to hide latency, few enough not to matter (set-up is not timed). */
@@ -176,10 +197,152 @@ export async function mixed(baseUrl: string, opts: ScenarioOptions): Promise<Sce
   };
 }
 
+/** An agent that may sign: Intents on, a server-custody key on the bench chain, a token. */
+interface SigningAgent {
+  id: string;
+  token: string;
+  address: string;
+}
+
+/**
+ * `count` agents of the user's org created with `intents_api_enabled: true`, each given a signing
+ * key on the bench chain by the owner, then exchanging its API key (the token carries the flag).
+ */
+async function signingFleet(baseUrl: string, userToken: string, count: number): Promise<SigningAgent[]> {
+  const fleet: SigningAgent[] = [];
+  await eachLimited(
+    Array.from({ length: count }, (_, k) => k),
+    SETUP_PARALLEL,
+    async () => {
+      const agent = await registerAgent(baseUrl, userToken, { intents_api_enabled: true });
+      const address = await createSigningKey(baseUrl, userToken, agent.id, BENCH_CHAIN.name);
+      fleet.push({ id: agent.id, token: await exchange(baseUrl, agent), address });
+    },
+  );
+  return fleet;
+}
+
+/**
+ * `sign-intent`: agents sign an EIP-1559 transfer without broadcasting it (`POST
+ * /v1/agents/{id}/sign`, `intent_type: "transaction"`), every field given (to, value, nonce, gas
+ * limit, both fees, chain `anvil`) so signer asks the chain nothing. As many agents as connections,
+ * each with its own key; request i is agent i mod agents signing its next nonce (a different
+ * transaction each time). Set-up checks each agent's first signature with ethers: the signed
+ * transaction is the one asked for, from the key's address, and its hash is the answer's.
+ */
+export async function signIntent(baseUrl: string, opts: ScenarioOptions): Promise<Scenario> {
+  const userToken = await benchUser(baseUrl);
+  const fleet = await signingFleet(baseUrl, userToken, opts.concurrency);
+  const to = Wallet.createRandom().address;
+  await eachLimited(fleet, SETUP_PARALLEL, async (a) => {
+    const signed = await must(baseUrl, 'sign intent', 200, 'POST', `/v1/agents/${a.id}/sign`, {
+      token: a.token,
+      body: signIntentBody(to, 0),
+    });
+    const raw = signed['signed_tx'];
+    const hash = signed['tx_hash'];
+    if (typeof raw !== 'string' || typeof hash !== 'string')
+      throw new Error('sign intent: no signed_tx and tx_hash in the answer');
+    const wrong = signedTxMismatches(raw, { from: a.address, to, nonce: 0, txHash: hash });
+    if (wrong.length > 0) throw new Error(`sign intent: the signed transaction differs: ${wrong.join('; ')}`);
+  });
+  const paths = fleet.map((a) => `/v1/agents/${a.id}/sign`);
+  const headers = fleet.map((a) => ({
+    authorization: `Bearer ${a.token}`,
+    accept: 'application/json',
+    'content-type': 'application/json',
+  }));
+  return {
+    name: 'sign-intent',
+    description:
+      `one of ${fleet.length} agents signs an EIP-1559 transfer on ${BENCH_CHAIN.name} (sign only, ` +
+      `every field given: the chain is not asked)`,
+    request: (i) => {
+      const { member, seq } = fleetPick(i, fleet.length);
+      return {
+        method: 'POST',
+        path: paths[member]!,
+        headers: headers[member]!,
+        body: Buffer.from(JSON.stringify(signIntentBody(to, seq + 1))),
+      };
+    },
+  };
+}
+
+/**
+ * `eth-transfer`: agents send value on the mesh's anvil (`POST /v1/agents/{id}/transactions`, a
+ * transfer of 10^12 wei with nonce, gas and fees left to signer), measured until the 201 that
+ * follows the broadcast. As many agents as connections, each key funded with `anvil_setBalance`;
+ * request i is a transfer by agent i mod agents. Set-up sends one transfer per agent and checks it
+ * mined and reached the recipient; after the run, `check` compares the keys' mined nonces and the
+ * recipient's balance with the number of 201 answers.
+ */
+export async function ethTransfer(baseUrl: string, opts: ScenarioOptions): Promise<Scenario> {
+  const anvilUrl = opts.anvilUrl;
+  if (!anvilUrl) throw new Error('eth-transfer needs the mesh’s anvil (BENCH_ANVIL_URL with BENCH_URL)');
+  const userToken = await benchUser(baseUrl);
+  const fleet = await signingFleet(baseUrl, userToken, opts.concurrency);
+  await eachLimited(fleet, SETUP_PARALLEL, (a) => fund(anvilUrl, a.address, 10n ** 24n));
+  const to = Wallet.createRandom().address;
+  const body = Buffer.from(JSON.stringify(transferBody(to, TRANSFER.valueWei)));
+  const balanceOf = async () => BigInt(await jsonRpc<string>(anvilUrl, 'eth_getBalance', [to, 'latest']));
+  await eachLimited(fleet, SETUP_PARALLEL, async (a) => {
+    const sent = await must(baseUrl, 'send transfer', 201, 'POST', `/v1/agents/${a.id}/transactions`, {
+      token: a.token,
+      body: transferBody(to, TRANSFER.valueWei),
+    });
+    if (typeof sent['tx_hash'] !== 'string') throw new Error('send transfer: no tx_hash in the answer');
+  });
+  const probeNonces = await minedNonces(
+    anvilUrl,
+    fleet.map((a) => a.address),
+  );
+  const probeBalance = await balanceOf();
+  if (probeNonces.some((n) => n !== 1) || probeBalance !== BigInt(fleet.length) * TRANSFER.valueWei) {
+    throw new Error(
+      `send transfer: after one transfer per agent the nonces are ${JSON.stringify(probeNonces)} and ` +
+        `the recipient holds ${probeBalance} wei`,
+    );
+  }
+  const paths = fleet.map((a) => `/v1/agents/${a.id}/transactions`);
+  const headers = fleet.map((a) => ({
+    authorization: `Bearer ${a.token}`,
+    accept: 'application/json',
+    'content-type': 'application/json',
+  }));
+  return {
+    name: 'eth-transfer',
+    description:
+      `one of ${fleet.length} agents sends ${TRANSFER.valueWei} wei on ${BENCH_CHAIN.name} ` +
+      `(signer fills nonce, gas and fees, signs and broadcasts; measured to the 201)`,
+    request: (i) => {
+      const { member } = fleetPick(i, fleet.length);
+      return { method: 'POST', path: paths[member]!, headers: headers[member]!, body };
+    },
+    check: async (answered) => {
+      const nonces = await minedNonces(
+        anvilUrl,
+        fleet.map((a) => a.address),
+      );
+      const mined = nonces.reduce((x, y) => x + y, 0) - fleet.length;
+      const received = (await balanceOf()) / TRANSFER.valueWei - BigInt(fleet.length);
+      return {
+        answered_201: answered,
+        mined_transfers: mined,
+        recipient_received_transfers: Number(received),
+        consistent: mined === answered && received === BigInt(answered),
+        recipient: getAddress(to),
+      };
+    },
+  };
+}
+
 /** Every scenario by name, in the order a default run measures them. */
 export const SCENARIOS: Record<string, (baseUrl: string, opts: ScenarioOptions) => Promise<Scenario>> = {
   'agent-read': agentRead,
   'user-write': userWrite,
   'agent-token': agentTokenExchange,
   mixed,
+  'sign-intent': signIntent,
+  'eth-transfer': ethTransfer,
 };

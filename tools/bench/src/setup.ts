@@ -95,16 +95,40 @@ export interface BenchAgent {
   apiKey: string;
 }
 
-/** Registers an agent in the user's org. */
-export async function registerAgent(baseUrl: string, userToken: string): Promise<BenchAgent> {
+/**
+ * Registers an agent in the user's org, with `settings` of the create body (e.g.
+ * `{ intents_api_enabled: true }`: its token then carries the Intents flag).
+ */
+export async function registerAgent(
+  baseUrl: string,
+  userToken: string,
+  settings: Record<string, unknown> = {},
+): Promise<BenchAgent> {
   const created = await must(baseUrl, 'register agent', 201, 'POST', '/v1/agents', {
     token: userToken,
-    body: { name: `bench-${randomBytes(4).toString('hex')}` },
+    body: { name: `bench-${randomBytes(4).toString('hex')}`, ...settings },
   });
   return {
     id: String((created['agent'] as Record<string, unknown>)['id']),
     apiKey: String(created['api_key']),
   };
+}
+
+/** Has signer make an agent's signing key on `chain` (as the org's owner); returns its address. */
+export async function createSigningKey(
+  baseUrl: string,
+  userToken: string,
+  agentId: string,
+  chain: string,
+): Promise<string> {
+  const key = await must(baseUrl, 'create signing key', 201, 'POST', `/v1/agents/${agentId}/signing-keys`, {
+    token: userToken,
+    body: { chain },
+  });
+  const address = key['address'];
+  if (typeof address !== 'string' || !/^0x[0-9a-fA-F]{40}$/.test(address))
+    throw new Error('create signing key: no address in the answer');
+  return address;
 }
 
 /** Grants an agent `permissions` on the secrets of a vault under `pattern`. */
@@ -157,4 +181,60 @@ export async function eachLimited<T>(items: T[], parallel: number, task: (item: 
     while (next < items.length) await task(items[next++]!);
   };
   await Promise.all(Array.from({ length: Math.min(parallel, items.length) }, worker));
+}
+
+/** A JSON-RPC call to a chain node (anvil); throws with the method's name on an error answer. */
+export async function jsonRpc<T = unknown>(url: string, method: string, params: unknown[]): Promise<T> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  const text = await res.text();
+  let body: { result?: T; error?: { message?: string } } = {};
+  try {
+    body = JSON.parse(text) as typeof body;
+  } catch {
+    // reported below
+  }
+  if (!res.ok || body.error || body.result === undefined) {
+    throw new Error(`${method}: ${res.status} ${body.error?.message ?? text.slice(0, 200)}`);
+  }
+  return body.result;
+}
+
+/** Sets an address's balance on anvil (`anvil_setBalance`), in wei. */
+export async function fund(anvilUrl: string, address: string, wei: bigint): Promise<void> {
+  await jsonRpc(anvilUrl, 'anvil_setBalance', [address, `0x${wei.toString(16)}`]);
+}
+
+/** An address's transaction count (its next nonce) at `tag` ('latest': mined, 'pending': accepted). */
+export async function nonceOf(anvilUrl: string, address: string, tag = 'latest'): Promise<number> {
+  return Number(BigInt(await jsonRpc<string>(anvilUrl, 'eth_getTransactionCount', [address, tag])));
+}
+
+/**
+ * The mined nonces of `addresses` once every accepted transaction is mined, polling until `latest`
+ * equals `pending` for all of them (or `timeoutMs` passed) and returning the `latest` counts. While
+ * they differ it asks anvil for a block (`evm_mine`): anvil automines a block when a transaction
+ * arrives, but one that arrived ahead of its predecessor's nonce waits in the pool, ready, until
+ * the next transaction or block comes.
+ */
+export async function minedNonces(
+  anvilUrl: string,
+  addresses: string[],
+  timeoutMs = 10_000,
+): Promise<number[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const latest: number[] = [];
+    const pending: number[] = [];
+    await eachLimited([...addresses.keys()], 8, async (k) => {
+      latest[k] = await nonceOf(anvilUrl, addresses[k]!, 'latest');
+      pending[k] = await nonceOf(anvilUrl, addresses[k]!, 'pending');
+    });
+    if (latest.every((n, k) => n === pending[k]) || Date.now() > deadline) return latest;
+    await jsonRpc(anvilUrl, 'evm_mine', []);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }

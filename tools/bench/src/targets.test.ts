@@ -60,17 +60,45 @@ describe('evaluateTarget', () => {
   });
 });
 
+describe('the signing horizon of issue 17', () => {
+  const sign = TARGETS['sign-intent headed to']!;
+
+  it('asks 1,000 signed intents/s and 0 failed, whatever the pg rate', () => {
+    expect(sign).toMatchObject({ scenario: 'sign-intent', issue: 17, min_rps: 1000, kind: 'headed_to' });
+    expect(evaluateTarget(sign, run(1000, 500), 50000)).toMatchObject({
+      met: true,
+      needed_rps: 1000,
+      rps: 1000,
+      missed: [],
+    });
+    expect(evaluateTarget(sign, run(999.9, 5), 100)).toMatchObject({ met: false, missed: ['rate < 1000/s'] });
+    expect(evaluateTarget(sign, run(1500, 5, 1), 100).missed).toEqual(['1 failed']);
+  });
+
+  it('is judged without a pg rate, and unknown without a run', () => {
+    expect(evaluateTarget(sign, run(1200, 5), 0)).toMatchObject({ met: true, per_pg_point_select: null });
+    expect(evaluateTarget(sign, undefined, 10000)).toMatchObject({ met: null, needed_rps: 1000, rps: null });
+  });
+});
+
 describe('evaluateTargets', () => {
   it('judges every target, a scenario that failed to set up as not run', () => {
     const r = evaluateTargets(
       { 'agent-read': run(1600, 90), 'user-write': { error: 'sign up: 500' }, 'agent-token': run(900, 30) },
       10000,
     );
-    expect(Object.keys(r)).toEqual(['agent-read', 'user-write', 'agent-token', 'agent-read headed to']);
+    expect(Object.keys(r)).toEqual([
+      'agent-read',
+      'user-write',
+      'agent-token',
+      'agent-read headed to',
+      'sign-intent headed to',
+    ]);
     expect(r['agent-read']!.met).toBe(true);
     expect(r['user-write']!.met).toBeNull();
     expect(r['agent-token']!.met).toBe(false);
     expect(r['agent-read headed to']!.met).toBe(false);
+    expect(r['sign-intent headed to']!.met).toBeNull();
   });
 });
 

@@ -67,8 +67,8 @@ export interface LaunchedMesh {
   redis?: MeshRedisAccess;
   /** The mesh's own nats-server and redis-server, to stop and start again (fault tests). */
   servers: MeshInfra['servers'];
-  /** The local EVM chain started with `anvil: true`: its JSON-RPC URL. */
-  anvil?: { url: string };
+  /** The local EVM chain started with `anvil: true`: its JSON-RPC URL (and its pid, for CPU accounting). */
+  anvil?: { url: string; pid?: number };
   /** The full environment of one service. */
   envOf(service: ServiceName): Record<string, string>;
   /** Stops the services, then the nats-server and redis-server started for the mesh; returns the services it had to kill. */
@@ -179,7 +179,9 @@ export async function launchMesh(o: LaunchMeshOptions): Promise<LaunchedMesh> {
     ...nats,
     ...redis,
     servers: infra.servers,
-    ...(anvil ? { anvil: { url: anvil.url } } : {}),
+    ...(anvil
+      ? { anvil: { url: anvil.url, ...(anvil.process.pid !== undefined ? { pid: anvil.process.pid } : {}) } }
+      : {}),
     envOf,
     stop,
     abandon,

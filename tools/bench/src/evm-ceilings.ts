@@ -1,0 +1,191 @@
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { SigningKey, Wallet } from 'ethers';
+import type { Ceiling } from './ceilings.js';
+import { type CpuUsage, cpuBetween, cpuSnapshot } from './cpu.js';
+import { fleetPick, presignPerAccount, rpcBody, transferTransaction } from './evm-fns.js';
+import { type LoadRequest, LoadGenerator } from './load.js';
+import { eachLimited, fund, minedNonces } from './setup.js';
+import type { SignWorkerAnswer, SignWorkerTask } from './sign-worker.js';
+import type { LatencySummary } from './stats.js';
+
+const ETHERS_VERSION = '6.16.0';
+
+/** Runs one task in a fresh worker thread (sign-worker.ts) and resolves with its answer. */
+function inWorker(task: SignWorkerTask): Promise<SignWorkerAnswer> {
+  return new Promise((resolve, reject) => {
+    const w = new Worker(path.join(__dirname, 'sign-worker.js'), { workerData: task });
+    w.once('message', (m: SignWorkerAnswer) => resolve(m));
+    w.once('error', reject);
+    w.once('exit', (code) => {
+      if (code !== 0) reject(new Error(`sign worker exited with ${code}`));
+    });
+  });
+}
+
+/**
+ * The signing ceiling: ethers 6 signing the EIP-1559 transfer of `sign-intent` (build, sign the
+ * hash, serialize, hash) in a closed loop, one worker thread per `threads`, all at once, for
+ * `seconds` after one second of warm-up; the rate is the sum of the threads' rates. With one
+ * thread it is what one core does; with one per CPU, what the machine does with nothing else.
+ * With `recoverySeconds`, it also measures (on this thread) the same work plus reading the sender
+ * back from the signature (`Transaction.from`), which is a public-key recovery: a second elliptic-curve
+ * operation that a signer knowing its key's address need not do.
+ */
+export async function ethersSign(seconds: number, threads: number, recoverySeconds = 0): Promise<Ceiling> {
+  const to = Wallet.createRandom().address;
+  const answers = await Promise.all(
+    Array.from({ length: threads }, () => inWorker({ mode: 'rate', warmupS: 1, seconds, to })),
+  );
+  let ops = 0;
+  let rate = 0;
+  let longest = 0;
+  for (const a of answers) {
+    if (a.mode !== 'rate') throw new Error('sign worker answered another task');
+    ops += a.ops;
+    rate += a.ops / a.seconds;
+    longest = Math.max(longest, a.seconds);
+  }
+  const detail: Record<string, unknown> = {
+    transaction:
+      'EIP-1559 transfer (chain 31337, 21,000 gas, 2 gwei fee cap, 1 gwei tip), a new nonce each time',
+    work: 'Transaction.from(fields), SigningKey.sign(unsignedHash), serialized, hash; the sender is not recovered',
+    library: `ethers ${ETHERS_VERSION} (pure JS secp256k1, @noble/curves)`,
+    threads,
+  };
+  if (recoverySeconds > 0) {
+    const key = new SigningKey(Wallet.createRandom().privateKey);
+    let n = 0;
+    // The same work, and `from` read off the signed transaction (what signer's signEvmTransaction
+    // does when this was written).
+    const work = () => {
+      const tx = transferTransaction(to, n++);
+      tx.signature = key.sign(tx.unsignedHash);
+      return [tx.from, tx.serialized, tx.hash];
+    };
+    work();
+    const start = process.hrtime.bigint();
+    const deadline = start + BigInt(Math.round(recoverySeconds * 1e9));
+    let count = 0;
+    while (process.hrtime.bigint() < deadline) {
+      work();
+      count++;
+    }
+    const elapsed = Number(process.hrtime.bigint() - start) / 1e9;
+    detail['with_sender_recovery_ops_per_s'] = Math.round((count / elapsed) * 10) / 10;
+  }
+  return {
+    ops,
+    seconds: Math.round(longest * 1000) / 1000,
+    ops_per_s: Math.round(rate * 10) / 10,
+    detail,
+  };
+}
+
+/** Signs `count` transfers to `to` for each wallet from its nonce, spread over `threads` workers. */
+async function presign(
+  wallets: Array<{ privateKey: string }>,
+  fromNonces: number[],
+  count: number,
+  threads: number,
+  to: string,
+): Promise<string[][]> {
+  const chunks = Array.from({ length: Math.max(1, Math.min(threads, wallets.length)) }, () => [] as number[]);
+  wallets.forEach((_, k) => chunks[k % chunks.length]!.push(k));
+  const out: string[][] = [];
+  await Promise.all(
+    chunks.map(async (members) => {
+      const a = await inWorker({
+        mode: 'presign',
+        to,
+        accounts: members.map((k) => ({
+          privateKey: wallets[k]!.privateKey,
+          fromNonce: fromNonces[k]!,
+          count,
+        })),
+      });
+      if (a.mode !== 'presign') throw new Error('sign worker answered another task');
+      members.forEach((k, j) => (out[k] = a.signed[j]!));
+    }),
+  );
+  return out;
+}
+
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+
+/**
+ * The broadcast ceiling of `eth-transfer`: pre-signed EIP-1559 transfers sent with
+ * `eth_sendRawTransaction` straight to the mesh's anvil (automining), by this benchmark's own
+ * closed-loop generator with `concurrency` keep-alive connections: what the chain node takes with
+ * nothing in front of it. `concurrency` fresh accounts funded with `anvil_setBalance`; request i is
+ * the next nonce of account i mod concurrency. A warm-up of at most a second (16 transfers per
+ * account) sizes the supply of the measured `seconds` (signed beforehand on `threads` worker
+ * threads, not timed); should it run out first, the run ends there and `detail.supply_ran_out`
+ * says so. Every accepted transfer must be mined: the accounts' nonces after the run must have
+ * moved by exactly the number of answers, or the ceiling fails (anvil answers a refused
+ * transaction with HTTP 200 and a JSON-RPC error).
+ */
+export async function anvilRawSend(
+  anvilUrl: string,
+  opts: { concurrency: number; seconds: number; threads: number; anvilPid?: number; database?: string },
+): Promise<Ceiling & { latency_ms: LatencySummary; cpu?: CpuUsage }> {
+  const n = opts.concurrency;
+  const wallets = Array.from({ length: n }, () => Wallet.createRandom());
+  const addresses = wallets.map((w) => w.address);
+  await eachLimited(addresses, 8, (a) => fund(anvilUrl, a, 10n ** 24n));
+  const to = Wallet.createRandom().address;
+  const headers = { 'content-type': 'application/json', accept: 'application/json' };
+  let supplied = 0;
+  const supplyOf = (signed: string[][]) => {
+    const bodies = signed.map((list) =>
+      list.map((raw, k) => Buffer.from(rpcBody('eth_sendRawTransaction', [raw], k + 1))),
+    );
+    supplied = sum(bodies.map((b) => b.length));
+    return (i: number): LoadRequest | undefined => {
+      const { member, seq } = fleetPick(i, n);
+      const body = bodies[member]?.[seq];
+      return body ? { method: 'POST', path: '/', headers, body } : undefined;
+    };
+  };
+  const load = new LoadGenerator(anvilUrl, n);
+  try {
+    const zero = await minedNonces(anvilUrl, addresses);
+    const warm = await load.run(1, supplyOf(await presign(wallets, zero, 16, opts.threads, to)));
+    const start = await minedNonces(anvilUrl, addresses);
+    if (sum(start) - sum(zero) !== warm.ok) {
+      throw new Error(`anvil mined ${sum(start) - sum(zero)} of ${warm.ok} answered warm-up transfers`);
+    }
+    const per = presignPerAccount(warm.rps, opts.seconds, n, 1.3);
+    const supply = supplyOf(await presign(wallets, start, per, opts.threads, to));
+    const labelled = new Map<string, number>([['load-generator', process.pid]]);
+    if (opts.anvilPid !== undefined) labelled.set('anvil', opts.anvilPid);
+    const before = cpuSnapshot(labelled, opts.database);
+    const r = await load.run(opts.seconds, supply);
+    const after = cpuSnapshot(labelled, opts.database);
+    const mined = sum(await minedNonces(anvilUrl, addresses)) - sum(start);
+    if (r.ok !== r.requests || mined !== r.ok) {
+      throw new Error(
+        `anvil: ${r.ok} of ${r.requests} raw transfers answered 2xx and ${mined} were mined ` +
+          `(${JSON.stringify(r.statuses)})`,
+      );
+    }
+    return {
+      ops: r.ok,
+      seconds: r.seconds,
+      ops_per_s: r.rps,
+      latency_ms: r.latency_ms,
+      cpu: cpuBetween(before, after, r.rps),
+      detail: {
+        call: 'eth_sendRawTransaction of a pre-signed EIP-1559 transfer, answered with its hash',
+        node: 'the mesh’s anvil, automining (a block as transactions arrive)',
+        accounts: n,
+        concurrency: n,
+        presigned: supplied,
+        supply_ran_out: r.requests >= supplied,
+        mined_check: `${mined} transfers mined = ${r.ok} answered`,
+      },
+    };
+  } finally {
+    load.close();
+  }
+}
