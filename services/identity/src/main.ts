@@ -133,10 +133,11 @@ runDataService({
       // signer asks whether an agent is in the org of a caller whose token it verified itself.
       { default: ['gateway'], methods: { getJwks: JWKS_READERS, getOrgAgent: ['signer'] } },
     );
-    // Step-up checks of actions another service owns: vault-crypto's org key rotation.
+    // Step-up checks of actions another service owns: vault-crypto's org key rotation, signer's
+    // export and import of agents' signing keys.
     rt.grpc.add(AccountServiceService, accountGrpc({ ...people.account, verifier }), {
       default: ['gateway'],
-      methods: { confirmUserStepUp: ['vault-crypto'] },
+      methods: { confirmUserStepUp: ['vault-crypto', 'signer'] },
     });
     rt.grpc.add(OrgServiceService, orgsGrpc({ ...people.orgs, verifier }), gatewayOnly);
     rt.grpc.add(MfaServiceService, mfaGrpc({ mfa: people.mfa, verifier }), gatewayOnly);

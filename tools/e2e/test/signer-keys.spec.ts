@@ -340,7 +340,6 @@ describe('signer: chains registry, anvil, agent signing keys', () => {
       const refusals: Array<[Body, string, RegExp]> = [
         [{ chain: 'dogechain' }, 'chain', /unknown chain/],
         [{ chain: 'bitcoin' }, 'chain', /not supported yet/],
-        [{ chain: 'ethereum', custody: 'client_tss' }, 'custody', /server/],
         [{ chain: 'ethereum', custody: 'passkey_owner' }, 'custody', /server/],
         [{}, 'chain', /./],
       ];

@@ -14,8 +14,16 @@ export const SigningKeyResponse = z.object({
   agent_id: z.string(),
   chain: z.string().describe('`ethereum` for every EVM chain (one key serves them all)'),
   curve: z.string(),
-  public_key: z.string().describe('Uncompressed, 0x-prefixed hex'),
-  address: z.string().nullable().describe('EIP-55 checksummed for EVM'),
+  public_key: z
+    .string()
+    .nullable()
+    .describe(
+      'Uncompressed, 0x-prefixed hex; null for a client_tss key (the joint key needs the threshold protocol)',
+    ),
+  address: z
+    .string()
+    .nullable()
+    .describe('EIP-55 checksummed for EVM; null for a client_tss key, which cannot receive value yet'),
   key_version: z.number().int(),
   is_active: z.boolean(),
   custody: z.enum(['server', 'client_tss', 'passkey_owner']),
@@ -23,13 +31,13 @@ export const SigningKeyResponse = z.object({
   rotated_at: dateTime.nullable(),
 });
 
-function keyBody(k: SigningKey): z.infer<typeof SigningKeyResponse> {
+export function keyBody(k: SigningKey): z.infer<typeof SigningKeyResponse> {
   return {
     id: k.id,
     agent_id: k.agentId,
     chain: k.chain,
     curve: k.curve,
-    public_key: k.publicKey,
+    public_key: k.publicKey || null,
     address: k.address || null,
     key_version: k.keyVersion,
     is_active: k.isActive,
@@ -47,7 +55,9 @@ const CreateKeyBody = bodyOf({
   custody: z
     .enum(['server', 'client_tss', 'passkey_owner'])
     .optional()
-    .describe('Only `server` keys are made here (default)'),
+    .describe(
+      '`server` (default), or `client_tss`: a two-party key of which the server makes and keeps one share (address null until the threshold protocol exists). `passkey_owner` is refused (400)',
+    ),
 });
 
 const tag = 'signing-keys';

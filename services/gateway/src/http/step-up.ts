@@ -24,6 +24,8 @@ export const STEP_UP_PURPOSES = {
   agentRouterKeyCreate: 'agent.router_key.create',
   memberRoleChange: 'org.member.role_change',
   orgKeyRotate: 'org.encryption_key.rotate',
+  agentSigningKeyExport: 'agent.signing_key.export',
+  agentSigningKeyImport: 'agent.signing_key.import',
 } as const;
 
 /** One of the STEP_UP_PURPOSES. */

@@ -37,6 +37,10 @@ export const AGENT_KEY_ROTATE_PURPOSE = 'agent.key.rotate';
 export const MEMBER_ROLE_CHANGE_PURPOSE = 'org.member.role_change';
 /** Step-up purpose of rotating the org's key-encryption key (checked by vault-crypto through identity). */
 export const ORG_KEY_ROTATE_PURPOSE = 'org.encryption_key.rotate';
+/** Step-up purpose of exporting an agent's signing key (checked by signer through identity). */
+export const AGENT_SIGNING_KEY_EXPORT_PURPOSE = 'agent.signing_key.export';
+/** Step-up purpose of importing an agent's signing key (checked by signer through identity). */
+export const AGENT_SIGNING_KEY_IMPORT_PURPOSE = 'agent.signing_key.import';
 /** Days the link to undo an e-mail change stays valid (mailed to the replaced address). */
 export const EMAIL_UNDO_TTL_SECONDS = 7 * 86_400;
 /** Problem type of a refused or missing step-up (DECISIONS.md "Errors and limits"). */

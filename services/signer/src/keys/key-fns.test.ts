@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '@custos/service-kit';
-import { agentIdOf, keyDetails, serverCustody, sortKeys } from './key-fns.js';
+import { agentIdOf, creatableCustody, keyDetails, sortKeys } from './key-fns.js';
 import type { SigningKeyRecord } from './key-types.js';
 
 const key = (over: Partial<SigningKeyRecord>): SigningKeyRecord => ({
@@ -21,12 +21,13 @@ const key = (over: Partial<SigningKeyRecord>): SigningKeyRecord => ({
 });
 
 describe('key rules', () => {
-  it('accepts server custody only, naming custody otherwise', () => {
-    expect(serverCustody('')).toBe('server');
-    expect(serverCustody('server')).toBe('server');
-    for (const c of ['client_tss', 'passkey_owner', 'hsm']) {
-      expect(() => serverCustody(c)).toThrow(InvalidArgumentError);
-      expect(() => serverCustody(c)).toThrow(/custody|server/);
+  it('accepts server and client_tss custody, naming custody otherwise', () => {
+    expect(creatableCustody('')).toBe('server');
+    expect(creatableCustody('server')).toBe('server');
+    expect(creatableCustody('client_tss')).toBe('client_tss');
+    for (const c of ['passkey_owner', 'hsm', 'CLIENT_TSS']) {
+      expect(() => creatableCustody(c)).toThrow(InvalidArgumentError);
+      expect(() => creatableCustody(c)).toThrow(/custody|server/);
     }
   });
 

@@ -9,17 +9,19 @@ export function agentIdOf(raw: string): string {
 }
 
 /**
- * The custody a create asks for: empty or `server`. `client_tss` keys are two-party keys whose
- * second share never reaches the server, and `passkey_owner` is a smart-account label: neither is
- * made on the server path (SPEC §2.8, §7).
+ * The custody a create asks for: empty or `server`, or `client_tss` (SPEC §2.8): a two-party key of
+ * which signer makes and seals only its own share, the user's share being wrapped on the user's
+ * device (client shares). `passkey_owner` is a smart-account label and is not made here: only
+ * server custody and client_tss keys are.
  */
-export function serverCustody(raw: string): 'server' {
+export function creatableCustody(raw: string): 'server' | 'client_tss' {
   const v = raw.trim();
   if (v === '' || v === 'server') return 'server';
-  if (v === 'client_tss' || v === 'passkey_owner') {
+  if (v === 'client_tss') return 'client_tss';
+  if (v === 'passkey_owner') {
     throw new InvalidArgumentError(
       'custody',
-      `${v} keys are not created on the server path; only server custody is`,
+      'passkey_owner keys are not created on the server path; only server custody (and client_tss) keys are',
     );
   }
   throw new InvalidArgumentError('custody', 'must be server, client_tss or passkey_owner');
@@ -31,7 +33,7 @@ export function keyDetails(k: SigningKeyRecord): Record<string, unknown> {
     agent_id: k.agentId,
     chain: keyNameOf(k.family),
     curve: k.curve,
-    address: k.address,
+    address: k.address || null,
     key_version: k.keyVersion,
     custody: k.custody,
   };

@@ -10,7 +10,7 @@ import { outbox } from '../db/schema.js';
 import type { IdentityClient } from '../peers/identity-client.js';
 import type { VaultCryptoClient } from '../peers/vault-crypto-client.js';
 import type { ChainAdapter, ChainAdapters } from './chain-adapter.js';
-import { agentIdOf, keyDetails, serverCustody, sortKeys } from './key-fns.js';
+import { agentIdOf, creatableCustody, keyDetails, sortKeys } from './key-fns.js';
 import type { KeyStore } from './key-store.js';
 import type { SigningKeyRecord } from './key-types.js';
 
@@ -50,12 +50,18 @@ export class KeyService {
     return a;
   }
 
-  /** Generates a key and seals its private half; returns the public view and the stored secret's id. */
+  /**
+   * Generates a key and seals its private half; returns the public view and the stored secret's id.
+   * For a client_tss key the generated key is the server's share, sealed alike: the key's public
+   * key and address are the two shares' joint ones, unknown until the threshold protocol exists, so
+   * both stay empty (the API shows null) and the key can neither sign here nor receive value.
+   */
   private async generateAndStore(
     p: OrgAdmin,
     agentId: string,
     adapter: ChainAdapter,
     keyVersion: number,
+    custody: 'server' | 'client_tss' = 'server',
   ): Promise<Omit<SigningKeyRecord, 'createdAt' | 'rotatedAt' | 'isActive'>> {
     const id = randomUUID();
     const key = adapter.generate();
@@ -75,10 +81,10 @@ export class KeyService {
         agentId,
         family: adapter.family,
         curve: adapter.curve,
-        publicKey: key.publicKey,
-        address: key.address,
+        publicKey: custody === 'server' ? key.publicKey : '',
+        address: custody === 'server' ? key.address : '',
         keyVersion,
-        custody: 'server',
+        custody,
         vaultSecretId,
         createdBy: p.userId,
       };
@@ -88,8 +94,9 @@ export class KeyService {
   }
 
   /**
-   * Provisions the agent's key for the chain's family (owners and admins of the org). 400 naming `chain` for
-   * an unknown, disabled or not yet supported chain and `custody` for a non-server custody; 409
+   * Provisions the agent's key for the chain's family (owners and admins of the org): a server key,
+   * or a client_tss key of which signer holds one share. 400 naming `chain` for an unknown,
+   * disabled or not yet supported chain and `custody` for passkey_owner or an unknown label; 409
    * when the agent has an active key for the family (decided by the database under races).
    */
   async create(
@@ -100,7 +107,7 @@ export class KeyService {
   ): Promise<SigningKeyRecord> {
     const user = manager(p, "create an agent's signing keys");
     const agentId = agentIdOf(rawAgentId);
-    serverCustody(custody);
+    const label = creatableCustody(custody);
     const chain = await this.deps.chains.resolve(chainRef, 'chain');
     await this.deps.identity.requireAgentInOrg(user.orgId, agentId);
     const adapter = this.adapterOf(chain);
@@ -111,7 +118,7 @@ export class KeyService {
       );
     if (await this.deps.store.active(p.orgId, agentId, chain.family)) throw conflict();
     const version = await this.deps.store.nextVersion(agentId, chain.family);
-    const row = await this.generateAndStore(user, agentId, adapter, version);
+    const row = await this.generateAndStore(user, agentId, adapter, version, label);
     const r = await failClosed(this.deps.logger, 'signing_key.created', () =>
       this.deps.store.insert(row, (tx, k) =>
         writeSignerAudit(
