@@ -46,6 +46,7 @@ export function signResponseOf(r: SignIntentResult): SignIntentResponse {
     ...(r.txType !== null ? { txType: r.txType } : {}),
     status: r.status ?? '',
     ...(r.nonce !== null ? { nonce: String(r.nonce) } : {}),
+    transactionId: r.transactionId ?? '',
   };
 }
 

@@ -203,6 +203,7 @@ export class SignService {
       txType: fields.type,
       status: 'sign_only',
       nonce,
+      transactionId: id,
     };
   }
 
@@ -251,6 +252,7 @@ export class SignService {
       txType: null,
       status: null,
       nonce: null,
+      transactionId: null,
     };
   }
 

@@ -39,4 +39,6 @@ export interface SignIntentResult {
   /** `sign_only` for a transaction; null otherwise. */
   status: 'sign_only' | null;
   nonce: number | null;
+  /** transaction: the id of its `sign_only` record; null otherwise. */
+  transactionId: string | null;
 }

@@ -103,7 +103,11 @@ export interface SignIntentResponse {
   /** transaction: `sign_only`; empty for the other intents. */
   status: string;
   /** transaction: the nonce signed. */
-  nonce?: string | undefined;
+  nonce?:
+    | string
+    | undefined;
+  /** transaction: the id of its `sign_only` record among the agent's transactions (UUID). */
+  transactionId: string;
 }
 
 function createBaseSignIntentRequest(): SignIntentRequest {
@@ -421,6 +425,7 @@ function createBaseSignIntentResponse(): SignIntentResponse {
     txType: undefined,
     status: "",
     nonce: undefined,
+    transactionId: "",
   };
 }
 
@@ -458,6 +463,9 @@ export const SignIntentResponse: MessageFns<SignIntentResponse> = {
     }
     if (message.nonce !== undefined) {
       writer.uint32(88).int64(message.nonce);
+    }
+    if (message.transactionId !== "") {
+      writer.uint32(98).string(message.transactionId);
     }
     return writer;
   },
@@ -557,6 +565,14 @@ export const SignIntentResponse: MessageFns<SignIntentResponse> = {
           message.nonce = reader.int64().toString();
           continue;
         }
+        case 12: {
+          if (tag !== 98) {
+            break;
+          }
+
+          message.transactionId = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -579,6 +595,7 @@ export const SignIntentResponse: MessageFns<SignIntentResponse> = {
       txType: isSet(object.txType) ? globalThis.Number(object.txType) : undefined,
       status: isSet(object.status) ? globalThis.String(object.status) : "",
       nonce: isSet(object.nonce) ? globalThis.String(object.nonce) : undefined,
+      transactionId: isSet(object.transactionId) ? globalThis.String(object.transactionId) : "",
     };
   },
 
@@ -617,6 +634,9 @@ export const SignIntentResponse: MessageFns<SignIntentResponse> = {
     if (message.nonce !== undefined) {
       obj.nonce = message.nonce;
     }
+    if (message.transactionId !== "") {
+      obj.transactionId = message.transactionId;
+    }
     return obj;
   },
 
@@ -636,6 +656,7 @@ export const SignIntentResponse: MessageFns<SignIntentResponse> = {
     message.txType = object.txType ?? undefined;
     message.status = object.status ?? "";
     message.nonce = object.nonce ?? undefined;
+    message.transactionId = object.transactionId ?? "";
     return message;
   },
 };

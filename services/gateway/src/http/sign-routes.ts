@@ -1,0 +1,170 @@
+import { Router } from 'express';
+import { z } from 'zod/v4';
+import type { SignIntentResponse as SignReply } from '@custos/proto/custos/signer/v1/sign';
+import { SignServiceClient } from '@custos/proto/custos/signer/v1/sign';
+import { unaryCaller } from '@custos/service-kit';
+import type { Peers } from '../peers.js';
+import { AgentParams } from './agent-schemas.js';
+import { type Guards, declareRoute } from './routes.js';
+import { bodyOf } from './schemas.js';
+
+/** The reference SignIntentResponse, with `status`, `nonce` and `transaction_id` for a transaction. */
+export const SignIntentResponse = z.object({
+  intent_type: z.enum(['personal_sign', 'typed_data', 'eip712_digest', 'transaction']),
+  chain: z.string().describe('The chain registry name'),
+  from: z.string().describe("The agent key's address (EIP-55)"),
+  signature: z.string().nullable().describe('65-byte signature, 0x hex (r, s, v)'),
+  signed_tx: z.string().nullable().describe('transaction: the signed serialized transaction (not broadcast)'),
+  tx_hash: z.string().nullable().describe('transaction: its hash'),
+  message_hash: z.string().nullable().describe('personal_sign: the EIP-191 hash signed'),
+  typed_data_hash: z
+    .string()
+    .nullable()
+    .describe('typed_data: the EIP-712 hash signed; eip712_digest: the digest signed'),
+  tx_type: z.number().int().nullable().describe('transaction: 2 (EIP-1559) or 0 (legacy)'),
+  status: z
+    .enum(['sign_only'])
+    .nullable()
+    .describe('transaction: `sign_only` (signer does not broadcast it)'),
+  nonce: z.number().int().nullable().describe('transaction: the nonce signed'),
+  transaction_id: z
+    .string()
+    .nullable()
+    .describe("transaction: its `sign_only` record among the agent's transactions"),
+});
+
+type SignJson = z.infer<typeof SignIntentResponse>;
+
+function signBody(r: SignReply): SignJson {
+  return {
+    intent_type: r.intentType as SignJson['intent_type'],
+    chain: r.chain,
+    from: r.from,
+    signature: r.signature || null,
+    signed_tx: r.signedTx || null,
+    tx_hash: r.txHash || null,
+    message_hash: r.messageHash || null,
+    typed_data_hash: r.typedDataHash || null,
+    tx_type: r.txType ?? null,
+    status: r.status === 'sign_only' ? 'sign_only' : null,
+    nonce: r.nonce !== undefined ? Number(r.nonce) : null,
+    transaction_id: r.transactionId || null,
+  };
+}
+
+const amount = z
+  .union([z.string().max(100), z.number().int().nonnegative()])
+  .transform((v) => (typeof v === 'number' ? BigInt(v).toString() : v));
+
+// Only the shape is checked here; signer checks the content (hex, addresses, types, EIP-712) inside
+// the Intents API's audit, so that each refusal of a field's content is recorded `agent.sign.refused`.
+const SignBody = bodyOf({
+  intent_type: z
+    .string()
+    .max(100)
+    .describe('`personal_sign`, `typed_data`, `eip712_digest` (needs raw_signing_enabled) or `transaction`'),
+  chain: z
+    .union([z.string().min(1, 'is required').max(100), z.number().int().min(0)])
+    .transform(String)
+    .describe('Chain name (`anvil`, `base` …), numeric chain id or registry UUID'),
+  message: z
+    .string()
+    .max(262144)
+    .optional()
+    .describe('personal_sign: the message bytes, 0x hex (needs message_signing_enabled)'),
+  typed_data: z
+    .unknown()
+    .optional()
+    .describe(
+      'typed_data: the EIP-712 object {types, primaryType, domain, message}; domain.chainId must be the chain',
+    ),
+  hash: z
+    .string()
+    .max(100)
+    .optional()
+    .describe('eip712_digest: the 32-byte digest, 0x hex (signed as given)'),
+  tx_type: z
+    .number()
+    .int()
+    .min(0)
+    .max(255)
+    .optional()
+    .describe('transaction: 2 (EIP-1559, default) or 0 (legacy)'),
+  to: z
+    .string()
+    .max(200)
+    .optional()
+    .describe('transaction: 0x address, EIP-55 checksummed or all lower-case'),
+  value: z
+    .string()
+    .max(100)
+    .optional()
+    .describe(
+      'transaction: wei as 0x hex or a decimal integer; a decimal with a fraction ("0.01") is the native unit',
+    ),
+  data: z.string().max(262144).optional().describe('transaction: 0x calldata, even length'),
+  nonce: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe("transaction: the nonce (default: the chain's pending nonce of the key's address)"),
+  gas_limit: amount
+    .optional()
+    .describe('transaction: gas limit (estimated when absent; at most max_gas_limit)'),
+  gas_price: amount.optional().describe('transaction (type 0): wei (from the chain when absent)'),
+  max_fee_per_gas: amount
+    .optional()
+    .describe('transaction (type 2): wei (from the chain when absent, capped by max_fee_per_gas_gwei)'),
+  max_priority_fee_per_gas: amount.optional().describe('transaction (type 2): wei'),
+});
+
+/**
+ * Sign intents of agents (spec §4.4, reference `signIntent`). Signer decides who may: only the
+ * agent itself, with the Intents API enabled, on its own server-custody key.
+ */
+export function signRoutes(peers: Peers, guards: Guards): Router {
+  const router = Router();
+  const signer = peers.client(SignServiceClient, 'signer');
+  const call = unaryCaller(signer);
+
+  declareRoute(
+    router,
+    guards,
+    {
+      method: 'post',
+      path: '/v1/agents/:agent_id/sign',
+      access: 'authenticated',
+      summary:
+        "Sign an intent with the agent's key: EIP-191 message, EIP-712 typed data, a raw digest, or a transaction that is not broadcast (the agent itself, with the Intents API enabled)",
+      tag: 'signing',
+      params: AgentParams,
+      body: SignBody,
+      responses: { 200: { description: 'The signature', schema: SignIntentResponse } },
+    },
+    async (_req, res, { params, body }) => {
+      const r = await call(signer.signIntent, {
+        agentId: params.agent_id,
+        intentType: body.intent_type,
+        chain: body.chain,
+        ...(body.message !== undefined ? { message: body.message } : {}),
+        ...(body.typed_data !== undefined ? { typedDataJson: JSON.stringify(body.typed_data) } : {}),
+        ...(body.hash !== undefined ? { hash: body.hash } : {}),
+        ...(body.tx_type !== undefined ? { txType: body.tx_type } : {}),
+        ...(body.to !== undefined ? { to: body.to } : {}),
+        ...(body.value !== undefined ? { value: body.value } : {}),
+        ...(body.data !== undefined ? { data: body.data } : {}),
+        ...(body.nonce !== undefined ? { nonce: String(body.nonce) } : {}),
+        ...(body.gas_limit !== undefined ? { gasLimit: body.gas_limit } : {}),
+        ...(body.gas_price !== undefined ? { gasPrice: body.gas_price } : {}),
+        ...(body.max_fee_per_gas !== undefined ? { maxFeePerGas: body.max_fee_per_gas } : {}),
+        ...(body.max_priority_fee_per_gas !== undefined
+          ? { maxPriorityFeePerGas: body.max_priority_fee_per_gas }
+          : {}),
+      });
+      res.json(signBody(r));
+    },
+  );
+
+  return router;
+}
