@@ -367,6 +367,22 @@ describe('signer: sign intents (POST /v1/agents/{id}/sign) on anvil', () => {
       });
       expect(JSON.stringify(recs)).not.toContain((r.body['signed_tx'] as string).slice(2, 60));
 
+      // It is listed among the agent's transactions (the Transactions API reads it), without the bytes by default.
+      const got = await call(
+        'GET',
+        `/v1/agents/${agent.id}/transactions/${String(r.body['transaction_id'])}`,
+        {
+          token: agent.token,
+        },
+      );
+      expect(got.status).toBe(200);
+      expect(got.body).toMatchObject({
+        id: r.body['transaction_id'],
+        status: 'sign_only',
+        tx_hash: tx.hash,
+        nonce: nonceBefore,
+      });
+      expect(got.body).not.toHaveProperty('signed_tx');
       const sent = await anvil<string>('eth_sendRawTransaction', [r.body['signed_tx']]);
       expect(sent).toBe(tx.hash);
       let receipt: { status: string } | null = null;
