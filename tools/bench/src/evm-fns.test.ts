@@ -2,7 +2,6 @@ import { SigningKey, Transaction, Wallet } from 'ethers';
 import {
   BENCH_CHAIN,
   TRANSFER,
-  fleetPick,
   presignPerAccount,
   rpcBody,
   signIntentBody,
@@ -14,30 +13,6 @@ import {
 const wallet = Wallet.createRandom();
 const key = new SigningKey(wallet.privateKey);
 const to = Wallet.createRandom().address;
-
-describe('fleetPick', () => {
-  it('gives request i to member i mod n, as that member’s ⌊i / n⌋-th', () => {
-    expect([0, 1, 63, 64, 65, 130].map((i) => fleetPick(i, 64))).toEqual([
-      { member: 0, seq: 0 },
-      { member: 1, seq: 0 },
-      { member: 63, seq: 0 },
-      { member: 0, seq: 1 },
-      { member: 1, seq: 1 },
-      { member: 2, seq: 2 },
-    ]);
-    expect(() => fleetPick(1, 0)).toThrow(RangeError);
-  });
-
-  it('hands each member consecutive seqs with none skipped', () => {
-    const seqs = new Map<number, number[]>();
-    for (let i = 0; i < 7 * 5; i++) {
-      const p = fleetPick(i, 7);
-      seqs.set(p.member, [...(seqs.get(p.member) ?? []), p.seq]);
-    }
-    expect(seqs.size).toBe(7);
-    for (const s of seqs.values()) expect(s).toEqual([0, 1, 2, 3, 4]);
-  });
-});
 
 describe('request bodies', () => {
   it('asks for a sign-only EIP-1559 transfer with every field given, amounts as wei strings', () => {

@@ -15,12 +15,6 @@ export const TRANSFER = {
   maxPriorityFeePerGas: 1_000_000_000n,
 } as const;
 
-/** Which member of a fleet of `n` sends request i, and the how-manyth of that member's it is. */
-export function fleetPick(i: number, n: number): { member: number; seq: number } {
-  if (!(n > 0)) throw new RangeError('a fleet has at least one member');
-  return { member: i % n, seq: Math.floor(i / n) };
-}
-
 /** The body of `POST /v1/agents/{id}/sign` for the transfer with `nonce`: sign only, nothing to fill. */
 export function signIntentBody(to: string, nonce: number): Record<string, unknown> {
   return {

@@ -11,7 +11,7 @@ describe('LoadGenerator', () => {
     server = http.createServer((req, res) => {
       seen.push(req.url ?? '');
       req.resume();
-      res.writeHead(req.url === '/fail' ? 503 : 200).end('{}');
+      res.writeHead(req.url === '/fail' ? 503 : 200).end(req.url === '/rpc-ok' ? '{"result":1}' : '{}');
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -30,6 +30,42 @@ describe('LoadGenerator', () => {
       expect(r.ok).toBe(10);
       expect(r.statuses).toEqual({ '200': 10 });
       expect([...seen].sort()).toEqual(Array.from({ length: 10 }, (_, i) => `/r${i}`).sort());
+    } finally {
+      load.close();
+    }
+  });
+
+  it('tells next which loop asks: each loop’s requests go one after another, every loop takes part', async () => {
+    const load = new LoadGenerator(url, 3);
+    try {
+      seen.length = 0;
+      const sent = [0, 0, 0];
+      const r = await load.run(600, (_i, loop) =>
+        sent[loop]! < 4 ? { method: 'GET', path: `/l${loop}-${sent[loop]!++}`, headers: {} } : undefined,
+      );
+      expect(r.ok).toBe(12);
+      expect(sent).toEqual([4, 4, 4]);
+      for (const l of [0, 1, 2]) {
+        expect(seen.filter((p) => p.startsWith(`/l${l}-`))).toEqual([0, 1, 2, 3].map((k) => `/l${l}-${k}`));
+      }
+    } finally {
+      load.close();
+    }
+  });
+
+  it('with acceptBody, counts a 2xx whose body it refuses as refused_in_body', async () => {
+    const load = new LoadGenerator(url, 2, (body) => body.toString() === '{"result":1}');
+    try {
+      const r = await load.run(600, (i) =>
+        i < 4
+          ? { method: 'GET', path: ['/ok', '/fail', '/rpc-error', '/rpc-ok'][i]!, headers: {} }
+          : undefined,
+      );
+      expect(r).toMatchObject({
+        requests: 4,
+        ok: 1,
+        statuses: { '200': 1, '503': 1, refused_in_body: 2 },
+      });
     } finally {
       load.close();
     }

@@ -16,7 +16,10 @@ export interface LoadResult {
   requests: number;
   ok: number;
   rps: number;
-  /** Responses by status; `transport_error` for a request that got no response at all. */
+  /**
+   * Responses by status; `transport_error` for a request that got no response at all,
+   * `refused_in_body` for a 2xx whose body the generator's `acceptBody` refused.
+   */
   statuses: Record<string, number>;
   /** Latencies of the successful responses, in milliseconds. */
   latency_ms: LatencySummary;
@@ -28,9 +31,14 @@ export class LoadGenerator {
   private readonly host: string;
   private readonly port: number;
 
+  /**
+   * `acceptBody`, when given, reads the body of every 2xx answer and counts one it refuses as
+   * `refused_in_body`, not ok (a JSON-RPC node answers an error with HTTP 200).
+   */
   constructor(
     baseUrl: string,
     private readonly concurrency: number,
+    private readonly acceptBody?: (body: Buffer) => boolean,
   ) {
     const url = new URL(baseUrl);
     if (url.protocol !== 'http:') throw new Error(`only http:// gateways are supported, got ${baseUrl}`);
@@ -39,8 +47,12 @@ export class LoadGenerator {
     this.agent = new http.Agent({ keepAlive: true, maxSockets: concurrency, maxFreeSockets: concurrency });
   }
 
-  /** Sends one request and resolves with its status (0 when the request failed without one). */
+  /**
+   * Sends one request and resolves with its status (0 when the request failed without one, -1 for
+   * a 2xx whose body `acceptBody` refused).
+   */
   send(req: LoadRequest): Promise<number> {
+    const check = this.acceptBody;
     return new Promise((resolve) => {
       const r = http.request(
         {
@@ -52,8 +64,10 @@ export class LoadGenerator {
           agent: this.agent,
         },
         (res) => {
-          res.on('data', () => undefined);
-          res.on('end', () => resolve(res.statusCode ?? 0));
+          const status = res.statusCode ?? 0;
+          const chunks: Buffer[] | undefined = check && status >= 200 && status < 300 ? [] : undefined;
+          res.on('data', (c: Buffer) => chunks?.push(c));
+          res.on('end', () => resolve(chunks && !check!(Buffer.concat(chunks)) ? -1 : status));
           res.on('error', () => resolve(0));
         },
       );
@@ -63,31 +77,36 @@ export class LoadGenerator {
   }
 
   /**
-   * Runs for `seconds`: each of the `concurrency` loops sends `next(i)` (i counts all requests of the
-   * run) and times it with the monotonic clock. Requests in flight at the deadline complete and
-   * count; the rate divides by the time until the last one finished. A `next` that returns
-   * undefined has nothing more to send (a finite supply, e.g. pre-signed transactions): the loop
-   * that asked ends early, and the run with the last one.
+   * Runs for `seconds`: each of the `concurrency` loops sends `next(i, loop)` (i counts all requests
+   * of the run; loop, 0 … concurrency − 1, is the loop asking, whose requests go one after another:
+   * a client of its own, e.g. one agent sending its transactions in order) and times it with the
+   * monotonic clock. Requests in flight at the deadline complete and count; the rate divides by the
+   * time until the last one finished. A `next` that returns undefined has nothing more to send (a
+   * finite supply, e.g. pre-signed transactions): the loop that asked ends early, and the run with
+   * the last one.
    */
-  async run(seconds: number, next: (i: number) => LoadRequest | undefined): Promise<LoadResult> {
+  async run(
+    seconds: number,
+    next: (i: number, loop: number) => LoadRequest | undefined,
+  ): Promise<LoadResult> {
     const latencies: number[] = [];
     const statuses: Record<string, number> = {};
     let issued = 0;
     const start = process.hrtime.bigint();
     const deadline = start + BigInt(Math.round(seconds * 1e9));
-    const loop = async () => {
+    const loop = async (index: number) => {
       while (process.hrtime.bigint() < deadline) {
-        const req = next(issued++);
+        const req = next(issued++, index);
         if (!req) return;
         const t0 = process.hrtime.bigint();
         const status = await this.send(req);
         const ms = Number(process.hrtime.bigint() - t0) / 1e6;
-        const key = status === 0 ? 'transport_error' : String(status);
+        const key = status === 0 ? 'transport_error' : status === -1 ? 'refused_in_body' : String(status);
         statuses[key] = (statuses[key] ?? 0) + 1;
         if (status >= 200 && status < 300) latencies.push(ms);
       }
     };
-    await Promise.all(Array.from({ length: this.concurrency }, loop));
+    await Promise.all(Array.from({ length: this.concurrency }, (_, index) => loop(index)));
     const elapsed = Number(process.hrtime.bigint() - start) / 1e9;
     const requests = Object.values(statuses).reduce((a, b) => a + b, 0);
     return {

@@ -1,12 +1,5 @@
 import { Wallet, getAddress } from 'ethers';
-import {
-  BENCH_CHAIN,
-  TRANSFER,
-  fleetPick,
-  signIntentBody,
-  signedTxMismatches,
-  transferBody,
-} from './evm-fns.js';
+import { BENCH_CHAIN, TRANSFER, signIntentBody, signedTxMismatches, transferBody } from './evm-fns.js';
 import { type LoadRequest } from './load.js';
 import { type MixedShape, mixedPick } from './scenario-fns.js';
 import {
@@ -31,7 +24,8 @@ import {
 export interface Scenario {
   name: string;
   description: string;
-  request(i: number): LoadRequest;
+  /** The i-th request of a run, asked by connection `loop` (whose requests go one after another). */
+  request(i: number, loop: number): LoadRequest;
   /**
    * A check after the measured run, given how many requests of the warm-up and the run were
    * answered 2xx; what it found goes into the results (e.g. that every broadcast transfer was mined).
@@ -226,8 +220,8 @@ async function signingFleet(baseUrl: string, userToken: string, count: number): 
  * `sign-intent`: agents sign an EIP-1559 transfer without broadcasting it (`POST
  * /v1/agents/{id}/sign`, `intent_type: "transaction"`), every field given (to, value, nonce, gas
  * limit, both fees, chain `anvil`) so signer asks the chain nothing. As many agents as connections,
- * each with its own key; request i is agent i mod agents signing its next nonce (a different
- * transaction each time). Set-up checks each agent's first signature with ethers: the signed
+ * each with its own key; connection k is agent k, signing its next nonce each time (a different
+ * transaction every time) as soon as the last one was answered. Set-up checks each agent's first signature with ethers: the signed
  * transaction is the one asked for, from the key's address, and its hash is the answer's.
  */
 export async function signIntent(baseUrl: string, opts: ScenarioOptions): Promise<Scenario> {
@@ -247,6 +241,8 @@ export async function signIntent(baseUrl: string, opts: ScenarioOptions): Promis
     if (wrong.length > 0) throw new Error(`sign intent: the signed transaction differs: ${wrong.join('; ')}`);
   });
   const paths = fleet.map((a) => `/v1/agents/${a.id}/sign`);
+  // Set-up signed nonce 0 of each.
+  const nonces = fleet.map(() => 1);
   const headers = fleet.map((a) => ({
     authorization: `Bearer ${a.token}`,
     accept: 'application/json',
@@ -257,13 +253,13 @@ export async function signIntent(baseUrl: string, opts: ScenarioOptions): Promis
     description:
       `one of ${fleet.length} agents signs an EIP-1559 transfer on ${BENCH_CHAIN.name} (sign only, ` +
       `every field given: the chain is not asked)`,
-    request: (i) => {
-      const { member, seq } = fleetPick(i, fleet.length);
+    request: (_i, loop) => {
+      const member = loop % fleet.length;
       return {
         method: 'POST',
         path: paths[member]!,
         headers: headers[member]!,
-        body: Buffer.from(JSON.stringify(signIntentBody(to, seq + 1))),
+        body: Buffer.from(JSON.stringify(signIntentBody(to, nonces[member]!++))),
       };
     },
   };
@@ -273,7 +269,8 @@ export async function signIntent(baseUrl: string, opts: ScenarioOptions): Promis
  * `eth-transfer`: agents send value on the mesh's anvil (`POST /v1/agents/{id}/transactions`, a
  * transfer of 10^12 wei with nonce, gas and fees left to signer), measured until the 201 that
  * follows the broadcast. As many agents as connections, each key funded with `anvil_setBalance`;
- * request i is a transfer by agent i mod agents. Set-up sends one transfer per agent and checks it
+ * connection k is agent k, sending its next transfer when the last one was answered (as an agent
+ * does that waits for each broadcast). Set-up sends one transfer per agent and checks it
  * mined and reached the recipient; after the run, `check` compares the keys' mined nonces and the
  * recipient's balance with the number of 201 answers.
  */
@@ -315,8 +312,8 @@ export async function ethTransfer(baseUrl: string, opts: ScenarioOptions): Promi
     description:
       `one of ${fleet.length} agents sends ${TRANSFER.valueWei} wei on ${BENCH_CHAIN.name} ` +
       `(signer fills nonce, gas and fees, signs and broadcasts; measured to the 201)`,
-    request: (i) => {
-      const { member } = fleetPick(i, fleet.length);
+    request: (_i, loop) => {
+      const member = loop % fleet.length;
       return { method: 'POST', path: paths[member]!, headers: headers[member]!, body };
     },
     check: async (answered) => {

@@ -238,3 +238,19 @@ export async function minedNonces(
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/**
+ * Waits until anvil's pool is empty (`txpool_status`), asking for a block (`evm_mine`) each time it
+ * is not, for at most `timeoutMs`; returns whether it emptied. Anvil answers
+ * `eth_sendRawTransaction` before mining and, flooded, mines behind.
+ */
+export async function settlePool(anvilUrl: string, timeoutMs = 30_000): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const s = await jsonRpc<{ pending: string; queued: string }>(anvilUrl, 'txpool_status', []);
+    if (BigInt(s.pending) === 0n && BigInt(s.queued) === 0n) return true;
+    if (Date.now() > deadline) return false;
+    await jsonRpc(anvilUrl, 'evm_mine', []);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
