@@ -1,4 +1,6 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Metadata } from '@grpc/grpc-js';
 import {
   Transaction,
@@ -12,10 +14,12 @@ import {
   verifyTypedData,
 } from 'ethers';
 import { AgentKeyVaultServiceClient } from '@custos/proto/custos/vault_crypto/v1/agent_keys';
+import { startMeshAnvil } from '@custos/mesh';
 import { callUnary } from '@custos/service-kit';
+import { waitFor } from '@custos/service-kit/testing';
 import { TEST_PASSWORD, api, expectProblem, quickUser } from '../src/api';
 import { sqlOn } from '../src/db';
-import { type Mesh, sharedMesh } from '../src/mesh';
+import { type Mesh, sharedMesh, startMesh } from '../src/mesh';
 import { grpcClientAs } from '../src/mesh-grpc';
 
 // Issue 17, sign intents: POST /v1/agents/{id}/sign against the shared mesh's anvil (chain `anvil`,
@@ -342,7 +346,7 @@ describe('signer: sign intents (POST /v1/agents/{id}/sign) on anvil', () => {
       ]);
       const events = await sqlOn<{ payload: Body; org_id: string }>(
         mesh,
-        `SELECT payload, org_id FROM signer.outbox WHERE name = 'agent.transaction.signed' AND payload->>'transaction_id' = $1`,
+        `SELECT payload, org_id FROM signer.outbox WHERE name = 'agent.transaction.signed' AND payload->>'tx_id' = $1`,
         [r.body['transaction_id']],
       );
       expect(events).toHaveLength(1);
@@ -351,7 +355,7 @@ describe('signer: sign intents (POST /v1/agents/{id}/sign) on anvil', () => {
         payload: {
           agent_id: agent.id,
           chain: 'anvil',
-          chain_id: 31337,
+          chain_id: '31337',
           from: agent.address,
           tx_hash: tx.hash,
           status: 'sign_only',
@@ -360,7 +364,7 @@ describe('signer: sign intents (POST /v1/agents/{id}/sign) on anvil', () => {
       expect(JSON.stringify(events)).not.toContain((r.body['signed_tx'] as string).slice(2, 60));
       const recs = await records('agent.sign.transaction', agent.id);
       expect(recs[recs.length - 1]!['metadata']).toMatchObject({
-        transaction_id: r.body['transaction_id'],
+        tx_id: r.body['transaction_id'],
         tx_hash: tx.hash,
         nonce: nonceBefore,
         value_wei: (10n ** 16n).toString(),
@@ -616,5 +620,103 @@ describe('signer: sign intents (POST /v1/agents/{id}/sign) on anvil', () => {
       expect(corpus.includes(canary)).toBe(false);
     }
     pk.fill(0);
+  });
+});
+
+describe('signer: agent.transaction.signed reaches a webhook, signed (private mesh)', () => {
+  let mesh: Mesh;
+  let chain: Awaited<ReturnType<typeof startMeshAnvil>>;
+  const seen: Array<{ headers: http.IncomingHttpHeaders; raw: Buffer }> = [];
+  const receiver = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      seen.push({ headers: req.headers, raw: Buffer.concat(chunks) });
+      res.writeHead(204).end();
+    });
+  });
+
+  beforeAll(async () => {
+    chain = await startMeshAnvil();
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.2', resolve));
+    mesh = await startMesh({
+      extraEnv: {
+        EMAIL_VERIFICATION_REQUIRED: 'false',
+        LOCAL_EVM_RPC_URL: chain.url,
+        WEBHOOK_ALLOW_HTTP: 'true',
+        WEBHOOK_ALLOWED_CIDRS: '127.0.0.2/32',
+        WEBHOOK_WORKER_INTERVAL_MS: '40',
+      },
+    });
+  });
+  afterAll(async () => {
+    await mesh?.stop();
+    await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    await chain?.stop();
+  });
+
+  it('delivers the sign-only transaction with an HMAC signature over the body, without the signed bytes', async () => {
+    const owner = await quickUser(mesh);
+    const port = (receiver.address() as AddressInfo).port;
+    const hook = await api(mesh, 'POST', '/v1/webhooks', {
+      token: owner.token,
+      body: { url: `http://127.0.0.2:${port}/signed`, events: ['agent.transaction.signed'] },
+    });
+    expect(hook.status).toBe(201);
+    const secret = hook.body['secret'] as string;
+    const created = await api(mesh, 'POST', '/v1/agents', {
+      token: owner.token,
+      body: { name: 'hooked-signer', intents_api_enabled: true },
+    });
+    expect(created.status).toBe(201);
+    const id = (created.body['agent'] as { id: string }).id;
+    const key = await api(mesh, 'POST', `/v1/agents/${id}/signing-keys`, {
+      token: owner.token,
+      body: { chain: 'anvil' },
+    });
+    expect(key.status).toBe(201);
+    const token = (
+      await api(mesh, 'POST', '/v1/auth/agent-token', {
+        body: { agent_id: id, api_key: created.body['api_key'] },
+      })
+    ).body['access_token'] as string;
+    // Every figure given: signed without asking the node anything.
+    const r = await api(mesh, 'POST', `/v1/agents/${id}/sign`, {
+      token,
+      body: {
+        intent_type: 'transaction',
+        chain: 'anvil',
+        to: RECIPIENT,
+        value: '5',
+        nonce: 0,
+        gas_limit: 21000,
+        max_fee_per_gas: '2000000000',
+        max_priority_fee_per_gas: '1000000000',
+      },
+    });
+    expect(r.status).toBe(200);
+    const got = await waitFor(async () => (seen.length > 0 ? seen[0] : undefined), 30_000, 100);
+    const sig = String(got.headers['x-webhook-signature']);
+    const expected = createHmac('sha256', secret).update(got.raw).digest('hex');
+    expect(timingSafeEqual(Buffer.from(sig, 'hex'), Buffer.from(expected, 'hex'))).toBe(true);
+    expect(got.headers['x-webhook-event']).toBe('agent.transaction.signed');
+    expect(JSON.parse(got.raw.toString('utf8'))).toMatchObject({
+      type: 'agent.transaction.signed',
+      org_id: owner.orgId,
+      data: {
+        tx_id: r.body['transaction_id'],
+        agent_id: id,
+        chain: 'anvil',
+        chain_id: '31337',
+        from: key.body['address'],
+        to: RECIPIENT,
+        value_wei: '5',
+        nonce: 0,
+        tx_type: 2,
+        tx_hash: r.body['tx_hash'],
+        status: 'sign_only',
+      },
+    });
+    expect(got.raw.toString()).not.toContain((r.body['signed_tx'] as string).slice(2));
   });
 });

@@ -169,7 +169,7 @@ export class SignService {
     };
     const details = {
       ...this.scopeDetails(scope, 'transaction'),
-      transaction_id: id,
+      tx_id: id,
       tx_hash: signed.txHash,
       tx_type: fields.type,
       nonce,

@@ -26,19 +26,21 @@ export interface SignOnlyTxRow {
 }
 
 /** The event `agent.transaction.signed` carries (never the signed bytes, never a key). */
-export function signedEventData(r: SignOnlyTxRow): Record<string, unknown> {
+export function signedEventData(r: SignOnlyTxRow, signedAt: Date): Record<string, unknown> {
+  // The same members as agent.transaction.broadcast's, so that one receiver reads both.
   return {
-    transaction_id: r.id,
+    tx_id: r.id,
     agent_id: r.agentId,
     chain: r.chainName,
-    chain_id: Number(r.chainId),
+    chain_id: r.chainId.toString(),
     from: r.fromAddress,
     to: r.toAddress,
     value_wei: r.valueWei.toString(),
     nonce: r.nonce,
-    tx_type: r.txType,
     tx_hash: r.txHash,
+    tx_type: r.txType,
     status: 'sign_only',
+    signed_at: signedAt.toISOString(),
   };
 }
 
@@ -87,7 +89,7 @@ export class SignStore {
       await writeEvent(tx, outbox, {
         name: 'agent.transaction.signed',
         orgId: r.orgId,
-        data: signedEventData(r),
+        data: signedEventData(r, now),
       });
     });
   }
