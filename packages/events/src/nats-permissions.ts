@@ -39,7 +39,11 @@ export const NATS_SERVICES = {
   },
   'vault-crypto': { publishes: ['share.email_requested'], audits: true, consumers: [] },
   policy: { publishes: ['policy.created', 'policy.updated', 'policy.deleted'], audits: true, consumers: [] },
-  signer: { publishes: ['signing_key.rotated', 'agent.transaction.broadcast', 'agent.transaction.signed'], audits: true, consumers: [] },
+  signer: {
+    publishes: ['signing_key.rotated', 'agent.transaction.broadcast', 'agent.transaction.signed'],
+    audits: true,
+    consumers: [],
+  },
   approvals: { publishes: [], audits: true, consumers: [] },
   // audit appends the records it makes itself (RecordEvent) directly, never through NATS.
   audit: {
