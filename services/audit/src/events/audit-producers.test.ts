@@ -42,6 +42,16 @@ describe('mayRecord', () => {
     expect(mayRecord('vault-crypto', 'nothing.known')).toBe(false);
     expect(mayRecord('vault-crypto', 'secret')).toBe(false);
     expect(mayRecord('vault-crypto', 'constructor.x')).toBe(false);
+    // A two-part sub-family: signer records agents' transactions, identity the rest of `agent`.
+    expect(mayRecord('signer', 'agent.transaction.signed')).toBe(true);
+    expect(mayRecord('signer', 'agent.transaction.refused')).toBe(true);
+    expect(mayRecord('identity', 'agent.transaction.signed')).toBe(false);
+    expect(mayRecord('signer', 'agent.created')).toBe(false);
+    expect(mayRecord('identity', 'agent.created')).toBe(true);
+    // ... and agents' sign intents.
+    expect(mayRecord('signer', 'agent.sign.personal_sign')).toBe(true);
+    expect(mayRecord('signer', 'agent.sign.refused')).toBe(true);
+    expect(mayRecord('identity', 'agent.sign.typed_data')).toBe(false);
   });
 });
 
@@ -63,6 +73,8 @@ describe('ACTION_PRODUCERS against the services that write audit records', () =>
       ['webhook-dispatcher', 'webhook.created'],
       ['signer', 'signing_key.created'],
       ['signer', 'chain.updated'],
+      ['signer', 'agent.transaction.signed'],
+      ['signer', 'agent.transaction.broadcast'],
     ] as const) {
       expect(actionsWrittenBy(service).has(action)).toBe(true);
     }

@@ -33,6 +33,10 @@ export const ACTION_PRODUCERS: Readonly<Record<string, string>> = {
   // signer: the chains registry and agents' signing keys
   chain: 'signer',
   signing_key: 'signer',
+  // signer: agents' transactions, a sub-family of `agent` (matched on the first two parts)
+  'agent.transaction': 'signer',
+  // signer: agents' sign intents (`agent.sign.<intent_type>`, `agent.sign.refused`)
+  'agent.sign': 'signer',
 };
 
 /** The producer name of a record the audit service made itself (RecordEvent). */
@@ -42,6 +46,11 @@ export const SELF_PRODUCER = 'audit';
 export function mayRecord(producer: string, action: string): boolean {
   const dot = action.indexOf('.');
   if (dot < 1) return false;
+  // A two-part sub-family (`agent.transaction`) wins over its first part (`agent`).
+  const second = action.indexOf('.', dot + 1);
+  const sub = second > dot + 1 ? action.slice(0, second) : '';
+  if (sub && Object.prototype.hasOwnProperty.call(ACTION_PRODUCERS, sub))
+    return ACTION_PRODUCERS[sub] === producer;
   const family = action.slice(0, dot);
   return (
     Object.prototype.hasOwnProperty.call(ACTION_PRODUCERS, family) && ACTION_PRODUCERS[family] === producer

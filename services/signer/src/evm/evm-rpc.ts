@@ -77,9 +77,10 @@ export function revertReason(err: unknown): string {
     revert?: { name?: string; args?: unknown[] } | null;
     data?: string | null;
   };
+  // ethers names an empty revert `require(false)`; say what happened instead.
+  if (!e.data || e.data === '0x') return 'execution reverted (no reason given)';
   if (e.reason) return e.reason;
-  if (e.data && e.data !== '0x') return `execution reverted (custom error ${e.data.slice(0, 10)})`;
-  return 'execution reverted (no reason given)';
+  return `execution reverted (custom error ${e.data.slice(0, 10)})`;
 }
 
 function revertData(err: unknown): string {

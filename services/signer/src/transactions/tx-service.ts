@@ -194,18 +194,7 @@ export class TransactionService {
             },
             key,
             (tx, row) =>
-              writeSignerAudit(
-                tx,
-                auditOf(
-                  p,
-                  `${ACTION}.simulation_failed`,
-                  { type: 'transaction', id: row.id },
-                  {
-                    ...txDetails(row),
-                    reason: sim.reason,
-                  },
-                ),
-              ),
+              this.audit(tx, p, 'agent.transaction.simulation_failed', row, { reason: sim.reason }),
           ),
         );
         onRecorded();
@@ -231,7 +220,7 @@ export class TransactionService {
     const giveBack = async (message: string): Promise<TxRecord> => {
       const t = await failClosed(logger, `${ACTION}.failed`, () =>
         store.failBeforeBroadcast(row.id, message, (tx, r) =>
-          this.audit(tx, p, `${ACTION}.failed`, r, { error: message }),
+          this.audit(tx, p, 'agent.transaction.failed', r, { error: message }),
         ),
       );
       return t ?? row;
@@ -248,7 +237,7 @@ export class TransactionService {
     let signedRow: TxRecord;
     try {
       signedRow = await failClosed(logger, `${ACTION}.signed`, () =>
-        store.markSigned(row.id, signed, (tx, r) => this.audit(tx, p, `${ACTION}.signed`, r)),
+        store.markSigned(row.id, signed, (tx, r) => this.audit(tx, p, 'agent.transaction.signed', r)),
       );
     } catch (err) {
       await giveBack('the signature could not be recorded').catch(() => undefined);
@@ -269,7 +258,7 @@ export class TransactionService {
     }
     return failClosed(logger, `${ACTION}.broadcast`, () =>
       store.markBroadcast(signedRow.id, async (tx, r) => {
-        await this.audit(tx, p, `${ACTION}.broadcast`, r);
+        await this.audit(tx, p, 'agent.transaction.broadcast', r);
         await writeEvent(tx, outbox, {
           name: 'agent.transaction.broadcast',
           orgId: r.orgId,

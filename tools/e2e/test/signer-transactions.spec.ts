@@ -1,0 +1,620 @@
+import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Metadata } from '@grpc/grpc-js';
+import { AbiCoder, JsonRpcProvider, Transaction, Wallet, getAddress } from 'ethers';
+import { AgentKeyVaultServiceClient } from '@custos/proto/custos/vault_crypto/v1/agent_keys';
+import { startMeshAnvil } from '@custos/mesh';
+import { callUnary } from '@custos/service-kit';
+import { waitFor } from '@custos/service-kit/testing';
+import { api, expectProblem, quickUser } from '../src/api';
+import { sqlOn } from '../src/db';
+import { type Mesh, sharedMesh, startMesh } from '../src/mesh';
+import { grpcClientAs } from '../src/mesh-grpc';
+
+// Issue 17: the Transactions API on EVM chains, against the mesh's anvil (chain `anvil`, 31337).
+
+type User = Awaited<ReturnType<typeof quickUser>>;
+type Body = Record<string, unknown>;
+type Agent = { id: string; token: string; address: string };
+
+const ETH = 10n ** 18n;
+
+/** An agent of `user`'s org with the given settings, its EVM key on anvil, and its token. */
+async function newAgent(
+  mesh: Mesh,
+  user: User,
+  settings: Body = { intents_api_enabled: true },
+  seen: string[] = [],
+): Promise<Agent> {
+  const created = await api(mesh, 'POST', '/v1/agents', {
+    token: user.token,
+    body: { name: `tx-bot-${randomBytes(3).toString('hex')}`, ...settings },
+  });
+  expect({ status: created.status, body: created.body }).toMatchObject({ status: 201 });
+  const id = (created.body['agent'] as { id: string }).id;
+  const key = await api(mesh, 'POST', `/v1/agents/${id}/signing-keys`, {
+    token: user.token,
+    body: { chain: 'anvil' },
+  });
+  expect({ status: key.status, body: key.body }).toMatchObject({ status: 201 });
+  const t = await api(mesh, 'POST', '/v1/auth/agent-token', {
+    body: { agent_id: id, api_key: created.body['api_key'] },
+  });
+  expect(t.status).toBe(200);
+  seen.push(JSON.stringify(created.body), JSON.stringify(key.body), JSON.stringify(t.body));
+  return { id, token: t.body['access_token'] as string, address: key.body['address'] as string };
+}
+
+/** POST …/transactions with an optional Idempotency-Key (the api helper sends no custom header). */
+async function submit(
+  mesh: Mesh,
+  agent: { id: string; token: string },
+  body: unknown,
+  idempotencyKey?: string,
+) {
+  const res = await fetch(`${mesh.baseUrl}/v1/agents/${agent.id}/transactions`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      authorization: `Bearer ${agent.token}`,
+      ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}),
+    },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: JSON.parse(text) as Body, headers: res.headers, text };
+}
+
+const randomAddress = () => getAddress(`0x${randomBytes(20).toString('hex')}`);
+
+describe('signer: transactions on anvil (shared mesh)', () => {
+  let mesh: Mesh;
+  let chain: JsonRpcProvider;
+  let owner: User;
+  let agent: Agent;
+  // Everything the API answered in this spec, scanned for the private key at the end.
+  const seen: string[] = [];
+
+  const call = async (method: string, path: string, opts: { token?: string; body?: unknown } = {}) => {
+    const r = await api(mesh, method, path, opts);
+    seen.push(JSON.stringify(r.body));
+    return r;
+  };
+  const send = async (a: { id: string; token: string }, body: unknown, key?: string) => {
+    const r = await submit(mesh, a, body, key);
+    seen.push(r.text);
+    return r;
+  };
+  const fund = async (address: string, wei = 100n * ETH) => {
+    await chain.send('anvil_setBalance', [address, `0x${wei.toString(16)}`]);
+  };
+  const nonceOf = (address: string) => chain.getTransactionCount(address, 'pending');
+  const getTx = async (a: { id: string; token: string }, txId: string, query = '') =>
+    call('GET', `/v1/agents/${a.id}/transactions/${txId}${query}`, { token: a.token });
+  const settled = async (a: { id: string; token: string }, txId: string): Promise<Body> =>
+    waitFor(
+      async () => {
+        const r = await getTx(a, txId);
+        return r.body['status'] === 'confirmed' || r.body['status'] === 'failed' ? r.body : undefined;
+      },
+      30_000,
+      100,
+    );
+  const refusals = async (n: number): Promise<Body[]> => {
+    let last: Body[] = [];
+    await waitFor(
+      async () => {
+        const r = await call('GET', '/v1/audit/events?limit=1000&action=agent.transaction.refused', {
+          token: owner.token,
+        });
+        last = r.status === 200 ? (r.body['events'] as Body[]) : [];
+        return last.length >= n;
+      },
+      30_000,
+      200,
+    ).catch(() => {
+      throw new Error(`expected ${n} agent.transaction.refused records, found ${last.length}`);
+    });
+    return last;
+  };
+
+  beforeAll(async () => {
+    mesh = await sharedMesh();
+    chain = new JsonRpcProvider(mesh.env['LOCAL_EVM_RPC_URL'], 31337, { staticNetwork: true });
+    owner = await quickUser(mesh);
+    agent = await newAgent(mesh, owner, { intents_api_enabled: true }, seen);
+    await fund(agent.address);
+  });
+  afterAll(() => {
+    chain?.destroy();
+    return mesh?.stop();
+  });
+
+  it('sends value: the recipient is paid, the transaction ends confirmed, signed_tx only when asked', async () => {
+    const to = randomAddress();
+    const startNonce = await nonceOf(agent.address);
+    const r = await send(agent, { chain: 'anvil', to: to.toLowerCase(), value: '0.01' });
+    expect({ status: r.status, body: r.body }).toMatchObject({
+      status: 201,
+      body: {
+        agent_id: agent.id,
+        chain: 'anvil',
+        chain_id: 31337,
+        from: agent.address,
+        to,
+        value_wei: (ETH / 100n).toString(),
+        data: '0x',
+        nonce: startNonce,
+        tx_type: 2,
+        gas_limit: '21000',
+        status: 'broadcast',
+        error_message: null,
+      },
+    });
+    const signedTx = r.body['signed_tx'] as string;
+    const decoded = Transaction.from(signedTx);
+    expect(decoded.from).toBe(agent.address);
+    expect(decoded.to).toBe(to);
+    expect(decoded.value).toBe(ETH / 100n);
+    expect(decoded.chainId).toBe(31337n);
+    expect(decoded.hash).toBe(r.body['tx_hash']);
+    expect(BigInt(r.body['max_fee_per_gas'] as string)).toBe(decoded.maxFeePerGas);
+
+    const done = await settled(agent, r.body['id'] as string);
+    expect(done).toMatchObject({ status: 'confirmed', tx_hash: r.body['tx_hash'] });
+    expect(done['block_number']).toEqual(expect.any(Number));
+    expect(done['gas_used']).toBe('21000');
+    expect(done['confirmed_at']).toEqual(expect.any(String));
+    expect(done).not.toHaveProperty('signed_tx');
+    expect(await chain.getBalance(to)).toBe(ETH / 100n);
+    const receipt = await chain.getTransactionReceipt(r.body['tx_hash'] as string);
+    expect(receipt?.blockNumber).toBe(done['block_number']);
+
+    const withSigned = await getTx(agent, r.body['id'] as string, '?include_signed_tx=true');
+    expect(withSigned.body['signed_tx']).toBe(signedTx);
+    const list = await call('GET', `/v1/agents/${agent.id}/transactions?limit=5`, { token: agent.token });
+    expect(list.status).toBe(200);
+    const first = (list.body['transactions'] as Body[])[0]!;
+    expect(first['id']).toBe(r.body['id']);
+    expect(first).not.toHaveProperty('signed_tx');
+    const listSigned = await call('GET', `/v1/agents/${agent.id}/transactions?include_signed_tx=1`, {
+      token: agent.token,
+    });
+    expect((listSigned.body['transactions'] as Body[])[0]!['signed_tx']).toBe(signedTx);
+    // Humans of the org read it too; a stranger's org does not see the agent.
+    const byOwner = await getTx({ id: agent.id, token: owner.token }, r.body['id'] as string);
+    expect(byOwner.body['id']).toBe(r.body['id']);
+    const stranger = await quickUser(mesh);
+    expectProblem(await getTx({ id: agent.id, token: stranger.token }, r.body['id'] as string), 404);
+  });
+
+  it('takes chain_id, a hex wei value and a legacy type 0; chain and chain_id must agree', async () => {
+    const to = randomAddress();
+    const r = await send(agent, { chain_id: 31337, to, value: '0x3e8', tx_type: 0 });
+    expect({ status: r.status, body: r.body }).toMatchObject({
+      status: 201,
+      body: { value_wei: '1000', tx_type: 0, max_fee_per_gas: null, status: 'broadcast' },
+    });
+    expect(r.body['gas_price']).toMatch(/^\d+$/);
+    expect(Transaction.from(r.body['signed_tx'] as string).type).toBe(0);
+    await settled(agent, r.body['id'] as string);
+    expect(await chain.getBalance(to)).toBe(1000n);
+    const before = await nonceOf(agent.address);
+    expectProblem(await send(agent, { chain: 'anvil', chain_id: 1, to, value: '1' }), 400, {
+      field: 'chain',
+    });
+    expect(await nonceOf(agent.address)).toBe(before);
+  });
+
+  it('8 parallel submissions get distinct consecutive nonces and all mine; 20 more too', async () => {
+    for (const n of [8, 20]) {
+      const start = await nonceOf(agent.address);
+      const rs = await Promise.all(
+        Array.from({ length: n }, () => send(agent, { chain: 'anvil', to: randomAddress(), value: '1' })),
+      );
+      for (const r of rs) expect({ status: r.status, body: r.body }).toMatchObject({ status: 201 });
+      const nonces = rs.map((r) => r.body['nonce'] as number).sort((a, b) => a - b);
+      expect(nonces).toEqual(Array.from({ length: n }, (_, i) => start + i));
+      const done = await Promise.all(rs.map((r) => settled(agent, r.body['id'] as string)));
+      expect(done.every((d) => d['status'] === 'confirmed')).toBe(true);
+      expect(await chain.getTransactionCount(agent.address, 'latest')).toBe(start + n);
+    }
+  });
+
+  it('Idempotency-Key: a repeat returns the same transaction (200), another body 422, parallel repeats broadcast once', async () => {
+    const to = randomAddress();
+    const key = `k-${randomUUID()}`;
+    const body = { chain: 'anvil', to, value: '5' };
+    const first = await send(agent, body, key);
+    expect(first.status).toBe(201);
+    const again = await send(agent, body, key);
+    expect(again.status).toBe(200);
+    expect(again.body['id']).toBe(first.body['id']);
+    expect(again.body['tx_hash']).toBe(first.body['tx_hash']);
+    const other = await send(agent, { ...body, value: '6' }, key);
+    expectProblem(other, 422, { type: 'idempotency_key_reused' });
+    // Another agent's use of the same key is its own.
+    const rows = await sqlOn<{ n: string }>(
+      mesh,
+      'SELECT count(*) AS n FROM signer.transactions WHERE agent_id = $1 AND to_address = $2',
+      [agent.id, to],
+    );
+    expect(rows[0]!.n).toBe('1');
+
+    const start = await nonceOf(agent.address);
+    const key2 = `k-${randomUUID()}`;
+    const to2 = randomAddress();
+    const rs = await Promise.all(
+      Array.from({ length: 6 }, () => send(agent, { chain: 'anvil', to: to2, value: '7' }, key2)),
+    );
+    const statuses = rs.map((r) => r.status);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(1);
+    expect(statuses.every((s) => s === 201 || s === 200 || s === 409)).toBe(true);
+    for (const r of rs.filter((x) => x.status === 409)) expectProblem(r, 409);
+    const made = rs.find((r) => r.status === 201)!;
+    for (const r of rs.filter((x) => x.status === 200)) expect(r.body['id']).toBe(made.body['id']);
+    await settled(agent, made.body['id'] as string);
+    expect(await chain.getTransactionCount(agent.address, 'latest')).toBe(start + 1);
+    expect(await chain.getBalance(to2)).toBe(7n);
+    const again2 = await send(agent, { chain: 'anvil', to: to2, value: '7' }, key2);
+    expect(again2.status).toBe(200);
+    expect(again2.body['status']).toBe('confirmed');
+  });
+
+  it('simulate_first: a reverting call ends simulation_failed (422) with the reason, nothing signed', async () => {
+    const bare = randomAddress();
+    await chain.send('anvil_setCode', [bare, '0x60006000fd']); // revert(0, 0)
+    const withReason = randomAddress();
+    const revertData = `08c379a0${AbiCoder.defaultAbiCoder().encode(['string'], ['nope: not allowed']).slice(2)}`;
+    expect(revertData.length).toBe(200);
+    // CODECOPY the 100 bytes after the 12-byte prologue to memory 0, then REVERT(0, 100).
+    await chain.send('anvil_setCode', [withReason, `0x6064600c6000396064${'6000fd'}${revertData}`]);
+    const before = await nonceOf(agent.address);
+    for (const [to, reason] of [
+      [withReason, /nope: not allowed/],
+      [bare, /revert/i],
+    ] as const) {
+      const r = await send(agent, {
+        chain: 'anvil',
+        to,
+        value: '0',
+        data: '0x12345678',
+        simulate_first: true,
+      });
+      expect({ status: r.status, body: r.body }).toMatchObject({
+        status: 422,
+        body: { status: 'simulation_failed', nonce: null, tx_hash: null, signed_tx: null, to },
+      });
+      expect(r.body['error_message']).toMatch(reason);
+      const stored = await getTx(agent, r.body['id'] as string);
+      expect(stored.body).toMatchObject({
+        status: 'simulation_failed',
+        error_message: r.body['error_message'],
+      });
+    }
+    // Without simulate_first the estimate finds the revert: 422, nothing stored or signed.
+    const r = await send(agent, { chain: 'anvil', to: withReason, value: '0', data: '0x12345678' });
+    expectProblem(r, 422, { type: 'transaction_reverts' });
+    expect(r.body['detail']).toMatch(/nope: not allowed/);
+    expect(await nonceOf(agent.address)).toBe(before);
+  });
+
+  it('a broadcast the node refuses ends failed and gives its nonce back: the next transaction takes it', async () => {
+    const poor = await newAgent(mesh, owner, { intents_api_enabled: true }, seen);
+    await fund(poor.address, ETH);
+    // Enough for the estimate at 1 gwei, not for the fee cap the transaction is signed with.
+    const r = await send(poor, {
+      chain: 'anvil',
+      to: randomAddress(),
+      value: (ETH - 21000n * 10n ** 9n).toString(),
+      max_fee_per_gas: (10n ** 12n).toString(),
+      max_priority_fee_per_gas: '1',
+    });
+    expect({ status: r.status, body: r.body }).toMatchObject({
+      status: 201,
+      body: { status: 'failed', nonce: 0 },
+    });
+    expect(r.body['error_message']).toMatch(/broadcast failed/);
+    expect(await nonceOf(poor.address)).toBe(0);
+    const ok = await send(poor, { chain: 'anvil', to: randomAddress(), value: '1' });
+    expect({ status: ok.status, body: ok.body }).toMatchObject({
+      status: 201,
+      body: { status: 'broadcast', nonce: 0 },
+    });
+    expect((await settled(poor, ok.body['id'] as string))['status']).toBe('confirmed');
+  });
+
+  it('guardrails: fees and gas above the agent caps are refused (400 naming the field); a fetched fee is lowered to the cap', async () => {
+    const capped = await newAgent(
+      mesh,
+      owner,
+      { intents_api_enabled: true, max_fee_per_gas_gwei: 0.5, max_gas_limit: 50000 },
+      seen,
+    );
+    await fund(capped.address);
+    const to = randomAddress();
+    expectProblem(await send(capped, { chain: 'anvil', to, value: '1', max_fee_per_gas: '600000000' }), 400, {
+      field: 'max_fee_per_gas',
+    });
+    expectProblem(
+      await send(capped, { chain: 'anvil', to, value: '1', tx_type: 0, gas_price: '600000000' }),
+      400,
+      {
+        field: 'gas_price',
+      },
+    );
+    expectProblem(await send(capped, { chain: 'anvil', to, value: '1', gas_limit: 60000 }), 400, {
+      field: 'gas_limit',
+    });
+    expect(await nonceOf(capped.address)).toBe(0);
+    // anvil's suggestion is ~2 gwei: lowered to the 0.5 gwei cap, and still mined (base fee is lower).
+    const r = await send(capped, { chain: 'anvil', to, value: '1' });
+    expect(r.status).toBe(201);
+    expect(BigInt(r.body['max_fee_per_gas'] as string)).toBeLessThanOrEqual(500_000_000n);
+  });
+
+  describe('refusals: status, problem body, nothing broadcast, agent.transaction.refused audited', () => {
+    it('each refusal', async () => {
+      const other = await newAgent(mesh, owner, { intents_api_enabled: true }, seen);
+      const noIntents = await newAgent(mesh, owner, {}, seen);
+      const tss = await newAgent(mesh, owner, { intents_api_enabled: true }, seen);
+      // A client_tss key cannot be made through the API yet: make the agent's key one in the database.
+      await sqlOn(mesh, `UPDATE signer.signing_keys SET custody = 'client_tss' WHERE agent_id = $1`, [
+        tss.id,
+      ]);
+      const before = await refusals(0).then((l) => l.length);
+      const to = randomAddress();
+      const ok = { chain: 'anvil', to, value: '1' };
+      const nonces = async () => Promise.all([agent, other, noIntents, tss].map((a) => nonceOf(a.address)));
+      const startNonces = await nonces();
+      const cases: Array<[string, Awaited<ReturnType<typeof send>>, number, Body]> = [
+        ['human', await send({ id: agent.id, token: owner.token }, ok), 403, { type: 'intents_agent_only' }],
+        [
+          'other agent',
+          await send({ id: agent.id, token: other.token }, ok),
+          403,
+          { type: 'intents_other_agent' },
+        ],
+        ['no intents', await send(noIntents, ok), 403, { type: 'intents_api_disabled' }],
+        ['client_tss', await send(tss, ok), 403, { type: 'client_tss_refused' }],
+        ['unknown chain', await send(agent, { ...ok, chain: 'nope' }), 400, { field: 'chain' }],
+        [
+          'unknown chain id',
+          await send(agent, { to, value: '1', chain_id: 999999 }),
+          400,
+          { field: 'chain_id' },
+        ],
+        ['bad to', await send(agent, { ...ok, to: '0x1234' }), 400, { field: 'to' }],
+        [
+          'bad checksum',
+          await send(agent, { ...ok, to: '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAeD' }),
+          400,
+          { field: 'to' },
+        ],
+        ['negative value', await send(agent, { ...ok, value: '-1' }), 400, { field: 'value' }],
+        ['exponent value', await send(agent, { ...ok, value: '1e18' }), 400, { field: 'value' }],
+        ['huge value', await send(agent, { ...ok, value: (1n << 256n).toString() }), 400, { field: 'value' }],
+        ['odd data', await send(agent, { ...ok, data: '0xabc' }), 400, { field: 'data' }],
+        ['tx_type 1', await send(agent, { ...ok, tx_type: 1 }), 400, { field: 'tx_type' }],
+        ['nonce', await send(agent, { ...ok, nonce: 3 }), 400, { field: 'nonce' }],
+        ['memo', await send(agent, { ...ok, memo: 'hi' }), 400, { field: 'memo' }],
+        [
+          'destination_tag',
+          await send(agent, { ...ok, destination_tag: 7 }),
+          400,
+          { field: 'destination_tag' },
+        ],
+        ['resume', await send(agent, { ...ok, resume_tx_id: randomUUID() }), 400, { field: 'resume_tx_id' }],
+        ['bitcoin', await send(agent, { ...ok, chain: 'bitcoin' }), 404, {}],
+      ];
+      for (const [name, r, status, members] of cases) {
+        try {
+          expectProblem(r, status, members);
+        } catch (err) {
+          throw new Error(`${name}: ${(err as Error).message}`);
+        }
+        expect(r.text).not.toMatch(/at .*\.js:\d+/); // no stack trace
+      }
+      expect(await nonces()).toEqual(startNonces);
+      const records = await refusals(before + cases.length);
+      const reasons = records.map((e) => (e['details'] as Body)['reason']);
+      for (const t of [
+        'intents_agent_only',
+        'intents_other_agent',
+        'intents_api_disabled',
+        'client_tss_refused',
+      ]) {
+        expect(reasons).toContain(t);
+      }
+      const fields = records.map((e) => (e['details'] as Body)['field']);
+      for (const f of [
+        'chain',
+        'chain_id',
+        'to',
+        'value',
+        'data',
+        'tx_type',
+        'nonce',
+        'memo',
+        'resume_tx_id',
+      ]) {
+        expect(fields).toContain(f);
+      }
+      const human = records.find((e) => (e['details'] as Body)['reason'] === 'intents_agent_only')!;
+      expect(human).toMatchObject({ actor_type: 'user', actor_id: owner.userId, resource_id: agent.id });
+      // Nothing was recorded for any refused request.
+      const made = await sqlOn<{ n: string }>(
+        mesh,
+        'SELECT count(*) AS n FROM signer.transactions WHERE to_address = $1',
+        [to],
+      );
+      expect(made[0]!.n).toBe('0');
+    });
+  });
+
+  it('audits each signature before broadcast and the broadcast, and writes the broadcast event', async () => {
+    const r = await send(agent, { chain: 'anvil', to: randomAddress(), value: '3' });
+    expect(r.status).toBe(201);
+    const txId = r.body['id'] as string;
+    for (const action of ['agent.transaction.signed', 'agent.transaction.broadcast']) {
+      const rec = await waitFor(
+        async () => {
+          const a = await call('GET', `/v1/audit/events?limit=1000&action=${action}`, { token: owner.token });
+          return ((a.body['events'] as Body[] | undefined) ?? []).find((e) => e['resource_id'] === txId);
+        },
+        30_000,
+        200,
+      );
+      expect(rec).toMatchObject({
+        actor_type: 'agent',
+        actor_id: agent.id,
+        resource_type: 'transaction',
+        details: {
+          tx_id: txId,
+          chain: 'anvil',
+          nonce: r.body['nonce'],
+          tx_hash: r.body['tx_hash'],
+          value_wei: '3',
+        },
+      });
+      expect(JSON.stringify(rec)).not.toContain(r.body['signed_tx'] as string);
+    }
+    const events = await sqlOn<{ payload: Body; org_id: string }>(
+      mesh,
+      `SELECT payload, org_id FROM signer.outbox WHERE name = 'agent.transaction.broadcast' AND payload->>'tx_id' = $1`,
+      [txId],
+    );
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({
+      org_id: owner.orgId,
+      payload: { agent_id: agent.id, chain_id: '31337', tx_hash: r.body['tx_hash'], from: agent.address },
+    });
+    expect(JSON.stringify(events)).not.toContain((r.body['signed_tx'] as string).slice(2));
+  });
+
+  it("the agent's private key appears in no response, log line, event or audit record (canary scan)", async () => {
+    const [k] = await sqlOn<{ id: string; vault_secret_id: string; org_id: string }>(
+      mesh,
+      `SELECT id, vault_secret_id, org_id FROM signer.signing_keys WHERE agent_id = $1 AND is_active`,
+      [agent.id],
+    );
+    const s = grpcClientAs(mesh, 'signer', AgentKeyVaultServiceClient, 'vault-crypto');
+    let hex: string;
+    try {
+      const r = await callUnary(
+        s.client,
+        s.client.loadAgentKey,
+        { orgId: k!.org_id, secretId: k!.vault_secret_id, keyId: k!.id, purpose: 'sign' },
+        new Metadata(),
+      );
+      hex = Buffer.from(r.privateKey).toString('hex');
+    } finally {
+      s.close();
+    }
+    expect(new Wallet(`0x${hex}`).address).toBe(agent.address);
+    const audit = await call('GET', '/v1/audit/events?limit=1000', { token: owner.token });
+    const outboxes = await sqlOn<{ payload: unknown }>(mesh, 'SELECT payload FROM signer.outbox');
+    const logs = [...mesh.output.values()].flat();
+    expect(logs.length).toBeGreaterThan(0);
+    const corpus = [
+      ...seen,
+      JSON.stringify(audit.body),
+      ...logs,
+      ...outboxes.map((o) => JSON.stringify(o.payload)),
+    ]
+      .join('\n')
+      .toLowerCase();
+    expect(corpus).toContain(agent.address.slice(2).toLowerCase()); // the scan sees the agent's traffic
+    expect(corpus).not.toContain(hex);
+  });
+});
+
+/** An HTTP server that records every request (the webhook receiver). */
+async function recorder(host: string) {
+  const seen: Array<{ headers: http.IncomingHttpHeaders; raw: Buffer }> = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      seen.push({ headers: req.headers, raw: Buffer.concat(chunks) });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  return {
+    seen,
+    port: (server.address() as AddressInfo).port,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe('signer: agent.transaction.broadcast reaches a webhook, signed (private mesh)', () => {
+  let mesh: Mesh;
+  let anvil: Awaited<ReturnType<typeof startMeshAnvil>>;
+  let receiver: Awaited<ReturnType<typeof recorder>>;
+
+  beforeAll(async () => {
+    anvil = await startMeshAnvil();
+    receiver = await recorder('127.0.0.2');
+    mesh = await startMesh({
+      extraEnv: {
+        EMAIL_VERIFICATION_REQUIRED: 'false',
+        LOCAL_EVM_RPC_URL: anvil.url,
+        TX_WATCH_INTERVAL_MS: '100',
+        WEBHOOK_ALLOW_HTTP: 'true',
+        WEBHOOK_ALLOWED_CIDRS: '127.0.0.2/32',
+        WEBHOOK_WORKER_INTERVAL_MS: '40',
+      },
+    });
+  });
+  afterAll(async () => {
+    await mesh?.stop();
+    await receiver?.close();
+    await anvil?.stop();
+  });
+
+  it('delivers the broadcast with an HMAC signature over the body', async () => {
+    const owner = await quickUser(mesh);
+    const hook = await api(mesh, 'POST', '/v1/webhooks', {
+      token: owner.token,
+      body: { url: `http://127.0.0.2:${receiver.port}/tx`, events: ['agent.transaction.broadcast'] },
+    });
+    expect({ status: hook.status, body: hook.body }).toMatchObject({ status: 201 });
+    const secret = hook.body['secret'] as string;
+    const agent = await newAgent(mesh, owner);
+    const chain = new JsonRpcProvider(anvil.url, 31337, { staticNetwork: true });
+    try {
+      await chain.send('anvil_setBalance', [agent.address, `0x${ETH.toString(16)}`]);
+      const r = await submit(mesh, agent, { chain: 'anvil', to: randomAddress(), value: '9' });
+      expect(r.status).toBe(201);
+      const got = await waitFor(
+        async () => (receiver.seen.length > 0 ? receiver.seen[0] : undefined),
+        30_000,
+        100,
+      );
+      const sig = String(got.headers['x-webhook-signature']);
+      const expected = createHmac('sha256', secret).update(got.raw).digest('hex');
+      expect(timingSafeEqual(Buffer.from(sig, 'hex'), Buffer.from(expected, 'hex'))).toBe(true);
+      expect(got.headers['x-webhook-event']).toBe('agent.transaction.broadcast');
+      const body = JSON.parse(got.raw.toString('utf8')) as Body;
+      expect(body).toMatchObject({
+        type: 'agent.transaction.broadcast',
+        org_id: owner.orgId,
+        data: {
+          tx_id: r.body['id'],
+          agent_id: agent.id,
+          chain: 'anvil',
+          chain_id: '31337',
+          from: agent.address,
+          value_wei: '9',
+          tx_hash: r.body['tx_hash'],
+          nonce: 0,
+        },
+      });
+      expect(got.raw.toString()).not.toContain((r.body['signed_tx'] as string).slice(2));
+    } finally {
+      chain.destroy();
+    }
+  });
+});
