@@ -1,4 +1,4 @@
-import { SigningKey, Transaction, hexlify } from 'ethers';
+import { SigningKey, Transaction, computeAddress, hexlify } from 'ethers';
 
 /** Every field of an EVM transaction signer builds (amounts in wei, as bigint). */
 export interface EvmTxFields {
@@ -57,9 +57,12 @@ export function buildEvmTransaction(f: EvmTxFields): Transaction {
 export function signEvmTransaction(privateKey: Buffer | Uint8Array, tx: Transaction): SignedEvmTx {
   if (privateKey.length !== 32) throw new Error('an EVM private key is 32 bytes');
   const signed = tx.clone();
-  signed.signature = new SigningKey(hexlify(privateKey)).sign(signed.unsignedHash);
-  const from = signed.from;
+  const key = new SigningKey(hexlify(privateKey));
+  signed.signature = key.sign(signed.unsignedHash);
+  // The address from the public key (a fixed-base multiplication), not recovered from the
+  // signature (`signed.from`, several times the cost of the signature itself).
+  const from = computeAddress(key.publicKey);
   const txHash = signed.hash;
-  if (!from || !txHash) throw new Error('the signed transaction has no sender');
+  if (!txHash) throw new Error('the signed transaction has no hash');
   return { signedTx: signed.serialized, txHash, from };
 }
