@@ -60,4 +60,13 @@ export const configShape = {
   TX_WATCH_BATCH: env
     .int('At most how many broadcast transactions one watcher round checks.', 1, 1000)
     .default(100),
+  TX_RECOVER_AFTER_SECONDS: env
+    .int(
+      'A transaction still pending or signed this long after it was made was left by a request ' +
+        'that never finished (signer stopped): the watcher gives its nonce back (pending) or sends ' +
+        'its signed bytes again (signed).',
+      1,
+      86400,
+    )
+    .default(300),
 };

@@ -117,7 +117,11 @@ runDataService({
     rt.grpc.add(SignServiceService, signGrpc({ keys, sign }), signAccess);
     const watcher = new TxWatcher(
       { store: txStore, chains, rpc: evmRpc, logger: rt.logger },
-      { intervalMs: c.TX_WATCH_INTERVAL_MS, batch: c.TX_WATCH_BATCH },
+      {
+        intervalMs: c.TX_WATCH_INTERVAL_MS,
+        batch: c.TX_WATCH_BATCH,
+        staleMs: c.TX_RECOVER_AFTER_SECONDS * 1000,
+      },
     );
     watcher.start();
     rt.onShutdown('transaction watcher', async () => {

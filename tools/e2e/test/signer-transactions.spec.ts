@@ -66,6 +66,27 @@ async function submit(
   return { status: res.status, body: JSON.parse(text) as Body, headers: res.headers, text };
 }
 
+/** The agent's private key (hex, no 0x), opened with signer's certificate as signer does. */
+async function privateKeyOf(mesh: Mesh, agentId: string): Promise<string> {
+  const [k] = await sqlOn<{ id: string; vault_secret_id: string; org_id: string }>(
+    mesh,
+    `SELECT id, vault_secret_id, org_id FROM signer.signing_keys WHERE agent_id = $1 AND is_active`,
+    [agentId],
+  );
+  const s = grpcClientAs(mesh, 'signer', AgentKeyVaultServiceClient, 'vault-crypto');
+  try {
+    const r = await callUnary(
+      s.client,
+      s.client.loadAgentKey,
+      { orgId: k!.org_id, secretId: k!.vault_secret_id, keyId: k!.id, purpose: 'sign' },
+      new Metadata(),
+    );
+    return Buffer.from(r.privateKey).toString('hex');
+  } finally {
+    s.close();
+  }
+}
+
 const randomAddress = () => getAddress(`0x${randomBytes(20).toString('hex')}`);
 
 describe('signer: transactions on anvil (shared mesh)', () => {
@@ -354,6 +375,90 @@ describe('signer: transactions on anvil (shared mesh)', () => {
     expect(BigInt(r.body['max_fee_per_gas'] as string)).toBeLessThanOrEqual(500_000_000n);
   });
 
+  /** Inserts a transaction row as a request that stopped half-way would have left it (an hour ago). */
+  async function leftBehind(
+    a: Agent,
+    row: { status: string; nonce: number; signedTx?: string; txHash?: string },
+  ) {
+    const [k] = await sqlOn<{ id: string; org_id: string }>(
+      mesh,
+      'SELECT id, org_id FROM signer.signing_keys WHERE agent_id = $1 AND is_active',
+      [a.id],
+    );
+    const id = randomUUID();
+    await sqlOn(
+      mesh,
+      `INSERT INTO signer.nonces (key_id, chain_id, next_nonce) VALUES ($1, 31337, $2)
+         ON CONFLICT (key_id, chain_id) DO UPDATE SET next_nonce = excluded.next_nonce`,
+      [k!.id, row.nonce + 1],
+    );
+    await sqlOn(
+      mesh,
+      `INSERT INTO signer.transactions (id, org_id, agent_id, key_id, chain_name, chain_id, from_address, to_address,
+         value_wei, nonce, nonce_held, gas_limit, tx_type, max_fee_per_gas, max_priority_fee_per_gas, status,
+         signed_tx, tx_hash, created_at, signed_at)
+       VALUES ($1, $2, $3, $4, 'anvil', 31337, $5, $6, 11, $7, true, 21000, 2, 2000000000, 1000000000, $8, $9, $10,
+         now() - interval '1 hour', CASE WHEN $9::text IS NULL THEN NULL ELSE now() - interval '1 hour' END)`,
+      [
+        id,
+        k!.org_id,
+        a.id,
+        k!.id,
+        a.address,
+        randomAddress(),
+        row.nonce,
+        row.status,
+        row.signedTx ?? null,
+        row.txHash ?? null,
+      ],
+    );
+    return id;
+  }
+
+  it('a transaction left pending by a stopped request ends failed and gives its nonce back', async () => {
+    const a = await newAgent(mesh, owner, { intents_api_enabled: true }, seen);
+    await fund(a.address);
+    const id = await leftBehind(a, { status: 'pending', nonce: 0 });
+    const failed = await settled(a, id);
+    expect(failed).toMatchObject({
+      status: 'failed',
+      error_message: 'abandoned before it was signed',
+      nonce: 0,
+    });
+    const r = await send(a, { chain: 'anvil', to: randomAddress(), value: '1' });
+    expect({ status: r.status, body: r.body }).toMatchObject({ status: 201, body: { nonce: 0 } });
+    expect((await settled(a, r.body['id'] as string))['status']).toBe('confirmed');
+  });
+
+  it('a transaction left signed by a stopped request is sent again and confirmed, with its broadcast event', async () => {
+    const a = await newAgent(mesh, owner, { intents_api_enabled: true }, seen);
+    await fund(a.address);
+    const wallet = new Wallet(`0x${await privateKeyOf(mesh, a.id)}`);
+    const to = randomAddress();
+    const signedTx = await wallet.signTransaction({
+      type: 2,
+      chainId: 31337,
+      nonce: 0,
+      to,
+      value: 11n,
+      gasLimit: 21000n,
+      maxFeePerGas: 2_000_000_000n,
+      maxPriorityFeePerGas: 1_000_000_000n,
+    });
+    const txHash = Transaction.from(signedTx).hash!;
+    const id = await leftBehind(a, { status: 'signed', nonce: 0, signedTx, txHash });
+    await sqlOn(mesh, 'UPDATE signer.transactions SET to_address = $2 WHERE id = $1', [id, to]);
+    const done = await settled(a, id);
+    expect(done).toMatchObject({ status: 'confirmed', tx_hash: txHash });
+    expect(await chain.getBalance(to)).toBe(11n);
+    const events = await sqlOn<{ payload: Body }>(
+      mesh,
+      `SELECT payload FROM signer.outbox WHERE name = 'agent.transaction.broadcast' AND payload->>'tx_id' = $1`,
+      [id],
+    );
+    expect(events).toHaveLength(1);
+  });
+
   describe('refusals: status, problem body, nothing broadcast, agent.transaction.refused audited', () => {
     it('each refusal', async () => {
       const other = await newAgent(mesh, owner, { intents_api_enabled: true }, seen);
@@ -494,24 +599,7 @@ describe('signer: transactions on anvil (shared mesh)', () => {
   });
 
   it("the agent's private key appears in no response, log line, event or audit record (canary scan)", async () => {
-    const [k] = await sqlOn<{ id: string; vault_secret_id: string; org_id: string }>(
-      mesh,
-      `SELECT id, vault_secret_id, org_id FROM signer.signing_keys WHERE agent_id = $1 AND is_active`,
-      [agent.id],
-    );
-    const s = grpcClientAs(mesh, 'signer', AgentKeyVaultServiceClient, 'vault-crypto');
-    let hex: string;
-    try {
-      const r = await callUnary(
-        s.client,
-        s.client.loadAgentKey,
-        { orgId: k!.org_id, secretId: k!.vault_secret_id, keyId: k!.id, purpose: 'sign' },
-        new Metadata(),
-      );
-      hex = Buffer.from(r.privateKey).toString('hex');
-    } finally {
-      s.close();
-    }
+    const hex = await privateKeyOf(mesh, agent.id);
     expect(new Wallet(`0x${hex}`).address).toBe(agent.address);
     const audit = await call('GET', '/v1/audit/events?limit=1000', { token: owner.token });
     const outboxes = await sqlOn<{ payload: unknown }>(mesh, 'SELECT payload FROM signer.outbox');
@@ -572,6 +660,39 @@ describe('signer: agent.transaction.broadcast reaches a webhook, signed (private
     await mesh?.stop();
     await receiver?.close();
     await anvil?.stop();
+  });
+
+  it('the watcher resumes after a signer restart: a transaction mined while signer was down ends confirmed', async () => {
+    const owner = await quickUser(mesh);
+    const agent = await newAgent(mesh, owner);
+    const chain = new JsonRpcProvider(anvil.url, 31337, { staticNetwork: true });
+    try {
+      await chain.send('anvil_setBalance', [agent.address, `0x${ETH.toString(16)}`]);
+      await chain.send('evm_setAutomine', [false]);
+      const r = await submit(mesh, agent, { chain: 'anvil', to: randomAddress(), value: '4' });
+      expect({ status: r.status, body: r.body }).toMatchObject({
+        status: 201,
+        body: { status: 'broadcast' },
+      });
+      await mesh.kill('signer');
+      await chain.send('evm_mine', []);
+      expect((await chain.getTransactionReceipt(r.body['tx_hash'] as string))?.status).toBe(1);
+      mesh.restart('signer');
+      const done = await waitFor(
+        async () => {
+          const g = await api(mesh, 'GET', `/v1/agents/${agent.id}/transactions/${String(r.body['id'])}`, {
+            token: agent.token,
+          });
+          return g.body['status'] === 'confirmed' ? g.body : undefined;
+        },
+        60_000,
+        200,
+      );
+      expect(done['block_number']).toEqual(expect.any(Number));
+    } finally {
+      await chain.send('evm_setAutomine', [true]);
+      chain.destroy();
+    }
   });
 
   it('delivers the broadcast with an HMAC signature over the body', async () => {

@@ -8,7 +8,7 @@ const SERVICES_DIR = path.resolve(__dirname, '..', '..', '..');
 // The action literals a service passes to its audit writers: the arguments of auditOf, the
 // services' audit helpers (`audit`, `by`, `now`, `grantAudit` ...) up to the details object, and
 // records spelled out as `action: '...'`.
-const CALL = /\b(?:auditOf|audit|by|now|grantAudit|ipRuleAudit|shareAudit|auditRefusal)\(/g;
+const CALL = /\b(?:auditOf|audit|by|now|grantAudit|ipRuleAudit|shareAudit|auditRefusal|txAudit)\(/g;
 const LITERAL = /'([a-z_]+(?:\.[a-z_]+)+)'/g;
 const SPELLED_OUT = /action:\s*'([a-z_]+(?:\.[a-z_]+)+)'/g;
 

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '@custos/auth';
-import { auditOf, writeEvent } from '@custos/events';
 import type { SubmitTransactionRequest } from '@custos/proto/custos/signer/v1/transactions';
 import {
   ConflictError,
@@ -14,7 +13,6 @@ import {
   isUuid,
 } from '@custos/service-kit';
 import { failClosed, writeSignerAudit } from '../audit/signer-audit.js';
-import { outbox } from '../db/schema.js';
 import {
   type EvmRpcPool,
   EvmRpcError,
@@ -36,6 +34,7 @@ import {
   refuseUnsupported,
   requestHash,
 } from './tx-fns.js';
+import { txAudit, writeBroadcast } from './tx-records.js';
 import type { TxStore } from './tx-store.js';
 import type { TxRecord } from './tx-types.js';
 
@@ -46,20 +45,6 @@ const ACTION = 'agent.transaction';
 export interface Submitted {
   tx: TxRecord;
   replayed: boolean;
-}
-
-/** What the record of a transaction names (never the signed bytes, never a key). */
-function txDetails(t: TxRecord): Record<string, unknown> {
-  return {
-    tx_id: t.id,
-    chain: t.chainName,
-    chain_id: t.chainId.toString(),
-    from: t.fromAddress,
-    to: t.toAddress,
-    value_wei: t.valueWei,
-    nonce: t.nonce,
-    ...(t.txHash ? { tx_hash: t.txHash } : {}),
-  };
 }
 
 /**
@@ -257,18 +242,7 @@ export class TransactionService {
       return giveBack(message);
     }
     return failClosed(logger, `${ACTION}.broadcast`, () =>
-      store.markBroadcast(signedRow.id, async (tx, r) => {
-        await this.audit(tx, p, 'agent.transaction.broadcast', r);
-        await writeEvent(tx, outbox, {
-          name: 'agent.transaction.broadcast',
-          orgId: r.orgId,
-          data: {
-            ...txDetails(r),
-            agent_id: r.agentId,
-            broadcast_at: r.broadcastAt?.toISOString() ?? new Date().toISOString(),
-          },
-        });
-      }),
+      store.markBroadcast(signedRow.id, (tx, r) => writeBroadcast(tx, p, r)),
     );
   }
 
@@ -279,10 +253,7 @@ export class TransactionService {
     t: TxRecord,
     extra: Record<string, unknown> = {},
   ): Promise<string> {
-    return writeSignerAudit(
-      tx,
-      auditOf(p, action, { type: 'transaction', id: t.id }, { ...txDetails(t), ...extra }),
-    );
+    return writeSignerAudit(tx, txAudit(p, action, t, extra));
   }
 
   /**

@@ -163,10 +163,46 @@ export class TxStore {
         .set({ status: 'broadcast', broadcastAt: sql`now()`, watchAfter: sql`now()` })
         .where(and(eq(transactions.id, id), eq(transactions.status, 'signed')))
         .returning();
-      if (!t) throw new Error(`transaction ${id} is no longer signed`);
+      if (!t) {
+        // The watcher re-sent it meanwhile: answer the row as it is, without a second event.
+        const [now] = await tx.select().from(transactions).where(eq(transactions.id, id));
+        if (!now || now.status === 'pending' || now.status === 'signed') {
+          throw new Error(`transaction ${id} cannot be marked broadcast`);
+        }
+        return now;
+      }
       await after(tx, t);
       return t;
     });
+  }
+
+  /**
+   * Leases up to `batch` rows left in `status` (`pending` or `signed`) for longer than `staleMs`
+   * (their request ended without finishing: signer stopped), for `leaseMs`, skipping locked rows.
+   */
+  async leaseStale(
+    status: 'pending' | 'signed',
+    staleMs: number,
+    batch: number,
+    leaseMs: number,
+  ): Promise<TxRecord[]> {
+    const due = this.db
+      .select({ id: transactions.id })
+      .from(transactions)
+      .where(
+        and(
+          eq(transactions.status, status),
+          lt(transactions.createdAt, sql`now() - ${`${staleMs} milliseconds`}::interval`),
+          or(isNull(transactions.watchAfter), lt(transactions.watchAfter, sql`now()`)),
+        ),
+      )
+      .limit(batch)
+      .for('update', { skipLocked: true });
+    return this.db
+      .update(transactions)
+      .set({ watchAfter: sql`now() + ${`${leaseMs} milliseconds`}::interval` })
+      .where(inArray(transactions.id, due))
+      .returning();
   }
 
   /**
