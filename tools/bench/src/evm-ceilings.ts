@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { SigningKey, Wallet } from 'ethers';
+import { SigningKey, Wallet, version as ethersVersion } from 'ethers';
 import type { Ceiling } from './ceilings.js';
 import { type CpuUsage, cpuBetween, cpuSnapshot } from './cpu.js';
 import { presignPerAccount, rpcBody, transferTransaction } from './evm-fns.js';
@@ -8,8 +8,6 @@ import { type LoadRequest, LoadGenerator } from './load.js';
 import { eachLimited, fund, nonceOf, settlePool } from './setup.js';
 import type { SignWorkerAnswer, SignWorkerTask } from './sign-worker.js';
 import type { LatencySummary } from './stats.js';
-
-const ETHERS_VERSION = '6.16.0';
 
 /** Runs one task in a fresh worker thread (sign-worker.ts) and resolves with its answer. */
 function inWorker(task: SignWorkerTask): Promise<SignWorkerAnswer> {
@@ -29,8 +27,8 @@ function inWorker(task: SignWorkerTask): Promise<SignWorkerAnswer> {
  * `seconds` after one second of warm-up; the rate is the sum of the threads' rates. With one
  * thread it is what one core does; with one per CPU, what the machine does with nothing else.
  * With `recoverySeconds`, it also measures (on this thread) the same work plus reading the sender
- * back from the signature (`Transaction.from`), which is a public-key recovery: a second elliptic-curve
- * operation that a signer knowing its key's address need not do.
+ * back off the signed transaction (`tx.from`), a public-key recovery: a second elliptic-curve
+ * operation, which a signer that knows its key's address need not do.
  */
 export async function ethersSign(seconds: number, threads: number, recoverySeconds = 0): Promise<Ceiling> {
   const to = Wallet.createRandom().address;
@@ -49,8 +47,10 @@ export async function ethersSign(seconds: number, threads: number, recoverySecon
   const detail: Record<string, unknown> = {
     transaction:
       'EIP-1559 transfer (chain 31337, 21,000 gas, 2 gwei fee cap, 1 gwei tip), a new nonce each time',
-    work: 'Transaction.from(fields), SigningKey.sign(unsignedHash), serialized, hash; the sender is not recovered',
-    library: `ethers ${ETHERS_VERSION} (pure JS secp256k1, @noble/curves)`,
+    work:
+      'Transaction.from(fields), SigningKey.sign(unsignedHash), serialized, hash; ' +
+      'the sender is not recovered',
+    library: `ethers ${ethersVersion} (pure JS secp256k1, @noble/curves)`,
     threads,
   };
   if (recoverySeconds > 0) {

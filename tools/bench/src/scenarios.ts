@@ -221,8 +221,9 @@ async function signingFleet(baseUrl: string, userToken: string, count: number): 
  * /v1/agents/{id}/sign`, `intent_type: "transaction"`), every field given (to, value, nonce, gas
  * limit, both fees, chain `anvil`) so signer asks the chain nothing. As many agents as connections,
  * each with its own key; connection k is agent k, signing its next nonce each time (a different
- * transaction every time) as soon as the last one was answered. Set-up checks each agent's first signature with ethers: the signed
- * transaction is the one asked for, from the key's address, and its hash is the answer's.
+ * transaction every time) as soon as the last one was answered. Set-up checks each agent's first
+ * signature with ethers: the signed transaction is the one asked for, from the key's address, and
+ * its hash is the answer's.
  */
 export async function signIntent(baseUrl: string, opts: ScenarioOptions): Promise<Scenario> {
   const userToken = await benchUser(baseUrl);
