@@ -7,7 +7,7 @@ import { AgentKeyVaultServiceClient } from '@custos/proto/custos/vault_crypto/v1
 import { startMeshAnvil } from '@custos/mesh';
 import { callUnary } from '@custos/service-kit';
 import { waitFor } from '@custos/service-kit/testing';
-import { api, expectProblem, quickUser } from '../src/api';
+import { TEST_PASSWORD, api, expectProblem, quickUser } from '../src/api';
 import { sqlOn } from '../src/db';
 import { type Mesh, sharedMesh, startMesh } from '../src/mesh';
 import { grpcClientAs } from '../src/mesh-grpc';
@@ -457,6 +457,92 @@ describe('signer: transactions on anvil (shared mesh)', () => {
       [id],
     );
     expect(events).toHaveLength(1);
+  });
+
+  it('a disabled chain is 400; a chain whose endpoint fails or is missing is 503 with nothing stored; an unfunded key fails', async () => {
+    let signup = await api(mesh, 'POST', '/v1/auth/signup', {
+      body: { email: 'ops@example.org', password: TEST_PASSWORD },
+    });
+    if (signup.status !== 201) {
+      signup = await api(mesh, 'POST', '/v1/auth/token', {
+        body: { email: 'ops@example.org', password: TEST_PASSWORD },
+      });
+    }
+    const admin = signup.body['access_token'] as string;
+    const tag = randomBytes(3).toString('hex');
+    const chainId = () => 4_000_000 + Math.floor(Math.random() * 1_000_000);
+    const addChain = async (name: string, extra: Body) => {
+      const r = await api(mesh, 'POST', '/v1/admin/chains', {
+        token: admin,
+        body: { name, display_name: name, chain_id: chainId(), is_testnet: true, ...extra },
+      });
+      expect({ status: r.status, body: r.body }).toMatchObject({ status: 201 });
+    };
+    await addChain(`off-${tag}`, { is_enabled: false, rpc_url: mesh.env['LOCAL_EVM_RPC_URL'] });
+    await addChain(`dead-${tag}`, { rpc_url: 'http://127.0.0.1:9/rpc-canary-path' });
+    await addChain(`bare-${tag}`, {});
+    const to = randomAddress();
+    const before = await nonceOf(agent.address);
+    expectProblem(await send(agent, { chain: `off-${tag}`, to, value: '1' }), 400, { field: 'chain' });
+    for (const name of [`dead-${tag}`, `bare-${tag}`]) {
+      const r = await send(agent, { chain: name, to, value: '1' });
+      expectProblem(r, 503);
+      expect(r.text).not.toContain('rpc-canary-path');
+      expect(r.text).not.toContain('127.0.0.1:9');
+    }
+    // anvil estimates without the balance: the node refuses the broadcast; the transaction is
+    // recorded failed and its nonce is given back (the chain's nonce of the key does not move).
+    const unfunded = await newAgent(mesh, owner, { intents_api_enabled: true }, seen);
+    const poor = await send(unfunded, { chain: 'anvil', to: randomAddress(), value: '0.5' });
+    expect({ status: poor.status, body: poor.body }).toMatchObject({
+      status: 201,
+      body: { status: 'failed', nonce: 0 },
+    });
+    expect(poor.body['error_message']).toMatch(/insufficient funds/);
+    expect(await nonceOf(unfunded.address)).toBe(0);
+    const rows = await sqlOn<{ n: string }>(
+      mesh,
+      'SELECT count(*) AS n FROM signer.transactions WHERE to_address = $1',
+      [to],
+    );
+    expect(rows[0]!.n).toBe('0');
+    expect(await nonceOf(agent.address)).toBe(before);
+  });
+
+  it('lists page by cursor, newest first; limit is 1..100; another agent reads nothing', async () => {
+    const a = await newAgent(mesh, owner, { intents_api_enabled: true }, seen);
+    await fund(a.address);
+    const made: string[] = [];
+    for (let i = 0; i < 3; i += 1)
+      made.push((await send(a, { chain: 'anvil', to: randomAddress(), value: '1' })).body['id'] as string);
+    const page1 = await call('GET', `/v1/agents/${a.id}/transactions?limit=2`, { token: a.token });
+    expect((page1.body['transactions'] as Body[]).map((t) => t['id'])).toEqual([made[2], made[1]]);
+    const cursor = page1.body['next_cursor'] as string;
+    expect(cursor).toEqual(expect.any(String));
+    const page2 = await call(
+      'GET',
+      `/v1/agents/${a.id}/transactions?limit=2&cursor=${encodeURIComponent(cursor)}`,
+      {
+        token: a.token,
+      },
+    );
+    expect((page2.body['transactions'] as Body[]).map((t) => t['id'])).toEqual([made[0]]);
+    expect(page2.body['next_cursor']).toBeNull();
+    expectProblem(await call('GET', `/v1/agents/${a.id}/transactions?limit=101`, { token: a.token }), 400, {
+      field: 'limit',
+    });
+    expectProblem(await call('GET', `/v1/agents/${a.id}/transactions?cursor=zzz`, { token: a.token }), 400, {
+      field: 'cursor',
+    });
+    expectProblem(await call('GET', `/v1/agents/${a.id}/transactions`, { token: agent.token }), 404);
+    expectProblem(
+      await call('GET', `/v1/agents/${a.id}/transactions/${made[0]}`, { token: agent.token }),
+      404,
+    );
+    expectProblem(
+      await call('GET', `/v1/agents/${a.id}/transactions/${randomUUID()}`, { token: a.token }),
+      404,
+    );
   });
 
   describe('refusals: status, problem body, nothing broadcast, agent.transaction.refused audited', () => {
