@@ -95,6 +95,23 @@ describe('signer: key custody', () => {
     });
   }
 
+  /** The org's audit records of an action once `ok` holds for their reasons (records travel through outboxes). */
+  async function auditUntil(
+    user: User,
+    action: string,
+    ok: (reasons: unknown[]) => boolean,
+  ): Promise<Body[]> {
+    return waitFor(
+      async () => {
+        const a = await call('GET', `/v1/audit/events?limit=100&action=${action}`, { token: user.token });
+        const list = (a.body['events'] as Body[] | undefined) ?? [];
+        return ok(list.map((e) => (e['details'] as Body | undefined)?.['reason'])) ? list : undefined;
+      },
+      30000,
+      200,
+    );
+  }
+
   /** How many records of an action the org's audit log holds now. */
   async function auditCount(user: User, action: string): Promise<number> {
     const a = await call('GET', `/v1/audit/events?limit=100&action=${action}`, { token: user.token });
@@ -309,9 +326,12 @@ describe('signer: key custody', () => {
       expect(await auditCount(owner, 'signing_key.export')).toBe(exportsBefore);
       // The wrong step-up, the member, the bad chain and the missing key are recorded by signer
       // (the challenge, the agent and the stranger never reach it or name no org of the owner's).
-      const refused = await auditOf(owner, 'signing_key.export.refused', refusedBefore + 4);
-      const reasons = refused.map((e) => (e['details'] as Body)['reason']);
-      expect(reasons).toEqual(expect.arrayContaining(['step_up_required', 'permission_denied', 'not_found']));
+      const wanted = ['step_up_required', 'permission_denied', 'invalid_argument', 'not_found'];
+      const refused = await auditUntil(
+        owner,
+        'signing_key.export.refused',
+        (reasons) => reasons.length >= refusedBefore + 4 && wanted.every((w) => reasons.includes(w)),
+      );
       expect(refused.find((e) => (e['details'] as Body)['reason'] === 'step_up_required')).toMatchObject({
         actor_id: owner.userId,
         resource_type: 'agent',
@@ -461,7 +481,11 @@ describe('signer: key custody', () => {
         404,
       );
       expect(await keysOf(agent.id)).toEqual(before);
-      const refused = await auditOf(owner, 'signing_key.import.refused', 8);
+      const refused = await auditUntil(
+        owner,
+        'signing_key.import.refused',
+        (r) => r.includes('step_up_required') && r.includes('permission_denied') && r.length >= 8,
+      );
       expect(refused.map((e) => (e['details'] as Body)['field'])).toContain('private_key');
     });
 
@@ -630,8 +654,14 @@ describe('signer: key custody', () => {
         400,
       );
       expect((await keysOf(agent.id)).map((k) => k['id'])).toEqual([key['id']]);
-      const refused = await auditOf(owner, 'signing_key.export.refused');
-      expect(refused.some((e) => (e['details'] as Body)['reason'] === 'custody_not_exportable')).toBe(true);
+      const refused = await auditUntil(owner, 'signing_key.export.refused', (r) =>
+        r.includes('custody_not_exportable'),
+      );
+      expect(
+        refused.find((e) => (e['details'] as Body)['reason'] === 'custody_not_exportable'),
+      ).toMatchObject({
+        details: { status: 409, field: 'chain' },
+      });
     });
 
     it('stores wraps as sent and returns them byte for byte; wraps_complete once both types exist; rewrap replaces one', async () => {
@@ -768,9 +798,10 @@ describe('signer: key custody', () => {
       }
       expect(await storedRows(keyId)).toEqual([]);
       expect(await storedRows(server.key['id'] as string)).toEqual([]);
-      const refused = await auditOf(owner, 'signing_key.client_share.store.refused', 3);
-      expect(refused.map((e) => (e['details'] as Body)['reason'])).toEqual(
-        expect.arrayContaining(['invalid_argument', 'custody_mismatch', 'permission_denied']),
+      // The records travel through the outbox: wait until this test's reasons have all arrived.
+      const reasons = ['invalid_argument', 'custody_mismatch', 'permission_denied'];
+      await auditUntil(owner, 'signing_key.client_share.store.refused', (r) =>
+        reasons.every((w) => r.includes(w)),
       );
     });
 
@@ -788,6 +819,42 @@ describe('signer: key custody', () => {
       expect(rows).toHaveLength(1);
       const winner = results.find((r) => r.status === 200)!;
       expect(rows[0]!.ciphertext.toString('base64')).toBe((winner.body['wraps'] as Body[])[0]!['ciphertext']);
+    });
+
+    it('a client_tss key made through the API is refused on the signing path (sign and transactions 403)', async () => {
+      const created = await call('POST', '/v1/agents', {
+        token: owner.token,
+        body: {
+          name: `tss-signer-${randomBytes(3).toString('hex')}`,
+          intents_api_enabled: true,
+          message_signing_enabled: true,
+        },
+      });
+      expect(created.status).toBe(201);
+      const id = (created.body['agent'] as { id: string }).id;
+      const t = await api(mesh, 'POST', '/v1/auth/agent-token', {
+        body: { agent_id: id, api_key: created.body['api_key'] },
+      });
+      expect(t.status).toBe(200);
+      const token = t.body['access_token'] as string;
+      const k = await call('POST', `/v1/agents/${id}/signing-keys`, {
+        token: owner.token,
+        body: { chain: 'anvil', custody: 'client_tss' },
+      });
+      expect(k.status).toBe(201);
+      const signed = await call('POST', `/v1/agents/${id}/sign`, {
+        token,
+        body: { chain: 'anvil', intent_type: 'personal_sign', message: '0x68656c6c6f' },
+      });
+      expectProblem(signed, 403, { type: 'client_tss_refused' });
+      expect(signed.body['signature']).toBeUndefined();
+      const sent = await call('POST', `/v1/agents/${id}/transactions`, {
+        token,
+        body: { chain: 'anvil', to: Wallet.createRandom().address, value: '0x1' },
+      });
+      expectProblem(sent, 403, { type: 'client_tss_refused' });
+      const txs = await sqlOn(mesh, 'SELECT id FROM signer.transactions WHERE agent_id = $1', [id]);
+      expect(txs).toEqual([]);
     });
 
     it('an admin (not only the owner) manages shares and exports', async () => {
