@@ -581,6 +581,29 @@ describe('signer: sign intents (POST /v1/agents/{id}/sign) on anvil', () => {
     });
   });
 
+  it("signatures and refusals reach the org's audit log (the audit service takes agent.sign.* from signer)", async () => {
+    for (const action of [
+      'agent.sign.personal_sign',
+      'agent.sign.typed_data',
+      'agent.sign.eip712_digest',
+      'agent.sign.transaction',
+      'agent.sign.refused',
+    ]) {
+      const events = await waitFor(
+        async () => {
+          const a = await call('GET', `/v1/audit/events?limit=100&action=${action}`, { token: owner.token });
+          const list = ((a.body['events'] as Body[] | undefined) ?? []).filter(
+            (e) => e['resource_id'] === agent.id,
+          );
+          return list.length > 0 ? list : undefined;
+        },
+        30_000,
+        200,
+      );
+      expect(events[0]).toMatchObject({ action, resource_id: agent.id });
+    }
+  });
+
   it("no response, log line, event or audit record holds the agent's private key (canary scan)", async () => {
     const [row] = await sqlOn<{ id: string; vault_secret_id: string }>(
       mesh,

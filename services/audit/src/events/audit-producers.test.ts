@@ -75,6 +75,8 @@ describe('ACTION_PRODUCERS against the services that write audit records', () =>
       ['signer', 'chain.updated'],
       ['signer', 'agent.transaction.signed'],
       ['signer', 'agent.transaction.broadcast'],
+      ['signer', 'agent.sign.personal_sign'],
+      ['signer', 'agent.sign.transaction'],
     ] as const) {
       expect(actionsWrittenBy(service).has(action)).toBe(true);
     }

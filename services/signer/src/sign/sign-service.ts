@@ -26,10 +26,16 @@ import {
 import type { SignStore } from './sign-store.js';
 import type { IntentType, SignIntentInput, SignIntentResult } from './sign-types.js';
 
-/** The audit action of a signature of each intent type (a refusal is `agent.sign.refused`). */
-export function signAction(intent: IntentType): string {
-  return `agent.sign.${intent}`;
-}
+/**
+ * The audit action of a signature of each intent type (a refusal is `agent.sign.refused`), spelled
+ * out so that the audit service's scan of what signer records finds them.
+ */
+export const SIGN_ACTIONS = {
+  personal_sign: 'agent.sign.personal_sign',
+  typed_data: 'agent.sign.typed_data',
+  eip712_digest: 'agent.sign.eip712_digest',
+  transaction: 'agent.sign.transaction',
+} as const satisfies Record<IntentType, `agent.sign.${IntentType}`>;
 
 /**
  * Sign intents of agents (`POST /v1/agents/{id}/sign`): a signature over an EIP-191 message,
@@ -82,7 +88,10 @@ export class SignService {
     const message = parseMessage(input.message);
     const messageHash = personalMessageHash(message);
     const s = await this.signHash(scope, messageHash);
-    await this.audit(scope, 'personal_sign', { message_hash: messageHash, message_bytes: message.length });
+    await this.audit(scope, 'agent.sign.personal_sign', {
+      message_hash: messageHash,
+      message_bytes: message.length,
+    });
     return { ...this.empty(scope, 'personal_sign', s), messageHash };
   }
 
@@ -91,7 +100,7 @@ export class SignService {
     const { doc, hash } = parseTypedData(input.typedDataJson, scope.chain.chainId);
     const s = await this.signHash(scope, hash);
     const d = doc.domain;
-    await this.audit(scope, 'typed_data', {
+    await this.audit(scope, 'agent.sign.typed_data', {
       typed_data_hash: hash,
       primary_type: doc.primaryType.slice(0, 100),
       domain: {
@@ -113,7 +122,7 @@ export class SignService {
     }
     const hash = parseDigest(input.hash);
     const s = await this.signHash(scope, hash);
-    await this.audit(scope, 'eip712_digest', { typed_data_hash: hash });
+    await this.audit(scope, 'agent.sign.eip712_digest', { typed_data_hash: hash });
     return { ...this.empty(scope, 'eip712_digest', s), typedDataHash: hash };
   }
 
@@ -186,7 +195,7 @@ export class SignService {
     };
     const record = auditOf(
       scope.agent,
-      signAction('transaction'),
+      'agent.sign.transaction',
       { type: 'agent', id: scope.agent.agentId },
       details,
     );
@@ -225,10 +234,15 @@ export class SignService {
   }
 
   /** Commits the signature's audit record; when it cannot be, the answer is 503 and no signature. */
-  private async audit(scope: IntentScope, intent: IntentType, extra: Record<string, unknown>): Promise<void> {
+  private async audit(
+    scope: IntentScope,
+    action: (typeof SIGN_ACTIONS)[Exclude<IntentType, 'transaction'>],
+    extra: Record<string, unknown>,
+  ): Promise<void> {
+    const intent = action.slice('agent.sign.'.length) as IntentType;
     const record = auditOf(
       scope.agent,
-      signAction(intent),
+      action,
       { type: 'agent', id: scope.agent.agentId },
       { ...this.scopeDetails(scope, intent), ...extra },
     );
