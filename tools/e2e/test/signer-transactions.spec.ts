@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Metadata } from '@grpc/grpc-js';
@@ -281,6 +281,40 @@ describe('signer: transactions on anvil (shared mesh)', () => {
     const again2 = await send(agent, { chain: 'anvil', to: to2, value: '7' }, key2);
     expect(again2.status).toBe(200);
     expect(again2.body['status']).toBe('confirmed');
+  });
+
+  it('Idempotency-Key: 409 while the first request runs; a claim older than 24 h is taken over', async () => {
+    const body = { chain: 'anvil', to: randomAddress(), value: '8' };
+    // The body hash: SHA-256 of the body's JSON with keys sorted (this body is flat).
+    const canonical = `{${Object.keys(body)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${JSON.stringify(body[k as keyof typeof body])}`)
+      .join(',')}}`;
+    const hash = createHash('sha256').update(canonical).digest('hex');
+    const running = `k-${randomUUID()}`;
+    await sqlOn(
+      mesh,
+      'INSERT INTO signer.tx_idempotency (agent_id, idempotency_key, request_hash) VALUES ($1, $2, $3)',
+      [agent.id, running, hash],
+    );
+    const before = await nonceOf(agent.address);
+    expectProblem(await send(agent, body, running), 409, { field: 'Idempotency-Key' });
+    expectProblem(await send(agent, { ...body, value: '9' }, running), 422, {
+      type: 'idempotency_key_reused',
+    });
+    expect(await nonceOf(agent.address)).toBe(before);
+    const old = `k-${randomUUID()}`;
+    await sqlOn(
+      mesh,
+      `INSERT INTO signer.tx_idempotency (agent_id, idempotency_key, request_hash, created_at)
+         VALUES ($1, $2, 'other', now() - interval '25 hours')`,
+      [agent.id, old],
+    );
+    const r = await send(agent, body, old);
+    expect({ status: r.status, body: r.body }).toMatchObject({ status: 201, body: { status: 'broadcast' } });
+    expect((await send(agent, body, old)).status).toBe(200);
+    // A key of 256 characters or with a space is refused, naming the header.
+    expectProblem(await send(agent, body, 'x'.repeat(256)), 400, { field: 'Idempotency-Key' });
   });
 
   it('simulate_first: a reverting call ends simulation_failed (422) with the reason, nothing signed', async () => {
