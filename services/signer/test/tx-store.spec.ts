@@ -1,0 +1,120 @@
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { createDatabase, createLogger, createPool, migrateSchema } from '@custos/service-kit';
+import { createTestDatabase } from '@custos/service-kit/testing';
+import { SCHEMA } from '../src/db/schema';
+import { TxStore } from '../src/transactions/tx-store';
+
+const logger = createLogger({ service: 'signer-test', level: 'silent' });
+
+// Transactions in Postgres: nonces per key and chain under concurrency, given back and reused,
+// reconciled with the chain; Idempotency-Key claims under races; the watcher's leases.
+describe('transaction store in Postgres', () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let pool: ReturnType<typeof createPool>;
+  let store: TxStore;
+
+  beforeAll(async () => {
+    database = await createTestDatabase('custos_signer');
+    pool = createPool(database.url, 24, logger, 'signer-test');
+    await migrateSchema(pool, { schema: SCHEMA, migrationsFolder: path.join(__dirname, '..', 'migrations') });
+    store = new TxStore(createDatabase(pool));
+  });
+  afterAll(async () => {
+    await pool?.end();
+    await database?.drop();
+  });
+
+  const rowOf = (keyId: string, agentId = randomUUID()) => ({
+    id: randomUUID(),
+    orgId: randomUUID(),
+    agentId,
+    keyId,
+    chainName: 'anvil',
+    chainId: 31337n,
+    fromAddress: '0x' + '11'.repeat(20),
+    toAddress: '0x' + '22'.repeat(20),
+    valueWei: '1',
+    data: '0x',
+    txType: 2,
+  });
+
+  it('20 parallel allocations of one key get 20 distinct consecutive nonces; another key or chain starts at 0', async () => {
+    const keyId = randomUUID();
+    const rows = await Promise.all(
+      Array.from({ length: 20 }, () => store.allocateAndInsert(rowOf(keyId), 0, undefined)),
+    );
+    expect(rows.map((r) => r.nonce).sort((a, b) => a! - b!)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    expect(rows.every((r) => r.status === 'pending' && r.nonceHeld)).toBe(true);
+    expect((await store.allocateAndInsert(rowOf(randomUUID()), 0, undefined)).nonce).toBe(0);
+    expect((await store.allocateAndInsert({ ...rowOf(keyId), chainId: 1n }, 0, undefined)).nonce).toBe(0);
+  });
+
+  it('a nonce given back is reused first; the chain being ahead raises the next nonce and drops passed ones', async () => {
+    const keyId = randomUUID();
+    const made = [];
+    for (let i = 0; i < 4; i += 1) made.push(await store.allocateAndInsert(rowOf(keyId), 0, undefined));
+    const failed = await store.failBeforeBroadcast(made[1]!.id, 'node refused', async () => undefined);
+    expect(failed).toMatchObject({ status: 'failed', nonceHeld: false, nonce: 1 });
+    // A second give-back of the same row does nothing.
+    expect(await store.failBeforeBroadcast(made[1]!.id, 'again', async () => undefined)).toBeUndefined();
+    const reused = await store.allocateAndInsert(rowOf(keyId), 0, undefined);
+    expect(reused.nonce).toBe(1);
+    expect((await store.allocateAndInsert(rowOf(keyId), 2, undefined)).nonce).toBe(4);
+    await store.failBeforeBroadcast(made[2]!.id, 'node refused', async () => undefined);
+    // The chain passed nonce 2 meanwhile (used elsewhere): dropped, the chain's pending nonce is next.
+    expect((await store.allocateAndInsert(rowOf(keyId), 9, undefined)).nonce).toBe(9);
+    expect((await store.allocateAndInsert(rowOf(keyId), 3, undefined)).nonce).toBe(10);
+  });
+
+  it('the database refuses two rows holding one nonce', async () => {
+    const keyId = randomUUID();
+    const a = await store.allocateAndInsert(rowOf(keyId), 0, undefined);
+    await expect(
+      pool.query(
+        `INSERT INTO signer.transactions (id, org_id, agent_id, key_id, chain_name, chain_id, from_address, value_wei,
+           nonce, nonce_held, tx_type, status) VALUES ($1, $2, $2, $3, 'anvil', 31337, '0x', 0, $4, true, 2, 'pending')`,
+        [randomUUID(), randomUUID(), keyId, a.nonce],
+      ),
+    ).rejects.toMatchObject({ code: '23505' });
+  });
+
+  it('parallel claims of one Idempotency-Key: exactly one wins, the others see it running, another body is told', async () => {
+    const agentId = randomUUID();
+    const claims = await Promise.all(Array.from({ length: 12 }, () => store.claim(agentId, 'k1', 'h1')));
+    expect(claims.filter((c) => c.kind === 'claimed')).toHaveLength(1);
+    expect(claims.filter((c) => c.kind === 'running')).toHaveLength(11);
+    expect(await store.claim(agentId, 'k1', 'h2')).toEqual({ kind: 'other_body' });
+    // Linked to a finished transaction, the claim answers it.
+    const t = await store.allocateAndInsert(rowOf(randomUUID(), agentId), 0, 'k1');
+    expect(await store.claim(agentId, 'k1', 'h1')).toEqual({ kind: 'running' });
+    await store.failBeforeBroadcast(t.id, 'x', async () => undefined);
+    expect(await store.claim(agentId, 'k1', 'h1')).toMatchObject({ kind: 'done', tx: { id: t.id } });
+    // Another agent's same key is its own; a given-back claim can be claimed again.
+    expect(await store.claim(randomUUID(), 'k1', 'h1')).toEqual({ kind: 'claimed' });
+    expect(await store.claim(agentId, 'k2', 'h1')).toEqual({ kind: 'claimed' });
+    await store.unclaim(agentId, 'k2');
+    expect(await store.claim(agentId, 'k2', 'h9')).toEqual({ kind: 'claimed' });
+  });
+
+  it("two watchers' leases never share a row, and a leased row waits for its lease", async () => {
+    const keyId = randomUUID();
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i += 1) {
+      const t = await store.allocateAndInsert(rowOf(keyId), 0, undefined);
+      await pool.query(
+        `UPDATE signer.transactions SET status = 'broadcast', watch_after = now() WHERE id = $1`,
+        [t.id],
+      );
+      ids.push(t.id);
+    }
+    const [a, b] = await Promise.all([store.leaseForWatch(6, 60_000), store.leaseForWatch(6, 60_000)]);
+    const mine = [...a!, ...b!].map((t) => t.id).filter((id) => ids.includes(id));
+    expect(new Set(mine).size).toBe(mine.length);
+    expect(mine.sort()).toEqual([...ids].sort());
+    expect((await store.leaseForWatch(100, 60_000)).filter((t) => ids.includes(t.id))).toEqual([]);
+    const settled = await store.settle(ids[0]!, { ok: true, blockNumber: 7n, gasUsed: 21000n });
+    expect(settled).toMatchObject({ status: 'confirmed', blockNumber: 7n, gasUsed: '21000' });
+    expect(await store.settle(ids[0]!, { ok: false, blockNumber: 8n, gasUsed: 1n })).toBeUndefined();
+  });
+});
