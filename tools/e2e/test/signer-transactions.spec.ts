@@ -110,7 +110,20 @@ describe('signer: transactions on anvil (shared mesh)', () => {
   const fund = async (address: string, wei = 100n * ETH) => {
     await chain.send('anvil_setBalance', [address, `0x${wei.toString(16)}`]);
   };
-  const nonceOf = (address: string) => chain.getTransactionCount(address, 'pending');
+  // The key's nonce on the chain once nothing of it is in flight: anvil's pending count can lag
+  // for a moment while it mines, so read it when pending and latest agree.
+  const nonceOf = (address: string) =>
+    waitFor(
+      async () => {
+        const [pending, latest] = await Promise.all([
+          chain.getTransactionCount(address, 'pending'),
+          chain.getTransactionCount(address, 'latest'),
+        ]);
+        return pending === latest ? latest : undefined;
+      },
+      10_000,
+      50,
+    );
   const getTx = async (a: { id: string; token: string }, txId: string, query = '') =>
     call('GET', `/v1/agents/${a.id}/transactions/${txId}${query}`, { token: a.token });
   const settled = async (a: { id: string; token: string }, txId: string): Promise<Body> =>
