@@ -57,12 +57,14 @@ describe('the README first use, run as written', () => {
   let database: Awaited<ReturnType<typeof createTestDatabase>> | undefined;
   let home: string;
   let port: number;
+  let anvilPort: number;
   const output: string[] = [];
 
   beforeAll(async () => {
     database = await createTestDatabase('custos_readme');
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-readme-'));
     port = await freePort();
+    anvilPort = await freePort();
     const stream = `README_${randomBytes(4).toString('hex').toUpperCase()}`;
     launcher = spawn(process.execPath, [path.join(REPO, 'tools', 'dev', 'launch.mjs')], {
       cwd: REPO,
@@ -73,7 +75,7 @@ describe('the README first use, run as written', () => {
         // Its own nats-server (a user per service) and redis-server (a password), as a new user gets.
         CUSTOS_DEV_NATS_PORT: String(await freePort()),
         CUSTOS_DEV_REDIS_PORT: String(await freePort()),
-        CUSTOS_DEV_ANVIL_PORT: String(await freePort()),
+        CUSTOS_DEV_ANVIL_PORT: String(anvilPort),
         NATS_STREAM: stream,
         NATS_SUBJECT_PREFIX: `readme.${stream.toLowerCase()}`,
         PORT: String(port),
@@ -120,6 +122,7 @@ describe('the README first use, run as written', () => {
     ]
       .join('\n')
       .replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`)
+      .replaceAll('127.0.0.1:8545', `127.0.0.1:${anvilPort}`)
       .replaceAll('9099', String(receiver));
     for (const run of [1, 2]) {
       const r = await runBash(script, home, 180_000);

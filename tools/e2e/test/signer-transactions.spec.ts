@@ -644,7 +644,8 @@ describe('signer: transactions on anvil (shared mesh)', () => {
           { field: 'destination_tag' },
         ],
         ['resume', await send(agent, { ...ok, resume_tx_id: randomUUID() }), 400, { field: 'resume_tx_id' }],
-        ['bitcoin', await send(agent, { ...ok, chain: 'bitcoin' }), 404, {}],
+        // A registry chain whose family cannot be signed for yet (issue 18) names the field.
+        ['bitcoin', await send(agent, { ...ok, chain: 'bitcoin' }), 400, { field: 'chain' }],
       ];
       for (const [name, r, status, members] of cases) {
         try {

@@ -4,6 +4,7 @@ import type { Agent } from '@custos/proto/custos/identity/v1/agents';
 import {
   CustosError,
   type Database,
+  InvalidArgumentError,
   type Logger,
   NotFoundError,
   PermissionDeniedError,
@@ -101,8 +102,14 @@ export class IntentContext {
       });
     }
     const adapter = this.deps.adapters[chain.family];
-    const key = adapter ? await this.deps.keys.active(p.orgId, agentId, chain.family) : undefined;
-    if (!adapter || !key) throw new NotFoundError('signing key', keyNameOf(chain.family));
+    if (!adapter) {
+      throw new InvalidArgumentError(
+        chainField,
+        `signing on ${keyNameOf(chain.family)} chains is not supported yet`,
+      );
+    }
+    const key = await this.deps.keys.active(p.orgId, agentId, chain.family);
+    if (!key) throw new NotFoundError('signing key', keyNameOf(chain.family));
     if (key.custody !== 'server') {
       throw new PermissionDeniedError(
         `the agent's ${keyNameOf(chain.family)} key has ${key.custody} custody: the server signing path refuses it`,
