@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod/v4';
 import {
-  type ClientShareResponse,
+  type GetClientShareResponse,
   type ClientShareWrap,
   KeyCustodyServiceClient,
 } from '@custos/proto/custos/signer/v1/custody';
@@ -88,7 +88,7 @@ const ClientShareBody = z.object({
     ),
 });
 
-function shareBody(r: ClientShareResponse): z.infer<typeof ClientShareBody> {
+function shareBody(r: GetClientShareResponse): z.infer<typeof ClientShareBody> {
   return {
     key_id: r.keyId,
     agent_id: r.agentId,

@@ -1,6 +1,6 @@
 import { type IdentityKeys, currentCaller } from '@custos/auth';
 import type {
-  ClientShareResponse,
+  GetClientShareResponse,
   ClientShareWrap,
   KeyCustodyServiceServer,
 } from '@custos/proto/custos/signer/v1/custody';
@@ -23,7 +23,7 @@ function wrapOf(w: ClientShareWrap | undefined): Wrap {
   };
 }
 
-function shareMessage(v: ClientShareView): ClientShareResponse {
+function shareMessage(v: ClientShareView): GetClientShareResponse {
   return {
     keyId: v.key.id,
     agentId: v.key.agentId,

@@ -120,8 +120,32 @@ export interface RewrapClientShareRequest {
   wrap?: ClientShareWrap | undefined;
 }
 
-/** ClientShareResponse lists a key's stored wraps. */
-export interface ClientShareResponse {
+/** PutClientShareResponse: the key's wraps after the put. */
+export interface PutClientShareResponse {
+  /** The signing key version (UUID). */
+  keyId: string;
+  /** The agent the key is of (UUID). */
+  agentId: string;
+  /** The stored wraps, by type. */
+  wraps: ClientShareWrap[];
+  /** True once both a passkey_prf and a recovery_code wrap are stored. */
+  wrapsComplete: boolean;
+}
+
+/** GetClientShareResponse: the key's stored wraps, as they were sent. */
+export interface GetClientShareResponse {
+  /** The signing key version (UUID). */
+  keyId: string;
+  /** The agent the key is of (UUID). */
+  agentId: string;
+  /** The stored wraps, by type. */
+  wraps: ClientShareWrap[];
+  /** True once both a passkey_prf and a recovery_code wrap are stored. */
+  wrapsComplete: boolean;
+}
+
+/** RewrapClientShareResponse: the key's wraps after the rewrap. */
+export interface RewrapClientShareResponse {
   /** The signing key version (UUID). */
   keyId: string;
   /** The agent the key is of (UUID). */
@@ -1013,12 +1037,12 @@ export const RewrapClientShareRequest: MessageFns<RewrapClientShareRequest> = {
   },
 };
 
-function createBaseClientShareResponse(): ClientShareResponse {
+function createBasePutClientShareResponse(): PutClientShareResponse {
   return { keyId: "", agentId: "", wraps: [], wrapsComplete: false };
 }
 
-export const ClientShareResponse: MessageFns<ClientShareResponse> = {
-  encode(message: ClientShareResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+export const PutClientShareResponse: MessageFns<PutClientShareResponse> = {
+  encode(message: PutClientShareResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.keyId !== "") {
       writer.uint32(10).string(message.keyId);
     }
@@ -1034,10 +1058,10 @@ export const ClientShareResponse: MessageFns<ClientShareResponse> = {
     return writer;
   },
 
-  decode(input: BinaryReader | Uint8Array, length?: number): ClientShareResponse {
+  decode(input: BinaryReader | Uint8Array, length?: number): PutClientShareResponse {
     const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
     const end = length === undefined ? reader.len : reader.pos + length;
-    const message = createBaseClientShareResponse();
+    const message = createBasePutClientShareResponse();
     while (reader.pos < end) {
       const tag = reader.uint32();
       switch (tag >>> 3) {
@@ -1082,7 +1106,7 @@ export const ClientShareResponse: MessageFns<ClientShareResponse> = {
     return message;
   },
 
-  fromJSON(object: any): ClientShareResponse {
+  fromJSON(object: any): PutClientShareResponse {
     return {
       keyId: isSet(object.keyId) ? globalThis.String(object.keyId) : "",
       agentId: isSet(object.agentId) ? globalThis.String(object.agentId) : "",
@@ -1091,7 +1115,7 @@ export const ClientShareResponse: MessageFns<ClientShareResponse> = {
     };
   },
 
-  toJSON(message: ClientShareResponse): unknown {
+  toJSON(message: PutClientShareResponse): unknown {
     const obj: any = {};
     if (message.keyId !== "") {
       obj.keyId = message.keyId;
@@ -1108,11 +1132,227 @@ export const ClientShareResponse: MessageFns<ClientShareResponse> = {
     return obj;
   },
 
-  create<I extends Exact<DeepPartial<ClientShareResponse>, I>>(base?: I): ClientShareResponse {
-    return ClientShareResponse.fromPartial(base ?? ({} as any));
+  create<I extends Exact<DeepPartial<PutClientShareResponse>, I>>(base?: I): PutClientShareResponse {
+    return PutClientShareResponse.fromPartial(base ?? ({} as any));
   },
-  fromPartial<I extends Exact<DeepPartial<ClientShareResponse>, I>>(object: I): ClientShareResponse {
-    const message = createBaseClientShareResponse();
+  fromPartial<I extends Exact<DeepPartial<PutClientShareResponse>, I>>(object: I): PutClientShareResponse {
+    const message = createBasePutClientShareResponse();
+    message.keyId = object.keyId ?? "";
+    message.agentId = object.agentId ?? "";
+    message.wraps = object.wraps?.map((e) => ClientShareWrap.fromPartial(e)) || [];
+    message.wrapsComplete = object.wrapsComplete ?? false;
+    return message;
+  },
+};
+
+function createBaseGetClientShareResponse(): GetClientShareResponse {
+  return { keyId: "", agentId: "", wraps: [], wrapsComplete: false };
+}
+
+export const GetClientShareResponse: MessageFns<GetClientShareResponse> = {
+  encode(message: GetClientShareResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyId !== "") {
+      writer.uint32(10).string(message.keyId);
+    }
+    if (message.agentId !== "") {
+      writer.uint32(18).string(message.agentId);
+    }
+    for (const v of message.wraps) {
+      ClientShareWrap.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.wrapsComplete !== false) {
+      writer.uint32(32).bool(message.wrapsComplete);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetClientShareResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseGetClientShareResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.keyId = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.agentId = reader.string();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.wraps.push(ClientShareWrap.decode(reader, reader.uint32()));
+          continue;
+        }
+        case 4: {
+          if (tag !== 32) {
+            break;
+          }
+
+          message.wrapsComplete = reader.bool();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): GetClientShareResponse {
+    return {
+      keyId: isSet(object.keyId) ? globalThis.String(object.keyId) : "",
+      agentId: isSet(object.agentId) ? globalThis.String(object.agentId) : "",
+      wraps: globalThis.Array.isArray(object?.wraps) ? object.wraps.map((e: any) => ClientShareWrap.fromJSON(e)) : [],
+      wrapsComplete: isSet(object.wrapsComplete) ? globalThis.Boolean(object.wrapsComplete) : false,
+    };
+  },
+
+  toJSON(message: GetClientShareResponse): unknown {
+    const obj: any = {};
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.agentId !== "") {
+      obj.agentId = message.agentId;
+    }
+    if (message.wraps?.length) {
+      obj.wraps = message.wraps.map((e) => ClientShareWrap.toJSON(e));
+    }
+    if (message.wrapsComplete !== false) {
+      obj.wrapsComplete = message.wrapsComplete;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetClientShareResponse>, I>>(base?: I): GetClientShareResponse {
+    return GetClientShareResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetClientShareResponse>, I>>(object: I): GetClientShareResponse {
+    const message = createBaseGetClientShareResponse();
+    message.keyId = object.keyId ?? "";
+    message.agentId = object.agentId ?? "";
+    message.wraps = object.wraps?.map((e) => ClientShareWrap.fromPartial(e)) || [];
+    message.wrapsComplete = object.wrapsComplete ?? false;
+    return message;
+  },
+};
+
+function createBaseRewrapClientShareResponse(): RewrapClientShareResponse {
+  return { keyId: "", agentId: "", wraps: [], wrapsComplete: false };
+}
+
+export const RewrapClientShareResponse: MessageFns<RewrapClientShareResponse> = {
+  encode(message: RewrapClientShareResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyId !== "") {
+      writer.uint32(10).string(message.keyId);
+    }
+    if (message.agentId !== "") {
+      writer.uint32(18).string(message.agentId);
+    }
+    for (const v of message.wraps) {
+      ClientShareWrap.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.wrapsComplete !== false) {
+      writer.uint32(32).bool(message.wrapsComplete);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RewrapClientShareResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseRewrapClientShareResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.keyId = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.agentId = reader.string();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.wraps.push(ClientShareWrap.decode(reader, reader.uint32()));
+          continue;
+        }
+        case 4: {
+          if (tag !== 32) {
+            break;
+          }
+
+          message.wrapsComplete = reader.bool();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): RewrapClientShareResponse {
+    return {
+      keyId: isSet(object.keyId) ? globalThis.String(object.keyId) : "",
+      agentId: isSet(object.agentId) ? globalThis.String(object.agentId) : "",
+      wraps: globalThis.Array.isArray(object?.wraps) ? object.wraps.map((e: any) => ClientShareWrap.fromJSON(e)) : [],
+      wrapsComplete: isSet(object.wrapsComplete) ? globalThis.Boolean(object.wrapsComplete) : false,
+    };
+  },
+
+  toJSON(message: RewrapClientShareResponse): unknown {
+    const obj: any = {};
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.agentId !== "") {
+      obj.agentId = message.agentId;
+    }
+    if (message.wraps?.length) {
+      obj.wraps = message.wraps.map((e) => ClientShareWrap.toJSON(e));
+    }
+    if (message.wrapsComplete !== false) {
+      obj.wrapsComplete = message.wrapsComplete;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RewrapClientShareResponse>, I>>(base?: I): RewrapClientShareResponse {
+    return RewrapClientShareResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RewrapClientShareResponse>, I>>(object: I): RewrapClientShareResponse {
+    const message = createBaseRewrapClientShareResponse();
     message.keyId = object.keyId ?? "";
     message.agentId = object.agentId ?? "";
     message.wraps = object.wraps?.map((e) => ClientShareWrap.fromPartial(e)) || [];
@@ -1172,8 +1412,9 @@ export const KeyCustodyServiceService = {
     requestSerialize: (value: PutClientShareRequest): Buffer =>
       Buffer.from(PutClientShareRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): PutClientShareRequest => PutClientShareRequest.decode(value),
-    responseSerialize: (value: ClientShareResponse): Buffer => Buffer.from(ClientShareResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ClientShareResponse => ClientShareResponse.decode(value),
+    responseSerialize: (value: PutClientShareResponse): Buffer =>
+      Buffer.from(PutClientShareResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PutClientShareResponse => PutClientShareResponse.decode(value),
   },
   /** GetClientShare returns the stored wraps as they were sent. */
   getClientShare: {
@@ -1183,8 +1424,9 @@ export const KeyCustodyServiceService = {
     requestSerialize: (value: GetClientShareRequest): Buffer =>
       Buffer.from(GetClientShareRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): GetClientShareRequest => GetClientShareRequest.decode(value),
-    responseSerialize: (value: ClientShareResponse): Buffer => Buffer.from(ClientShareResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ClientShareResponse => ClientShareResponse.decode(value),
+    responseSerialize: (value: GetClientShareResponse): Buffer =>
+      Buffer.from(GetClientShareResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetClientShareResponse => GetClientShareResponse.decode(value),
   },
   /** RewrapClientShare replaces the stored wrap of one type. */
   rewrapClientShare: {
@@ -1194,8 +1436,9 @@ export const KeyCustodyServiceService = {
     requestSerialize: (value: RewrapClientShareRequest): Buffer =>
       Buffer.from(RewrapClientShareRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): RewrapClientShareRequest => RewrapClientShareRequest.decode(value),
-    responseSerialize: (value: ClientShareResponse): Buffer => Buffer.from(ClientShareResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ClientShareResponse => ClientShareResponse.decode(value),
+    responseSerialize: (value: RewrapClientShareResponse): Buffer =>
+      Buffer.from(RewrapClientShareResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RewrapClientShareResponse => RewrapClientShareResponse.decode(value),
   },
 } as const;
 
@@ -1216,11 +1459,11 @@ export interface KeyCustodyServiceServer extends UntypedServiceImplementation {
    * PutClientShare stores wraps of the user's share of a client_tss key (ciphertext, never opened)
    * for the wrap types not stored yet.
    */
-  putClientShare: handleUnaryCall<PutClientShareRequest, ClientShareResponse>;
+  putClientShare: handleUnaryCall<PutClientShareRequest, PutClientShareResponse>;
   /** GetClientShare returns the stored wraps as they were sent. */
-  getClientShare: handleUnaryCall<GetClientShareRequest, ClientShareResponse>;
+  getClientShare: handleUnaryCall<GetClientShareRequest, GetClientShareResponse>;
   /** RewrapClientShare replaces the stored wrap of one type. */
-  rewrapClientShare: handleUnaryCall<RewrapClientShareRequest, ClientShareResponse>;
+  rewrapClientShare: handleUnaryCall<RewrapClientShareRequest, RewrapClientShareResponse>;
 }
 
 export interface KeyCustodyServiceClient extends Client {
@@ -1270,50 +1513,50 @@ export interface KeyCustodyServiceClient extends Client {
    */
   putClientShare(
     request: PutClientShareRequest,
-    callback: (error: ServiceError | null, response: ClientShareResponse) => void,
+    callback: (error: ServiceError | null, response: PutClientShareResponse) => void,
   ): ClientUnaryCall;
   putClientShare(
     request: PutClientShareRequest,
     metadata: Metadata,
-    callback: (error: ServiceError | null, response: ClientShareResponse) => void,
+    callback: (error: ServiceError | null, response: PutClientShareResponse) => void,
   ): ClientUnaryCall;
   putClientShare(
     request: PutClientShareRequest,
     metadata: Metadata,
     options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ClientShareResponse) => void,
+    callback: (error: ServiceError | null, response: PutClientShareResponse) => void,
   ): ClientUnaryCall;
   /** GetClientShare returns the stored wraps as they were sent. */
   getClientShare(
     request: GetClientShareRequest,
-    callback: (error: ServiceError | null, response: ClientShareResponse) => void,
+    callback: (error: ServiceError | null, response: GetClientShareResponse) => void,
   ): ClientUnaryCall;
   getClientShare(
     request: GetClientShareRequest,
     metadata: Metadata,
-    callback: (error: ServiceError | null, response: ClientShareResponse) => void,
+    callback: (error: ServiceError | null, response: GetClientShareResponse) => void,
   ): ClientUnaryCall;
   getClientShare(
     request: GetClientShareRequest,
     metadata: Metadata,
     options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ClientShareResponse) => void,
+    callback: (error: ServiceError | null, response: GetClientShareResponse) => void,
   ): ClientUnaryCall;
   /** RewrapClientShare replaces the stored wrap of one type. */
   rewrapClientShare(
     request: RewrapClientShareRequest,
-    callback: (error: ServiceError | null, response: ClientShareResponse) => void,
+    callback: (error: ServiceError | null, response: RewrapClientShareResponse) => void,
   ): ClientUnaryCall;
   rewrapClientShare(
     request: RewrapClientShareRequest,
     metadata: Metadata,
-    callback: (error: ServiceError | null, response: ClientShareResponse) => void,
+    callback: (error: ServiceError | null, response: RewrapClientShareResponse) => void,
   ): ClientUnaryCall;
   rewrapClientShare(
     request: RewrapClientShareRequest,
     metadata: Metadata,
     options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ClientShareResponse) => void,
+    callback: (error: ServiceError | null, response: RewrapClientShareResponse) => void,
   ): ClientUnaryCall;
 }
 
