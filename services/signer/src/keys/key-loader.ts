@@ -13,7 +13,7 @@ export interface KeyCacheOptions {
  * The private halves signer signs with. A key is opened by vault-crypto (`LoadAgentKey`, audited
  * there as `secret.agent_key_loaded`) on first use and kept in memory for a short time, so a burst of
  * signatures costs one load; a cached buffer is zeroed when it expires or is evicted, and each use
- * works on its own copy, zeroed after. Concurrent first uses of one key share one load. Export never
+ * works on its own copy (taken before anything can zero the cached one), zeroed after. Concurrent first uses of one key share one load. Export never
  * uses or fills the cache. A rotated key's new version has a new id, so it is never served stale.
  */
 export class KeyLoader {
@@ -32,7 +32,7 @@ export class KeyLoader {
   /** Runs `fn` with a copy of the key's private half (zeroed when `fn` settles). */
   async withKey<T>(key: SigningKeyRecord, fn: (privateKey: Buffer) => T | Promise<T>): Promise<T> {
     const copy = this.caching()
-      ? Buffer.from(await this.cached(key))
+      ? await this.copyOf(key)
       : await this.vault.loadKey({
           orgId: key.orgId,
           secretId: key.vaultSecretId,
@@ -65,20 +65,28 @@ export class KeyLoader {
     return this.options.size > 0 && this.options.ttlMs > 0;
   }
 
-  private async cached(key: SigningKeyRecord): Promise<Buffer> {
+  /**
+   * A copy of the key's private half that nothing else zeroes. A cache hit is copied at once (no
+   * await between the lookup and the copy, so neither an expiry nor an eviction by a concurrent
+   * request can zero it first). A load is shared by concurrent first uses: its result (the master)
+   * is never in the cache — the cache gets a copy of its own — and each waiter copies it in the
+   * microtasks that follow the load, before the master is zeroed on the next turn of the loop.
+   */
+  private async copyOf(key: SigningKeyRecord): Promise<Buffer> {
     const hit = this.cache.get(key.id, this.now());
-    if (hit) return hit;
+    if (hit) return Buffer.from(hit);
     let pending = this.inflight.get(key.id);
     if (!pending) {
       pending = this.vault
         .loadKey({ orgId: key.orgId, secretId: key.vaultSecretId, keyId: key.id, purpose: 'sign' })
-        .then((b) => {
-          this.cache.set(key.id, b, this.now() + this.options.ttlMs);
-          return b;
+        .then((master) => {
+          this.cache.set(key.id, Buffer.from(master), this.now() + this.options.ttlMs);
+          setImmediate(() => master.fill(0));
+          return master;
         })
         .finally(() => this.inflight.delete(key.id));
       this.inflight.set(key.id, pending);
     }
-    return pending;
+    return Buffer.from(await pending);
   }
 }
