@@ -52,6 +52,9 @@ function signBody(r: SignReply): SignJson {
   };
 }
 
+/** The largest EIP-712 document taken, as JSON text (signer refuses a larger one too). */
+const TYPED_DATA_MAX_CHARS = 65_536;
+
 const amount = z
   .union([z.string().max(100), z.number().int().nonnegative()])
   .transform((v) => (typeof v === 'number' ? BigInt(v).toString() : v));
@@ -75,6 +78,24 @@ const SignBody = bodyOf({
   typed_data: z
     .unknown()
     .optional()
+    .transform((v, ctx) => {
+      if (v === undefined) return undefined;
+      // Sent on as JSON text: a document nested too deeply to serialize, or larger than 64 KiB, is 400.
+      let text: string | undefined;
+      try {
+        text = JSON.stringify(v);
+      } catch {
+        text = undefined;
+      }
+      if (text === undefined || text.length > TYPED_DATA_MAX_CHARS) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be a JSON object of at most ${TYPED_DATA_MAX_CHARS} characters`,
+        });
+        return z.NEVER;
+      }
+      return text;
+    })
     .describe(
       'typed_data: the EIP-712 object {types, primaryType, domain, message}; domain.chainId must be the chain',
     ),
@@ -148,7 +169,7 @@ export function signRoutes(peers: Peers, guards: Guards): Router {
         intentType: body.intent_type,
         chain: body.chain,
         ...(body.message !== undefined ? { message: body.message } : {}),
-        ...(body.typed_data !== undefined ? { typedDataJson: JSON.stringify(body.typed_data) } : {}),
+        ...(body.typed_data !== undefined ? { typedDataJson: body.typed_data } : {}),
         ...(body.hash !== undefined ? { hash: body.hash } : {}),
         ...(body.tx_type !== undefined ? { txType: body.tx_type } : {}),
         ...(body.to !== undefined ? { to: body.to } : {}),

@@ -15,6 +15,7 @@ import {
   parseTxIntent,
   parseTypedData,
   personalMessageHash,
+  reachableTypes,
   signDigest,
 } from './sign-fns.js';
 
@@ -134,6 +135,47 @@ describe('parseTypedData', () => {
       const json = typeof doc === 'string' || doc === undefined ? doc : JSON.stringify(doc);
       expect(fieldOf(() => parseTypedData(json, 31337n))).toBe(field);
     }
+  });
+  it('refuses a document too large to hash (400 naming typed_data or its types), never overflowing the stack', () => {
+    // 20,000 struct types, each naming the next: a recursive walk overflowed the stack (a 500).
+    const chain: Record<string, { name: string; type: string }[]> = {};
+    for (let i = 0; i < 20_000; i++)
+      chain[`T${i}`] = [{ name: 'n', type: i < 19_999 ? `T${i + 1}` : 'uint8' }];
+    const long = { types: chain, primaryType: 'T0', domain: {}, message: {} };
+    expect(fieldOf(() => parseTypedData(JSON.stringify(long), 31337n))).toBe('typed_data');
+    // The walk is iterative: 20,000 chained types are walked without a stack overflow.
+    expect(reachableTypes(chain, 'T0').size).toBe(20_000);
+    const few: Record<string, { name: string; type: string }[]> = {};
+    for (let i = 0; i < 101; i++) few[`T${i}`] = [{ name: 'n', type: i < 100 ? `T${i + 1}` : 'uint8' }];
+    const many = { types: few, primaryType: 'T0', domain: {}, message: {} };
+    expect(fieldOf(() => parseTypedData(JSON.stringify(many), 31337n))).toBe('typed_data.types');
+    const wide = {
+      ...MAIL,
+      types: {
+        ...MAIL.types,
+        Mail: Array.from({ length: 101 }, (_, i) => ({ name: `f${i}`, type: 'uint8' })),
+      },
+    };
+    expect(fieldOf(() => parseTypedData(JSON.stringify(wide), 31337n))).toBe('typed_data.types');
+    const deepType = {
+      ...MAIL,
+      types: { ...MAIL.types, Mail: [{ name: 'a', type: `uint8${'[]'.repeat(200)}` }] },
+    };
+    expect(fieldOf(() => parseTypedData(JSON.stringify(deepType), 31337n))).toBe('typed_data.types');
+    // 100 types reached from the primary type are fine.
+    const ok: Record<string, { name: string; type: string }[]> = {};
+    for (let i = 0; i < 100; i++) ok[`T${i}`] = [{ name: 'n', type: i < 99 ? `T${i + 1}` : 'uint8' }];
+    let message: Record<string, unknown> = { n: 1 };
+    for (let i = 98; i >= 0; i--) message = { n: message };
+    expect(() =>
+      parseTypedData(JSON.stringify({ types: ok, primaryType: 'T0', domain: {}, message }), 31337n),
+    ).not.toThrow();
+  });
+  it('answers any failure inside the encoder as a 400 naming typed_data', () => {
+    // A message nested far deeper than its types: whatever ethers throws is the caller's 400.
+    const message = `${'{"n":'.repeat(5_000)}1${'}'.repeat(5_000)}`;
+    const json = `{"types":{"A":[{"name":"n","type":"uint8"}]},"primaryType":"A","domain":{},"message":${message}}`;
+    expect(fieldOf(() => parseTypedData(json, 31337n))).toBe('typed_data');
   });
 });
 

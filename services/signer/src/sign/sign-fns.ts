@@ -52,15 +52,24 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** The struct types `root` reaches through its fields (itself included). */
-function reachableTypes(types: Record<string, TypedDataField[]>, root: string): Set<string> {
-  const seen = new Set<string>();
-  const walk = (name: string) => {
-    if (seen.has(name) || !Object.prototype.hasOwnProperty.call(types, name)) return;
-    seen.add(name);
-    for (const f of types[name]!) walk(f.type.replace(/(\[[0-9]*\])+$/, ''));
-  };
-  walk(root);
+/** The largest typed_data document taken, as JSON text (the gateway refuses a larger one first). */
+export const TYPED_DATA_MAX_CHARS = 65_536;
+
+/** At most this many struct types, fields per type and characters per type name or field type. */
+export const TYPED_DATA_LIMITS = { types: 100, fields: 100, typeChars: 100 } as const;
+
+/** The struct types `root` reaches through its fields (itself included), walked without recursion. */
+export function reachableTypes(types: Record<string, TypedDataField[]>, root: string): Set<string> {
+  const seen = new Set<string>([root]);
+  const todo = [root];
+  for (let name = todo.pop(); name !== undefined; name = todo.pop()) {
+    for (const f of types[name]!) {
+      const base = f.type.replace(/(\[[0-9]*\])+$/, '');
+      if (seen.has(base) || !Object.prototype.hasOwnProperty.call(types, base)) continue;
+      seen.add(base);
+      todo.push(base);
+    }
+  }
   return seen;
 }
 
@@ -94,6 +103,12 @@ export function parseTypedData(
       'is required for typed_data: an object {types, primaryType, domain, message}',
     );
   }
+  if (json.length > TYPED_DATA_MAX_CHARS) {
+    throw new InvalidArgumentError(
+      'typed_data',
+      `must be at most ${TYPED_DATA_MAX_CHARS} characters of JSON`,
+    );
+  }
   let v: unknown;
   try {
     v = JSON.parse(json);
@@ -112,8 +127,13 @@ export function parseTypedData(
   if (!isObject(domain)) throw new InvalidArgumentError('typed_data.domain', 'must be an object');
   if (!isObject(message)) throw new InvalidArgumentError('typed_data.message', 'must be an object');
   const structs: Record<string, TypedDataField[]> = {};
-  for (const [name, fields] of Object.entries(types)) {
-    if (name === 'EIP712Domain') continue;
+  const L = TYPED_DATA_LIMITS;
+  const names = Object.keys(types).filter((n) => n !== 'EIP712Domain');
+  if (names.length > L.types) {
+    throw new InvalidArgumentError('typed_data.types', `must hold at most ${L.types} struct types`);
+  }
+  for (const name of names) {
+    const fields = types[name];
     if (
       !Array.isArray(fields) ||
       !fields.every((f) => isObject(f) && typeof f['name'] === 'string' && typeof f['type'] === 'string')
@@ -121,6 +141,18 @@ export function parseTypedData(
       throw new InvalidArgumentError(
         'typed_data.types',
         `${name.slice(0, 100)} must be a list of {name, type}`,
+      );
+    }
+    if (
+      name.length > L.typeChars ||
+      fields.length > L.fields ||
+      fields.some(
+        (f) => (f['name'] as string).length > L.typeChars || (f['type'] as string).length > L.typeChars,
+      )
+    ) {
+      throw new InvalidArgumentError(
+        'typed_data.types',
+        `each struct type has at most ${L.fields} fields, and names and types at most ${L.typeChars} characters`,
       );
     }
     structs[name] = fields.map((f) => ({ name: f['name'] as string, type: f['type'] as string }));
@@ -140,10 +172,10 @@ export function parseTypedData(
       );
     }
   }
-  const used: Record<string, TypedDataField[]> = {};
-  for (const name of reachableTypes(structs, primaryType)) used[name] = structs[name]!;
   let hash: string;
+  const used: Record<string, TypedDataField[]> = {};
   try {
+    for (const name of reachableTypes(structs, primaryType)) used[name] = structs[name]!;
     const encoder = TypedDataEncoder.from(used);
     if (encoder.primaryType !== primaryType) throw new Error(`the primary type is ${encoder.primaryType}`);
     hash = TypedDataEncoder.hash(domain as TypedDataDomain, used, message);
