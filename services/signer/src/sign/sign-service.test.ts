@@ -33,7 +33,14 @@ function scope(settings: Record<string, unknown> = {}): IntentScope {
   } as unknown as IntentScope;
 }
 
-function rig(opts: { settings?: Record<string, unknown>; failRecord?: boolean; rpc?: Partial<EvmRpc> } = {}) {
+function rig(
+  opts: {
+    settings?: Record<string, unknown>;
+    failRecord?: boolean;
+    rpc?: Partial<EvmRpc>;
+    storedNext?: number;
+  } = {},
+) {
   const audits: AuditRecordInput[] = [];
   const rows: SignOnlyTxRow[] = [];
   let loads = 0;
@@ -49,6 +56,9 @@ function rig(opts: { settings?: Record<string, unknown>; failRecord?: boolean; r
     },
   } as unknown as IntentContext;
   const store = {
+    async nextNonce() {
+      return opts.storedNext;
+    },
     async recordSignature(r: AuditRecordInput) {
       if (opts.failRecord) throw new Error('outbox is gone');
       audits.push(r);
@@ -187,6 +197,17 @@ describe('SignService', () => {
       gasLimit: 21000n,
       maxPriorityFeePerGas: 1_000_000_000n,
     });
+  });
+
+  it("transaction: no nonce given takes the chain's pending nonce or the Transactions API's next one, the higher", async () => {
+    const ahead = rig({ storedNext: 12 });
+    expect((await ahead.sign({ intentType: 'transaction', to: TO })).nonce).toBe(12);
+    const behind = rig({ storedNext: 5 });
+    expect((await behind.sign({ intentType: 'transaction', to: TO })).nonce).toBe(9);
+    const none = rig();
+    expect((await none.sign({ intentType: 'transaction', to: TO })).nonce).toBe(9);
+    const given = rig({ storedNext: 12 });
+    expect((await given.sign({ intentType: 'transaction', to: TO, nonce: '4' })).nonce).toBe(4);
   });
 
   it("transaction: the node's refusal is a 422 chain_rejected, an unreachable node a 503; nothing recorded", async () => {

@@ -148,7 +148,7 @@ export class SignService {
         evmCapsOf(scope.settings),
       ),
     );
-    const nonce = f.nonce ?? (await this.onChain(() => rpc.pendingNonce(from)));
+    const nonce = f.nonce ?? (await this.defaultNonce(scope, rpc));
     const { clamped, ...fields } = filled;
     const unsigned = buildEvmTransaction({ ...fields, nonce });
     const signed = await this.deps.intents.loader.withKey(scope.key, (pk) =>
@@ -214,6 +214,19 @@ export class SignService {
       nonce,
       transactionId: id,
     };
+  }
+
+  /**
+   * The nonce of a sign-only transaction given none: the chain's pending nonce of the key's address,
+   * or the Transactions API's next nonce for the key and chain when that is ahead (read only, nothing
+   * reserved), so a sign-only transaction does not reuse a nonce a submitted one holds.
+   */
+  private async defaultNonce(scope: IntentScope, rpc: EvmRpc): Promise<number> {
+    const [pending, stored] = await Promise.all([
+      this.onChain(() => rpc.pendingNonce(scope.key.address)),
+      this.deps.store.nextNonce(scope.key.id, scope.chain.chainId),
+    ]);
+    return Math.max(pending, stored ?? 0);
   }
 
   /** Signs a 32-byte hash with the scope's key. */

@@ -1,7 +1,8 @@
 import { type AuditRecordInput, writeEvent } from '@custos/events';
 import type { Database } from '@custos/service-kit';
+import { and, eq } from 'drizzle-orm';
 import { writeSignerAudit } from '../audit/signer-audit.js';
-import { outbox, transactions } from '../db/schema.js';
+import { nonces, outbox, transactions } from '../db/schema.js';
 
 /** A sign-only transaction as it is kept: listed with the agent's transactions, status `sign_only`. */
 export interface SignOnlyTxRow {
@@ -47,6 +48,18 @@ export function signedEventData(r: SignOnlyTxRow, signedAt: Date): Record<string
 /** SQL of sign intents: a signature's audit record, and a sign-only transaction's row and event. */
 export class SignStore {
   constructor(private readonly db: Database) {}
+
+  /**
+   * The next nonce the Transactions API would give out for the key on the chain (its `nonces` row),
+   * read only (nothing is reserved); undefined when it never gave one out.
+   */
+  async nextNonce(keyId: string, chainId: bigint): Promise<number | undefined> {
+    const [r] = await this.db
+      .select({ next: nonces.nextNonce })
+      .from(nonces)
+      .where(and(eq(nonces.keyId, keyId), eq(nonces.chainId, chainId)));
+    return r?.next;
+  }
 
   /** Commits the audit record of a signature (before the signature is answered). */
   async recordSignature(record: AuditRecordInput): Promise<void> {
