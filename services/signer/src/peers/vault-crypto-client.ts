@@ -58,7 +58,13 @@ export class VaultCryptoClient {
   }): Promise<Buffer> {
     try {
       const res = await callUnary(this.client, this.client.loadAgentKey, r, new Metadata());
-      return Buffer.from(res.privateKey);
+      // The decoded message's bytes are copied for the caller and zeroed here: no other copy stays.
+      // (The wire frame grpc-js read them from is its own and cannot be reached to zero it.)
+      try {
+        return Buffer.from(res.privateKey);
+      } finally {
+        res.privateKey.fill(0);
+      }
     } catch (err) {
       this.logger.error(
         { err: describeError(err), key_id: r.keyId },

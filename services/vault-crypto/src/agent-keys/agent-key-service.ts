@@ -43,7 +43,8 @@ export class AgentKeyService {
   /**
    * Opens one stored key version for signer (`sign` or `export`). Only a live version in the org's
    * `__agent-keys` vault whose metadata names `keyId` is opened; anything else is 404 (the same
-   * answer for a missing, deleted or foreign id). The load is audited before the key is returned.
+   * answer for a missing, deleted or foreign id). The key is opened, then the load is audited
+   * (`secret.agent_key_loaded`), then the key is returned.
    */
   async load(r: {
     orgId: string;
@@ -68,24 +69,32 @@ export class AgentKeyService {
     if (!vault || !row || row.vaultId !== vault.id || meta.key_id !== r.keyId.toLowerCase()) {
       throw new NotFoundError('agent key', r.keyId);
     }
-    await this.deps.audit({
-      orgId,
-      actorType: 'system',
-      actorId: null,
-      action: 'secret.agent_key_loaded',
-      resourceType: 'secret',
-      resourceId: row.id,
-      metadata: {
-        by: 'signer',
-        purpose: r.purpose,
-        vault_id: vault.id,
-        path: row.path,
-        agent_id: meta.agent_id ?? null,
-        chain: meta.chain ?? null,
-        key_version: meta.key_version ?? null,
-      },
-    });
-    return { privateKey: await this.deps.open(row), curve: typeof meta.curve === 'string' ? meta.curve : '' };
+    // Opened first, recorded second, returned third: a version that cannot be opened leaves no
+    // `secret.agent_key_loaded` record, and a load that cannot be recorded returns nothing (zeroed).
+    const privateKey = await this.deps.open(row);
+    try {
+      await this.deps.audit({
+        orgId,
+        actorType: 'system',
+        actorId: null,
+        action: 'secret.agent_key_loaded',
+        resourceType: 'secret',
+        resourceId: row.id,
+        metadata: {
+          by: 'signer',
+          purpose: r.purpose,
+          vault_id: vault.id,
+          path: row.path,
+          agent_id: meta.agent_id ?? null,
+          chain: meta.chain ?? null,
+          key_version: meta.key_version ?? null,
+        },
+      });
+    } catch (err) {
+      privateKey.fill(0);
+      throw err;
+    }
+    return { privateKey, curve: typeof meta.curve === 'string' ? meta.curve : '' };
   }
 
   /** Stores one key version (once: a key id already stored is refused). */

@@ -21,6 +21,8 @@ export function agentKeyVaultGrpc(deps: {
       }
     },
     async loadAgentKey(req) {
+      // The answer's key bytes cannot be zeroed here: grpc-js serializes the response after this
+      // returns, and the serialized frame is its own. They live until collected (signer zeroes its copy).
       return deps.agentKeys.load(req);
     },
   };
