@@ -2,6 +2,8 @@ import { SigningKey, Transaction, Wallet } from 'ethers';
 import {
   BENCH_CHAIN,
   TRANSFER,
+  acceptSentTransfer,
+  acceptSignedIntent,
   presignPerAccount,
   rpcBody,
   signIntentBody,
@@ -98,5 +100,36 @@ describe('presignPerAccount', () => {
     expect(presignPerAccount(0, 5, 64)).toBe(1);
     expect(presignPerAccount(10, 1, 3, 1)).toBe(4);
     expect(() => presignPerAccount(10, 1, 0)).toThrow(RangeError);
+  });
+});
+
+describe('answer bodies the signing scenarios accept', () => {
+  const hash = `0x${'ab'.repeat(32)}`;
+  const answer = (fields: Record<string, unknown>) => Buffer.from(JSON.stringify(fields));
+
+  it('counts a transaction answer as a sent transfer only when broadcast or confirmed, with its hash', () => {
+    expect(acceptSentTransfer(answer({ status: 'broadcast', tx_hash: hash }))).toBe(true);
+    expect(acceptSentTransfer(answer({ status: 'confirmed', tx_hash: hash }))).toBe(true);
+    // Signer answers 201 with status failed when the broadcast failed (its nonce given back).
+    expect(acceptSentTransfer(answer({ status: 'failed', tx_hash: hash, error_message: 'x' }))).toBe(
+      'status failed',
+    );
+    for (const status of ['pending', 'signed', 'sign_only', 'simulation_failed']) {
+      expect(acceptSentTransfer(answer({ status, tx_hash: hash }))).toBe(`status ${status}`);
+    }
+    expect(acceptSentTransfer(answer({ tx_hash: hash }))).toBe('no status');
+    expect(acceptSentTransfer(answer({ status: 'broadcast' }))).toBe('no tx_hash');
+    expect(acceptSentTransfer(answer({ status: 'broadcast', tx_hash: '0x12' }))).toBe('no tx_hash');
+    expect(acceptSentTransfer('not json')).toBe('not a JSON object');
+    expect(acceptSentTransfer('[]')).toBe('not a JSON object');
+    expect(acceptSentTransfer('null')).toBe('not a JSON object');
+  });
+
+  it('counts a sign-intent answer only when it carries the signed transaction and its hash', () => {
+    const { signedTx, txHash } = signTransfer(key, to, 1);
+    expect(acceptSignedIntent(answer({ signed_tx: signedTx, tx_hash: txHash }))).toBe(true);
+    expect(acceptSignedIntent(answer({ signed_tx: null, tx_hash: txHash }))).toBe('no signed_tx');
+    expect(acceptSignedIntent(answer({ signed_tx: signedTx, tx_hash: null }))).toBe('no tx_hash');
+    expect(acceptSignedIntent('{')).toBe('not a JSON object');
   });
 });

@@ -115,3 +115,50 @@ export function presignPerAccount(ratePerS: number, seconds: number, accounts: n
   const total = Math.max(0, ratePerS) * Math.max(0, seconds) * margin;
   return Math.max(1, Math.ceil(total / accounts));
 }
+
+/**
+ * The transaction statuses of a `POST /v1/agents/{id}/transactions` answer that count as a sent
+ * transfer: the node took it (`broadcast`), or the watcher already saw it mined (`confirmed`).
+ * Signer also answers 201 for a transaction whose broadcast failed (`failed`, its nonce given
+ * back): that is not a transfer sent, and the benchmark counts it as a failed request.
+ */
+export const SENT_STATUSES: readonly string[] = ['broadcast', 'confirmed'];
+
+/** A JSON object body, or undefined when it is not one. */
+function jsonObject(body: Buffer | string): Record<string, unknown> | undefined {
+  try {
+    const v: unknown = JSON.parse(body.toString());
+    return v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? (v as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The load generator's verdict on the body of a 2xx transaction answer (load.ts `BodyCheck`):
+ * true for a transfer sent (status in SENT_STATUSES, with its hash), otherwise the reason, e.g.
+ * `status failed`.
+ */
+export function acceptSentTransfer(body: Buffer | string): true | string {
+  const t = jsonObject(body);
+  if (!t) return 'not a JSON object';
+  const status = t['status'];
+  if (typeof status !== 'string') return 'no status';
+  if (!SENT_STATUSES.includes(status)) return `status ${status.slice(0, 40)}`;
+  if (typeof t['tx_hash'] !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(t['tx_hash'])) return 'no tx_hash';
+  return true;
+}
+
+/**
+ * The load generator's verdict on the body of a 2xx sign-intent answer: true when it carries a
+ * signed transaction and its hash, otherwise the reason.
+ */
+export function acceptSignedIntent(body: Buffer | string): true | string {
+  const t = jsonObject(body);
+  if (!t) return 'not a JSON object';
+  if (typeof t['signed_tx'] !== 'string' || !t['signed_tx'].startsWith('0x')) return 'no signed_tx';
+  if (typeof t['tx_hash'] !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(t['tx_hash'])) return 'no tx_hash';
+  return true;
+}

@@ -71,6 +71,25 @@ describe('LoadGenerator', () => {
     }
   });
 
+  it('keeps the reason acceptBody gives for a refusal in the status key, and counts it as failed', async () => {
+    const load = new LoadGenerator(url, 2, (body) =>
+      body.toString() === '{"result":1}' ? true : `200 body ${body.toString()}`,
+    );
+    try {
+      const r = await load.run(600, (i) =>
+        i < 3 ? { method: 'GET', path: ['/rpc-ok', '/ok', '/fail'][i]!, headers: {} } : undefined,
+      );
+      expect(r).toMatchObject({
+        requests: 3,
+        ok: 1,
+        statuses: { '200': 1, '503': 1, 'refused_in_body: 200 body {}': 1 },
+      });
+      expect(r.latency_ms.count).toBe(1);
+    } finally {
+      load.close();
+    }
+  });
+
   it('counts only 2xx answers as ok', async () => {
     const load = new LoadGenerator(url, 2);
     try {

@@ -18,12 +18,19 @@ export interface LoadResult {
   rps: number;
   /**
    * Responses by status; `transport_error` for a request that got no response at all,
-   * `refused_in_body` for a 2xx whose body the generator's `acceptBody` refused.
+   * `refused_in_body` for a 2xx whose body the generator's `acceptBody` refused (`refused_in_body:
+   * <reason>` when it named why, e.g. `refused_in_body: 201 status failed`).
    */
   statuses: Record<string, number>;
   /** Latencies of the successful responses, in milliseconds. */
   latency_ms: LatencySummary;
 }
+
+/**
+ * Judges the body of a 2xx answer: true accepts it, false refuses it, a string refuses it and says
+ * why (e.g. `201 status failed`).
+ */
+export type BodyCheck = (body: Buffer) => boolean | string;
 
 /** A closed-loop load generator: `concurrency` connections, each sending its next request on a reply. */
 export class LoadGenerator {
@@ -33,12 +40,14 @@ export class LoadGenerator {
 
   /**
    * `acceptBody`, when given, reads the body of every 2xx answer and counts one it refuses as
-   * `refused_in_body`, not ok (a JSON-RPC node answers an error with HTTP 200).
+   * `refused_in_body`, not ok (a JSON-RPC node answers an error with HTTP 200; signer answers a
+   * transaction whose broadcast failed with 201 and `status: "failed"`). It returns true to accept,
+   * false to refuse, or a string to refuse and say why (kept in the status key).
    */
   constructor(
     baseUrl: string,
     private readonly concurrency: number,
-    private readonly acceptBody?: (body: Buffer) => boolean,
+    private readonly acceptBody?: BodyCheck,
   ) {
     const url = new URL(baseUrl);
     if (url.protocol !== 'http:') throw new Error(`only http:// gateways are supported, got ${baseUrl}`);
@@ -48,10 +57,10 @@ export class LoadGenerator {
   }
 
   /**
-   * Sends one request and resolves with its status (0 when the request failed without one, -1 for
-   * a 2xx whose body `acceptBody` refused).
+   * Sends one request and resolves with its status (0 when the request failed without one) and,
+   * for a 2xx whose body `acceptBody` refused, `refused` (its key in `statuses`).
    */
-  send(req: LoadRequest): Promise<number> {
+  send(req: LoadRequest): Promise<{ status: number; refused?: string }> {
     const check = this.acceptBody;
     return new Promise((resolve) => {
       const r = http.request(
@@ -67,11 +76,15 @@ export class LoadGenerator {
           const status = res.statusCode ?? 0;
           const chunks: Buffer[] | undefined = check && status >= 200 && status < 300 ? [] : undefined;
           res.on('data', (c: Buffer) => chunks?.push(c));
-          res.on('end', () => resolve(chunks && !check!(Buffer.concat(chunks)) ? -1 : status));
-          res.on('error', () => resolve(0));
+          res.on('end', () => {
+            const verdict = chunks ? check!(Buffer.concat(chunks)) : true;
+            if (verdict === true) resolve({ status });
+            else resolve({ status, refused: verdict ? `refused_in_body: ${verdict}` : 'refused_in_body' });
+          });
+          res.on('error', () => resolve({ status: 0 }));
         },
       );
-      r.on('error', () => resolve(0));
+      r.on('error', () => resolve({ status: 0 }));
       r.end(req.body);
     });
   }
@@ -99,11 +112,11 @@ export class LoadGenerator {
         const req = next(issued++, index);
         if (!req) return;
         const t0 = process.hrtime.bigint();
-        const status = await this.send(req);
+        const { status, refused } = await this.send(req);
         const ms = Number(process.hrtime.bigint() - t0) / 1e6;
-        const key = status === 0 ? 'transport_error' : status === -1 ? 'refused_in_body' : String(status);
+        const key = status === 0 ? 'transport_error' : (refused ?? String(status));
         statuses[key] = (statuses[key] ?? 0) + 1;
-        if (status >= 200 && status < 300) latencies.push(ms);
+        if (status >= 200 && status < 300 && refused === undefined) latencies.push(ms);
       }
     };
     await Promise.all(Array.from({ length: this.concurrency }, (_, index) => loop(index)));

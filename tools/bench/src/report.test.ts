@@ -1,4 +1,4 @@
-import { type ScenarioResult, cpuTable, table, targetLines } from './report';
+import { type ScenarioResult, checkLines, cpuTable, resultTable, table, targetLines } from './report';
 import { TARGETS, evaluateTargets } from './targets';
 
 const scenario = (rps: number, us: Record<string, number> | undefined): ScenarioResult => ({
@@ -110,5 +110,33 @@ describe('targetLines', () => {
     expect(sign).toContain('640/s, p99 140 ms, 0 failed');
     expect(sign).toContain('NOT met (rate < 1000/s)');
     expect(sign).not.toContain('× pg');
+  });
+});
+
+describe('failures and checks', () => {
+  const transfer = (check: ScenarioResult['check'], failed?: number): ScenarioResult => ({
+    ...scenario(50, undefined),
+    ...(failed !== undefined ? { failed } : {}),
+    check,
+  });
+
+  it('shows the failed column from `failed`, or from requests − ok in older files', () => {
+    const withCheck = resultTable({ 'eth-transfer': transfer(undefined, 7) });
+    expect(withCheck[1]!.split(/\s+/)[6]).toBe('7');
+    const older = { ...scenario(50, undefined), ok: 990 };
+    expect(resultTable({ 'eth-transfer': older })[1]!.split(/\s+/)[6]).toBe('10');
+  });
+
+  it('says INCONSISTENT and how many were unaccounted for when the check failed the scenario', () => {
+    const lines = checkLines({
+      ok: transfer({ consistent: true, discrepancies: 0, answered_sent: 1000, mined_transfers: 1000 }),
+      bad: transfer({ consistent: false, discrepancies: 3, answered_sent: 1000, mined_transfers: 997 }),
+      none: scenario(10, undefined),
+      broken: { error: 'set-up failed' },
+    });
+    expect(lines).toEqual([
+      'ok: check after the run consistent (answered_sent 1,000, mined_transfers 1,000)',
+      'bad: check after the run INCONSISTENT, 3 unaccounted for: failed (answered_sent 1,000, mined_transfers 997)',
+    ]);
   });
 });

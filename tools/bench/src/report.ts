@@ -1,5 +1,6 @@
 import type { CpuUsage } from './cpu.js';
 import type { LoadResult } from './load.js';
+import type { ScenarioCheck } from './scenario-fns.js';
 import type { TargetResult } from './targets.js';
 
 /** A scenario as the results file holds it. */
@@ -8,8 +9,14 @@ export interface ScenarioResult extends LoadResult {
   per_pg_point_select: number | null;
   /** Rate ÷ each of the scenario's own bare ceilings (scenario-fns SCENARIO_CEILINGS), if it has any. */
   per_ceiling?: Record<string, number | null>;
+  /**
+   * Failed requests (`requests − ok`: refused, unanswered, or a 2xx whose body the scenario
+   * refused) plus, when the check after the run found the run inconsistent, its discrepancies
+   * (scenario-fns `checkFailures`). Absent from results files written before issue 17's fix.
+   */
+  failed?: number;
   /** What the scenario's check after the run found (e.g. broadcast transfers all mined). */
-  check?: Record<string, unknown>;
+  check?: ScenarioCheck;
   cpu: CpuUsage | undefined;
 }
 
@@ -28,6 +35,10 @@ export function table(rows: string[][], left = 1): string[] {
   );
 }
 
+/** A scenario's failures: `failed` when the file has it, else its failed requests. */
+export const failedOf = (s: Pick<ScenarioResult, 'requests' | 'ok' | 'failed'>): number =>
+  s.failed ?? s.requests - s.ok;
+
 /** The rate and latency table: one row per scenario. */
 export function resultTable(scenarios: Record<string, ScenarioResult | { error: string }>): string[] {
   const rows = [['scenario', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'failed', '÷ pg']];
@@ -44,7 +55,7 @@ export function resultTable(scenarios: Record<string, ScenarioResult | { error: 
       fmt(l.p90, 1),
       fmt(l.p99, 1),
       fmt(l.max, 1),
-      fmt(s.requests - s.ok),
+      fmt(failedOf(s)),
       fmt(s.per_pg_point_select ?? NaN, 3),
     ]);
   }
@@ -104,4 +115,25 @@ export function targetLines(targets: Record<string, TargetResult>): string[] {
     rows.push([`${name} (#${t.issue})`, asks, did, verdict]);
   }
   return table([['target', 'asks', 'this run', ''], ...rows], 4);
+}
+
+/**
+ * One line per scenario with a check after the run: what it found, `INCONSISTENT` in capitals when
+ * it failed the scenario.
+ */
+export function checkLines(scenarios: Record<string, ScenarioResult | { error: string }>): string[] {
+  const out: string[] = [];
+  for (const [n, s] of Object.entries(scenarios)) {
+    if ('error' in s || !s.check) continue;
+    const { consistent, discrepancies, ...rest } = s.check;
+    const detail = Object.entries(rest)
+      .map(([k, v]) => `${k} ${typeof v === 'number' ? fmt(v) : String(v)}`)
+      .join(', ');
+    out.push(
+      consistent
+        ? `${n}: check after the run consistent (${detail})`
+        : `${n}: check after the run INCONSISTENT, ${fmt(discrepancies)} unaccounted for: failed (${detail})`,
+    );
+  }
+  return out;
 }

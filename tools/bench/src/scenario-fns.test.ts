@@ -1,4 +1,11 @@
-import { SCENARIO_CEILINGS, ceilingRatios, mixedPick, serviceEnvOf } from './scenario-fns';
+import {
+  SCENARIO_CEILINGS,
+  ceilingRatios,
+  checkFailures,
+  mixedPick,
+  serviceEnvOf,
+  transferCheck,
+} from './scenario-fns';
 
 describe('mixedPick', () => {
   const shape = { orgs: 4, agentsPerOrg: 3, paths: 64, writeEvery: 10 };
@@ -77,5 +84,23 @@ describe('ceilingRatios', () => {
   it('is empty for a scenario with no ceiling of its own', () => {
     expect(ceilingRatios('agent-read', 1000, { ethers_sign_eip1559_1core: { ops_per_s: 1 } })).toEqual({});
     expect(Object.keys(SCENARIO_CEILINGS)).toEqual(['sign-intent', 'eth-transfer']);
+  });
+});
+
+describe('checks after a run', () => {
+  it('finds eth-transfer consistent only when every sent transfer was mined and received once', () => {
+    expect(transferCheck(100, 100, 100)).toEqual({ consistent: true, discrepancies: 0 });
+    // A 201 that was not mined, or a transfer mined without its 201, are both discrepancies.
+    expect(transferCheck(100, 98, 98)).toEqual({ consistent: false, discrepancies: 2 });
+    expect(transferCheck(100, 103, 100)).toEqual({ consistent: false, discrepancies: 3 });
+    expect(transferCheck(100, 100, 99)).toEqual({ consistent: false, discrepancies: 1 });
+  });
+
+  it('adds the discrepancies of an inconsistent check to the failures, at least one', () => {
+    expect(checkFailures(undefined)).toBe(0);
+    expect(checkFailures({ consistent: true, discrepancies: 0 })).toBe(0);
+    expect(checkFailures({ consistent: false, discrepancies: 5 })).toBe(5);
+    expect(checkFailures({ consistent: false, discrepancies: 0 })).toBe(1);
+    expect(checkFailures({ consistent: false, discrepancies: NaN, error: 'anvil unreachable' })).toBe(1);
   });
 });

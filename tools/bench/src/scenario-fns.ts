@@ -78,3 +78,39 @@ export function ceilingRatios(
   }
   return out;
 }
+
+/**
+ * What a scenario's check after the run found (goes into the results as `check`). `consistent:
+ * false` fails the scenario: its failures count the check's `discrepancies` and the run exits
+ * non-zero.
+ */
+export interface ScenarioCheck {
+  consistent: boolean;
+  /** How many answers the check could not account for (0 when consistent). */
+  discrepancies: number;
+  [detail: string]: unknown;
+}
+
+/**
+ * `eth-transfer`'s check: every transfer answered as sent (`answered`) was mined once (`mined`, from
+ * the keys' nonces) and reached the recipient (`received`, from its balance). The discrepancy is the
+ * larger of the two differences.
+ */
+export function transferCheck(
+  answered: number,
+  mined: number,
+  received: number,
+): Pick<ScenarioCheck, 'consistent' | 'discrepancies'> {
+  const discrepancies = Math.max(Math.abs(mined - answered), Math.abs(received - answered));
+  return { consistent: discrepancies === 0, discrepancies };
+}
+
+/**
+ * The failures a check adds to its scenario: none when consistent, else its discrepancies and at
+ * least one (a check that could not look, or that found the run wrong without a count, fails too).
+ */
+export function checkFailures(check: ScenarioCheck | undefined): number {
+  if (!check || check.consistent === true) return 0;
+  const d = check.discrepancies;
+  return Number.isFinite(d) && d > 0 ? Math.round(d) : 1;
+}

@@ -1,7 +1,16 @@
 import { Wallet, getAddress } from 'ethers';
-import { BENCH_CHAIN, TRANSFER, signIntentBody, signedTxMismatches, transferBody } from './evm-fns.js';
-import { type LoadRequest } from './load.js';
-import { type MixedShape, mixedPick } from './scenario-fns.js';
+import {
+  BENCH_CHAIN,
+  SENT_STATUSES,
+  TRANSFER,
+  acceptSentTransfer,
+  acceptSignedIntent,
+  signIntentBody,
+  signedTxMismatches,
+  transferBody,
+} from './evm-fns.js';
+import { type BodyCheck, type LoadRequest } from './load.js';
+import { type MixedShape, type ScenarioCheck, mixedPick, transferCheck } from './scenario-fns.js';
 import {
   type BenchAgent,
   agentToken as exchange,
@@ -16,6 +25,7 @@ import {
   minedNonces,
   must,
   registerAgent,
+  settlePool,
   storeSecret,
   value,
 } from './setup.js';
@@ -27,10 +37,16 @@ export interface Scenario {
   /** The i-th request of a run, asked by connection `loop` (whose requests go one after another). */
   request(i: number, loop: number): LoadRequest;
   /**
-   * A check after the measured run, given how many requests of the warm-up and the run were
-   * answered 2xx; what it found goes into the results (e.g. that every broadcast transfer was mined).
+   * Judges the body of each 2xx answer (load.ts `BodyCheck`): an answer it refuses is a failed
+   * request, not a success (e.g. a 201 for a transaction whose broadcast failed).
    */
-  check?(answered: number): Promise<Record<string, unknown>>;
+  acceptBody?: BodyCheck;
+  /**
+   * A check after the measured run, given how many requests of the warm-up and the run were
+   * answered 2xx and accepted by `acceptBody`; what it found goes into the results (e.g. that every
+   * broadcast transfer was mined). An inconsistent check fails the scenario and the run.
+   */
+  check?(answered: number): Promise<ScenarioCheck>;
 }
 
 /** What every scenario is set up from (the command's options). */
@@ -263,6 +279,8 @@ export async function signIntent(baseUrl: string, opts: ScenarioOptions): Promis
         body: Buffer.from(JSON.stringify(signIntentBody(to, nonces[member]!++))),
       };
     },
+    // A 200 counts when it carries the signed transaction and its hash.
+    acceptBody: acceptSignedIntent,
   };
 }
 
@@ -272,8 +290,11 @@ export async function signIntent(baseUrl: string, opts: ScenarioOptions): Promis
  * follows the broadcast. As many agents as connections, each key funded with `anvil_setBalance`;
  * connection k is agent k, sending its next transfer when the last one was answered (as an agent
  * does that waits for each broadcast). Set-up sends one transfer per agent and checks it
- * mined and reached the recipient; after the run, `check` compares the keys' mined nonces and the
- * recipient's balance with the number of 201 answers.
+ * mined and reached the recipient. A 201 counts as a success only when its body says the transfer
+ * was sent (status `broadcast` or `confirmed`, with its hash); any other is a failed request. After
+ * the run, `check` lets anvil mine what it holds, then compares the keys' mined nonces and the
+ * recipient's balance with the number of transfers answered as sent: a difference fails the
+ * scenario and the run.
  */
 export async function ethTransfer(baseUrl: string, opts: ScenarioOptions): Promise<Scenario> {
   const anvilUrl = opts.anvilUrl;
@@ -290,6 +311,8 @@ export async function ethTransfer(baseUrl: string, opts: ScenarioOptions): Promi
       body: transferBody(to, TRANSFER.valueWei),
     });
     if (typeof sent['tx_hash'] !== 'string') throw new Error('send transfer: no tx_hash in the answer');
+    if (!SENT_STATUSES.includes(String(sent['status'])))
+      throw new Error(`send transfer: answered 201 with status ${String(sent['status'])}`);
   });
   const probeNonces = await minedNonces(
     anvilUrl,
@@ -317,18 +340,24 @@ export async function ethTransfer(baseUrl: string, opts: ScenarioOptions): Promi
       const member = loop % fleet.length;
       return { method: 'POST', path: paths[member]!, headers: headers[member]!, body };
     },
+    // A 201 counts only when the transfer was sent: signer answers 201 with status `failed` when
+    // the broadcast failed (nonce given back); that one is a failed request.
+    acceptBody: acceptSentTransfer,
     check: async (answered) => {
+      // Anvil answers before it mines: let it mine what it holds first (at most 30 s).
+      const poolEmptied = await settlePool(anvilUrl);
       const nonces = await minedNonces(
         anvilUrl,
         fleet.map((a) => a.address),
       );
       const mined = nonces.reduce((x, y) => x + y, 0) - fleet.length;
-      const received = (await balanceOf()) / TRANSFER.valueWei - BigInt(fleet.length);
+      const received = Number((await balanceOf()) / TRANSFER.valueWei - BigInt(fleet.length));
       return {
-        answered_201: answered,
+        ...transferCheck(answered, mined, received),
+        answered_sent: answered,
         mined_transfers: mined,
-        recipient_received_transfers: Number(received),
-        consistent: mined === answered && received === BigInt(answered),
+        recipient_received_transfers: received,
+        pool_emptied: poolEmptied,
         recipient: getAddress(to),
       };
     },

@@ -75,6 +75,11 @@ describe('the signing horizon of issue 17', () => {
     expect(evaluateTarget(sign, run(1500, 5, 1), 100).missed).toEqual(['1 failed']);
   });
 
+  it('counts the failures a check after the run added, beyond the failed requests', () => {
+    const r = { ...run(1500, 5), failed: 2 };
+    expect(evaluateTarget(sign, r, 100)).toMatchObject({ met: false, failed: 2, missed: ['2 failed'] });
+  });
+
   it('is judged without a pg rate, and unknown without a run', () => {
     expect(evaluateTarget(sign, run(1200, 5), 0)).toMatchObject({ met: true, per_pg_point_select: null });
     expect(evaluateTarget(sign, undefined, 10000)).toMatchObject({ met: null, needed_rps: 1000, rps: null });
