@@ -77,6 +77,11 @@ runDataService({
       peer: 'identity',
     });
     rt.onShutdown('identity step-up peer', async () => account.close());
+    // The opened keys of the signing path (custody drops a key an import replaced).
+    const loader = new KeyLoader(vault, {
+      ttlMs: c.SIGNING_KEY_CACHE_TTL_SECONDS * 1000,
+      size: c.SIGNING_KEY_CACHE_SIZE,
+    });
     const custody = new CustodyService({
       db,
       store: new CustodyStore(db),
@@ -86,6 +91,7 @@ runDataService({
       vault: new VaultCryptoClient(vaultCrypto, rt.logger),
       identity: new IdentityClient(identity),
       stepUp: new StepUpClient(account),
+      loader,
       logger: rt.logger,
     });
     rt.grpc.add(KeyCustodyServiceService, custodyGrpc({ keys, custody }), custodyAccess);
@@ -96,10 +102,7 @@ runDataService({
       keys: keyStore,
       adapters: { evm: evmAdapter },
       identity: identityClient,
-      loader: new KeyLoader(vault, {
-        ttlMs: c.SIGNING_KEY_CACHE_TTL_SECONDS * 1000,
-        size: c.SIGNING_KEY_CACHE_SIZE,
-      }),
+      loader,
       logger: rt.logger,
     });
     const evmRpc = new EvmRpcPool(c.EVM_RPC_TIMEOUT_MS);

@@ -18,6 +18,7 @@ import type { ChainRecord } from '../chains/chain-types.js';
 import { outbox } from '../db/schema.js';
 import type { ChainAdapter, ChainAdapters } from '../keys/chain-adapter.js';
 import { agentIdOf, keyDetails } from '../keys/key-fns.js';
+import type { KeyLoader } from '../keys/key-loader.js';
 import type { KeyStore } from '../keys/key-store.js';
 import type { SigningKeyRecord } from '../keys/key-types.js';
 import type { IdentityClient } from '../peers/identity-client.js';
@@ -70,6 +71,8 @@ export class CustodyService {
       vault: Pick<VaultCryptoClient, 'storeKey' | 'loadKey'>;
       identity: Pick<IdentityClient, 'requireAgentInOrg'>;
       stepUp: Pick<StepUpClient, 'confirm'>;
+      /** The signing path's opened keys: a key an import replaced is dropped from memory. */
+      loader: Pick<KeyLoader, 'forget'>;
       logger: Logger;
     },
   ) {}
@@ -239,6 +242,8 @@ export class CustodyService {
         if (r === 'conflict') {
           throw new ConflictError("the agent's keys changed meanwhile; list them and try again", 'chain');
         }
+        // The replaced version no longer signs: its opened copy (if this replica holds one) is zeroed now.
+        if (r.previous) this.deps.loader.forget(r.previous.id);
         return r;
       } finally {
         privateKey.fill(0);
