@@ -4,9 +4,9 @@ import { Transaction, Wallet, hexlify, toUtf8Bytes, verifyMessage } from 'ethers
 import type { EvmRpc } from '../evm/evm-rpc.js';
 import { EvmRpcError } from '../evm/evm-rpc.js';
 import type { IntentContext, IntentScope } from '../intents/intent-context.js';
-import { SignService } from './sign-service.js';
+import { RECORD_MARGIN_MS, SignService } from './sign-service.js';
 import type { SignOnlyTxRow, SignStore } from './sign-store.js';
-import type { SignIntentInput } from './sign-types.js';
+import type { SignBudget, SignIntentInput } from './sign-types.js';
 
 // SignService with its dependencies faked at their edges (the Intents API checks pass, the key is a
 // known one): what is audited, what is answered, and that nothing is answered when the record fails.
@@ -91,8 +91,8 @@ function rig(
   };
   const service = new SignService({ intents, store, rpc: { forChain: () => fake }, logger });
   const p = scope().agent;
-  const sign = (input: Partial<SignIntentInput>) =>
-    service.sign(p, { agentId: AGENT, chain: 'anvil', intentType: 'personal_sign', ...input });
+  const sign = (input: Partial<SignIntentInput>, budget?: SignBudget) =>
+    service.sign(p, { agentId: AGENT, chain: 'anvil', intentType: 'personal_sign', ...input }, budget);
   return { sign, audits, rows, rpcCalls, loads: () => loads };
 }
 
@@ -227,5 +227,41 @@ describe('SignService', () => {
       kind: 'unavailable',
     });
     expect([...refused.audits, ...down.audits, ...refused.rows, ...down.rows]).toEqual([]);
+  });
+
+  it("transaction: chain calls that outlast the caller's deadline end in 503 with nothing signed or stored", async () => {
+    const slow = rig({
+      rpc: {
+        pendingNonce: () => new Promise((resolve) => setTimeout(() => resolve(9), 150)),
+      },
+    });
+    const budget = { deadline: Date.now() + 100, cancelled: () => false };
+    await expect(slow.sign({ intentType: 'transaction', to: TO }, budget)).rejects.toMatchObject({
+      kind: 'unavailable',
+    });
+    expect(slow.loads()).toBe(0);
+    expect([...slow.rows, ...slow.audits]).toEqual([]);
+  });
+
+  it('drops a signature (503, nothing recorded) when too little time is left to record it', async () => {
+    const r = rig();
+    const short = { deadline: Date.now() + RECORD_MARGIN_MS / 2, cancelled: () => false };
+    const tx = { intentType: 'transaction', to: TO, nonce: '1', gasLimit: '21000', gasPrice: '1', txType: 0 };
+    await expect(r.sign(tx, short)).rejects.toMatchObject({ kind: 'unavailable' });
+    await expect(r.sign({ message: '0x01' }, short)).rejects.toMatchObject({ kind: 'unavailable' });
+    expect(r.loads()).toBe(2);
+    expect([...r.rows, ...r.audits]).toEqual([]);
+  });
+
+  it('signs nothing for a cancelled call; signs within a deadline that leaves room', async () => {
+    const r = rig();
+    const gone = { deadline: Date.now() + 60_000, cancelled: () => true };
+    await expect(r.sign({ message: '0x01' }, gone)).rejects.toMatchObject({ kind: 'unavailable' });
+    expect(r.loads()).toBe(0);
+    const roomy = { deadline: Date.now() + 60_000, cancelled: () => false };
+    await expect(r.sign({ intentType: 'transaction', to: TO }, roomy)).resolves.toMatchObject({
+      status: 'sign_only',
+    });
+    expect(r.rows).toHaveLength(1);
   });
 });

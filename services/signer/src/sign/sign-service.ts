@@ -24,7 +24,19 @@ import {
   signDigest,
 } from './sign-fns.js';
 import type { SignStore } from './sign-store.js';
-import type { IntentType, SignIntentInput, SignIntentResult } from './sign-types.js';
+import {
+  type IntentType,
+  NO_SIGN_BUDGET,
+  type SignBudget,
+  type SignIntentInput,
+  type SignIntentResult,
+} from './sign-types.js';
+
+/**
+ * The least time left before the caller's deadline for a signature to be recorded (one database
+ * commit): with less, the signature is dropped and the answer is 503 (nothing recorded).
+ */
+export const RECORD_MARGIN_MS = 1_000;
 
 /**
  * The audit action of a signature of each intent type (a refusal is `agent.sign.refused`), spelled
@@ -54,8 +66,16 @@ export class SignService {
     },
   ) {}
 
-  /** Signs one intent of agent `input.agentId`, which must be the caller. */
-  async sign(p: Principal, input: SignIntentInput): Promise<SignIntentResult> {
+  /**
+   * Signs one intent of agent `input.agentId`, which must be the caller, within `budget`: a request
+   * whose caller has given up (deadline passed or call cancelled) before the key is used, or with
+   * less than RECORD_MARGIN_MS left once signed, is 503 with nothing signed or recorded.
+   */
+  async sign(
+    p: Principal,
+    input: SignIntentInput,
+    budget: SignBudget = NO_SIGN_BUDGET,
+  ): Promise<SignIntentResult> {
     return this.deps.intents.audited(p, 'agent.sign', input.agentId, async () => {
       const scope = await this.deps.intents.open(p, input.agentId, input.chain);
       const intent = parseIntentType(input.intentType);
@@ -67,18 +87,22 @@ export class SignService {
       }
       switch (intent) {
         case 'personal_sign':
-          return this.personalSign(scope, input);
+          return this.personalSign(scope, input, budget);
         case 'typed_data':
-          return this.typedData(scope, input);
+          return this.typedData(scope, input, budget);
         case 'eip712_digest':
-          return this.digest(scope, input);
+          return this.digest(scope, input, budget);
         case 'transaction':
-          return this.transaction(scope, input);
+          return this.transaction(scope, input, budget);
       }
     });
   }
 
-  private async personalSign(scope: IntentScope, input: SignIntentInput): Promise<SignIntentResult> {
+  private async personalSign(
+    scope: IntentScope,
+    input: SignIntentInput,
+    budget: SignBudget,
+  ): Promise<SignIntentResult> {
     if (!scope.settings.messageSigningEnabled) {
       throw new PermissionDeniedError(
         "message signing (personal_sign) is not enabled for this agent: an owner sets the agent's message_signing_enabled",
@@ -87,7 +111,7 @@ export class SignService {
     }
     const message = parseMessage(input.message);
     const messageHash = personalMessageHash(message);
-    const s = await this.signHash(scope, messageHash);
+    const s = await this.signHash(scope, messageHash, budget);
     await this.audit(scope, 'agent.sign.personal_sign', {
       message_hash: messageHash,
       message_bytes: message.length,
@@ -95,10 +119,14 @@ export class SignService {
     return { ...this.empty(scope, 'personal_sign', s), messageHash };
   }
 
-  private async typedData(scope: IntentScope, input: SignIntentInput): Promise<SignIntentResult> {
+  private async typedData(
+    scope: IntentScope,
+    input: SignIntentInput,
+    budget: SignBudget,
+  ): Promise<SignIntentResult> {
     // eip712_domain_allowlist / eip712_default_policy are guardrails (issue 20), not enforced here yet.
     const { doc, hash } = parseTypedData(input.typedDataJson, scope.chain.chainId);
-    const s = await this.signHash(scope, hash);
+    const s = await this.signHash(scope, hash, budget);
     const d = doc.domain;
     await this.audit(scope, 'agent.sign.typed_data', {
       typed_data_hash: hash,
@@ -113,7 +141,11 @@ export class SignService {
     return { ...this.empty(scope, 'typed_data', s), typedDataHash: hash };
   }
 
-  private async digest(scope: IntentScope, input: SignIntentInput): Promise<SignIntentResult> {
+  private async digest(
+    scope: IntentScope,
+    input: SignIntentInput,
+    budget: SignBudget,
+  ): Promise<SignIntentResult> {
     if (!scope.settings.rawSigningEnabled) {
       throw new PermissionDeniedError(
         "raw digest signing (eip712_digest) is not enabled for this agent: an owner sets the agent's raw_signing_enabled",
@@ -121,12 +153,16 @@ export class SignService {
       );
     }
     const hash = parseDigest(input.hash);
-    const s = await this.signHash(scope, hash);
+    const s = await this.signHash(scope, hash, budget);
     await this.audit(scope, 'agent.sign.eip712_digest', { typed_data_hash: hash });
     return { ...this.empty(scope, 'eip712_digest', s), typedDataHash: hash };
   }
 
-  private async transaction(scope: IntentScope, input: SignIntentInput): Promise<SignIntentResult> {
+  private async transaction(
+    scope: IntentScope,
+    input: SignIntentInput,
+    budget: SignBudget,
+  ): Promise<SignIntentResult> {
     const f = parseTxIntent(input, scope.chain.nativeDecimals);
     const from = scope.key.address;
     const rpc = this.lazyRpc(scope);
@@ -151,9 +187,12 @@ export class SignService {
     const nonce = f.nonce ?? (await this.defaultNonce(scope, rpc));
     const { clamped, ...fields } = filled;
     const unsigned = buildEvmTransaction({ ...fields, nonce });
+    // The chain calls above may take EVM_RPC_TIMEOUT_MS each: signed and stored only in time.
+    this.inTime(budget, 0, 'signing');
     const signed = await this.deps.intents.loader.withKey(scope.key, (pk) =>
       signEvmTransaction(pk, unsigned),
     );
+    this.inTime(budget, RECORD_MARGIN_MS, 'recording the transaction');
     if (signed.from !== from) throw new Error("the opened key is not the signing key's address");
     const id = randomUUID();
     const row = {
@@ -229,9 +268,32 @@ export class SignService {
     return Math.max(pending, stored ?? 0);
   }
 
-  /** Signs a 32-byte hash with the scope's key. */
-  private signHash(scope: IntentScope, hash: string): Promise<{ signature: string; from: string }> {
-    return this.deps.intents.loader.withKey(scope.key, (pk) => signDigest(pk, hash, scope.key.address));
+  /** Signs a 32-byte hash with the scope's key, within the caller's time (see `inTime`). */
+  private async signHash(
+    scope: IntentScope,
+    hash: string,
+    budget: SignBudget,
+  ): Promise<{ signature: string; from: string }> {
+    this.inTime(budget, 0, 'signing');
+    const s = await this.deps.intents.loader.withKey(scope.key, (pk) =>
+      signDigest(pk, hash, scope.key.address),
+    );
+    this.inTime(budget, RECORD_MARGIN_MS, 'recording the signature');
+    return s;
+  }
+
+  /**
+   * Refuses to go on (503, nothing signed or recorded) when the caller has given up or fewer than
+   * `marginMs` are left before its deadline: the gateway would answer 503 while signer went on, and
+   * a retry would sign (and for a transaction, store and announce) the intent a second time.
+   */
+  private inTime(budget: SignBudget, marginMs: number, step: string): void {
+    if (budget.cancelled() || budget.deadline - Date.now() < marginMs) {
+      this.deps.logger.warn({ step }, 'sign intent: the caller ran out of time; nothing signed');
+      throw new UnavailableError(
+        `the request ran out of time before ${step}; nothing was signed or recorded`,
+      );
+    }
   }
 
   /** What every signature's audit record names: the chain, the key and its address, never the key. */

@@ -42,3 +42,18 @@ export interface SignIntentResult {
   /** transaction: the id of its `sign_only` record; null otherwise. */
   transactionId: string | null;
 }
+
+/**
+ * How long the caller still waits for a sign request: the gRPC call's deadline (the gateway sets
+ * one per route) and whether the call was cancelled (the same shape as the Transactions API's
+ * SubmitBudget). Signer checks it before signing and before recording, so that it never records a
+ * signature (or a sign-only transaction and its event) its caller was already told 503 about.
+ */
+export interface SignBudget {
+  /** Epoch ms by which the answer must be back (Infinity: no deadline). */
+  deadline: number;
+  cancelled(): boolean;
+}
+
+/** No deadline, never cancelled. */
+export const NO_SIGN_BUDGET: SignBudget = { deadline: Infinity, cancelled: () => false };
