@@ -113,6 +113,8 @@ runDataService({
       rpc: evmRpc,
       identity: identityClient,
       logger: rt.logger,
+      rpcTimeoutMs: c.EVM_RPC_TIMEOUT_MS,
+      staleClaimMs: c.TX_RECOVER_AFTER_SECONDS * 1000,
     });
     rt.grpc.add(TransactionServiceService, transactionGrpc({ keys, transactions }), transactionAccess);
     // Sign intents (POST /v1/agents/{id}/sign) on the same Intents API checks and chain access.
@@ -124,6 +126,7 @@ runDataService({
         intervalMs: c.TX_WATCH_INTERVAL_MS,
         batch: c.TX_WATCH_BATCH,
         staleMs: c.TX_RECOVER_AFTER_SECONDS * 1000,
+        rpcTimeoutMs: c.EVM_RPC_TIMEOUT_MS,
       },
     );
     watcher.start();

@@ -420,6 +420,9 @@ describe('signer: transactions on anvil (shared mesh)', () => {
     const r = await send(capped, { chain: 'anvil', to, value: '1' });
     expect(r.status).toBe(201);
     expect(BigInt(r.body['max_fee_per_gas'] as string)).toBeLessThanOrEqual(500_000_000n);
+    const mined = await settled(capped, r.body['id'] as string);
+    expect(mined['status']).toBe('confirmed');
+    expect(await nonceOf(capped.address)).toBe(1);
   });
 
   /** Inserts a transaction row as a request that stopped half-way would have left it (an hour ago). */

@@ -6,6 +6,7 @@ import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { AgentParams } from './agent-schemas.js';
 import { type Guards, declareRoute } from './routes.js';
+import { SIGNER_CHAIN_DEADLINE_MS } from './transaction-routes.js';
 import { bodyOf } from './schemas.js';
 
 /** The reference SignIntentResponse, with `status`, `nonce` and `transaction_id` for a transaction. */
@@ -164,25 +165,31 @@ export function signRoutes(peers: Peers, guards: Guards): Router {
       responses: { 200: { description: 'The signature', schema: SignIntentResponse } },
     },
     async (_req, res, { params, body }) => {
-      const r = await call(signer.signIntent, {
-        agentId: params.agent_id,
-        intentType: body.intent_type,
-        chain: body.chain,
-        ...(body.message !== undefined ? { message: body.message } : {}),
-        ...(body.typed_data !== undefined ? { typedDataJson: body.typed_data } : {}),
-        ...(body.hash !== undefined ? { hash: body.hash } : {}),
-        ...(body.tx_type !== undefined ? { txType: body.tx_type } : {}),
-        ...(body.to !== undefined ? { to: body.to } : {}),
-        ...(body.value !== undefined ? { value: body.value } : {}),
-        ...(body.data !== undefined ? { data: body.data } : {}),
-        ...(body.nonce !== undefined ? { nonce: String(body.nonce) } : {}),
-        ...(body.gas_limit !== undefined ? { gasLimit: body.gas_limit } : {}),
-        ...(body.gas_price !== undefined ? { gasPrice: body.gas_price } : {}),
-        ...(body.max_fee_per_gas !== undefined ? { maxFeePerGas: body.max_fee_per_gas } : {}),
-        ...(body.max_priority_fee_per_gas !== undefined
-          ? { maxPriorityFeePerGas: body.max_priority_fee_per_gas }
-          : {}),
-      });
+      const r = await call(
+        signer.signIntent,
+        {
+          agentId: params.agent_id,
+          intentType: body.intent_type,
+          chain: body.chain,
+          ...(body.message !== undefined ? { message: body.message } : {}),
+          ...(body.typed_data !== undefined ? { typedDataJson: body.typed_data } : {}),
+          ...(body.hash !== undefined ? { hash: body.hash } : {}),
+          ...(body.tx_type !== undefined ? { txType: body.tx_type } : {}),
+          ...(body.to !== undefined ? { to: body.to } : {}),
+          ...(body.value !== undefined ? { value: body.value } : {}),
+          ...(body.data !== undefined ? { data: body.data } : {}),
+          ...(body.nonce !== undefined ? { nonce: String(body.nonce) } : {}),
+          ...(body.gas_limit !== undefined ? { gasLimit: body.gas_limit } : {}),
+          ...(body.gas_price !== undefined ? { gasPrice: body.gas_price } : {}),
+          ...(body.max_fee_per_gas !== undefined ? { maxFeePerGas: body.max_fee_per_gas } : {}),
+          ...(body.max_priority_fee_per_gas !== undefined
+            ? { maxPriorityFeePerGas: body.max_priority_fee_per_gas }
+            : {}),
+        },
+        // A transaction intent may ask the chain (EVM_RPC_TIMEOUT_MS per call): longer than the
+        // default peer deadline, so the caller is not told 503 while signer goes on to sign.
+        { deadline: Date.now() + SIGNER_CHAIN_DEADLINE_MS },
+      );
       res.json(signBody(r));
     },
   );

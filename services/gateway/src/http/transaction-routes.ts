@@ -78,9 +78,24 @@ function txBody(t: Transaction, withSignedTx: boolean): TransactionJson {
   return body;
 }
 
-const amount = z
-  .union([z.string().max(100), z.number().int().nonnegative()])
-  .transform((v) => (typeof v === 'number' ? BigInt(v).toString() : v));
+/**
+ * A JSON number is only taken when it is exact: a whole, non-negative safe integer (at most
+ * 2^53 - 1). A larger one was already rounded by JSON parsing (123456789012345678 arrives as
+ * ...680), so it is refused (400 naming the field): give such amounts as decimal strings.
+ */
+const safeWei = z
+  .number()
+  .nonnegative()
+  .refine(Number.isSafeInteger, {
+    message:
+      'a JSON number must be a whole number of wei up to 9007199254740991; give larger or fractional amounts as a string',
+  })
+  .transform((v) => String(v));
+
+const amount = z.union([z.string().max(100), safeWei]);
+
+/** When the gateway gives up on signer for a submission or a sign intent (see docs/decisions.md). */
+export const SIGNER_CHAIN_DEADLINE_MS = 60_000;
 
 /** Fields of the reference request that this path does not honour: named in a 400 by signer. */
 const UNSUPPORTED = [
@@ -113,10 +128,9 @@ const SubmitBody = bodyOf({
     .describe('Numeric chain id; must agree with `chain` when both are given'),
   to: z.string().max(200).describe('0x address: EIP-55 checksummed or all lower-case'),
   value: z
-    .union([z.string().max(100), z.number().nonnegative()])
-    .transform(String)
+    .union([z.string().max(100), safeWei])
     .describe(
-      'Wei as 0x hex or a decimal integer; a decimal with a fractional part ("0.01") is the native unit (ETH)',
+      'Wei as 0x hex or a decimal integer string; a decimal string with a fractional part ("0.01") is the native unit (ETH); a JSON number is wei and must be a safe integer',
     ),
   data: z.string().max(262144).optional().describe('0x calldata, even length'),
   gas_limit: amount.optional().describe('Gas limit (estimated when absent; at most the agent max_gas_limit)'),
@@ -217,24 +231,30 @@ export function transactionRoutes(peers: Peers, guards: Guards): Router {
       const unsupported = UNSUPPORTED.filter((f) => body[f] !== undefined);
       if (body.mode === 'smart_account') unsupported.push('mode' as never);
       if (body.gasless === true) unsupported.push('gasless' as never);
-      const r = await call(signer.submitTransaction, {
-        agentId: params.agent_id,
-        chain: body.chain ?? '',
-        chainId: body.chain_id !== undefined ? String(body.chain_id) : undefined,
-        to: body.to,
-        value: body.value,
-        data: body.data ?? '',
-        gasLimit: body.gas_limit,
-        maxFeePerGas: body.max_fee_per_gas,
-        maxPriorityFeePerGas: body.max_priority_fee_per_gas,
-        gasPrice: body.gas_price,
-        txType: body.tx_type,
-        simulateFirst: body.simulate_first ?? false,
-        idempotencyKey: req.header('Idempotency-Key') ?? '',
-        resumeTxId: body.resume_tx_id ?? '',
-        unsupportedFields: unsupported,
-        canonicalBody: canonicalJson(req.body),
-      });
+      const r = await call(
+        signer.submitTransaction,
+        {
+          agentId: params.agent_id,
+          chain: body.chain ?? '',
+          chainId: body.chain_id !== undefined ? String(body.chain_id) : undefined,
+          to: body.to,
+          value: body.value,
+          data: body.data ?? '',
+          gasLimit: body.gas_limit,
+          maxFeePerGas: body.max_fee_per_gas,
+          maxPriorityFeePerGas: body.max_priority_fee_per_gas,
+          gasPrice: body.gas_price,
+          txType: body.tx_type,
+          simulateFirst: body.simulate_first ?? false,
+          idempotencyKey: req.header('Idempotency-Key') ?? '',
+          resumeTxId: body.resume_tx_id ?? '',
+          unsupportedFields: unsupported,
+          canonicalBody: canonicalJson(req.body),
+        },
+        // Signer's worst case makes several chain calls (EVM_RPC_TIMEOUT_MS each): the default
+        // peer deadline would answer 503 while signer goes on to sign and broadcast.
+        { deadline: Date.now() + SIGNER_CHAIN_DEADLINE_MS },
+      );
       const t = must(r.transaction, 'transaction');
       const status = r.replayed ? 200 : t.status === 'simulation_failed' ? 422 : 201;
       res.status(status).json(txBody(t, true));

@@ -142,6 +142,10 @@ export const transactions = signerSchema.table(
     index('transactions_watch')
       .on(t.watchAfter)
       .where(sql`${t.status} = 'broadcast'`),
+    // The watcher's recovery scan (leaseStale): rows left pending or signed, oldest first.
+    index('transactions_unfinished')
+      .on(t.status, t.createdAt)
+      .where(sql`${t.status} in ('pending', 'signed')`),
     check(
       'transactions_status_known',
       sql`${t.status} in ('pending', 'signed', 'sign_only', 'broadcast', 'confirmed', 'failed', 'simulation_failed')`,

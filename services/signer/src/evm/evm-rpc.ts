@@ -28,15 +28,34 @@ export interface EvmFeeData {
   gasPrice: bigint;
 }
 
-/** The node refused a transaction or call outright (a JSON-RPC error), or could not be reached. */
+/**
+ * A chain call that did not give an answer to use. `rejected` is true only when the node refused
+ * this transaction outright for a reason of its own (nonce already used, insufficient funds, fee
+ * too low, invalid): a definite "no" that re-sending the same bytes would not change. A transport
+ * failure (timeout, reset, refused connection) or a JSON-RPC error about the node itself (rate
+ * limited, overloaded, unknown method) is `rejected: false`: the request may or may not have
+ * arrived, so nothing may be concluded about the transaction.
+ */
 export class EvmRpcError extends Error {
   constructor(
     message: string,
-    /** True when the node answered with an error (the request reached it and was refused). */
+    /** True when the node refused the transaction itself (see above). */
     readonly rejected: boolean,
+    /** The ethers error code (NONCE_EXPIRED, INSUFFICIENT_FUNDS, TIMEOUT …) when there is one. */
+    readonly code?: string,
   ) {
     super(message);
     this.name = 'EvmRpcError';
+  }
+
+  /** The node has this transaction already (pool or chain): a re-send that arrived. */
+  get alreadyKnown(): boolean {
+    return /already known|known transaction|already imported|already exists/i.test(this.message);
+  }
+
+  /** The node says the nonce was used (a mined transaction, ours or another). */
+  get nonceUsed(): boolean {
+    return this.code === 'NONCE_EXPIRED' || /nonce too low|nonce has already been used/i.test(this.message);
   }
 }
 
@@ -53,6 +72,16 @@ export interface EvmRpc {
   sendRawTransaction(signedTx: string): Promise<string>;
   /** eth_getTransactionReceipt; null while not mined. */
   receipt(txHash: string): Promise<EvmReceipt | null>;
+}
+
+/** What the transactions path and its watcher also ask of a chain. */
+export interface EvmTxRpc extends EvmRpc {
+  /** eth_getTransactionCount(address, 'latest'): how many of the key's transactions are mined. */
+  latestNonce(address: string): Promise<number>;
+  /** eth_getTransactionByHash: whether the node knows the transaction (pool or chain). */
+  knowsTransaction(txHash: string): Promise<boolean>;
+  /** The latest block's base fee per gas (null on a chain without EIP-1559). */
+  baseFee(): Promise<bigint | null>;
 }
 
 /** eth_estimateGas found that the call reverts. */
@@ -93,7 +122,7 @@ function revertData(err: unknown): string {
  * names the chain). A transport failure is an EvmRpcError (rejected: false); a JSON-RPC error answer
  * is one with rejected: true. The URL (which may hold an API key) is never put in an error.
  */
-export class JsonRpcEvm implements EvmRpc {
+export class JsonRpcEvm implements EvmTxRpc {
   private readonly provider: JsonRpcProvider;
 
   constructor(url: string, chainId: bigint, timeoutMs: number) {
@@ -107,8 +136,8 @@ export class JsonRpcEvm implements EvmRpc {
     try {
       return (await this.provider.send(method, params)) as T;
     } catch (err) {
-      if (isError(err, 'CALL_EXCEPTION')) throw new EvmRevert(revertReason(err));
-      throw new EvmRpcError(`${method} failed: ${describeRpcError(err)}`, isRejection(err));
+      if (isRevert(err)) throw new EvmRevert(revertReason(err));
+      throw rpcError(method, err);
     }
   }
 
@@ -132,14 +161,29 @@ export class JsonRpcEvm implements EvmRpc {
     try {
       return { ok: true, data: await this.provider.send('eth_call', [callParams(c), 'latest']) };
     } catch (err) {
-      if (isError(err, 'CALL_EXCEPTION'))
-        return { ok: false, reason: revertReason(err), data: revertData(err) };
-      throw new EvmRpcError(`eth_call failed: ${describeRpcError(err)}`, isRejection(err));
+      if (isRevert(err)) return { ok: false, reason: revertReason(err), data: revertData(err) };
+      throw rpcError('eth_call', err);
     }
   }
 
   async pendingNonce(address: string): Promise<number> {
     return Number(BigInt(await this.send<string>('eth_getTransactionCount', [address, 'pending'])));
+  }
+
+  async baseFee(): Promise<bigint | null> {
+    const b = await this.send<{ baseFeePerGas?: string | null } | null>('eth_getBlockByNumber', [
+      'latest',
+      false,
+    ]);
+    return b?.baseFeePerGas ? BigInt(b.baseFeePerGas) : null;
+  }
+
+  async latestNonce(address: string): Promise<number> {
+    return Number(BigInt(await this.send<string>('eth_getTransactionCount', [address, 'latest'])));
+  }
+
+  async knowsTransaction(txHash: string): Promise<boolean> {
+    return (await this.send<unknown>('eth_getTransactionByHash', [txHash])) !== null;
   }
 
   async sendRawTransaction(signedTx: string): Promise<string> {
@@ -167,16 +211,60 @@ export class JsonRpcEvm implements EvmRpc {
   }
 }
 
-/** True when the node answered with a JSON-RPC error (it received the request and refused it). */
-function isRejection(err: unknown): boolean {
-  const e = err as { error?: { code?: unknown } } | null;
-  return typeof e?.error?.code === 'number';
+/** The node's JSON-RPC error object under an ethers error (`error`, or `info.error` since 6.x). */
+function nodeErrorOf(err: unknown): { code?: unknown; message?: unknown; data?: unknown } | undefined {
+  const e = err as { error?: unknown; info?: { error?: unknown } } | null;
+  const inner = e?.error ?? e?.info?.error;
+  return inner && typeof inner === 'object' ? (inner as { code?: unknown; message?: unknown }) : undefined;
+}
+
+/** ethers' codes of a node refusing a transaction itself. */
+const REFUSAL_CODES = new Set(['NONCE_EXPIRED', 'INSUFFICIENT_FUNDS', 'REPLACEMENT_UNDERPRICED']);
+
+/**
+ * Node messages (geth, anvil, reth, erigon, besu) that refuse the transaction itself. Anything
+ * else from the node (rate limits, internal errors, unknown methods) says nothing about the
+ * transaction.
+ */
+const REFUSAL_TEXT =
+  /nonce too low|nonce has already been used|insufficient funds|underpriced|intrinsic gas too low|gas limit reached|exceeds block gas limit|max fee per gas less than block base fee|fee cap less than block base fee|less than block base fee|max priority fee per gas higher than max fee per gas|tip above fee cap|invalid sender|invalid signature|invalid chain id|incorrect chain id|transaction type not supported|oversized data|already known|known transaction|already imported/i;
+
+/**
+ * True when eth_call / eth_estimateGas found that the call reverts: ethers turns every JSON-RPC
+ * error of those methods into CALL_EXCEPTION, so only one with revert data or a node message
+ * saying "revert" is a revert; a "rate limited" or "internal error" answer is not.
+ */
+export function isRevert(err: unknown): boolean {
+  if (!isError(err, 'CALL_EXCEPTION')) return false;
+  const e = err as { data?: unknown };
+  if (typeof e.data === 'string' && e.data !== '') return true;
+  const m = nodeErrorOf(err)?.message;
+  return typeof m === 'string' && /revert/i.test(m);
+}
+
+/** True when the node refused the transaction itself (see EvmRpcError.rejected). */
+export function isRejection(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && REFUSAL_CODES.has(code)) return true;
+  const inner = nodeErrorOf(err);
+  return typeof inner?.message === 'string' && REFUSAL_TEXT.test(inner.message);
+}
+
+/** The EvmRpcError of a failed call (the node's message, never the URL). */
+export function rpcError(method: string, err: unknown): EvmRpcError {
+  const code = (err as { code?: unknown } | null)?.code;
+  return new EvmRpcError(
+    `${method} failed: ${describeRpcError(err)}`,
+    isRejection(err),
+    typeof code === 'string' ? code : undefined,
+  );
 }
 
 /** The node's own message (never the URL, never request bodies). */
 export function describeRpcError(err: unknown): string {
-  const e = err as { code?: string; error?: { message?: string }; shortMessage?: string };
-  const msg = e.error?.message ?? e.shortMessage ?? e.code ?? 'unknown error';
+  const e = err as { code?: string; shortMessage?: string };
+  const inner = nodeErrorOf(err)?.message;
+  const msg = (typeof inner === 'string' ? inner : undefined) ?? e.shortMessage ?? e.code ?? 'unknown error';
   return String(msg)
     .replace(/https?:\/\/\S+/g, '<url>')
     .slice(0, 300);
@@ -191,7 +279,7 @@ export class EvmRpcPool {
 
   constructor(private readonly timeoutMs: number) {}
 
-  forChain(chain: { name: string; rpcUrl: string; chainId: bigint }): EvmRpc {
+  forChain(chain: { name: string; rpcUrl: string; chainId: bigint }): EvmTxRpc {
     if (!chain.rpcUrl) {
       throw new UnavailableError(`the chain ${chain.name} has no RPC endpoint configured on this install`);
     }

@@ -41,6 +41,21 @@ import type { TxRecord } from './tx-types.js';
 /** The audit and event action of a submission. */
 const ACTION = 'agent.transaction';
 
+/**
+ * How long the caller still waits for this submission: the gRPC call's deadline (the gateway sets
+ * one per route) and whether the call was cancelled. Signer checks it before signing and before
+ * broadcasting, so that it never signs or sends a transaction whose caller has already been told
+ * "503" (a retry without Idempotency-Key would pay twice).
+ */
+export interface SubmitBudget {
+  /** Epoch ms by which the answer must be back (Infinity: no deadline). */
+  deadline: number;
+  cancelled(): boolean;
+}
+
+/** No deadline, never cancelled (callers that are not a gRPC call). */
+export const NO_BUDGET: SubmitBudget = { deadline: Infinity, cancelled: () => false };
+
 /** A submission's outcome: the transaction, and whether it is an Idempotency-Key replay. */
 export interface Submitted {
   tx: TxRecord;
@@ -63,10 +78,22 @@ export class TransactionService {
       rpc: EvmRpcPool;
       identity: Pick<IdentityClient, 'requireAgentInOrg'>;
       logger: Logger;
+      /**
+       * EVM_RPC_TIMEOUT_MS: signing needs room for the key's opening and one chain call (the
+       * broadcast) before the deadline; broadcasting needs room for one chain call.
+       */
+      rpcTimeoutMs?: number;
+      /** TX_RECOVER_AFTER_SECONDS in ms: an Idempotency-Key claim with no transaction this old is taken over. */
+      staleClaimMs?: number;
     },
   ) {}
 
-  async submit(p: Principal, rawAgentId: string, req: SubmitTransactionRequest): Promise<Submitted> {
+  async submit(
+    p: Principal,
+    rawAgentId: string,
+    req: SubmitTransactionRequest,
+    budget: SubmitBudget = NO_BUDGET,
+  ): Promise<Submitted> {
     const { intents } = this.deps;
     return intents.audited(p, ACTION, rawAgentId, async () => {
       const chainRef = chainRefOf(req);
@@ -86,7 +113,12 @@ export class TransactionService {
       const evmReq = evmRequestOf(req, scope.chain, scope.key.address);
       const key = req.idempotencyKey ? checkIdempotencyKey(req.idempotencyKey) : undefined;
       if (key) {
-        const c = await this.deps.store.claim(scope.agent.agentId, key, requestHash(req));
+        const c = await this.deps.store.claim(
+          scope.agent.agentId,
+          key,
+          requestHash(req),
+          this.deps.staleClaimMs ?? 300_000,
+        );
         if (c.kind === 'other_body') {
           throw new CustosError('unprocessable', {
             detail: 'this Idempotency-Key was used with a different request body',
@@ -104,7 +136,7 @@ export class TransactionService {
       }
       let recorded = false;
       try {
-        const tx = await this.run(scope, req, evmReq, key, () => {
+        const tx = await this.run(scope, req, evmReq, key, budget, () => {
           recorded = true;
         });
         return { tx, replayed: false };
@@ -119,6 +151,7 @@ export class TransactionService {
     req: SubmitTransactionRequest,
     evmReq: ReturnType<typeof evmRequestOf>,
     key: string | undefined,
+    budget: SubmitBudget,
     onRecorded: () => void,
   ): Promise<TxRecord> {
     const { store, logger } = this.deps;
@@ -187,6 +220,19 @@ export class TransactionService {
       }
     }
     const filled = await chainCall('fees and gas', () => fillEvmTransaction(rpc, evmReq, caps));
+    // A fee cap below the current base fee would never be mined: it would hold its nonce (and
+    // every later one of the key) until it is dropped. Refused before a nonce is taken.
+    const baseFee = await chainCall('base fee', () => rpc.baseFee());
+    const cap = filled.type === 2 ? filled.maxFeePerGas : filled.gasPrice;
+    if (baseFee !== null && cap !== undefined && cap < baseFee) {
+      const field = filled.type === 2 ? 'max_fee_per_gas' : 'gas_price';
+      const why = filled.clamped.includes(field) ? " (lowered to the agent's max_fee_per_gas_gwei)" : '';
+      throw new CustosError('unprocessable', {
+        detail: `${field} ${cap} wei${why} is below the chain's current base fee (${baseFee} wei): the transaction would not be mined`,
+        type: 'fee_below_base_fee',
+        field,
+      });
+    }
     const pending = await chainCall('pending nonce', () => rpc.pendingNonce(scope.key.address));
     const row = await store.allocateAndInsert(
       {
@@ -210,6 +256,16 @@ export class TransactionService {
       );
       return t ?? row;
     };
+    const rpcTimeout = this.deps.rpcTimeoutMs ?? 10_000;
+    // Signing opens the key (a vault-crypto call) and the broadcast that follows is one chain
+    // call: both must fit before the caller's deadline, else the caller would be told 503 while
+    // the transaction goes out.
+    if (budget.cancelled() || budget.deadline - Date.now() < 2 * rpcTimeout) {
+      await giveBack('the request ran out of time before signing');
+      throw new UnavailableError(
+        'the request ran out of time before the transaction was signed; nothing was signed or sent',
+      );
+    }
     let signed: { signedTx: string; txHash: string };
     try {
       const unsigned = buildEvmTransaction({ ...filled, nonce: row.nonce! });
@@ -228,22 +284,48 @@ export class TransactionService {
       await giveBack('the signature could not be recorded').catch(() => undefined);
       throw err;
     }
+    if (budget.cancelled() || budget.deadline - Date.now() < rpcTimeout) {
+      // Signed, never sent: nothing left signer, so the nonce goes back and a retry is safe.
+      await giveBack('the request ran out of time before the broadcast');
+      throw new UnavailableError(
+        'the request ran out of time before the transaction was sent; nothing was sent',
+      );
+    }
     try {
       await rpc.sendRawTransaction(signed.signedTx);
     } catch (err) {
-      const message =
-        err instanceof EvmRpcError || err instanceof Error
-          ? `broadcast failed: ${err.message}`
-          : 'broadcast failed';
-      logger.warn(
-        { tx_id: row.id, chain: scope.chain.name, err: message },
-        'broadcast failed; nonce given back',
-      );
-      return giveBack(message);
+      const message = `broadcast failed: ${err instanceof Error ? err.message : 'unknown error'}`;
+      if (err instanceof EvmRpcError && err.rejected && !err.alreadyKnown) {
+        // The node refused this transaction itself: it is not in its pool, the nonce goes back.
+        logger.warn(
+          { tx_id: row.id, chain: scope.chain.name, err: message },
+          'broadcast refused; nonce given back',
+        );
+        return giveBack(message);
+      }
+      if (!(err instanceof EvmRpcError) || !err.alreadyKnown) {
+        // No answer, or one that says nothing about this transaction (timeout, reset, rate
+        // limit): the node may have it. The row stays `signed` with its nonce; the watcher sends
+        // the same bytes again after TX_RECOVER_AFTER_SECONDS (a node that has them says so).
+        logger.warn(
+          { tx_id: row.id, chain: scope.chain.name, err: message },
+          'broadcast unanswered; left signed for the watcher to send again',
+        );
+        return signedRow;
+      }
     }
-    return failClosed(logger, `${ACTION}.broadcast`, () =>
-      store.markBroadcast(signedRow.id, (tx, r) => writeBroadcast(tx, p, r)),
-    );
+    try {
+      return await store.markBroadcast(signedRow.id, (tx, r) => writeBroadcast(tx, p, r));
+    } catch (err) {
+      // The node has the transaction: never answer an error a client would retry (it would pay
+      // twice). The row stays `signed`; the watcher re-sends it (the node says "already known")
+      // and records the broadcast and its event.
+      logger.error(
+        { tx_id: row.id, err: describeError(err) },
+        'recording a broadcast failed; left signed for the watcher',
+      );
+      return signedRow;
+    }
   }
 
   private audit(

@@ -23,17 +23,19 @@ export class TxStore {
 
   /**
    * Claims an agent's Idempotency-Key for a request with hash `hash`. The unique index decides
-   * between racing requests: exactly one claims it. A claim older than 24 h is taken over. Else the
-   * existing claim answers: another body (422), still running (409), or its finished transaction.
+   * between racing requests: exactly one claims it. A claim older than 24 h is taken over, and so is
+   * one older than `staleClaimMs` that never got a transaction (its request died: signer stopped
+   * before it could give the claim back). Else the existing claim answers: another body (422),
+   * still running (409), or its finished transaction.
    */
-  async claim(agentId: string, key: string, hash: string): Promise<Claim> {
+  async claim(agentId: string, key: string, hash: string, staleClaimMs = 300_000): Promise<Claim> {
     const [mine] = await this.db
       .insert(txIdempotency)
       .values({ agentId, idempotencyKey: key, requestHash: hash })
       .onConflictDoUpdate({
         target: [txIdempotency.agentId, txIdempotency.idempotencyKey],
         set: { requestHash: hash, txId: null, createdAt: sql`now()` },
-        setWhere: sql`${txIdempotency.createdAt} < now() - ${IDEMPOTENCY_TTL}`,
+        setWhere: sql`${txIdempotency.createdAt} < now() - ${IDEMPOTENCY_TTL} or (${txIdempotency.txId} is null and ${txIdempotency.createdAt} < now() - ${`${staleClaimMs} milliseconds`}::interval)`,
       })
       .returning();
     if (mine) return { kind: 'claimed' };
@@ -41,7 +43,7 @@ export class TxStore {
       .select()
       .from(txIdempotency)
       .where(and(eq(txIdempotency.agentId, agentId), eq(txIdempotency.idempotencyKey, key)));
-    if (!c) return this.claim(agentId, key, hash); // released meanwhile: try again
+    if (!c) return this.claim(agentId, key, hash, staleClaimMs); // released meanwhile: try again
     if (c.requestHash !== hash) return { kind: 'other_body' };
     if (!c.txId) return { kind: 'running' };
     const tx = await this.byId(c.txId);
@@ -208,11 +210,13 @@ export class TxStore {
   /**
    * Ends a transaction that never reached the node as `failed`: it stops holding its nonce, which
    * goes to the released pool for the next allocation (no gap), with its record, in one transaction.
+   * `giveBack: false` when the chain used the nonce for another transaction (nothing to give back).
    */
   async failBeforeBroadcast(
     id: string,
     message: string,
     after: (tx: Transaction, t: TxRecord) => Promise<unknown>,
+    o: { giveBack?: boolean } = {},
   ): Promise<TxRecord | undefined> {
     return this.db.transaction(async (tx) => {
       const [t] = await tx
@@ -221,7 +225,7 @@ export class TxStore {
         .where(and(eq(transactions.id, id), inArray(transactions.status, ['pending', 'signed'])))
         .returning();
       if (!t) return undefined;
-      if (t.nonce !== null) {
+      if (t.nonce !== null && o.giveBack !== false) {
         await tx
           .insert(releasedNonces)
           .values({ keyId: t.keyId, chainId: t.chainId, nonce: t.nonce })
@@ -299,6 +303,20 @@ export class TxStore {
       .update(transactions)
       .set({ watchAfter: sql`now() + ${`${delayMs} milliseconds`}::interval` })
       .where(and(eq(transactions.id, id), eq(transactions.status, 'broadcast')));
+  }
+
+  /**
+   * A broadcast transaction that will never be mined: the chain mined another transaction with its
+   * nonce (replaced, or dropped and the nonce reused). `failed` with the reason; its nonce is used
+   * on chain, so it is not given back.
+   */
+  async dropBroadcast(id: string, message: string): Promise<TxRecord | undefined> {
+    const [t] = await this.db
+      .update(transactions)
+      .set({ status: 'failed', errorMessage: message, watchAfter: null })
+      .where(and(eq(transactions.id, id), eq(transactions.status, 'broadcast')))
+      .returning();
+    return t;
   }
 
   /** Records the receipt: `confirmed` (status 1) or `failed` (status 0). */

@@ -1,7 +1,7 @@
 import { type Logger, describeError } from '@custos/service-kit';
 import type { ChainService } from '../chains/chain-service.js';
 import { writeSignerAudit } from '../audit/signer-audit.js';
-import { type EvmRpcPool, EvmRpcError } from '../evm/index.js';
+import { type EvmRpcPool, type EvmTxRpc, EvmRpcError } from '../evm/index.js';
 import { txAudit, writeBroadcast } from './tx-records.js';
 import type { TxStore } from './tx-store.js';
 import type { TxRecord } from './tx-types.js';
@@ -17,6 +17,23 @@ export interface WatcherOptions {
    * that never finished (signer stopped): the watcher finishes it.
    */
   staleMs: number;
+  /** EVM_RPC_TIMEOUT_MS: the lease of a row outlasts the worst round of chain calls on it. */
+  rpcTimeoutMs?: number;
+}
+
+/** At most this many transactions are recovered at once (each may wait on a dead endpoint). */
+const RECOVER_CONCURRENCY = 8;
+
+/** Runs `f` on every item, at most `limit` at a time. */
+async function eachLimited<T>(items: T[], limit: number, f: (t: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const t = items[next++]!;
+      await f(t);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
 /**
@@ -28,6 +45,8 @@ export interface WatcherOptions {
 export class TxWatcher {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  private recoverTimer: NodeJS.Timeout | undefined;
+  private recovering: Promise<void> | undefined;
   private stopped = false;
 
   constructor(
@@ -54,12 +73,38 @@ export class TxWatcher {
         });
     };
     this.timer = setTimeout(tick, this.o.intervalMs);
+    // Recovery runs in its own loop: re-sends to a dead endpoint never hold up receipts.
+    const recoverTick = () => {
+      if (this.stopped) return;
+      this.recovering = this.recover()
+        .then(() => undefined)
+        .catch((err) =>
+          this.deps.logger.warn({ err: describeError(err) }, 'transaction recovery round failed'),
+        )
+        .finally(() => {
+          this.recovering = undefined;
+          if (!this.stopped) this.recoverTimer = setTimeout(recoverTick, this.o.intervalMs);
+        });
+    };
+    this.recoverTimer = setTimeout(recoverTick, this.o.intervalMs);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
-    await this.running;
+    if (this.recoverTimer) clearTimeout(this.recoverTimer);
+    await Promise.all([this.running, this.recovering]);
+  }
+
+  /**
+   * How long a leased row stays out of other rounds: longer than the worst round on it (up to
+   * four chain calls, each up to the RPC timeout, for each of the batch's turns at the
+   * concurrency limit), so no other replica acts on it meanwhile.
+   */
+  private leaseMs(): number {
+    const rpc = this.o.rpcTimeoutMs ?? 10_000;
+    const turns = Math.ceil(this.o.batch / RECOVER_CONCURRENCY);
+    return Math.max(30_000, this.o.intervalMs * 5, 4 * rpc * turns + 5_000);
   }
 
   /**
@@ -69,7 +114,7 @@ export class TxWatcher {
    * no receipt of it, it ends `failed` and gives its nonce back.
    */
   async recover(): Promise<number> {
-    const lease = Math.max(30_000, this.o.intervalMs * 5);
+    const lease = this.leaseMs();
     const { store } = this.deps;
     let done = 0;
     for (const t of await store.leaseStale('pending', this.o.staleMs, this.o.batch, lease)) {
@@ -78,55 +123,106 @@ export class TxWatcher {
       );
       if (r) done += 1;
     }
-    for (const t of await store.leaseStale('signed', this.o.staleMs, this.o.batch, lease)) {
+    const signed = await store.leaseStale('signed', this.o.staleMs, this.o.batch, lease);
+    await eachLimited(signed, RECOVER_CONCURRENCY, async (t) => {
       try {
         if (await this.resend(t)) done += 1;
       } catch (err) {
         this.deps.logger.warn(
           { tx_id: t.id, err: describeError(err) },
-          're-sending a signed transaction failed',
+          're-sending a signed transaction failed; retried later',
         );
       }
-    }
+    });
     return done;
   }
 
+  /**
+   * Sends a `signed` row's bytes again. Whatever the node answers, the chain is asked before
+   * anything is concluded: a receipt, or a node that knows the transaction, means it arrived
+   * (`broadcast`); only a definite refusal of a transaction the node does not have, whose nonce
+   * the chain has not passed, gives the nonce back (`failed`). A nonce the chain passed without
+   * this transaction was used by another: `failed`, nonce not given back. No answer: retried later.
+   */
   private async resend(t: TxRecord): Promise<boolean> {
     const chain = await this.deps.chains.resolve(t.chainName, 'chain', true);
     const rpc = this.deps.rpc.forChain(chain);
-    let arrived = true;
+    let refusal: EvmRpcError | undefined;
     try {
       await rpc.sendRawTransaction(t.signedTx!);
     } catch (err) {
-      if (!(err instanceof EvmRpcError) || !err.rejected) throw err;
-      // Refused: the node has it already, or it was mined (nonce too low), or it is invalid.
-      arrived =
-        /already known|known transaction|already imported/i.test(err.message) ||
-        !!(await rpc.receipt(t.txHash!));
+      if (!(err instanceof EvmRpcError)) throw err;
+      // Mined already (nonce too low), in the pool (already known), refused, or no answer: ask.
+      const arrived = (await rpc.receipt(t.txHash!)) !== null || (await rpc.knowsTransaction(t.txHash!));
       if (!arrived) {
-        const message = `broadcast failed: ${err.message}`;
-        const r = await this.deps.store.failBeforeBroadcast(t.id, message, (tx, row) =>
-          writeSignerAudit(tx, txAudit('system', 'agent.transaction.failed', row, { error: message })),
+        if (!err.rejected) throw err; // no answer and unknown: try again next round
+        refusal = err;
+      }
+    }
+    if (refusal) {
+      const message = `broadcast failed: ${refusal.message}`;
+      if (refusal.nonceUsed) {
+        // Another transaction of the key took this nonce: it is not ours to give back.
+        const r = await this.deps.store.failBeforeBroadcast(
+          t.id,
+          message,
+          (tx, row) =>
+            writeSignerAudit(tx, txAudit('system', 'agent.transaction.failed', row, { error: message })),
+          { giveBack: false },
         );
         return !!r;
       }
+      const r = await this.deps.store.failBeforeBroadcast(t.id, message, (tx, row) =>
+        writeSignerAudit(tx, txAudit('system', 'agent.transaction.failed', row, { error: message })),
+      );
+      return !!r;
     }
     await this.deps.store.markBroadcast(t.id, (tx, row) => writeBroadcast(tx, 'system', row));
     return true;
   }
 
+  /**
+   * A broadcast row with no receipt yet, broadcast a while ago: when the chain's mined nonce count
+   * of the key passed its nonce, another transaction took the nonce (replaced or dropped) and it
+   * will never be mined: `failed`. When the node does not know it (dropped from the pool, node
+   * restarted), its stored bytes are sent again.
+   */
+  private async checkUnmined(t: TxRecord, rpc: EvmTxRpc): Promise<void> {
+    const mined = await rpc.latestNonce(t.fromAddress);
+    if (t.nonce !== null && mined > t.nonce) {
+      // The receipt may have landed between the two reads: look once more before concluding.
+      if ((await rpc.receipt(t.txHash!)) === null) {
+        await this.deps.store.dropBroadcast(
+          t.id,
+          'replaced or dropped: the chain mined another transaction with its nonce',
+        );
+        return;
+      }
+    }
+    if (!(await rpc.knowsTransaction(t.txHash!))) {
+      await rpc.sendRawTransaction(t.signedTx!).catch((err: unknown) => {
+        this.deps.logger.warn(
+          { tx_id: t.id, err: describeError(err) },
+          'sending a transaction the node lost again failed; retried later',
+        );
+      });
+    }
+  }
+
   /** One round: lease due rows, look up their receipts, record what is mined. Returns how many settled. */
   async round(): Promise<number> {
-    await this.recover();
-    const lease = Math.max(30_000, this.o.intervalMs * 5);
+    const lease = this.leaseMs();
     const rows = await this.deps.store.leaseForWatch(this.o.batch, lease);
     let settled = 0;
     await Promise.all(
       rows.map(async (t) => {
         try {
           const chain = await this.deps.chains.resolve(t.chainName, 'chain', true);
-          const r = await this.deps.rpc.forChain(chain).receipt(t.txHash!);
+          const rpc = this.deps.rpc.forChain(chain);
+          const r = await rpc.receipt(t.txHash!);
           if (!r) {
+            const since = t.broadcastAt ? Date.now() - new Date(t.broadcastAt).getTime() : 0;
+            if (since > this.o.intervalMs * 5) await this.checkUnmined(t, rpc);
             await this.deps.store.watchLater(t.id, this.o.intervalMs);
             return;
           }

@@ -1,0 +1,1 @@
+CREATE INDEX "transactions_unfinished" ON "signer"."transactions" USING btree ("status","created_at") WHERE "signer"."transactions"."status" in ('pending', 'signed');
