@@ -130,13 +130,19 @@ describe('failures and checks', () => {
   it('says INCONSISTENT and how many were unaccounted for when the check failed the scenario', () => {
     const lines = checkLines({
       ok: transfer({ consistent: true, discrepancies: 0, answered_sent: 1000, mined_transfers: 1000 }),
-      bad: transfer({ consistent: false, discrepancies: 3, answered_sent: 1000, mined_transfers: 997 }),
+      bad: transfer({
+        consistent: false,
+        discrepancies: 3,
+        answered_sent: 1000,
+        mined_transfers: 997,
+        refused_answers: { 'status failed': 2 },
+      }),
       none: scenario(10, undefined),
       broken: { error: 'set-up failed' },
     });
     expect(lines).toEqual([
       'ok: check after the run consistent (answered_sent 1,000, mined_transfers 1,000)',
-      'bad: check after the run INCONSISTENT, 3 unaccounted for: failed (answered_sent 1,000, mined_transfers 997)',
+      'bad: check after the run INCONSISTENT, 3 unaccounted for: failed (answered_sent 1,000, mined_transfers 997, refused_answers {"status failed":2})',
     ]);
   });
 });

@@ -127,7 +127,10 @@ export function checkLines(scenarios: Record<string, ScenarioResult | { error: s
     if ('error' in s || !s.check) continue;
     const { consistent, discrepancies, ...rest } = s.check;
     const detail = Object.entries(rest)
-      .map(([k, v]) => `${k} ${typeof v === 'number' ? fmt(v) : String(v)}`)
+      .map(
+        ([k, v]) =>
+          `${k} ${typeof v === 'number' ? fmt(v) : typeof v === 'object' ? JSON.stringify(v) : String(v)}`,
+      )
       .join(', ');
     out.push(
       consistent

@@ -96,6 +96,13 @@ describe('checks after a run', () => {
     expect(transferCheck(100, 100, 99)).toEqual({ consistent: false, discrepancies: 1 });
   });
 
+  it('lets answers left `signed` be mined or not, but no more than they', () => {
+    expect(transferCheck(100, 100, 100, 3)).toEqual({ consistent: true, discrepancies: 0 });
+    expect(transferCheck(100, 103, 103, 3)).toEqual({ consistent: true, discrepancies: 0 });
+    expect(transferCheck(100, 104, 103, 3)).toEqual({ consistent: false, discrepancies: 1 });
+    expect(transferCheck(100, 99, 100, 3)).toEqual({ consistent: false, discrepancies: 1 });
+  });
+
   it('adds the discrepancies of an inconsistent check to the failures, at least one', () => {
     expect(checkFailures(undefined)).toBe(0);
     expect(checkFailures({ consistent: true, discrepancies: 0 })).toBe(0);

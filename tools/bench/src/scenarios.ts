@@ -331,6 +331,8 @@ export async function ethTransfer(baseUrl: string, opts: ScenarioOptions): Promi
     accept: 'application/json',
     'content-type': 'application/json',
   }));
+  // 2xx answers refused for their body, by reason, over the warm-up and the run.
+  const refusals = new Map<string, number>();
   return {
     name: 'eth-transfer',
     description:
@@ -341,8 +343,14 @@ export async function ethTransfer(baseUrl: string, opts: ScenarioOptions): Promi
       return { method: 'POST', path: paths[member]!, headers: headers[member]!, body };
     },
     // A 201 counts only when the transfer was sent: signer answers 201 with status `failed` when
-    // the broadcast failed (nonce given back); that one is a failed request.
-    acceptBody: acceptSentTransfer,
+    // the broadcast failed (nonce given back) and `signed` when it cannot tell whether the node
+    // took it (its watcher sends it again); both are failed requests. The reasons are tallied for
+    // the check.
+    acceptBody: (answer) => {
+      const verdict = acceptSentTransfer(answer);
+      if (verdict !== true) refusals.set(verdict, (refusals.get(verdict) ?? 0) + 1);
+      return verdict;
+    },
     check: async (answered) => {
       // Anvil answers before it mines: let it mine what it holds first (at most 30 s).
       const poolEmptied = await settlePool(anvilUrl);
@@ -352,9 +360,12 @@ export async function ethTransfer(baseUrl: string, opts: ScenarioOptions): Promi
       );
       const mined = nonces.reduce((x, y) => x + y, 0) - fleet.length;
       const received = Number((await balanceOf()) / TRANSFER.valueWei - BigInt(fleet.length));
+      const unsure = refusals.get('status signed') ?? 0;
       return {
-        ...transferCheck(answered, mined, received),
+        ...transferCheck(answered, mined, received, unsure),
         answered_sent: answered,
+        answered_signed_unsent: unsure,
+        refused_answers: Object.fromEntries(refusals),
         mined_transfers: mined,
         recipient_received_transfers: received,
         pool_emptied: poolEmptied,
