@@ -398,6 +398,40 @@ describe('signer: sign intents (POST /v1/agents/{id}/sign) on anvil', () => {
       expect(BigInt(await anvil<string>('eth_getBalance', [RECIPIENT, 'latest'])) - before).toBe(10n ** 16n);
     });
 
+    it("transaction: with no nonce given, the Transactions API's next nonce when it is ahead of the chain's", async () => {
+      const mover = await newAgent({ intents_api_enabled: true });
+      await anvil('anvil_setBalance', [mover.address, '0x8ac7230489e80000']); // 10 ETH
+      for (let i = 0; i < 2; i++) {
+        const sent = await call('POST', `/v1/agents/${mover.id}/transactions`, {
+          token: mover.token,
+          body: { chain: 'anvil', to: RECIPIENT, value: '1' },
+        });
+        expect(sent.status).toBe(201);
+      }
+      const stored = await sqlOn<{ next_nonce: string }>(
+        mesh,
+        `SELECT n.next_nonce FROM signer.nonces n JOIN signer.signing_keys k ON k.id = n.key_id
+          WHERE k.agent_id = $1 AND n.chain_id = 31337`,
+        [mover.id],
+      );
+      expect(stored).toEqual([{ next_nonce: '2' }]);
+      // The chain forgets the key's transactions (as a node behind, or a reorg, would show it).
+      await anvil('anvil_setNonce', [mover.address, '0x0']);
+      expect(Number(await anvil<string>('eth_getTransactionCount', [mover.address, 'pending']))).toBe(0);
+      const r = await sign(mover, { intent_type: 'transaction', to: RECIPIENT, value: '1' });
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({ status: 'sign_only', nonce: 2 });
+      expect(Transaction.from(r.body['signed_tx'] as string).nonce).toBe(2);
+      // Read only: the Transactions API's next nonce did not move.
+      const after = await sqlOn<{ next_nonce: string }>(
+        mesh,
+        `SELECT n.next_nonce FROM signer.nonces n JOIN signer.signing_keys k ON k.id = n.key_id
+          WHERE k.agent_id = $1 AND n.chain_id = 31337`,
+        [mover.id],
+      );
+      expect(after).toEqual([{ next_nonce: '2' }]);
+    });
+
     it('transaction: legacy type 0 and caller-given nonce, gas and fees are signed as given', async () => {
       const r = await sign(agent, {
         intent_type: 'transaction',
@@ -546,6 +580,61 @@ describe('signer: sign intents (POST /v1/agents/{id}/sign) on anvil', () => {
       for (const [body, field] of bad) {
         await expectRefusal(() => sign(agent, body), agent.id, 400, { field });
       }
+    });
+
+    it('typed_data too large, too deep or with too many types: 400 naming typed_data, never a 500', async () => {
+      // At the gateway (shape only, not audited): over 64 KiB of JSON, or nested too deeply to serialize.
+      const chain: Record<string, { name: string; type: string }[]> = {};
+      // (3,000 types: about 100 KB; the gateway's general limit of 10,000 members per object is not reached.)
+      for (let i = 0; i < 3_000; i++) {
+        chain[`T${i}`] = [{ name: 'n', type: i < 2_999 ? `T${i + 1}` : 'uint8' }];
+      }
+      // Nested too deeply for JSON.stringify (the test sends it as raw text for the same reason).
+      const { message: _m, ...rest } = MAIL;
+      const deep = `${JSON.stringify({ intent_type: 'typed_data', chain: 'anvil', typed_data: rest }).slice(0, -2)},"message":${'['.repeat(100_000)}${']'.repeat(100_000)}}}`;
+      const sends = [
+        () =>
+          sign(agent, {
+            intent_type: 'typed_data',
+            typed_data: { types: chain, primaryType: 'T0', domain: {}, message: {} },
+          }),
+        () => api(mesh, 'POST', `/v1/agents/${agent.id}/sign`, { token: agent.token, raw: deep }),
+      ];
+      for (const send of sends) {
+        const before = await signedCount(agent.id);
+        const r = await send();
+        // (The deep one meets the gateway's general nesting limit first, which names the path in typed_data.)
+        expectProblem(r, 400);
+        expect(String(r.body['field'])).toMatch(/^typed_data(\.message\[0\].*)?$/);
+        expect(JSON.stringify(r.body)).not.toMatch(/RangeError|at .*\.js:\d+/);
+        expect(await signedCount(agent.id)).toBe(before);
+      }
+      // In signer (audited agent.sign.refused): more than 100 struct types, or a field type too long.
+      const few: Record<string, { name: string; type: string }[]> = {};
+      for (let i = 0; i < 101; i++) few[`T${i}`] = [{ name: 'n', type: i < 100 ? `T${i + 1}` : 'uint8' }];
+      await expectRefusal(
+        () =>
+          sign(agent, {
+            intent_type: 'typed_data',
+            typed_data: { types: few, primaryType: 'T0', domain: {}, message: {} },
+          }),
+        agent.id,
+        400,
+        { field: 'typed_data.types' },
+      );
+      await expectRefusal(
+        () =>
+          sign(agent, {
+            intent_type: 'typed_data',
+            typed_data: {
+              ...MAIL,
+              types: { ...MAIL_TYPES, Mail: [{ name: 'a', type: `uint8${'[]'.repeat(60)}` }] },
+            },
+          }),
+        agent.id,
+        400,
+        { field: 'typed_data.types' },
+      );
     });
 
     it('message signing not enabled for the agent (403 message_signing_disabled)', async () => {
