@@ -3,7 +3,8 @@ import type { SignIntentRequest, SignIntentResponse } from '@custos/proto/custos
 import type { SignServiceServer } from '@custos/proto/custos/signer/v1/sign';
 import type { AsyncService, RpcAccess } from '@custos/service-kit';
 import type { SignService } from './sign-service.js';
-import type { SignBudget, SignIntentInput, SignIntentResult } from './sign-types.js';
+import { budgetOf } from '../transactions/tx-grpc.js';
+import type { SignIntentInput, SignIntentResult } from './sign-types.js';
 
 /** Who may call SignService: the gateway, for agents' requests. */
 export const signAccess: RpcAccess<SignServiceServer> = { default: ['gateway'] };
@@ -50,19 +51,12 @@ export function signResponseOf(r: SignIntentResult): SignIntentResponse {
   };
 }
 
-/** The caller's deadline and cancellation, as grpc-js exposes them on the server call. */
-export function signBudgetOf(call: { getDeadline(): Date | number; cancelled: boolean }): SignBudget {
-  const d = call.getDeadline();
-  const deadline = d instanceof Date ? d.getTime() : d;
-  return { deadline: Number.isFinite(deadline) ? deadline : Infinity, cancelled: () => call.cancelled };
-}
-
 /** gRPC adapter of SignService: verify the caller, decode, sign (within the call's deadline), encode. */
 export function signGrpc(deps: { keys: IdentityKeys; sign: SignService }): AsyncService<SignServiceServer> {
   return {
     async signIntent(req, call) {
       const p = await currentCaller(deps.keys);
-      return signResponseOf(await deps.sign.sign(p, signInputOf(req), signBudgetOf(call)));
+      return signResponseOf(await deps.sign.sign(p, signInputOf(req), budgetOf(call)));
     },
   };
 }

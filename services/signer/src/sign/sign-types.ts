@@ -1,3 +1,5 @@
+import { NO_BUDGET, type SubmitBudget } from '../transactions/tx-service.js';
+
 /** The intent types of `POST /v1/agents/{id}/sign` on an EVM chain (reference SignIntentRequest). */
 export const INTENT_TYPES = ['personal_sign', 'typed_data', 'eip712_digest', 'transaction'] as const;
 
@@ -44,16 +46,12 @@ export interface SignIntentResult {
 }
 
 /**
- * How long the caller still waits for a sign request: the gRPC call's deadline (the gateway sets
- * one per route) and whether the call was cancelled (the same shape as the Transactions API's
- * SubmitBudget). Signer checks it before signing and before recording, so that it never records a
- * signature (or a sign-only transaction and its event) its caller was already told 503 about.
+ * How long the caller still waits for a sign request: the Transactions API's budget (the gRPC
+ * call's deadline, which the gateway sets per route, and its cancellation). Signer checks it before
+ * signing and before recording, so that it never records a signature (or a sign-only transaction and
+ * its event) its caller was already told 503 about.
  */
-export interface SignBudget {
-  /** Epoch ms by which the answer must be back (Infinity: no deadline). */
-  deadline: number;
-  cancelled(): boolean;
-}
+export type SignBudget = SubmitBudget;
 
 /** No deadline, never cancelled. */
-export const NO_SIGN_BUDGET: SignBudget = { deadline: Infinity, cancelled: () => false };
+export const NO_SIGN_BUDGET: SignBudget = NO_BUDGET;
