@@ -97,6 +97,29 @@ describe('transaction store in Postgres', () => {
     expect(await store.claim(agentId, 'k2', 'h9')).toEqual({ kind: 'claimed' });
   });
 
+  it('a claim left with no transaction (its request died) is taken over once older than the recovery delay, by one racer', async () => {
+    const agentId = randomUUID();
+    expect(await store.claim(agentId, 'dead', 'h1', 60_000)).toEqual({ kind: 'claimed' });
+    expect(await store.claim(agentId, 'dead', 'h1', 60_000)).toEqual({ kind: 'running' });
+    await pool.query(
+      `UPDATE signer.tx_idempotency SET created_at = now() - interval '2 minutes' WHERE agent_id = $1`,
+      [agentId],
+    );
+    const racers = await Promise.all(
+      Array.from({ length: 8 }, () => store.claim(agentId, 'dead', 'h1', 60_000)),
+    );
+    expect(racers.filter((c) => c.kind === 'claimed')).toHaveLength(1);
+    expect(racers.filter((c) => c.kind === 'running')).toHaveLength(7);
+    // A claim with a transaction still running is never taken over before 24 h.
+    const t = await store.allocateAndInsert(rowOf(randomUUID(), agentId), 0, 'dead');
+    await pool.query(
+      `UPDATE signer.tx_idempotency SET created_at = now() - interval '2 hours' WHERE agent_id = $1`,
+      [agentId],
+    );
+    expect(await store.claim(agentId, 'dead', 'h1', 60_000)).toEqual({ kind: 'running' });
+    expect(t.status).toBe('pending');
+  });
+
   it("two watchers' leases never share a row, and a leased row waits for its lease", async () => {
     const keyId = randomUUID();
     const ids: string[] = [];

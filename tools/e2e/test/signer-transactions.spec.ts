@@ -326,6 +326,8 @@ describe('signer: transactions on anvil (shared mesh)', () => {
     const r = await send(agent, body, old);
     expect({ status: r.status, body: r.body }).toMatchObject({ status: 201, body: { status: 'broadcast' } });
     expect((await send(agent, body, old)).status).toBe(200);
+    // Mined before the next test reads the key's nonce (anvil's pending count can lag while it mines).
+    expect((await settled(agent, r.body['id'] as string))['status']).toBe('confirmed');
     // A key of 256 characters or with a space is refused, naming the header.
     expectProblem(await send(agent, body, 'x'.repeat(256)), 400, { field: 'Idempotency-Key' });
   });
@@ -423,6 +425,31 @@ describe('signer: transactions on anvil (shared mesh)', () => {
     const mined = await settled(capped, r.body['id'] as string);
     expect(mined['status']).toBe('confirmed');
     expect(await nonceOf(capped.address)).toBe(1);
+  });
+
+  it('a JSON number amount is wei and taken only as a safe integer (400 naming the field); a decimal string is ETH', async () => {
+    const to = randomAddress();
+    const before = await nonceOf(agent.address);
+    // 123456789012345678 arrives rounded by JSON parsing; 0.5 as a number is no whole wei.
+    const rounded = await api(mesh, 'POST', `/v1/agents/${agent.id}/transactions`, {
+      token: agent.token,
+      raw: `{"chain":"anvil","to":"${to}","value":123456789012345678}`,
+    });
+    expectProblem(rounded, 400, { field: 'value' });
+    expectProblem(await send(agent, { chain: 'anvil', to, value: 0.5 }), 400, { field: 'value' });
+    expectProblem(await send(agent, { chain: 'anvil', to, value: '1', gas_limit: 2 ** 60 }), 400, {
+      field: 'gas_limit',
+    });
+    expectProblem(await send(agent, { chain: 'anvil', to, value: '1', max_fee_per_gas: 1.5 }), 400, {
+      field: 'max_fee_per_gas',
+    });
+    expect(await nonceOf(agent.address)).toBe(before);
+    const wei = await send(agent, { chain: 'anvil', to, value: 1000 });
+    expect(wei.status).toBe(201);
+    expect(wei.body['value_wei']).toBe('1000');
+    const eth = await send(agent, { chain: 'anvil', to, value: '0.000001' });
+    expect(eth.status).toBe(201);
+    expect(eth.body['value_wei']).toBe('1000000000000');
   });
 
   /** Inserts a transaction row as a request that stopped half-way would have left it (an hour ago). */
@@ -548,7 +575,7 @@ describe('signer: transactions on anvil (shared mesh)', () => {
       status: 201,
       body: { status: 'failed', nonce: 0 },
     });
-    expect(poor.body['error_message']).toMatch(/insufficient funds/);
+    expect(poor.body['error_message']).toMatch(/insufficient funds/i);
     expect(await nonceOf(unfunded.address)).toBe(0);
     const rows = await sqlOn<{ n: string }>(
       mesh,
