@@ -47,7 +47,13 @@ export const configShape = {
     .int('How many opened private keys signer keeps in memory at most (0: none).', 0, 100000)
     .default(5000),
   EVM_RPC_TIMEOUT_MS: env
-    .int('Timeout of one JSON-RPC call to an EVM chain endpoint, in milliseconds.', 100, 120000)
+    .int(
+      'Timeout of one JSON-RPC call to an EVM chain endpoint, in milliseconds. A submission makes ' +
+        "several; it signs only with 2 × this left before the gateway's 60 s deadline and broadcasts " +
+        'only with 1 × left (else 503, nothing sent): keep it well below 20 s.',
+      100,
+      120000,
+    )
     .default(10000),
   TX_WATCH_INTERVAL_MS: env
     .int(
