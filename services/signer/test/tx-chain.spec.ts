@@ -273,9 +273,9 @@ describe('transactions against anvil and Postgres', () => {
       modes.clear();
       const wt = watcher();
       // The re-send is refused (nonce too low): the watcher asks the chain and finds it mined.
-      expect(await wt.recover()).toBe(1);
+      expect(await wt.recover()).toBeGreaterThanOrEqual(1);
       expect((await store.byId(r.tx.id))!.status).toBe('broadcast');
-      expect(await wt.round()).toBe(1);
+      expect(await wt.round()).toBeGreaterThanOrEqual(1);
       expect((await store.byId(r.tx.id))!).toMatchObject({ status: 'confirmed', nonceHeld: true });
       const events = await pool.query<{ name: string }>(
         "SELECT name FROM signer.outbox WHERE name = 'agent.transaction.broadcast' AND payload::text LIKE '%' || $1 || '%'",
@@ -293,8 +293,8 @@ describe('transactions against anvil and Postgres', () => {
       expect(await chain.getTransactionCount(w.address, 'latest')).toBe(0);
       modes.clear();
       const wt = watcher();
-      expect(await wt.recover()).toBe(1);
-      expect(await wt.round()).toBe(1);
+      expect(await wt.recover()).toBeGreaterThanOrEqual(1);
+      expect(await wt.round()).toBeGreaterThanOrEqual(1);
       const t = (await store.byId(r.tx.id))!;
       expect(t).toMatchObject({ status: 'confirmed', nonce: 0 });
       expect(EthersTx.from(t.signedTx!).hash).toBe(t.txHash);
@@ -320,8 +320,8 @@ describe('transactions against anvil and Postgres', () => {
       const r = await submit();
       expect(r.tx.status).toBe('signed');
       const wt = watcher();
-      expect(await wt.recover()).toBe(1); // "already known" or mined
-      expect(await wt.round()).toBe(1);
+      expect(await wt.recover()).toBeGreaterThanOrEqual(1); // "already known" or mined
+      expect(await wt.round()).toBeGreaterThanOrEqual(1);
       expect((await store.byId(r.tx.id))!.status).toBe('confirmed');
     });
 

@@ -97,14 +97,15 @@ export class TxWatcher {
   }
 
   /**
-   * How long a leased row stays out of other rounds: longer than the worst round on it (up to
-   * four chain calls, each up to the RPC timeout, for each of the batch's turns at the
-   * concurrency limit), so no other replica acts on it meanwhile.
+   * How long a leased row stays out of other rounds: longer than the worst round on it, so no
+   * other replica acts on it meanwhile. Recovery: up to four chain calls per row, each up to the
+   * RPC timeout, for each of the batch's turns at the concurrency limit. Receipts (all rows at
+   * once): up to five chain calls per row.
    */
-  private leaseMs(): number {
+  private leaseMs(kind: 'recover' | 'receipts'): number {
     const rpc = this.o.rpcTimeoutMs ?? 10_000;
-    const turns = Math.ceil(this.o.batch / RECOVER_CONCURRENCY);
-    return Math.max(30_000, this.o.intervalMs * 5, 4 * rpc * turns + 5_000);
+    const worst = kind === 'recover' ? 4 * rpc * Math.ceil(this.o.batch / RECOVER_CONCURRENCY) : 5 * rpc;
+    return Math.max(30_000, this.o.intervalMs * 5, worst + 5_000);
   }
 
   /**
@@ -114,7 +115,7 @@ export class TxWatcher {
    * no receipt of it, it ends `failed` and gives its nonce back.
    */
   async recover(): Promise<number> {
-    const lease = this.leaseMs();
+    const lease = this.leaseMs('recover');
     const { store } = this.deps;
     let done = 0;
     for (const t of await store.leaseStale('pending', this.o.staleMs, this.o.batch, lease)) {
@@ -211,7 +212,7 @@ export class TxWatcher {
 
   /** One round: lease due rows, look up their receipts, record what is mined. Returns how many settled. */
   async round(): Promise<number> {
-    const lease = this.leaseMs();
+    const lease = this.leaseMs('receipts');
     const rows = await this.deps.store.leaseForWatch(this.o.batch, lease);
     let settled = 0;
     await Promise.all(
