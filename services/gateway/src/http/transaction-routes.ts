@@ -214,7 +214,8 @@ export function transactionRoutes(peers: Peers, guards: Guards): Router {
       },
       responses: {
         201: {
-          description: 'Signed and broadcast (or `failed` when the node refused it)',
+          description:
+            'Signed and broadcast; `failed` when the node refused it (nonce given back); `signed` when the broadcast got no definite answer (the node may have it: signer sends the same bytes again later)',
           schema: TransactionResponse,
         },
         200: {
