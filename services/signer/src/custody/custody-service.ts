@@ -5,7 +5,6 @@ import {
   ConflictError,
   CustosError,
   type Database,
-  InvalidArgumentError,
   type Logger,
   NotFoundError,
   UnavailableError,
@@ -16,7 +15,7 @@ import { keyNameOf } from '../chains/chain-fns.js';
 import type { ChainService } from '../chains/chain-service.js';
 import type { ChainRecord } from '../chains/chain-types.js';
 import { outbox } from '../db/schema.js';
-import type { ChainAdapter, ChainAdapters } from '../keys/chain-adapter.js';
+import { type ChainAdapter, type ChainAdapters, adapterFor } from '../keys/chain-adapter.js';
 import { agentIdOf, keyDetails } from '../keys/key-fns.js';
 import type { KeyLoader } from '../keys/key-loader.js';
 import type { KeyStore } from '../keys/key-store.js';
@@ -78,14 +77,7 @@ export class CustodyService {
   ) {}
 
   private adapterOf(chain: ChainRecord): ChainAdapter {
-    const a = this.deps.adapters[chain.family];
-    if (!a) {
-      throw new InvalidArgumentError(
-        'chain',
-        `signing keys for ${keyNameOf(chain.family)} chains are not supported yet`,
-      );
-    }
-    return a;
+    return adapterFor(this.deps.adapters, chain);
   }
 
   /**

@@ -4,7 +4,6 @@ import type { Agent } from '@custos/proto/custos/identity/v1/agents';
 import {
   CustosError,
   type Database,
-  InvalidArgumentError,
   type Logger,
   NotFoundError,
   PermissionDeniedError,
@@ -14,7 +13,7 @@ import { failClosed, writeSignerAudit } from '../audit/signer-audit.js';
 import { keyNameOf } from '../chains/chain-fns.js';
 import type { ChainService } from '../chains/chain-service.js';
 import type { ChainRecord } from '../chains/chain-types.js';
-import type { ChainAdapter, ChainAdapters } from '../keys/chain-adapter.js';
+import { type ChainAdapter, type ChainAdapters, adapterFor } from '../keys/chain-adapter.js';
 import { agentIdOf } from '../keys/key-fns.js';
 import type { KeyLoader } from '../keys/key-loader.js';
 import type { KeyStore } from '../keys/key-store.js';
@@ -101,13 +100,7 @@ export class IntentContext {
         type: INTENT_REFUSALS.intentsDisabled,
       });
     }
-    const adapter = this.deps.adapters[chain.family];
-    if (!adapter) {
-      throw new InvalidArgumentError(
-        chainField,
-        `signing on ${keyNameOf(chain.family)} chains is not supported yet`,
-      );
-    }
+    const adapter = adapterFor(this.deps.adapters, chain, chainField);
     const key = await this.deps.keys.active(p.orgId, agentId, chain.family);
     if (!key) throw new NotFoundError('signing key', keyNameOf(chain.family));
     if (key.custody !== 'server') {

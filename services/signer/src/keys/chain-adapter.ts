@@ -1,4 +1,6 @@
-import type { ChainFamily } from '../chains/chain-types.js';
+import { InvalidArgumentError } from '@custos/service-kit';
+import { keyNameOf } from '../chains/chain-fns.js';
+import type { ChainFamily, ChainRecord } from '../chains/chain-types.js';
 
 /** A fresh key pair: the private half as bytes (zero them when done) and its public view. */
 export interface GeneratedKey {
@@ -24,3 +26,15 @@ export interface ChainAdapter {
 
 /** The adapters of the families keys can be made for; a family without one answers "not supported yet". */
 export type ChainAdapters = Partial<Record<ChainFamily, ChainAdapter>>;
+
+/** The chain's family adapter; 400 naming `field` when signer cannot make keys for that family yet. */
+export function adapterFor(adapters: ChainAdapters, chain: ChainRecord, field = 'chain'): ChainAdapter {
+  const a = adapters[chain.family];
+  if (!a) {
+    throw new InvalidArgumentError(
+      field,
+      `signing keys for ${keyNameOf(chain.family)} chains are not supported yet`,
+    );
+  }
+  return a;
+}

@@ -9,7 +9,7 @@ import type { ChainRecord } from '../chains/chain-types.js';
 import { outbox } from '../db/schema.js';
 import type { IdentityClient } from '../peers/identity-client.js';
 import type { VaultCryptoClient } from '../peers/vault-crypto-client.js';
-import type { ChainAdapter, ChainAdapters } from './chain-adapter.js';
+import { type ChainAdapter, type ChainAdapters, adapterFor } from './chain-adapter.js';
 import { agentIdOf, creatableCustody, keyDetails, sortKeys } from './key-fns.js';
 import type { KeyStore } from './key-store.js';
 import type { SigningKeyRecord } from './key-types.js';
@@ -40,14 +40,7 @@ export class KeyService {
   ) {}
 
   private adapterOf(chain: ChainRecord): ChainAdapter {
-    const a = this.deps.adapters[chain.family];
-    if (!a) {
-      throw new InvalidArgumentError(
-        'chain',
-        `signing keys for ${keyNameOf(chain.family)} chains are not supported yet`,
-      );
-    }
-    return a;
+    return adapterFor(this.deps.adapters, chain);
   }
 
   /**
