@@ -6,7 +6,8 @@ import { callUnary } from '@custos/service-kit';
 import { waitFor } from '@custos/service-kit/testing';
 import { TEST_PASSWORD, api, expectProblem, quickUser } from '../src/api';
 import { sqlOn } from '../src/db';
-import { type Mesh, type ServiceName, sharedMail, sharedMesh } from '../src/mesh';
+import { type Mesh, type ServiceName, sharedMesh } from '../src/mesh';
+import { invitedMember } from '../src/members';
 import { grpcClientAs } from '../src/mesh-grpc';
 
 // Issue 17, key custody: vault-crypto's LoadAgentKey (signer's certificate only), export and
@@ -47,31 +48,7 @@ describe('signer: key custody', () => {
     return { id, token: t.body['access_token'] as string };
   }
 
-  /** Invites a new address into `inviter`'s org with a role and signs it in. */
-  async function orgMember(inviter: User, role: 'member' | 'admin'): Promise<User> {
-    const smtp = sharedMail();
-    try {
-      const email = `m-${randomBytes(4).toString('hex')}@example.com`;
-      const r = await api(mesh, 'POST', '/v1/org/invite', { token: inviter.token, body: { email, role } });
-      expect(r.status).toBe(200);
-      const mail = await smtp.waitForMessage((m) => m.to === email, 10_000);
-      const token = decodeURIComponent(/accept-invite\?token=(\S+)/.exec(mail.text)![1]!);
-      const accepted = await api(mesh, 'POST', '/v1/org/invites/accept', {
-        body: { token, password: TEST_PASSWORD },
-      });
-      expect(accepted.status).toBe(201);
-      const login = await api(mesh, 'POST', '/v1/auth/token', { body: { email, password: TEST_PASSWORD } });
-      expect(login.status).toBe(200);
-      return {
-        email,
-        token: login.body['access_token'] as string,
-        userId: accepted.body['user_id'] as string,
-        orgId: inviter.orgId,
-      };
-    } finally {
-      await smtp.close();
-    }
-  }
+  const orgMember = (inviter: User, role: 'member' | 'admin') => invitedMember(mesh, inviter, role);
 
   const keysOf = async (id: string, token = owner.token) => {
     const r = await call('GET', `/v1/agents/${id}/signing-keys`, { token });
