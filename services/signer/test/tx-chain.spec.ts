@@ -26,7 +26,7 @@ const logger = createLogger({ service: 'signer-test', level: 'silent' });
 const RPC_TIMEOUT = 1500;
 
 /** What the proxy does with a JSON-RPC method: pass it, never answer, forward then drop the answer, or refuse. */
-type Mode = 'pass' | 'hang' | 'drop' | { error: string };
+type Mode = 'pass' | 'hang' | 'drop' | { error: string } | { result: unknown };
 
 describe('transactions against anvil and Postgres', () => {
   let anvil: { url: string; stop(): Promise<void> };
@@ -49,6 +49,11 @@ describe('transactions against anvil and Postgres', () => {
         const payload = JSON.parse(body) as { id: number; method: string };
         const mode = modes.get(payload.method) ?? 'pass';
         if (mode === 'hang') return; // the client times out
+        if (typeof mode === 'object' && 'result' in mode) {
+          res.setHeader('content-type', 'application/json');
+          res.end(JSON.stringify({ jsonrpc: '2.0', id: payload.id, result: mode.result }));
+          return;
+        }
         if (typeof mode === 'object') {
           res.setHeader('content-type', 'application/json');
           res.end(
@@ -298,6 +303,20 @@ describe('transactions against anvil and Postgres', () => {
       const t = (await store.byId(r.tx.id))!;
       expect(t).toMatchObject({ status: 'confirmed', nonce: 0 });
       expect(EthersTx.from(t.signedTx!).hash).toBe(t.txHash);
+    });
+
+    it('a re-send answered "already known" is broadcast even when a lookup (another backend) does not find it', async () => {
+      const w = await funded();
+      const { scope, submit } = rig(w);
+      modes.set('eth_sendRawTransaction', 'hang');
+      const r = await submit();
+      expect(r.tx.status).toBe('signed');
+      modes.set('eth_sendRawTransaction', { error: 'already known' });
+      modes.set('eth_getTransactionByHash', { result: null });
+      modes.set('eth_getTransactionReceipt', { result: null });
+      await watcher().recover();
+      expect((await store.byId(r.tx.id))!).toMatchObject({ status: 'broadcast', nonceHeld: true });
+      expect(await held(scope.key.id)).toEqual([]);
     });
 
     it('a definite refusal (insufficient funds) gives the nonce back; the next submission reuses it', async () => {

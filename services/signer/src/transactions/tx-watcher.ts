@@ -154,7 +154,12 @@ export class TxWatcher {
     } catch (err) {
       if (!(err instanceof EvmRpcError)) throw err;
       // Mined already (nonce too low), in the pool (already known), refused, or no answer: ask.
-      const arrived = (await rpc.receipt(t.txHash!)) !== null || (await rpc.knowsTransaction(t.txHash!));
+      // "Already known" is the node saying it holds these bytes: arrived, whatever a lookup on
+      // another backend of a load-balanced endpoint answers.
+      const arrived =
+        err.alreadyKnown ||
+        (await rpc.receipt(t.txHash!)) !== null ||
+        (await rpc.knowsTransaction(t.txHash!));
       if (!arrived) {
         if (!err.rejected) throw err; // no answer and unknown: try again next round
         refusal = err;
