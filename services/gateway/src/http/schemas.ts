@@ -12,6 +12,29 @@ export const uuid = z.string().uuid();
 /** An RFC 3339 date-time with a zone (what the API returns and accepts). */
 export const dateTime = z.string().describe('RFC 3339 date-time');
 
+/**
+ * A wei amount (or any on-chain integer) as JSON carries it: a string (parsed by the owner of the
+ * field) or a JSON number, taken only when it is a whole number JavaScript holds exactly (a larger
+ * one would be rounded before anyone could check it); passed on as a decimal string.
+ */
+export const chainAmount = z.union([
+  z.string().max(100),
+  z
+    .number()
+    .nonnegative()
+    .refine(Number.isSafeInteger, {
+      message:
+        'a JSON number must be a whole number up to 9007199254740991; give larger or fractional amounts as a string',
+    })
+    .transform((v) => String(v)),
+]);
+
+/** A non-negative whole JSON number JavaScript holds exactly (nonces, counts). */
+export const safeCount = z
+  .number()
+  .nonnegative()
+  .refine(Number.isSafeInteger, { message: 'must be a whole number up to 9007199254740991' });
+
 /** Free-form JSON object (secret metadata, audit details, conditions). */
 export const jsonObject = z.record(z.string(), z.unknown());
 

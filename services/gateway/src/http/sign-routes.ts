@@ -7,7 +7,7 @@ import type { Peers } from '../peers.js';
 import { AgentParams } from './agent-schemas.js';
 import { type Guards, declareRoute } from './routes.js';
 import { SIGNER_CHAIN_DEADLINE_MS } from './transaction-routes.js';
-import { bodyOf } from './schemas.js';
+import { bodyOf, chainAmount, safeCount } from './schemas.js';
 
 /** The reference SignIntentResponse, with `status`, `nonce` and `transaction_id` for a transaction. */
 export const SignIntentResponse = z.object({
@@ -55,10 +55,6 @@ function signBody(r: SignReply): SignJson {
 
 /** The largest EIP-712 document taken, as JSON text (signer refuses a larger one too). */
 const TYPED_DATA_MAX_CHARS = 65_536;
-
-const amount = z
-  .union([z.string().max(100), z.number().int().nonnegative()])
-  .transform((v) => (typeof v === 'number' ? BigInt(v).toString() : v));
 
 // Only the shape is checked here; signer checks the content (hex, addresses, types, EIP-712) inside
 // the Intents API's audit, so that each refusal of a field's content is recorded `agent.sign.refused`.
@@ -125,20 +121,17 @@ const SignBody = bodyOf({
       'transaction: wei as 0x hex or a decimal integer; a decimal with a fraction ("0.01") is the native unit',
     ),
   data: z.string().max(262144).optional().describe('transaction: 0x calldata, even length'),
-  nonce: z
-    .number()
-    .int()
-    .min(0)
+  nonce: safeCount
     .optional()
     .describe("transaction: the nonce (default: the chain's pending nonce of the key's address)"),
-  gas_limit: amount
+  gas_limit: chainAmount
     .optional()
     .describe('transaction: gas limit (estimated when absent; at most max_gas_limit)'),
-  gas_price: amount.optional().describe('transaction (type 0): wei (from the chain when absent)'),
-  max_fee_per_gas: amount
+  gas_price: chainAmount.optional().describe('transaction (type 0): wei (from the chain when absent)'),
+  max_fee_per_gas: chainAmount
     .optional()
     .describe('transaction (type 2): wei (from the chain when absent, capped by max_fee_per_gas_gwei)'),
-  max_priority_fee_per_gas: amount.optional().describe('transaction (type 2): wei'),
+  max_priority_fee_per_gas: chainAmount.optional().describe('transaction (type 2): wei'),
 });
 
 /**

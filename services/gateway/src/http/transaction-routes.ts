@@ -6,7 +6,7 @@ import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { AgentParams } from './agent-schemas.js';
 import { type Guards, declareRoute } from './routes.js';
-import { bodyOf, dateTime, idParam, intQuery, must, queryString } from './schemas.js';
+import { bodyOf, chainAmount, dateTime, idParam, intQuery, must, queryString } from './schemas.js';
 
 /** A transaction as HTTP shows it: the reference TransactionResponse and more. */
 export const TransactionResponse = z.object({
@@ -83,16 +83,6 @@ function txBody(t: Transaction, withSignedTx: boolean): TransactionJson {
  * 2^53 - 1). A larger one was already rounded by JSON parsing (123456789012345678 arrives as
  * ...680), so it is refused (400 naming the field): give such amounts as decimal strings.
  */
-const safeWei = z
-  .number()
-  .nonnegative()
-  .refine(Number.isSafeInteger, {
-    message:
-      'a JSON number must be a whole number of wei up to 9007199254740991; give larger or fractional amounts as a string',
-  })
-  .transform((v) => String(v));
-
-const amount = z.union([z.string().max(100), safeWei]);
 
 /** When the gateway gives up on signer for a submission or a sign intent (see docs/decisions.md). */
 export const SIGNER_CHAIN_DEADLINE_MS = 60_000;
@@ -127,18 +117,18 @@ const SubmitBody = bodyOf({
     .optional()
     .describe('Numeric chain id; must agree with `chain` when both are given'),
   to: z.string().max(200).describe('0x address: EIP-55 checksummed or all lower-case'),
-  value: z
-    .union([z.string().max(100), safeWei])
-    .describe(
-      'Wei as 0x hex or a decimal integer string; a decimal string with a fractional part ("0.01") is the native unit (ETH); a JSON number is wei and must be a safe integer',
-    ),
+  value: chainAmount.describe(
+    'Wei as 0x hex or a decimal integer string; a decimal string with a fractional part ("0.01") is the native unit (ETH); a JSON number is wei and must be a safe integer',
+  ),
   data: z.string().max(262144).optional().describe('0x calldata, even length'),
-  gas_limit: amount.optional().describe('Gas limit (estimated when absent; at most the agent max_gas_limit)'),
-  max_fee_per_gas: amount
+  gas_limit: chainAmount
+    .optional()
+    .describe('Gas limit (estimated when absent; at most the agent max_gas_limit)'),
+  max_fee_per_gas: chainAmount
     .optional()
     .describe('Wei (from the chain when absent, capped by max_fee_per_gas_gwei)'),
-  max_priority_fee_per_gas: amount.optional().describe('Wei'),
-  gas_price: amount.optional().describe('Wei, legacy (tx_type 0) only'),
+  max_priority_fee_per_gas: chainAmount.optional().describe('Wei'),
+  gas_price: chainAmount.optional().describe('Wei, legacy (tx_type 0) only'),
   tx_type: z.number().int().optional().describe('2 (EIP-1559, default) or 0 (legacy)'),
   simulate_first: z.boolean().optional().describe('eth_call first; a revert ends simulation_failed (422)'),
   mode: z.enum(['eoa', 'smart_account']).optional().describe('Only `eoa`'),
