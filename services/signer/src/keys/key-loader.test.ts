@@ -77,4 +77,17 @@ describe('KeyLoader', () => {
     });
     expect(kept!.equals(Buffer.alloc(32))).toBe(true); // zeroed after use
   });
+
+  it('forget drops the key, also when a load of it is in flight (that load serves its waiters only)', async () => {
+    const v = vaultOf({ a });
+    const l = new KeyLoader(v.vault, { ttlMs: 60_000, size: 10 });
+    const during = seen(l, record('a'));
+    l.forget('a');
+    expect(await during).toBe(a.toString('hex'));
+    expect(await seen(l, record('a'))).toBe(a.toString('hex'));
+    expect(v.loads).toEqual(['a', 'a']); // opened again: the first load did not fill the cache
+    l.forget('a');
+    await seen(l, record('a'));
+    expect(v.loads).toEqual(['a', 'a', 'a']);
+  });
 });

@@ -19,6 +19,8 @@ export interface KeyCacheOptions {
 export class KeyLoader {
   private readonly cache: ExpiringLru<Buffer>;
   private readonly inflight = new Map<string, Promise<Buffer>>();
+  /** Keys forgotten while a load of them was in flight: that load does not fill the cache. */
+  private readonly forgotten = new Set<string>();
   private readonly now: () => number;
 
   constructor(
@@ -56,9 +58,13 @@ export class KeyLoader {
     });
   }
 
-  /** Drops a key from memory (zeroing it), e.g. after its rotation. */
+  /**
+   * Drops a key from memory (zeroing it), e.g. after an import replaced it; a load of it still in
+   * flight does not put it back (it serves its waiters only).
+   */
   forget(keyId: string): void {
     this.cache.delete(keyId);
+    if (this.inflight.has(keyId)) this.forgotten.add(keyId);
   }
 
   private caching(): boolean {
@@ -80,11 +86,15 @@ export class KeyLoader {
       pending = this.vault
         .loadKey({ orgId: key.orgId, secretId: key.vaultSecretId, keyId: key.id, purpose: 'sign' })
         .then((master) => {
-          this.cache.set(key.id, Buffer.from(master), this.now() + this.options.ttlMs);
+          if (!this.forgotten.delete(key.id))
+            this.cache.set(key.id, Buffer.from(master), this.now() + this.options.ttlMs);
           setImmediate(() => master.fill(0));
           return master;
         })
-        .finally(() => this.inflight.delete(key.id));
+        .finally(() => {
+          this.inflight.delete(key.id);
+          this.forgotten.delete(key.id);
+        });
       this.inflight.set(key.id, pending);
     }
     return Buffer.from(await pending);
