@@ -9,7 +9,7 @@ import { createTestDatabase } from '@custos/service-kit/testing';
 import { SCHEMA } from '../src/db/schema';
 import { EvmRevert, EvmRpcError, EvmRpcPool, describeRpcError, revertReason } from '../src/evm/evm-rpc';
 import type { IntentContext, IntentScope } from '../src/intents/intent-context';
-import { TransactionService, type SubmitBudget } from '../src/transactions/tx-service';
+import { ANSWER_MARGIN_MS, TransactionService, type SubmitBudget } from '../src/transactions/tx-service';
 import { TxStore } from '../src/transactions/tx-store';
 import { TxWatcher } from '../src/transactions/tx-watcher';
 
@@ -26,13 +26,14 @@ const logger = createLogger({ service: 'signer-test', level: 'silent' });
 const RPC_TIMEOUT = 1500;
 
 /** What the proxy does with a JSON-RPC method: pass it, never answer, forward then drop the answer, or refuse. */
-type Mode = 'pass' | 'hang' | 'drop' | { error: string } | { result: unknown };
+type Mode = 'pass' | 'hang' | 'drop' | { error: string } | { result: unknown } | { status: number };
 
 describe('transactions against anvil and Postgres', () => {
   let anvil: { url: string; stop(): Promise<void> };
   let proxy: http.Server;
   let proxyUrl: string;
   const modes = new Map<string, Mode>();
+  const seen = new Map<string, number>(); // requests per method
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
   let pool: ReturnType<typeof createPool>;
   let store: TxStore;
@@ -48,6 +49,12 @@ describe('transactions against anvil and Postgres', () => {
       req.on('end', () => {
         const payload = JSON.parse(body) as { id: number; method: string };
         const mode = modes.get(payload.method) ?? 'pass';
+        seen.set(payload.method, (seen.get(payload.method) ?? 0) + 1);
+        if (typeof mode === 'object' && 'status' in mode) {
+          res.statusCode = mode.status;
+          res.end('too many requests');
+          return;
+        }
         if (mode === 'hang') return; // the client times out
         if (typeof mode === 'object' && 'result' in mode) {
           res.setHeader('content-type', 'application/json');
@@ -92,6 +99,7 @@ describe('transactions against anvil and Postgres', () => {
   });
   afterEach(async () => {
     modes.clear();
+    seen.clear();
     await chain.send('evm_setAutomine', [true]);
   });
 
@@ -188,6 +196,14 @@ describe('transactions against anvil and Postgres', () => {
       modes.set('eth_sendRawTransaction', 'hang');
       const hung = await caught(rpc().sendRawTransaction(await transfer(await funded(), 0)));
       expect(hung).toMatchObject({ rejected: false });
+      // A rate-limited (HTTP 429) call is tried once, not re-sent with back-off past its timeout.
+      modes.set('eth_sendRawTransaction', { status: 429 });
+      seen.clear();
+      const began = Date.now();
+      const limited = await caught(rpc().sendRawTransaction(await transfer(await funded(), 0)));
+      expect(limited).toMatchObject({ rejected: false });
+      expect(seen.get('eth_sendRawTransaction')).toBe(1);
+      expect(Date.now() - began).toBeLessThan(RPC_TIMEOUT);
       expect(describeRpcError(hung)).not.toContain(proxyUrl);
     });
   });
@@ -200,7 +216,7 @@ describe('transactions against anvil and Postgres', () => {
         chain: { ...ANVIL, rpcUrl: proxyUrl, family: 'evm', nativeDecimals: 18, isEnabled: true },
         key: { id: randomUUID(), address: w.address, keyVersion: 1, custody: 'server' },
       }) as unknown as IntentScope;
-    const rig = (w: Wallet, o: { failMarkBroadcast?: boolean } = {}) => {
+    const rig = (w: Wallet, o: { failMarkBroadcast?: boolean; rpcTimeoutMs?: number } = {}) => {
       const scope = scopeOf(w);
       const intents = {
         audited: (_p: unknown, _a: string, _id: string, step: () => Promise<unknown>) => step(),
@@ -223,7 +239,7 @@ describe('transactions against anvil and Postgres', () => {
         rpc: rpcPool,
         identity: { requireAgentInOrg: async () => undefined },
         logger,
-        rpcTimeoutMs: RPC_TIMEOUT,
+        rpcTimeoutMs: o.rpcTimeoutMs ?? RPC_TIMEOUT,
         staleClaimMs: 1000,
       });
       const submit = (body: Partial<SubmitTransactionRequest> = {}, budget?: SubmitBudget) =>
@@ -387,6 +403,24 @@ describe('transactions against anvil and Postgres', () => {
       expect(rows.rows).toEqual([{ status: 'failed', signed_tx: null }]);
       expect(await held(scope.key.id)).toEqual([0]);
       expect(await chain.getTransactionCount(w.address, 'pending')).toBe(0);
+    });
+
+    it("a broadcast that outlasts the caller's deadline (less the answer's margin) is answered `signed`, in time; the watcher follows it", async () => {
+      const w = await funded();
+      // The service budgets 200 ms per chain call but the endpoint's call may take 1.5 s: the race
+      // against the deadline, not the call's timeout, bounds the answer.
+      const { submit } = rig(w, { rpcTimeoutMs: 200 });
+      modes.set('eth_sendRawTransaction', 'hang');
+      const began = Date.now();
+      const deadline = began + 2 * 200 + ANSWER_MARGIN_MS + 500;
+      const r = await submit({}, { deadline, cancelled: () => false });
+      expect(r.tx.status).toBe('signed');
+      expect(Date.now()).toBeLessThanOrEqual(deadline - ANSWER_MARGIN_MS + 150);
+      modes.clear();
+      const wt = watcher();
+      expect(await wt.recover()).toBeGreaterThanOrEqual(1);
+      expect(await wt.round()).toBeGreaterThanOrEqual(1);
+      expect((await store.byId(r.tx.id))!.status).toBe('confirmed');
     });
 
     it('a broadcast transaction whose nonce the chain passed (replaced) ends failed; one the node lost is sent again', async () => {

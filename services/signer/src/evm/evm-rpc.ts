@@ -128,6 +128,9 @@ export class JsonRpcEvm implements EvmTxRpc {
   constructor(url: string, chainId: bigint, timeoutMs: number) {
     const req = new FetchRequest(url);
     req.timeout = timeoutMs;
+    // One attempt: ethers' default throttle re-sends a 429 up to 12 times with back-off, which
+    // would let one call outlast EVM_RPC_TIMEOUT_MS and the caller's deadline.
+    req.setThrottleParams({ maxAttempts: 1 });
     const network = Network.from(chainId);
     this.provider = new JsonRpcProvider(req, network, { staticNetwork: network, batchMaxCount: 1 });
   }

@@ -53,6 +53,13 @@ export interface SubmitBudget {
   cancelled(): boolean;
 }
 
+/**
+ * Room kept before the caller's deadline for the answer to travel back (signer → gateway →
+ * client): a broadcast starts only with EVM_RPC_TIMEOUT_MS plus this left, and is waited on only
+ * until this much before the deadline.
+ */
+export const ANSWER_MARGIN_MS = 1000;
+
 /** No deadline, never cancelled (callers that are not a gRPC call). */
 export const NO_BUDGET: SubmitBudget = { deadline: Infinity, cancelled: () => false };
 
@@ -260,7 +267,7 @@ export class TransactionService {
     // Signing opens the key (a vault-crypto call) and the broadcast that follows is one chain
     // call: both must fit before the caller's deadline, else the caller would be told 503 while
     // the transaction goes out.
-    if (budget.cancelled() || budget.deadline - Date.now() < 2 * rpcTimeout) {
+    if (budget.cancelled() || budget.deadline - Date.now() < 2 * rpcTimeout + ANSWER_MARGIN_MS) {
       await giveBack('the request ran out of time before signing');
       throw new UnavailableError(
         'the request ran out of time before the transaction was signed; nothing was signed or sent',
@@ -284,15 +291,32 @@ export class TransactionService {
       await giveBack('the signature could not be recorded').catch(() => undefined);
       throw err;
     }
-    if (budget.cancelled() || budget.deadline - Date.now() < rpcTimeout) {
+    if (budget.cancelled() || budget.deadline - Date.now() < rpcTimeout + ANSWER_MARGIN_MS) {
       // Signed, never sent: nothing left signer, so the nonce goes back and a retry is safe.
       await giveBack('the request ran out of time before the broadcast');
       throw new UnavailableError(
         'the request ran out of time before the transaction was sent; nothing was sent',
       );
     }
+    // The broadcast is waited on only until the margin before the deadline: should the call
+    // outlast its timeout, the caller still gets an answer (`signed`: it may have gone out; the
+    // watcher follows) rather than a 503 while the transaction goes out.
+    const send = rpc.sendRawTransaction(signed.signedTx);
+    let timer: NodeJS.Timeout | undefined;
+    const outOfTime = new Promise<'out_of_time'>((resolve) => {
+      const left = budget.deadline - Date.now() - ANSWER_MARGIN_MS;
+      if (Number.isFinite(left)) timer = setTimeout(() => resolve('out_of_time'), Math.max(0, left));
+    });
     try {
-      await rpc.sendRawTransaction(signed.signedTx);
+      const first = await Promise.race([send, outOfTime]);
+      if (first === 'out_of_time') {
+        send.catch(() => undefined); // its outcome is the watcher's to find
+        logger.warn(
+          { tx_id: row.id, chain: scope.chain.name },
+          "broadcast unanswered before the caller's deadline; left signed for the watcher",
+        );
+        return signedRow;
+      }
     } catch (err) {
       const message = `broadcast failed: ${err instanceof Error ? err.message : 'unknown error'}`;
       if (err instanceof EvmRpcError && err.rejected && !err.alreadyKnown) {
@@ -313,6 +337,8 @@ export class TransactionService {
         );
         return signedRow;
       }
+    } finally {
+      clearTimeout(timer);
     }
     try {
       return await store.markBroadcast(signedRow.id, (tx, r) => writeBroadcast(tx, p, r));
