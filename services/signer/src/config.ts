@@ -49,8 +49,9 @@ export const configShape = {
   EVM_RPC_TIMEOUT_MS: env
     .int(
       'Timeout of one JSON-RPC call to an EVM chain endpoint, in milliseconds. A submission makes ' +
-        "several; it signs only with 2 × this left before the gateway's 60 s deadline and broadcasts " +
-        'only with 1 × left (else 503, nothing sent): keep it well below 20 s.',
+        "several; it takes a nonce and signs only with 2 × this + 1 s left before the gateway's 60 s " +
+        'deadline and broadcasts only with 1 × this + 1 s left (else 503, nothing sent); a broadcast ' +
+        'still unanswered 1 s before the deadline is answered `signed`. Keep it well below 20 s.',
       100,
       120000,
     )
@@ -70,8 +71,10 @@ export const configShape = {
     .int(
       'A transaction still pending or signed this long after it was made was left by a request ' +
         'that never finished (signer stopped): the watcher gives its nonce back (pending) or sends ' +
-        'its signed bytes again (signed).',
-      1,
+        'its signed bytes again (signed); an Idempotency-Key claim with no transaction this old is ' +
+        "taken over. At least 120 s, above the gateway's 60 s deadline, so a live request is never " +
+        'taken over.',
+      120,
       86400,
     )
     .default(300),

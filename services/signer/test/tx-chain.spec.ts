@@ -391,18 +391,21 @@ describe('transactions against anvil and Postgres', () => {
       expect(rows.rowCount).toBe(0);
     });
 
-    it('too little time left before the caller gives up: 503 before signing, nonce given back, nothing sent', async () => {
+    it('too little time left before the caller gives up: 503 before any nonce is taken, nothing sent, the Idempotency-Key given back', async () => {
       const w = await funded();
       const { scope, submit } = rig(w);
-      const err = await caught(submit({}, { deadline: Date.now() + RPC_TIMEOUT, cancelled: () => false }));
-      expect(err).toMatchObject({ kind: 'unavailable' });
-      const rows = await pool.query<{ status: string; signed_tx: string | null }>(
-        'SELECT status, signed_tx FROM signer.transactions WHERE key_id = $1',
-        [scope.key.id],
+      const idempotencyKey = randomUUID();
+      const err = await caught(
+        submit({ idempotencyKey }, { deadline: Date.now() + RPC_TIMEOUT, cancelled: () => false }),
       );
-      expect(rows.rows).toEqual([{ status: 'failed', signed_tx: null }]);
-      expect(await held(scope.key.id)).toEqual([0]);
+      expect(err).toMatchObject({ kind: 'unavailable' });
+      const rows = await pool.query('SELECT 1 FROM signer.transactions WHERE key_id = $1', [scope.key.id]);
+      expect(rows.rowCount).toBe(0);
+      expect(await held(scope.key.id)).toEqual([]);
       expect(await chain.getTransactionCount(w.address, 'pending')).toBe(0);
+      // The retry with the same key runs anew.
+      const again = await submit({ idempotencyKey });
+      expect(again).toMatchObject({ replayed: false, tx: { status: 'broadcast', nonce: 0 } });
     });
 
     it("a broadcast that outlasts the caller's deadline (less the answer's margin) is answered `signed`, in time; the watcher follows it", async () => {

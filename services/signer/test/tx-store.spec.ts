@@ -82,24 +82,30 @@ describe('transaction store in Postgres', () => {
   it('parallel claims of one Idempotency-Key: exactly one wins, the others see it running, another body is told', async () => {
     const agentId = randomUUID();
     const claims = await Promise.all(Array.from({ length: 12 }, () => store.claim(agentId, 'k1', 'h1')));
-    expect(claims.filter((c) => c.kind === 'claimed')).toHaveLength(1);
+    const won = claims.filter((c) => c.kind === 'claimed');
+    expect(won).toHaveLength(1);
     expect(claims.filter((c) => c.kind === 'running')).toHaveLength(11);
     expect(await store.claim(agentId, 'k1', 'h2')).toEqual({ kind: 'other_body' });
     // Linked to a finished transaction, the claim answers it.
-    const t = await store.allocateAndInsert(rowOf(randomUUID(), agentId), 0, 'k1');
+    const t = await store.allocateAndInsert(rowOf(randomUUID(), agentId), 0, {
+      key: 'k1',
+      claimId: won[0]!.claimId,
+    });
     expect(await store.claim(agentId, 'k1', 'h1')).toEqual({ kind: 'running' });
     await store.failBeforeBroadcast(t.id, 'x', async () => undefined);
     expect(await store.claim(agentId, 'k1', 'h1')).toMatchObject({ kind: 'done', tx: { id: t.id } });
     // Another agent's same key is its own; a given-back claim can be claimed again.
-    expect(await store.claim(randomUUID(), 'k1', 'h1')).toEqual({ kind: 'claimed' });
-    expect(await store.claim(agentId, 'k2', 'h1')).toEqual({ kind: 'claimed' });
-    await store.unclaim(agentId, 'k2');
-    expect(await store.claim(agentId, 'k2', 'h9')).toEqual({ kind: 'claimed' });
+    expect(await store.claim(randomUUID(), 'k1', 'h1')).toMatchObject({ kind: 'claimed' });
+    const k2 = await store.claim(agentId, 'k2', 'h1');
+    expect(k2).toMatchObject({ kind: 'claimed' });
+    await store.unclaim(agentId, { key: 'k2', claimId: (k2 as { claimId: string }).claimId });
+    expect(await store.claim(agentId, 'k2', 'h9')).toMatchObject({ kind: 'claimed' });
   });
 
   it('a claim left with no transaction (its request died) is taken over once older than the recovery delay, by one racer', async () => {
     const agentId = randomUUID();
-    expect(await store.claim(agentId, 'dead', 'h1', 60_000)).toEqual({ kind: 'claimed' });
+    const first = await store.claim(agentId, 'dead', 'h1', 60_000);
+    expect(first).toMatchObject({ kind: 'claimed' });
     expect(await store.claim(agentId, 'dead', 'h1', 60_000)).toEqual({ kind: 'running' });
     await pool.query(
       `UPDATE signer.tx_idempotency SET created_at = now() - interval '2 minutes' WHERE agent_id = $1`,
@@ -108,16 +114,65 @@ describe('transaction store in Postgres', () => {
     const racers = await Promise.all(
       Array.from({ length: 8 }, () => store.claim(agentId, 'dead', 'h1', 60_000)),
     );
-    expect(racers.filter((c) => c.kind === 'claimed')).toHaveLength(1);
+    const taker = racers.filter((c) => c.kind === 'claimed');
+    expect(taker).toHaveLength(1);
     expect(racers.filter((c) => c.kind === 'running')).toHaveLength(7);
+    const old = { key: 'dead', claimId: (first as { claimId: string }).claimId };
+    const now = { key: 'dead', claimId: taker[0]!.claimId };
+    // The first request, still alive after all, can neither give back nor link the taker's claim:
+    // its recording is refused (409) and rolled back, with no nonce taken.
+    const keyId = randomUUID();
+    await store.unclaim(agentId, old);
+    expect(await store.claim(agentId, 'dead', 'h1', 60_000)).toEqual({ kind: 'running' });
+    await expect(store.allocateAndInsert(rowOf(keyId, agentId), 0, old)).rejects.toMatchObject({
+      kind: 'conflict',
+      field: 'Idempotency-Key',
+    });
+    await expect(
+      store.insertFinal(
+        { ...rowOf(keyId, agentId), status: 'simulation_failed' },
+        old,
+        async () => undefined,
+      ),
+    ).rejects.toMatchObject({ kind: 'conflict' });
+    const none = await pool.query('SELECT 1 FROM signer.transactions WHERE key_id = $1', [keyId]);
+    expect(none.rowCount).toBe(0);
     // A claim with a transaction still running is never taken over before 24 h.
-    const t = await store.allocateAndInsert(rowOf(randomUUID(), agentId), 0, 'dead');
+    const t = await store.allocateAndInsert(rowOf(keyId, agentId), 0, now);
+    expect(t.nonce).toBe(0);
     await pool.query(
       `UPDATE signer.tx_idempotency SET created_at = now() - interval '2 hours' WHERE agent_id = $1`,
       [agentId],
     );
     expect(await store.claim(agentId, 'dead', 'h1', 60_000)).toEqual({ kind: 'running' });
     expect(t.status).toBe('pending');
+  });
+
+  it('a failure before the broadcast drops the signed bytes; with `unclaim` it gives the Idempotency-Key back too', async () => {
+    const agentId = randomUUID();
+    const c = (await store.claim(agentId, 'gone', 'h1')) as { kind: 'claimed'; claimId: string };
+    const t = await store.allocateAndInsert(rowOf(randomUUID(), agentId), 0, {
+      key: 'gone',
+      claimId: c.claimId,
+    });
+    await store.markSigned(
+      t.id,
+      { signedTx: '0x02f8aa', txHash: '0x' + 'ab'.repeat(32) },
+      async () => undefined,
+    );
+    const f = await store.failBeforeBroadcast(t.id, 'out of time', async () => undefined, { unclaim: true });
+    expect(f).toMatchObject({ status: 'failed', signedTx: null, nonceHeld: false });
+    expect((await store.byId(t.id))!.signedTx).toBeNull();
+    // The retry runs anew (claimed), rather than replaying `failed`.
+    expect(await store.claim(agentId, 'gone', 'h1')).toMatchObject({ kind: 'claimed' });
+    // Without `unclaim` (a definite refusal answered as the row) the key keeps answering it.
+    const c2 = (await store.claim(agentId, 'kept', 'h1')) as { kind: 'claimed'; claimId: string };
+    const t2 = await store.allocateAndInsert(rowOf(randomUUID(), agentId), 0, {
+      key: 'kept',
+      claimId: c2.claimId,
+    });
+    await store.failBeforeBroadcast(t2.id, 'refused', async () => undefined);
+    expect(await store.claim(agentId, 'kept', 'h1')).toMatchObject({ kind: 'done', tx: { id: t2.id } });
   });
 
   it("two watchers' leases never share a row, and a leased row waits for its lease", async () => {

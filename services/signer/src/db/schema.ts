@@ -190,6 +190,11 @@ export const txIdempotency = signerSchema.table(
     idempotencyKey: text('idempotency_key').notNull(),
     requestHash: text('request_hash').notNull(),
     txId: uuid('tx_id'),
+    /**
+     * Which request holds the claim (a new one on each claim or takeover): only that request may
+     * give it back or link its transaction to it.
+     */
+    claimId: uuid('claim_id').notNull().defaultRandom(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [uniqueIndex('tx_idempotency_agent_key').on(t.agentId, t.idempotencyKey)],

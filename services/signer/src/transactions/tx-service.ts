@@ -35,7 +35,7 @@ import {
   requestHash,
 } from './tx-fns.js';
 import { txAudit, writeBroadcast } from './tx-records.js';
-import type { TxStore } from './tx-store.js';
+import type { HeldClaim, TxStore } from './tx-store.js';
 import type { TxRecord } from './tx-types.js';
 
 /** The audit and event action of a submission. */
@@ -119,6 +119,7 @@ export class TransactionService {
       }
       const evmReq = evmRequestOf(req, scope.chain, scope.key.address);
       const key = req.idempotencyKey ? checkIdempotencyKey(req.idempotencyKey) : undefined;
+      let held: HeldClaim | undefined;
       if (key) {
         const c = await this.deps.store.claim(
           scope.agent.agentId,
@@ -140,15 +141,17 @@ export class TransactionService {
           );
         }
         if (c.kind === 'done') return { tx: c.tx, replayed: true };
+        held = { key, claimId: c.claimId };
       }
       let recorded = false;
       try {
-        const tx = await this.run(scope, req, evmReq, key, budget, () => {
+        const tx = await this.run(scope, req, evmReq, held, budget, () => {
           recorded = true;
         });
         return { tx, replayed: false };
       } finally {
-        if (key && !recorded) await this.deps.store.unclaim(scope.agent.agentId, key).catch(() => undefined);
+        if (held && !recorded)
+          await this.deps.store.unclaim(scope.agent.agentId, held).catch(() => undefined);
       }
     });
   }
@@ -157,7 +160,7 @@ export class TransactionService {
     scope: IntentScope,
     req: SubmitTransactionRequest,
     evmReq: ReturnType<typeof evmRequestOf>,
-    key: string | undefined,
+    key: HeldClaim | undefined,
     budget: SubmitBudget,
     onRecorded: () => void,
   ): Promise<TxRecord> {
@@ -240,6 +243,18 @@ export class TransactionService {
         field,
       });
     }
+    const rpcTimeout = this.deps.rpcTimeoutMs ?? 10_000;
+    // Signing opens the key (a vault-crypto call) and the broadcast that follows is one chain
+    // call: both must fit before the caller's deadline (with the answer's margin), else the caller
+    // would be told 503 while the transaction goes out. Checked before a nonce is taken, and again
+    // before signing.
+    const outOfTime = () =>
+      budget.cancelled() || budget.deadline - Date.now() < 2 * rpcTimeout + ANSWER_MARGIN_MS;
+    if (outOfTime()) {
+      throw new UnavailableError(
+        'the request ran out of time before the transaction was signed; nothing was signed or sent',
+      );
+    }
     const pending = await chainCall('pending nonce', () => rpc.pendingNonce(scope.key.address));
     const row = await store.allocateAndInsert(
       {
@@ -255,20 +270,20 @@ export class TransactionService {
     );
     onRecorded();
     // From here the row holds a nonce: any end short of the node gives it back.
-    const giveBack = async (message: string): Promise<TxRecord> => {
+    // `unclaim`: the request answers an error, so its Idempotency-Key claim goes back with the nonce.
+    const giveBack = async (message: string, o: { unclaim?: boolean } = {}): Promise<TxRecord> => {
       const t = await failClosed(logger, `${ACTION}.failed`, () =>
-        store.failBeforeBroadcast(row.id, message, (tx, r) =>
-          this.audit(tx, p, 'agent.transaction.failed', r, { error: message }),
+        store.failBeforeBroadcast(
+          row.id,
+          message,
+          (tx, r) => this.audit(tx, p, 'agent.transaction.failed', r, { error: message }),
+          o,
         ),
       );
       return t ?? row;
     };
-    const rpcTimeout = this.deps.rpcTimeoutMs ?? 10_000;
-    // Signing opens the key (a vault-crypto call) and the broadcast that follows is one chain
-    // call: both must fit before the caller's deadline, else the caller would be told 503 while
-    // the transaction goes out.
-    if (budget.cancelled() || budget.deadline - Date.now() < 2 * rpcTimeout + ANSWER_MARGIN_MS) {
-      await giveBack('the request ran out of time before signing');
+    if (outOfTime()) {
+      await giveBack('the request ran out of time before signing', { unclaim: true });
       throw new UnavailableError(
         'the request ran out of time before the transaction was signed; nothing was signed or sent',
       );
@@ -279,7 +294,7 @@ export class TransactionService {
       signed = await this.deps.intents.loader.withKey(scope.key, (pk) => signEvmTransaction(pk, unsigned));
     } catch (err) {
       logger.error({ tx_id: row.id, err: describeError(err) }, 'signing a transaction failed');
-      await giveBack('the transaction could not be signed');
+      await giveBack('the transaction could not be signed', { unclaim: true });
       throw err instanceof CustosError ? err : new UnavailableError('the transaction could not be signed');
     }
     let signedRow: TxRecord;
@@ -288,12 +303,12 @@ export class TransactionService {
         store.markSigned(row.id, signed, (tx, r) => this.audit(tx, p, 'agent.transaction.signed', r)),
       );
     } catch (err) {
-      await giveBack('the signature could not be recorded').catch(() => undefined);
+      await giveBack('the signature could not be recorded', { unclaim: true }).catch(() => undefined);
       throw err;
     }
     if (budget.cancelled() || budget.deadline - Date.now() < rpcTimeout + ANSWER_MARGIN_MS) {
       // Signed, never sent: nothing left signer, so the nonce goes back and a retry is safe.
-      await giveBack('the request ran out of time before the broadcast');
+      await giveBack('the request ran out of time before the broadcast', { unclaim: true });
       throw new UnavailableError(
         'the request ran out of time before the transaction was sent; nothing was sent',
       );
@@ -303,12 +318,12 @@ export class TransactionService {
     // watcher follows) rather than a 503 while the transaction goes out.
     const send = rpc.sendRawTransaction(signed.signedTx);
     let timer: NodeJS.Timeout | undefined;
-    const outOfTime = new Promise<'out_of_time'>((resolve) => {
+    const deadlineTimer = new Promise<'out_of_time'>((resolve) => {
       const left = budget.deadline - Date.now() - ANSWER_MARGIN_MS;
       if (Number.isFinite(left)) timer = setTimeout(() => resolve('out_of_time'), Math.max(0, left));
     });
     try {
-      const first = await Promise.race([send, outOfTime]);
+      const first = await Promise.race([send, deadlineTimer]);
       if (first === 'out_of_time') {
         send.catch(() => undefined); // its outcome is the watcher's to find
         logger.warn(

@@ -1,5 +1,6 @@
 import { and, asc, desc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm';
-import type { Database, Transaction } from '@custos/service-kit';
+import { randomUUID } from 'node:crypto';
+import { ConflictError, type Database, type Transaction } from '@custos/service-kit';
 import { nonces, releasedNonces, transactions, txIdempotency } from '../db/schema.js';
 import { allocateNonce } from './nonce-fns.js';
 import type { TxRecord } from './tx-types.js';
@@ -9,10 +10,16 @@ export type NewTx = typeof transactions.$inferInsert;
 
 /** What an Idempotency-Key claim found. */
 export type Claim =
-  | { kind: 'claimed' }
+  | { kind: 'claimed'; claimId: string }
   | { kind: 'other_body' }
   | { kind: 'running' }
   | { kind: 'done'; tx: TxRecord };
+
+/** An Idempotency-Key as one request holds it: the key and the claim's token. */
+export interface HeldClaim {
+  key: string;
+  claimId: string;
+}
 
 /** How long an Idempotency-Key is remembered (DECISIONS.md: 24 h). */
 const IDEMPOTENCY_TTL = sql`interval '24 hours'`;
@@ -29,16 +36,17 @@ export class TxStore {
    * still running (409), or its finished transaction.
    */
   async claim(agentId: string, key: string, hash: string, staleClaimMs = 300_000): Promise<Claim> {
+    const claimId = randomUUID();
     const [mine] = await this.db
       .insert(txIdempotency)
-      .values({ agentId, idempotencyKey: key, requestHash: hash })
+      .values({ agentId, idempotencyKey: key, requestHash: hash, claimId })
       .onConflictDoUpdate({
         target: [txIdempotency.agentId, txIdempotency.idempotencyKey],
-        set: { requestHash: hash, txId: null, createdAt: sql`now()` },
+        set: { requestHash: hash, txId: null, claimId, createdAt: sql`now()` },
         setWhere: sql`${txIdempotency.createdAt} < now() - ${IDEMPOTENCY_TTL} or (${txIdempotency.txId} is null and ${txIdempotency.createdAt} < now() - ${`${staleClaimMs} milliseconds`}::interval)`,
       })
       .returning();
-    if (mine) return { kind: 'claimed' };
+    if (mine) return { kind: 'claimed', claimId: mine.claimId };
     const [c] = await this.db
       .select()
       .from(txIdempotency)
@@ -51,31 +59,59 @@ export class TxStore {
     return { kind: 'done', tx };
   }
 
-  /** Gives a claim back when its request ended before a transaction was recorded. */
-  async unclaim(agentId: string, key: string): Promise<void> {
+  /**
+   * Gives a claim back when its request ended before a transaction was recorded. Only the request
+   * holding it (its claim id) can: one whose claim was taken over leaves the new holder's alone.
+   */
+  async unclaim(agentId: string, c: HeldClaim): Promise<void> {
     await this.db
       .delete(txIdempotency)
       .where(
         and(
           eq(txIdempotency.agentId, agentId),
-          eq(txIdempotency.idempotencyKey, key),
+          eq(txIdempotency.idempotencyKey, c.key),
+          eq(txIdempotency.claimId, c.claimId),
           isNull(txIdempotency.txId),
         ),
       );
   }
 
-  private async link(tx: Transaction, agentId: string, key: string | undefined, txId: string): Promise<void> {
-    if (!key) return;
-    await tx
+  /**
+   * Links the claim to its transaction, in the transaction recording it. A claim taken over by
+   * another request meanwhile (its id changed) is not this request's: 409, and the caller's
+   * database transaction (nonce, row) is rolled back, so two requests never both proceed.
+   */
+  private async link(
+    tx: Transaction,
+    agentId: string,
+    c: HeldClaim | undefined,
+    txId: string,
+  ): Promise<void> {
+    if (!c) return;
+    const linked = await tx
       .update(txIdempotency)
       .set({ txId })
-      .where(and(eq(txIdempotency.agentId, agentId), eq(txIdempotency.idempotencyKey, key)));
+      .where(
+        and(
+          eq(txIdempotency.agentId, agentId),
+          eq(txIdempotency.idempotencyKey, c.key),
+          eq(txIdempotency.claimId, c.claimId),
+          isNull(txIdempotency.txId),
+        ),
+      )
+      .returning({ txId: txIdempotency.txId });
+    if (linked.length === 0) {
+      throw new ConflictError(
+        'a request with this Idempotency-Key is still running; retry later',
+        'Idempotency-Key',
+      );
+    }
   }
 
   /** Records a transaction that got no nonce (simulation_failed), with its record, in one transaction. */
   async insertFinal(
     row: NewTx,
-    idempotencyKey: string | undefined,
+    idempotencyKey: HeldClaim | undefined,
     after: (tx: Transaction, t: TxRecord) => Promise<unknown>,
   ): Promise<TxRecord> {
     return this.db.transaction(async (tx) => {
@@ -94,7 +130,7 @@ export class TxStore {
   async allocateAndInsert(
     row: Omit<NewTx, 'nonce' | 'nonceHeld' | 'status'>,
     chainPending: number,
-    idempotencyKey: string | undefined,
+    idempotencyKey: HeldClaim | undefined,
   ): Promise<TxRecord> {
     return this.db.transaction(async (tx) => {
       const where = and(eq(nonces.keyId, row.keyId), eq(nonces.chainId, row.chainId));
@@ -211,17 +247,20 @@ export class TxStore {
    * Ends a transaction that never reached the node as `failed`: it stops holding its nonce, which
    * goes to the released pool for the next allocation (no gap), with its record, in one transaction.
    * `giveBack: false` when the chain used the nonce for another transaction (nothing to give back).
+   * The signed bytes are dropped (the nonce may be reused: they must not be sent, nor read).
+   * `unclaim`: the request answers an error (503), so its Idempotency-Key claim is given back
+   * and a retry runs anew rather than replaying `failed`.
    */
   async failBeforeBroadcast(
     id: string,
     message: string,
     after: (tx: Transaction, t: TxRecord) => Promise<unknown>,
-    o: { giveBack?: boolean } = {},
+    o: { giveBack?: boolean; unclaim?: boolean } = {},
   ): Promise<TxRecord | undefined> {
     return this.db.transaction(async (tx) => {
       const [t] = await tx
         .update(transactions)
-        .set({ status: 'failed', errorMessage: message, nonceHeld: false })
+        .set({ status: 'failed', errorMessage: message, nonceHeld: false, signedTx: null })
         .where(and(eq(transactions.id, id), inArray(transactions.status, ['pending', 'signed'])))
         .returning();
       if (!t) return undefined;
@@ -231,6 +270,7 @@ export class TxStore {
           .values({ keyId: t.keyId, chainId: t.chainId, nonce: t.nonce })
           .onConflictDoNothing();
       }
+      if (o.unclaim) await tx.delete(txIdempotency).where(eq(txIdempotency.txId, t.id));
       await after(tx, t);
       return t;
     });

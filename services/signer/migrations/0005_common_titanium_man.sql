@@ -1,0 +1,1 @@
+ALTER TABLE "signer"."tx_idempotency" ADD COLUMN "claim_id" uuid DEFAULT gen_random_uuid() NOT NULL;
