@@ -11,7 +11,7 @@ import { EvmRevert, EvmRpcError, EvmRpcPool, describeRpcError, revertReason } fr
 import type { IntentContext, IntentScope } from '../src/intents/intent-context';
 import { ANSWER_MARGIN_MS, TransactionService, type SubmitBudget } from '../src/transactions/tx-service';
 import { TxStore } from '../src/transactions/tx-store';
-import { TxWatcher } from '../src/transactions/tx-watcher';
+import { DROP_CONFIRM_BLOCKS, TxWatcher } from '../src/transactions/tx-watcher';
 
 // The transactions path against a real anvil (through a real HTTP proxy that can hang, drop the
 // answer after the node got the request, or answer a JSON-RPC error) and real Postgres: the errors
@@ -426,6 +426,29 @@ describe('transactions against anvil and Postgres', () => {
       expect((await store.byId(r.tx.id))!.status).toBe('confirmed');
     });
 
+    it('a mined transaction whose receipt one backend does not have yet (nonce count from another) is never concluded dropped', async () => {
+      await chain.send('evm_setAutomine', [false]);
+      const w = await funded();
+      const { submit } = rig(w);
+      const a = await submit();
+      expect(a.tx.status).toBe('broadcast');
+      await chain.send('evm_mine', []);
+      // The receipt lookups reach a backend that has not seen the block; the node knows the hash.
+      modes.set('eth_getTransactionReceipt', { result: null });
+      await new Promise((res) => setTimeout(res, 150));
+      const wt = watcher();
+      for (let i = 0; i < 3; i += 1) {
+        await chain.send('anvil_mine', ['0x3']);
+        await store.watchLater(a.tx.id, -1000);
+        await wt.round();
+        expect((await store.byId(a.tx.id))!).toMatchObject({ status: 'broadcast', dropSeenBlock: null });
+      }
+      modes.clear();
+      await store.watchLater(a.tx.id, -1000);
+      await wt.round();
+      expect((await store.byId(a.tx.id))!.status).toBe('confirmed');
+    });
+
     it('a broadcast transaction whose nonce the chain passed (replaced) ends failed; one the node lost is sent again', async () => {
       await chain.send('evm_setAutomine', [false]);
       const w = await funded();
@@ -440,6 +463,15 @@ describe('transactions against anvil and Postgres', () => {
       await chain.send('anvil_dropTransaction', [b.tx.txHash]);
       await new Promise((res) => setTimeout(res, 150));
       const wt = watcher();
+      await wt.round();
+      // Suspected, not concluded: the same answer is needed DROP_CONFIRM_BLOCKS blocks later.
+      expect((await store.byId(a.tx.id))!).toMatchObject({ status: 'broadcast' });
+      expect((await store.byId(a.tx.id))!.dropSeenBlock).not.toBeNull();
+      await store.watchLater(a.tx.id, -1000);
+      await wt.round();
+      expect((await store.byId(a.tx.id))!.status).toBe('broadcast'); // no new block yet
+      await chain.send('anvil_mine', ['0x' + DROP_CONFIRM_BLOCKS.toString(16)]);
+      await store.watchLater(a.tx.id, -1000);
       await wt.round();
       expect((await store.byId(a.tx.id))!).toMatchObject({
         status: 'failed',

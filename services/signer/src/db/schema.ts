@@ -133,6 +133,12 @@ export const transactions = signerSchema.table(
     confirmedAt: timestamp('confirmed_at', { withTimezone: true }),
     /** When the receipt watcher may look at the row next (its lease and back-off). */
     watchAfter: timestamp('watch_after', { withTimezone: true }),
+    /**
+     * The chain's head when the watcher first found this broadcast transaction's nonce passed with
+     * no receipt and the node not knowing it; it is concluded dropped only if still so some blocks
+     * later (a load-balanced endpoint's backends may disagree for a moment).
+     */
+    dropSeenBlock: bigint('drop_seen_block', { mode: 'bigint' }),
   },
   (t) => [
     index('transactions_agent_created').on(t.agentId, t.createdAt.desc(), t.id.desc()),

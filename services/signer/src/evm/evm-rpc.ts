@@ -82,6 +82,8 @@ export interface EvmTxRpc extends EvmRpc {
   knowsTransaction(txHash: string): Promise<boolean>;
   /** The latest block's base fee per gas (null on a chain without EIP-1559). */
   baseFee(): Promise<bigint | null>;
+  /** eth_blockNumber: the chain's head. */
+  blockNumber(): Promise<bigint>;
 }
 
 /** eth_estimateGas found that the call reverts. */
@@ -179,6 +181,10 @@ export class JsonRpcEvm implements EvmTxRpc {
       false,
     ]);
     return b?.baseFeePerGas ? BigInt(b.baseFeePerGas) : null;
+  }
+
+  async blockNumber(): Promise<bigint> {
+    return BigInt(await this.send<string>('eth_blockNumber', []));
   }
 
   async latestNonce(address: string): Promise<number> {

@@ -359,6 +359,17 @@ export class TxStore {
     return t;
   }
 
+  /**
+   * Records (`block`) or clears (null) the head at which the watcher first saw this broadcast
+   * transaction look dropped.
+   */
+  async markDropSeen(id: string, block: bigint | null): Promise<void> {
+    await this.db
+      .update(transactions)
+      .set({ dropSeenBlock: block })
+      .where(and(eq(transactions.id, id), eq(transactions.status, 'broadcast')));
+  }
+
   /** Records the receipt: `confirmed` (status 1) or `failed` (status 0). */
   async settle(
     id: string,

@@ -21,6 +21,12 @@ export interface WatcherOptions {
   rpcTimeoutMs?: number;
 }
 
+/**
+ * A broadcast transaction that looks dropped (nonce passed, no receipt, unknown to the node) is
+ * concluded so only when it still looks so this many blocks after it was first seen so.
+ */
+export const DROP_CONFIRM_BLOCKS = 2n;
+
 /** At most this many transactions are recovered at once (each may wait on a dead endpoint). */
 const RECOVER_CONCURRENCY = 8;
 
@@ -189,21 +195,31 @@ export class TxWatcher {
 
   /**
    * A broadcast row with no receipt yet, broadcast a while ago: when the chain's mined nonce count
-   * of the key passed its nonce, another transaction took the nonce (replaced or dropped) and it
-   * will never be mined: `failed`. When the node does not know it (dropped from the pool, node
-   * restarted), its stored bytes are sent again.
+   * of the key passed its nonce, the node has no receipt of it and does not know it, another
+   * transaction took the nonce (replaced or dropped) and it will never be mined: `failed` — but
+   * only when that still holds in a round DROP_CONFIRM_BLOCKS blocks after the first (nonce count
+   * and receipt may come from different backends of one endpoint). When the node does not know it
+   * (dropped from the pool, node restarted), its stored bytes are sent again.
    */
   private async checkUnmined(t: TxRecord, rpc: EvmTxRpc): Promise<void> {
     const mined = await rpc.latestNonce(t.fromAddress);
     if (t.nonce !== null && mined > t.nonce) {
-      // The receipt may have landed between the two reads: look once more before concluding.
-      if ((await rpc.receipt(t.txHash!)) === null) {
-        await this.deps.store.dropBroadcast(
-          t.id,
-          'replaced or dropped: the chain mined another transaction with its nonce',
-        );
+      // The receipt may have landed between the reads: look once more before suspecting.
+      if ((await rpc.receipt(t.txHash!)) === null && !(await rpc.knowsTransaction(t.txHash!))) {
+        const head = await rpc.blockNumber();
+        if (t.dropSeenBlock === null) {
+          await this.deps.store.markDropSeen(t.id, head);
+        } else if (head >= t.dropSeenBlock + DROP_CONFIRM_BLOCKS) {
+          await this.deps.store.dropBroadcast(
+            t.id,
+            'replaced or dropped: the chain mined another transaction with its nonce',
+          );
+        }
         return;
       }
+      // Known, or mined: not dropped (its receipt will come).
+      if (t.dropSeenBlock !== null) await this.deps.store.markDropSeen(t.id, null);
+      return;
     }
     if (!(await rpc.knowsTransaction(t.txHash!))) {
       await rpc.sendRawTransaction(t.signedTx!).catch((err: unknown) => {

@@ -1,0 +1,1 @@
+ALTER TABLE "signer"."transactions" ADD COLUMN "drop_seen_block" bigint;
