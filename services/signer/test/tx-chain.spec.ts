@@ -335,6 +335,38 @@ describe('transactions against anvil and Postgres', () => {
       expect(await held(scope.key.id)).toEqual([]);
     });
 
+    it('a stale `signed` row whose send was never attempted (its request stopped before) ends failed, nonce given back, bytes dropped, nothing sent', async () => {
+      const w = await funded();
+      const keyId = randomUUID();
+      const t = await store.allocateAndInsert(
+        {
+          id: randomUUID(),
+          orgId: randomUUID(),
+          agentId: randomUUID(),
+          keyId,
+          chainName: 'anvil',
+          chainId: 31337n,
+          fromAddress: w.address,
+          toAddress: Wallet.createRandom().address,
+          valueWei: '1',
+          data: '0x',
+          txType: 2,
+        },
+        0,
+        undefined,
+      );
+      const raw = await transfer(w, t.nonce!);
+      await store.markSigned(
+        t.id,
+        { signedTx: raw, txHash: EthersTx.from(raw).hash! },
+        async () => undefined,
+      );
+      expect(await watcher().recover()).toBeGreaterThanOrEqual(1);
+      expect((await store.byId(t.id))!).toMatchObject({ status: 'failed', signedTx: null, nonceHeld: false });
+      expect(await held(keyId)).toEqual([0]);
+      expect(await chain.getTransactionCount(w.address, 'pending')).toBe(0);
+    });
+
     it('a definite refusal (insufficient funds) gives the nonce back; the next submission reuses it', async () => {
       // Unfunded, with the gas limit given (no estimate): the node refuses the broadcast itself.
       const w = Wallet.createRandom();

@@ -130,6 +130,11 @@ export const transactions = signerSchema.table(
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     signedAt: timestamp('signed_at', { withTimezone: true }),
     broadcastAt: timestamp('broadcast_at', { withTimezone: true }),
+    /**
+     * Set just before the signed bytes are first given to the node: a `signed` row without it was
+     * never sent (its request stopped before), so recovery gives its nonce back rather than send it.
+     */
+    sendAttemptedAt: timestamp('send_attempted_at', { withTimezone: true }),
     confirmedAt: timestamp('confirmed_at', { withTimezone: true }),
     /** When the receipt watcher may look at the row next (its lease and back-off). */
     watchAfter: timestamp('watch_after', { withTimezone: true }),

@@ -313,6 +313,14 @@ export class TransactionService {
         'the request ran out of time before the transaction was sent; nothing was sent',
       );
     }
+    try {
+      // Recorded before the call: recovery re-sends only rows that may have reached the node.
+      signedRow = await store.markSendAttempted(row.id);
+    } catch (err) {
+      logger.error({ tx_id: row.id, err: describeError(err) }, 'recording the send attempt failed');
+      await giveBack('the send could not be recorded', { unclaim: true }).catch(() => undefined);
+      throw new UnavailableError('the transaction could not be sent; nothing was sent');
+    }
     // The broadcast is waited on only until the margin before the deadline: should the call
     // outlast its timeout, the caller still gets an answer (`signed`: it may have gone out; the
     // watcher follows) rather than a 503 while the transaction goes out.

@@ -190,6 +190,20 @@ export class TxStore {
     });
   }
 
+  /**
+   * Records that the signed bytes are about to be given to the node (before the call). Throws when
+   * the row is no longer `signed` or the database fails: then nothing may be sent.
+   */
+  async markSendAttempted(id: string): Promise<TxRecord> {
+    const [t] = await this.db
+      .update(transactions)
+      .set({ sendAttemptedAt: sql`now()` })
+      .where(and(eq(transactions.id, id), eq(transactions.status, 'signed')))
+      .returning();
+    if (!t) throw new Error(`transaction ${id} is no longer signed`);
+    return t;
+  }
+
   /** Moves `signed` to `broadcast` (the watcher follows it from now), with its event and record. */
   async markBroadcast(
     id: string,

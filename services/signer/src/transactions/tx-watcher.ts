@@ -115,8 +115,9 @@ export class TxWatcher {
   }
 
   /**
-   * Finishes what a stopped request left: a `pending` row (nonce taken, never signed) ends `failed`
-   * and gives its nonce back; a `signed` row's bytes are sent again (the same transaction: a node
+   * Finishes what a stopped request left: a `pending` row (nonce taken, never signed), or a `signed`
+   * one never given to the node (no send_attempted_at), ends `failed` and gives its nonce back; a
+   * `signed` row whose send was attempted has its bytes sent again (the same transaction: a node
    * that has it already answers so), then it is `broadcast`; when the node refuses them and has
    * no receipt of it, it ends `failed` and gives its nonce back.
    */
@@ -133,6 +134,14 @@ export class TxWatcher {
     const signed = await store.leaseStale('signed', this.o.staleMs, this.o.batch, lease);
     await eachLimited(signed, RECOVER_CONCURRENCY, async (t) => {
       try {
+        if (t.sendAttemptedAt === null) {
+          // Its request stopped before giving it to the node: never sent, so the nonce goes back.
+          const r = await store.failBeforeBroadcast(t.id, 'abandoned before it was sent', (tx, row) =>
+            writeSignerAudit(tx, txAudit('system', 'agent.transaction.failed', row, { error: 'abandoned' })),
+          );
+          if (r) done += 1;
+          return;
+        }
         if (await this.resend(t)) done += 1;
       } catch (err) {
         this.deps.logger.warn(

@@ -1,0 +1,1 @@
+ALTER TABLE "signer"."transactions" ADD COLUMN "send_attempted_at" timestamp with time zone;
