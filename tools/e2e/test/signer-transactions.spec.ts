@@ -524,7 +524,12 @@ describe('signer: transactions on anvil (shared mesh)', () => {
     });
     const txHash = Transaction.from(signedTx).hash!;
     const id = await leftBehind(a, { status: 'signed', nonce: 0, signedTx, txHash });
-    await sqlOn(mesh, 'UPDATE signer.transactions SET to_address = $2 WHERE id = $1', [id, to]);
+    // Its request gave the bytes to the node (or tried) before it stopped: recovery sends them again.
+    await sqlOn(
+      mesh,
+      'UPDATE signer.transactions SET to_address = $2, send_attempted_at = now() WHERE id = $1',
+      [id, to],
+    );
     const done = await settled(a, id);
     expect(done).toMatchObject({ status: 'confirmed', tx_hash: txHash });
     expect(await chain.getBalance(to)).toBe(11n);
