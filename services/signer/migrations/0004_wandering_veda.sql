@@ -1,1 +1,0 @@
-CREATE INDEX "transactions_unfinished" ON "signer"."transactions" USING btree ("status","created_at") WHERE "signer"."transactions"."status" in ('pending', 'signed');

@@ -1,1 +1,0 @@
-ALTER TABLE "signer"."tx_idempotency" ADD COLUMN "claim_id" uuid DEFAULT gen_random_uuid() NOT NULL;

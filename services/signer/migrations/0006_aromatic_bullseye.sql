@@ -1,1 +1,0 @@
-ALTER TABLE "signer"."transactions" ADD COLUMN "drop_seen_block" bigint;

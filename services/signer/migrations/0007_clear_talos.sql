@@ -1,1 +1,0 @@
-ALTER TABLE "signer"."transactions" ADD COLUMN "send_attempted_at" timestamp with time zone;
