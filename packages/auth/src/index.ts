@@ -9,3 +9,4 @@ export * from './path-pattern-fns.js';
 export * from './identity-keys-connect.js';
 export * from './access-fns.js';
 export * from './token-config.js';
+export { StepUpClient } from './step-up-client.js';

@@ -17,3 +17,4 @@ export * from './expiring-lru.js';
 export * from './cidr.js';
 export * from './ids.js';
 export * from './redis-tls.js';
+export { canonicalJson } from './canonical-json.js';

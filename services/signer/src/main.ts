@@ -1,4 +1,4 @@
-import { connectServiceIdentityKeys } from '@custos/auth';
+import { StepUpClient, connectServiceIdentityKeys } from '@custos/auth';
 import { runDataService } from '@custos/events';
 import { SignerServiceService } from '@custos/proto/custos/signer/v1/service';
 import { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service';
@@ -19,7 +19,6 @@ import { KeyCustodyServiceService } from '@custos/proto/custos/signer/v1/custody
 import { custodyAccess, custodyGrpc } from './custody/custody-grpc.js';
 import { CustodyService } from './custody/custody-service.js';
 import { CustodyStore } from './custody/custody-store.js';
-import { StepUpClient } from './custody/step-up-client.js';
 import { IntentContext } from './intents/intent-context.js';
 import { KeyLoader } from './keys/key-loader.js';
 import { EvmRpcPool } from './evm/index.js';

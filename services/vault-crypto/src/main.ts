@@ -1,4 +1,4 @@
-import { connectServiceIdentityKeys, verifierRedisOptions } from '@custos/auth';
+import { StepUpClient, connectServiceIdentityKeys, verifierRedisOptions } from '@custos/auth';
 import { OutboxGroupCommit, runDataService } from '@custos/events';
 import { Redis } from 'ioredis';
 import { BillingServiceClient } from '@custos/proto/custos/billing/v1/service';
@@ -18,7 +18,6 @@ import { vaultCryptoAccess, vaultCryptoGrpc } from './grpc/vault-crypto-grpc.js'
 import { OrgKeyRing } from './keys/org-key-ring.js';
 import { createKmsProvider } from './kms/kms-factory.js';
 import { BillingClient } from './peers/billing-client.js';
-import { IdentityClient } from './peers/identity-client.js';
 import { PolicyClient } from './peers/policy-client.js';
 import { EnvService } from './secrets/env-service.js';
 import { SecretService } from './secrets/secret-service.js';
@@ -82,7 +81,7 @@ runDataService({
     // into at most one cycle per few milliseconds).
     const commits = new OutboxGroupCommit({ pool, schema: SCHEMA, onCommitted: () => events.relay.nudge() });
     const audit = new VaultCryptoAudit(db, rt.logger, commits);
-    const vaults = new VaultService(vaultStore, access, limits, ring, audit, new IdentityClient(account));
+    const vaults = new VaultService(vaultStore, access, limits, ring, audit, new StepUpClient(account));
     const secretStore = new SecretStore(db, pool);
     const secrets = new SecretService(
       {

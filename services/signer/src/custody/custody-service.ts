@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type OrgAdmin, type Principal, requireHumanAdmin } from '@custos/auth';
+import { type OrgAdmin, type Principal, type StepUpClient, requireHumanAdmin } from '@custos/auth';
 import { auditOf, writeEvent } from '@custos/events';
 import {
   ConflictError,
@@ -35,7 +35,6 @@ import {
   wrapsComplete,
 } from './custody-fns.js';
 import type { CustodyStore } from './custody-store.js';
-import type { StepUpClient } from './step-up-client.js';
 
 /** A client_tss key's stored wraps, as GET/PUT/rewrap answer them. */
 export interface ClientShareView {

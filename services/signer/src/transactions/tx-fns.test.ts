@@ -1,9 +1,9 @@
+import { canonicalJson } from '@custos/service-kit';
 import { createHash } from 'node:crypto';
 import type { SubmitTransactionRequest } from '@custos/proto/custos/signer/v1/transactions';
 import { InvalidArgumentError } from '@custos/service-kit';
 import type { ChainRecord } from '../chains/chain-types.js';
 import {
-  canonicalJson,
   chainRefOf,
   checkChainAgrees,
   checkIdempotencyKey,

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { SubmitTransactionRequest, Transaction } from '@custos/proto/custos/signer/v1/transactions';
-import { InvalidArgumentError } from '@custos/service-kit';
+import { InvalidArgumentError, canonicalJson } from '@custos/service-kit';
 import type { ChainRecord } from '../chains/chain-types.js';
 import {
   type EvmTxRequest,
@@ -11,20 +11,6 @@ import {
   parseWei,
 } from '../evm/index.js';
 import type { TxRecord } from './tx-types.js';
-
-/** JSON with object keys sorted at every level (arrays keep their order). */
-export function canonicalJson(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
-  if (v && typeof v === 'object') {
-    const o = v as Record<string, unknown>;
-    return `{${Object.keys(o)
-      .filter((k) => o[k] !== undefined)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(v) ?? 'null';
-}
 
 /**
  * The Idempotency-Key body hash: SHA-256 (hex) of the canonical JSON of the request body as the

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm';
+import { type SQLWrapper, and, asc, desc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm';
 import { randomUUID } from 'node:crypto';
 import { ConflictError, type Database, type Transaction } from '@custos/service-kit';
 import { nonces, releasedNonces, transactions, txIdempotency } from '../db/schema.js';
@@ -250,11 +250,7 @@ export class TxStore {
       )
       .limit(batch)
       .for('update', { skipLocked: true });
-    return this.db
-      .update(transactions)
-      .set({ watchAfter: sql`now() + ${`${leaseMs} milliseconds`}::interval` })
-      .where(inArray(transactions.id, due))
-      .returning();
+    return this.lease(due, leaseMs);
   }
 
   /**
@@ -327,6 +323,15 @@ export class TxStore {
       .limit(limit);
   }
 
+  /** Leases the rows `due` selects (locked, skipping locked ones) for `leaseMs`: one statement. */
+  private lease(due: SQLWrapper, leaseMs: number): Promise<TxRecord[]> {
+    return this.db
+      .update(transactions)
+      .set({ watchAfter: sql`now() + ${`${leaseMs} milliseconds`}::interval` })
+      .where(inArray(transactions.id, due))
+      .returning();
+  }
+
   /**
    * Takes up to `batch` broadcast transactions due for a receipt check and leases them for
    * `leaseMs` (other replicas skip the locked and leased rows), so one replica acts on a row at a time.
@@ -344,11 +349,7 @@ export class TxStore {
       .orderBy(asc(transactions.watchAfter))
       .limit(batch)
       .for('update', { skipLocked: true });
-    return this.db
-      .update(transactions)
-      .set({ watchAfter: sql`now() + ${`${leaseMs} milliseconds`}::interval` })
-      .where(inArray(transactions.id, due))
-      .returning();
+    return this.lease(due, leaseMs);
   }
 
   /** Not mined yet: look again after `delayMs`. */

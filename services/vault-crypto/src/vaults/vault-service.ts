@@ -1,4 +1,4 @@
-import { type Principal, actorOf, requireHumanAdmin } from '@custos/auth';
+import { type Principal, type StepUpClient, actorOf, requireHumanAdmin } from '@custos/auth';
 import {
   ConflictError,
   NotFoundError,
@@ -11,7 +11,6 @@ import type { AccessService } from '../access/access-service.js';
 import type { VaultCryptoAudit } from '../audit/vault-crypto-audit.js';
 import type { OrgKeyRing } from '../keys/org-key-ring.js';
 import type { BillingClient } from '../peers/billing-client.js';
-import type { IdentityClient } from '../peers/identity-client.js';
 import { vaultDescription, vaultName } from './vault-fns.js';
 import type { VaultRow, VaultStore } from './vault-store.js';
 import type { VaultRequest } from './vault-types.js';
@@ -29,7 +28,7 @@ export class VaultService {
     private readonly limits: Pick<BillingClient, 'limitsOf'>,
     private readonly ring: OrgKeyRing,
     private readonly audit: VaultCryptoAudit,
-    private readonly stepUp: Pick<IdentityClient, 'confirmStepUp'>,
+    private readonly stepUp: Pick<StepUpClient, 'confirm'>,
   ) {}
 
   /** Creates a vault in the caller's org. */
@@ -91,7 +90,7 @@ export class VaultService {
    */
   async rotateOrgKey(p: Principal, credential: string): Promise<number> {
     requireHumanAdmin(p, 'rotate the org key');
-    await this.stepUp.confirmStepUp(p, ORG_KEY_ROTATE_PURPOSE, credential);
+    await this.stepUp.confirm(p, ORG_KEY_ROTATE_PURPOSE, credential);
     const version = await this.ring.rotate(p.orgId);
     await this.audit.now(p, 'org_key.rotated', { type: 'org_key', id: p.orgId }, { kek_version: version });
     return version;
