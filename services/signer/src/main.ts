@@ -9,7 +9,7 @@ import { ChainStore } from './chains/chain-store.js';
 import { configShape } from './config.js';
 import { SCHEMA } from './db/schema.js';
 import { signerAccess, signerGrpc } from './grpc/signer-grpc.js';
-import { evmAdapter } from './keys/evm-adapter.js';
+import { CHAIN_ADAPTERS } from './adapters/registry.js';
 import { KeyService } from './keys/key-service.js';
 import { KeyStore } from './keys/key-store.js';
 import { IdentityClient } from './peers/identity-client.js';
@@ -63,7 +63,7 @@ runDataService({
     const signingKeys = new KeyService({
       store: keyStore,
       chains,
-      adapters: { evm: evmAdapter },
+      adapters: CHAIN_ADAPTERS,
       vault,
       identity: identityClient,
       logger: rt.logger,
@@ -86,7 +86,7 @@ runDataService({
       store: new CustodyStore(db),
       keys: new KeyStore(db),
       chains,
-      adapters: { evm: evmAdapter },
+      adapters: CHAIN_ADAPTERS,
       vault: new VaultCryptoClient(vaultCrypto, rt.logger),
       identity: new IdentityClient(identity),
       stepUp: new StepUpClient(account),
@@ -99,7 +99,7 @@ runDataService({
       db,
       chains,
       keys: keyStore,
-      adapters: { evm: evmAdapter },
+      adapters: CHAIN_ADAPTERS,
       identity: identityClient,
       loader,
       logger: rt.logger,
