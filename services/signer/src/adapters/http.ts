@@ -27,7 +27,7 @@ export async function chainHttp(
   o: {
     method: 'GET' | 'POST';
     path: string;
-    body?: string | undefined;
+    body?: string | Uint8Array | undefined;
     contentType?: string;
     headers?: Record<string, string>;
   },

@@ -1,4 +1,5 @@
 import { CustosError, InvalidArgumentError } from '@custos/service-kit';
+import { parseEvmValue } from '../evm/evm-fields.js';
 import { keyNameOf } from '../chains/chain-fns.js';
 import type { ChainFamily, ChainRecord } from '../chains/chain-types.js';
 
@@ -216,4 +217,20 @@ export function networkOf<N extends string>(
     if (known.includes(word)) return word;
   }
   return chain.isTestnet ? testnet : mainnet;
+}
+
+/**
+ * A transfer amount (`value`) in base units: an integer string is base units, a decimal with a
+ * fraction (`"0.01"`) is major units of `decimals` decimals. More than zero and at most
+ * 2^64 - 1 (the chains' amount fields are 64-bit); 400 naming `field` otherwise.
+ */
+export function parseTransferAmount(raw: string, decimals: number, field = 'value'): bigint {
+  if (raw === '') throw new InvalidArgumentError(field, 'is required');
+  if (/^0x/i.test(raw)) {
+    throw new InvalidArgumentError(field, 'must be a decimal integer (base units) or a decimal amount');
+  }
+  const v = parseEvmValue(raw, decimals, field);
+  if (v <= 0n) throw new InvalidArgumentError(field, 'must be more than zero');
+  if (v > 0xffffffffffffffffn) throw new InvalidArgumentError(field, 'is more than 2^64 - 1 base units');
+  return v;
 }
