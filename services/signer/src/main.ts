@@ -117,10 +117,17 @@ runDataService({
     });
     rt.grpc.add(TransactionServiceService, transactionGrpc({ keys, transactions }), transactionAccess);
     // Sign intents (POST /v1/agents/{id}/sign) on the same Intents API checks and chain access.
-    const sign = new SignService({ intents, store: new SignStore(db), rpc: evmRpc, logger: rt.logger });
+    const sign = new SignService({
+      intents,
+      store: new SignStore(db),
+      rpc: evmRpc,
+      logger: rt.logger,
+      inputs: txStore,
+      rpcTimeoutMs: c.EVM_RPC_TIMEOUT_MS,
+    });
     rt.grpc.add(SignServiceService, signGrpc({ keys, sign }), signAccess);
     const watcher = new TxWatcher(
-      { store: txStore, chains, rpc: evmRpc, logger: rt.logger },
+      { store: txStore, chains, rpc: evmRpc, logger: rt.logger, adapters: CHAIN_ADAPTERS },
       {
         intervalMs: c.TX_WATCH_INTERVAL_MS,
         batch: c.TX_WATCH_BATCH,

@@ -6,7 +6,7 @@ import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { AgentParams } from './agent-schemas.js';
 import { type Guards, declareRoute } from './routes.js';
-import { SIGNER_CHAIN_DEADLINE_MS } from './transaction-routes.js';
+import { SIGNER_CHAIN_DEADLINE_MS, TRANSFER_FIELDS, transferFieldsOf } from './transaction-routes.js';
 import { bodyOf, chainAmount, safeCount } from './schemas.js';
 
 /** The reference SignIntentResponse, with `status`, `nonce` and `transaction_id` for a transaction. */
@@ -14,7 +14,10 @@ export const SignIntentResponse = z.object({
   intent_type: z.enum(['personal_sign', 'typed_data', 'eip712_digest', 'transaction']),
   chain: z.string().describe('The chain registry name'),
   from: z.string().describe("The agent key's address (EIP-55)"),
-  signature: z.string().nullable().describe('65-byte signature, 0x hex (r, s, v)'),
+  signature: z
+    .string()
+    .nullable()
+    .describe('EVM: 65-byte signature, 0x hex (r, s, v); null for other families (see signed_tx)'),
   signed_tx: z.string().nullable().describe('transaction: the signed serialized transaction (not broadcast)'),
   tx_hash: z.string().nullable().describe('transaction: its hash'),
   message_hash: z.string().nullable().describe('personal_sign: the EIP-191 hash signed'),
@@ -27,11 +30,15 @@ export const SignIntentResponse = z.object({
     .enum(['sign_only'])
     .nullable()
     .describe('transaction: `sign_only` (signer does not broadcast it)'),
-  nonce: z.number().int().nullable().describe('transaction: the nonce signed'),
+  nonce: z.number().int().nullable().describe('transaction: the nonce signed (XRP: the Sequence)'),
   transaction_id: z
     .string()
     .nullable()
     .describe("transaction: its `sign_only` record among the agent's transactions"),
+  fee: z
+    .string()
+    .nullable()
+    .describe('transaction on a non-EVM chain: the most it pays in fees, in the native base unit'),
 });
 
 type SignJson = z.infer<typeof SignIntentResponse>;
@@ -50,6 +57,7 @@ function signBody(r: SignReply): SignJson {
     status: r.status === 'sign_only' ? 'sign_only' : null,
     nonce: r.nonce !== undefined ? Number(r.nonce) : null,
     transaction_id: r.transactionId || null,
+    fee: r.fee || null,
   };
 }
 
@@ -132,6 +140,7 @@ const SignBody = bodyOf({
     .optional()
     .describe('transaction (type 2): wei (from the chain when absent, capped by max_fee_per_gas_gwei)'),
   max_priority_fee_per_gas: chainAmount.optional().describe('transaction (type 2): wei'),
+  ...TRANSFER_FIELDS,
 });
 
 /**
@@ -178,6 +187,7 @@ export function signRoutes(peers: Peers, guards: Guards): Router {
           ...(body.max_priority_fee_per_gas !== undefined
             ? { maxPriorityFeePerGas: body.max_priority_fee_per_gas }
             : {}),
+          ...transferFieldsOf(body),
         },
         // A transaction intent may ask the chain (EVM_RPC_TIMEOUT_MS per call): longer than the
         // default peer deadline, so the caller is not told 503 while signer goes on to sign.

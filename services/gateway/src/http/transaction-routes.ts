@@ -6,7 +6,7 @@ import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { AgentParams } from './agent-schemas.js';
 import { type Guards, declareRoute } from './routes.js';
-import { bodyOf, chainAmount, dateTime, idParam, intQuery, must, queryString } from './schemas.js';
+import { bodyOf, chainAmount, dateTime, idParam, intQuery, must, queryString, safeCount } from './schemas.js';
 
 /** A transaction as HTTP shows it: the reference TransactionResponse and more. */
 export const TransactionResponse = z.object({
@@ -16,15 +16,21 @@ export const TransactionResponse = z.object({
   chain_id: z.number().int(),
   from: z.string().describe("The agent key's address (EIP-55)"),
   to: z.string().nullable(),
-  value_wei: z.string().describe('Decimal wei'),
-  data: z.string().describe('0x calldata (`0x` when none)'),
+  value_wei: z
+    .string()
+    .describe(
+      "Decimal base units: wei (EVM), satoshi, lamport, drop, sun, lovelace, or the token's base unit",
+    ),
+  data: z.string().nullable().describe('EVM: 0x calldata (`0x` when none); null for other families'),
   nonce: z
     .number()
     .int()
     .nullable()
-    .describe('Allocated by the service; null when none was (simulation_failed)'),
+    .describe(
+      'Allocated by the service (EVM nonce; XRP account Sequence); null when none was (simulation_failed, other families)',
+    ),
   gas_limit: z.string().nullable(),
-  tx_type: z.number().int().describe('2 (EIP-1559) or 0 (legacy)'),
+  tx_type: z.number().int().nullable().describe('EVM: 2 (EIP-1559) or 0 (legacy); null for other families'),
   max_fee_per_gas: z.string().nullable().describe('Wei (type 2)'),
   max_priority_fee_per_gas: z.string().nullable().describe('Wei (type 2)'),
   gas_price: z.string().nullable().describe('Wei (type 0)'),
@@ -44,6 +50,18 @@ export const TransactionResponse = z.object({
   signed_at: dateTime.nullable(),
   broadcast_at: dateTime.nullable(),
   confirmed_at: dateTime.nullable(),
+  family: z
+    .enum(['evm', 'bitcoin', 'solana', 'xrp', 'tron', 'cardano'])
+    .describe("The chain's family: the gas fields, data and tx_type are EVM's; fee and details the others'"),
+  fee: z
+    .string()
+    .nullable()
+    .describe(
+      'Non-EVM: the most it pays in fees, then what the chain charged, in the native base unit (satoshi, lamport, drop, sun, lovelace)',
+    ),
+  details: z
+    .record(z.string(), z.string())
+    .describe('Non-EVM: memo, destination_tag, token_mint, fee rate, inputs … (empty for EVM)'),
 });
 
 type TransactionJson = z.infer<typeof TransactionResponse>;
@@ -73,7 +91,14 @@ function txBody(t: Transaction, withSignedTx: boolean): TransactionJson {
     signed_at: t.signedAt || null,
     broadcast_at: t.broadcastAt || null,
     confirmed_at: t.confirmedAt || null,
+    family: (t.family || 'evm') as TransactionJson['family'],
+    fee: t.fee || null,
+    details: t.details,
   };
+  if (body.family !== 'evm') {
+    body.data = null;
+    body.tx_type = null;
+  }
   if (withSignedTx) body.signed_tx = t.signedTx || null;
   return body;
 }
@@ -92,17 +117,59 @@ const UNSUPPORTED = [
   'nonce',
   'signing_key_path',
   'approval_id',
-  'destination_tag',
-  'memo',
-  'fee_rate_sat_per_vbyte',
-  'fee_limit_sun',
-  'token_mint',
-  'token_decimals',
-  'ttl',
   'xrpl_tx_json',
   'raw_transaction',
   'tron_transaction',
 ] as const;
+
+/**
+ * The reference request's non-EVM transfer fields (docs/chains.md): shapes here, meanings in
+ * signer's chain adapters (each refuses, naming it, a field its chain does not take; EVM refuses all).
+ */
+export const TRANSFER_FIELDS = {
+  destination_tag: safeCount.optional().describe('XRP: destination tag (0 to 4294967295)'),
+  memo: z.string().max(1000).optional().describe('XRP, Solana, Tron: a memo (UTF-8 text)'),
+  fee_rate_sat_per_vbyte: safeCount
+    .optional()
+    .describe("Bitcoin: fee rate in sat/vB (default: the node's 6-block estimate)"),
+  fee_limit_sun: safeCount.optional().describe('Tron TRC-20: energy fee limit in sun'),
+  token_mint: z
+    .string()
+    .max(200)
+    .optional()
+    .describe('Solana SPL mint or Tron TRC-20 contract; absent: the native coin'),
+  token_decimals: z
+    .number()
+    .int()
+    .min(0)
+    .max(30)
+    .optional()
+    .describe("Solana, Tron: the token's decimals (default 6)"),
+  ttl: safeCount.optional().describe('Cardano: time-to-live, an absolute slot (default: tip + 7200)'),
+};
+
+/** The transfer fields of a body as the proto requests carry them (absent stay absent). */
+export function transferFieldsOf(body: {
+  destination_tag?: number | undefined;
+  memo?: string | undefined;
+  fee_rate_sat_per_vbyte?: number | undefined;
+  fee_limit_sun?: number | undefined;
+  token_mint?: string | undefined;
+  token_decimals?: number | undefined;
+  ttl?: number | undefined;
+}) {
+  return {
+    ...(body.destination_tag !== undefined ? { destinationTag: String(body.destination_tag) } : {}),
+    ...(body.memo !== undefined ? { memo: body.memo } : {}),
+    ...(body.fee_rate_sat_per_vbyte !== undefined
+      ? { feeRateSatPerVbyte: String(body.fee_rate_sat_per_vbyte) }
+      : {}),
+    ...(body.fee_limit_sun !== undefined ? { feeLimitSun: String(body.fee_limit_sun) } : {}),
+    ...(body.token_mint !== undefined ? { tokenMint: body.token_mint } : {}),
+    ...(body.token_decimals !== undefined ? { tokenDecimals: body.token_decimals } : {}),
+    ...(body.ttl !== undefined ? { ttl: String(body.ttl) } : {}),
+  };
+}
 
 const SubmitBody = bodyOf({
   chain: z
@@ -116,7 +183,10 @@ const SubmitBody = bodyOf({
     .min(0)
     .optional()
     .describe('Numeric chain id; must agree with `chain` when both are given'),
-  to: z.string().max(200).describe('0x address: EIP-55 checksummed or all lower-case'),
+  to: z
+    .string()
+    .max(200)
+    .describe("The recipient: a 0x address on EVM (EIP-55 or all lower-case), else the chain's own form"),
   value: chainAmount.describe(
     'Wei as 0x hex or a decimal integer string; a decimal string with a fractional part ("0.01") is the native unit (ETH); a JSON number is wei and must be a safe integer',
   ),
@@ -145,13 +215,7 @@ const SubmitBody = bodyOf({
     .optional()
     .describe("Refused: the agent's own key for the chain signs"),
   approval_id: z.string().max(100).optional().describe('Refused until approvals exist'),
-  destination_tag: z.number().int().optional().describe('Non-EVM: refused on EVM chains'),
-  memo: z.string().max(1000).optional().describe('Non-EVM: refused on EVM chains'),
-  fee_rate_sat_per_vbyte: z.number().int().optional().describe('Non-EVM: refused on EVM chains'),
-  fee_limit_sun: z.number().int().optional().describe('Non-EVM: refused on EVM chains'),
-  token_mint: z.string().max(200).optional().describe('Non-EVM: refused on EVM chains'),
-  token_decimals: z.number().int().optional().describe('Non-EVM: refused on EVM chains'),
-  ttl: z.number().int().optional().describe('Non-EVM: refused on EVM chains'),
+  ...TRANSFER_FIELDS,
   xrpl_tx_json: z.record(z.string(), z.unknown()).optional().describe('Non-EVM: refused on EVM chains'),
   raw_transaction: z.string().max(262144).optional().describe('Non-EVM: refused on EVM chains'),
   tron_transaction: z.record(z.string(), z.unknown()).optional().describe('Non-EVM: refused on EVM chains'),
@@ -241,6 +305,7 @@ export function transactionRoutes(peers: Peers, guards: Guards): Router {
           resumeTxId: body.resume_tx_id ?? '',
           unsupportedFields: unsupported,
           canonicalBody: canonicalJson(req.body),
+          ...transferFieldsOf(body),
         },
         // Signer's worst case makes several chain calls (EVM_RPC_TIMEOUT_MS each): the default
         // peer deadline would answer 503 while signer goes on to sign and broadcast.

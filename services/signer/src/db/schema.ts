@@ -144,6 +144,18 @@ export const transactions = signerSchema.table(
      * later (a load-balanced endpoint's backends may disagree for a moment).
      */
     dropSeenBlock: bigint('drop_seen_block', { mode: 'bigint' }),
+    /**
+     * Non-EVM: the most the transfer pays in fees (native base unit); after confirmation, what the
+     * chain reports. EVM keeps its gas fields.
+     */
+    fee: numeric('fee', { precision: 78, scale: 0 }),
+    /** The chain's family when the transaction was made (`evm`, `bitcoin` …): which path follows it. */
+    family: text('family').notNull().default('evm'),
+    /** Non-EVM: the request's chain fields and the adapter's facts (memo, token, fee rate …), no secret. */
+    details: jsonb('details').$type<Record<string, string>>().notNull().default({}),
+    /** Non-EVM: until when the chain may include it (`block_height`, `ledger`, `slot`, `time_ms`). */
+    expiryKind: text('expiry_kind'),
+    expiryValue: numeric('expiry_value', { precision: 78, scale: 0 }),
   },
   (t) => [
     index('transactions_agent_created').on(t.agentId, t.createdAt.desc(), t.id.desc()),
@@ -162,6 +174,29 @@ export const transactions = signerSchema.table(
       sql`${t.status} in ('pending', 'signed', 'sign_only', 'broadcast', 'confirmed', 'failed', 'simulation_failed')`,
     ),
     check('transactions_nonce_held_has_nonce', sql`not ${t.nonceHeld} or ${t.nonce} is not null`),
+  ],
+);
+
+/**
+ * The inputs (UTXO chains: `txid:vout`) a transaction of a key spends: one transaction per input
+ * and chain, decided by the primary key, so two parallel transfers never spend one output. Freed
+ * when the transaction fails or expires; kept once it is on chain (the output is spent for good).
+ */
+export const txInputs = signerSchema.table(
+  'tx_inputs',
+  {
+    chainName: text('chain_name').notNull(),
+    inputRef: text('input_ref').notNull(),
+    keyId: uuid('key_id').notNull(),
+    txId: uuid('tx_id')
+      .notNull()
+      .references(() => transactions.id),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.chainName, t.inputRef] }),
+    index('tx_inputs_key').on(t.keyId, t.chainName),
+    index('tx_inputs_tx').on(t.txId),
   ],
 );
 

@@ -25,6 +25,13 @@ export function signInputOf(req: SignIntentRequest): SignIntentInput {
     'gasPrice',
     'maxFeePerGas',
     'maxPriorityFeePerGas',
+    'destinationTag',
+    'memo',
+    'feeRateSatPerVbyte',
+    'feeLimitSun',
+    'tokenMint',
+    'tokenDecimals',
+    'ttl',
   ] as const;
   for (const k of optional) {
     const v = req[k];
@@ -48,6 +55,7 @@ export function signResponseOf(r: SignIntentResult): SignIntentResponse {
     status: r.status ?? '',
     ...(r.nonce !== null ? { nonce: String(r.nonce) } : {}),
     transactionId: r.transactionId ?? '',
+    fee: r.fee ?? '',
   };
 }
 

@@ -24,6 +24,10 @@ import {
   signDigest,
 } from './sign-fns.js';
 import type { SignStore } from './sign-store.js';
+import { addressOn } from '../keys/chain-adapter.js';
+import { endpointOf, onChain, transfersOf } from '../transactions/transfer-flow.js';
+import { transferDetails, transferInputOf } from '../transactions/tx-fns.js';
+import type { TxStore } from '../transactions/tx-store.js';
 import {
   type IntentType,
   NO_SIGN_BUDGET,
@@ -63,6 +67,10 @@ export class SignService {
       store: SignStore;
       rpc: Pick<EvmRpcPool, 'forChain'>;
       logger: Logger;
+      /** Inputs held by the key's transactions (UTXO chains): a sign-only transfer avoids them. */
+      inputs: Pick<TxStore, 'inputsInUse'>;
+      /** EVM_RPC_TIMEOUT_MS: the per-call timeout of non-EVM node calls. */
+      rpcTimeoutMs?: number;
     },
   ) {}
 
@@ -80,10 +88,13 @@ export class SignService {
       const scope = await this.deps.intents.open(p, input.agentId, input.chain);
       const intent = parseIntentType(input.intentType);
       if (scope.chain.family !== 'evm') {
-        throw new InvalidArgumentError(
-          'chain',
-          `sign intents are made on EVM chains only (${scope.chain.name} is not)`,
-        );
+        if (intent !== 'transaction') {
+          throw new InvalidArgumentError(
+            'intent_type',
+            `only \`transaction\` intents are signed on ${scope.chain.family} chains (${intent} is EVM's)`,
+          );
+        }
+        return this.transfer(scope, input, budget);
       }
       switch (intent) {
         case 'personal_sign':
@@ -252,6 +263,128 @@ export class SignService {
       status: 'sign_only',
       nonce,
       transactionId: id,
+    };
+  }
+
+  /**
+   * A sign-only transfer on a non-EVM chain: prepared from the chain's state as a submission is
+   * (the adapter reads balances, UTXOs, fees, blockhash or sequence), signed, stored `sign_only`
+   * with its record and `agent.transaction.signed`, never broadcast. It holds nothing: its inputs
+   * are not reserved and a sequence is the chain's next or the Transactions API's next when that is
+   * ahead (read only), so a sign-only transfer and a later submission may spend the same outputs.
+   */
+  private async transfer(
+    scope: IntentScope,
+    input: SignIntentInput,
+    budget: SignBudget,
+  ): Promise<SignIntentResult> {
+    const evmOnly: [unknown, string][] = [
+      [input.txType, 'tx_type'],
+      [input.nonce, 'nonce'],
+      [input.gasLimit, 'gas_limit'],
+      [input.gasPrice, 'gas_price'],
+      [input.maxFeePerGas, 'max_fee_per_gas'],
+      [input.maxPriorityFeePerGas, 'max_priority_fee_per_gas'],
+    ];
+    for (const [v, name] of evmOnly) {
+      if (v !== undefined) {
+        throw new InvalidArgumentError(name, `is an EVM field; ${scope.chain.family} chains do not take it`);
+      }
+    }
+    const ops = transfersOf(scope.adapter, scope.chain);
+    const t = ops.parse(transferInputOf(input), scope.chain);
+    const ep = endpointOf(scope.chain, this.deps.rpcTimeoutMs ?? 10_000);
+    const from = addressOn(scope.adapter, scope.key, scope.chain);
+    const keyView = { address: scope.key.address, publicKey: scope.key.publicKey };
+    const prepared = await onChain(this.deps.logger, scope.chain, 'building the transfer', () =>
+      ops.prepare(
+        {
+          endpoint: ep,
+          key: keyView,
+          from,
+          inputsInUse: () => this.deps.inputs.inputsInUse(scope.key.id, scope.chain.name),
+        },
+        t,
+      ),
+    );
+    let sequence: bigint | undefined;
+    if (prepared.sequenceFromChain !== undefined) {
+      const stored = await this.deps.store.nextNonce(scope.key.id, scope.chain.chainId);
+      sequence =
+        stored !== undefined && BigInt(stored) > prepared.sequenceFromChain
+          ? BigInt(stored)
+          : prepared.sequenceFromChain;
+    }
+    this.inTime(budget, 0, 'signing');
+    const signed = await this.deps.intents.loader.withKey(scope.key, (pk) =>
+      ops.sign(pk, prepared, {
+        chain: scope.chain,
+        key: keyView,
+        ...(sequence !== undefined ? { sequence } : {}),
+      }),
+    );
+    this.inTime(budget, RECORD_MARGIN_MS, 'recording the transaction');
+    const id = randomUUID();
+    const details = transferDetails(t, prepared.details);
+    const nonce = sequence !== undefined ? Number(sequence) : null;
+    const record = auditOf(
+      scope.agent,
+      'agent.sign.transaction',
+      { type: 'agent', id: scope.agent.agentId },
+      {
+        ...this.scopeDetails(scope, 'transaction'),
+        from,
+        tx_id: id,
+        tx_hash: signed.txHash,
+        to: prepared.to,
+        value: prepared.value.toString(),
+        fee: prepared.fee.toString(),
+        ...(nonce !== null ? { sequence: nonce } : {}),
+        details,
+      },
+    );
+    await failClosed(this.deps.logger, record.action, () =>
+      this.deps.store.recordSignOnly(
+        {
+          id,
+          orgId: scope.agent.orgId,
+          agentId: scope.agent.agentId,
+          keyId: scope.key.id,
+          chainName: scope.chain.name,
+          chainId: scope.chain.chainId,
+          fromAddress: from,
+          toAddress: prepared.to,
+          valueWei: prepared.value,
+          data: '0x',
+          nonce,
+          gasLimit: null,
+          txType: 0,
+          maxFeePerGas: null,
+          maxPriorityFeePerGas: null,
+          gasPrice: null,
+          txHash: signed.txHash,
+          signedTx: signed.signedTx,
+          family: scope.chain.family,
+          fee: prepared.fee,
+          details,
+        },
+        record,
+      ),
+    );
+    return {
+      intentType: 'transaction',
+      chain: scope.chain.name,
+      from,
+      signature: '',
+      signedTx: signed.signedTx,
+      txHash: signed.txHash,
+      messageHash: null,
+      typedDataHash: null,
+      txType: null,
+      status: 'sign_only',
+      nonce,
+      transactionId: id,
+      fee: prepared.fee.toString(),
     };
   }
 

@@ -16,9 +16,16 @@ export interface SignOnlyTxRow {
   toAddress: string | null;
   valueWei: bigint;
   data: string;
-  nonce: number;
-  gasLimit: bigint;
+  /** EVM nonce, or the sequence of chains that number an account's transactions (XRP); null for others. */
+  nonce: number | null;
+  /** EVM only (null for other families). */
+  gasLimit: bigint | null;
   txType: 0 | 2;
+  /** The chain's family (`evm` when absent). */
+  family?: string;
+  /** Non-EVM: the most it pays in fees (native base unit) and the transfer's details. */
+  fee?: bigint;
+  details?: Record<string, string>;
   maxFeePerGas: bigint | null;
   maxPriorityFeePerGas: bigint | null;
   gasPrice: bigint | null;
@@ -87,7 +94,10 @@ export class SignStore {
         data: r.data,
         nonce: r.nonce,
         nonceHeld: false,
-        gasLimit: r.gasLimit.toString(),
+        gasLimit: r.gasLimit?.toString() ?? null,
+        family: r.family ?? 'evm',
+        fee: r.fee?.toString() ?? null,
+        details: r.details ?? {},
         txType: r.txType,
         maxFeePerGas: r.maxFeePerGas?.toString() ?? null,
         maxPriorityFeePerGas: r.maxPriorityFeePerGas?.toString() ?? null,

@@ -25,6 +25,14 @@ export interface SignIntentInput {
   gasPrice?: string;
   maxFeePerGas?: string;
   maxPriorityFeePerGas?: string;
+  /** transaction, non-EVM chains: the transfer fields (int64 as decimal text on the wire). */
+  destinationTag?: string;
+  memo?: string;
+  feeRateSatPerVbyte?: string;
+  feeLimitSun?: string;
+  tokenMint?: string;
+  tokenDecimals?: number;
+  ttl?: string;
 }
 
 /** What a signed intent answers (reference SignIntentResponse); null where the intent has none. */
@@ -43,6 +51,8 @@ export interface SignIntentResult {
   nonce: number | null;
   /** transaction: the id of its `sign_only` record; null otherwise. */
   transactionId: string | null;
+  /** transaction on a non-EVM chain: the most it pays in fees (native base unit); null otherwise. */
+  fee?: string | null;
 }
 
 /**

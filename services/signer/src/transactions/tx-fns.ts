@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { SubmitTransactionRequest, Transaction } from '@custos/proto/custos/signer/v1/transactions';
 import { InvalidArgumentError, canonicalJson } from '@custos/service-kit';
 import type { ChainRecord } from '../chains/chain-types.js';
+import type { TransferInput } from '../keys/chain-adapter.js';
 import {
   type EvmTxRequest,
   parseEvmAddress,
@@ -32,6 +33,13 @@ export function requestHash(req: SubmitTransactionRequest): string {
       tx_type: req.txType,
       simulate_first: req.simulateFirst,
       resume_tx_id: req.resumeTxId,
+      destination_tag: req.destinationTag,
+      memo: req.memo,
+      fee_rate_sat_per_vbyte: req.feeRateSatPerVbyte,
+      fee_limit_sun: req.feeLimitSun,
+      token_mint: req.tokenMint,
+      token_decimals: req.tokenDecimals,
+      ttl: req.ttl,
       unsupported: req.unsupportedFields,
     });
   return createHash('sha256').update(text).digest('hex');
@@ -128,7 +136,115 @@ export function transactionMessage(t: TxRecord, includeSignedTx: boolean): Trans
     signedAt: iso(t.signedAt),
     broadcastAt: iso(t.broadcastAt),
     confirmedAt: iso(t.confirmedAt),
+    family: t.family,
+    fee: t.fee ?? '',
+    details: { ...t.details },
   };
+}
+
+/** The request's non-EVM transfer fields (TransferInput), as given. */
+export function transferInputOf(req: {
+  to?: string | undefined;
+  value?: string | undefined;
+  data?: string | undefined;
+  memo?: string | undefined;
+  destinationTag?: string | number | undefined;
+  feeRateSatPerVbyte?: string | number | undefined;
+  feeLimitSun?: string | number | undefined;
+  tokenMint?: string | undefined;
+  tokenDecimals?: number | undefined;
+  ttl?: string | number | undefined;
+}): TransferInput {
+  const num = (v: string | number | undefined, field: string): number | undefined => {
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isSafeInteger(n)) throw new InvalidArgumentError(field, 'must be a safe integer');
+    return n;
+  };
+  const out: TransferInput = { to: req.to ?? '', value: req.value ?? '' };
+  if (req.data !== undefined && req.data !== '' && req.data !== '0x') out.data = req.data;
+  if (req.memo !== undefined) out.memo = req.memo;
+  const tag = num(req.destinationTag, 'destination_tag');
+  if (tag !== undefined) out.destinationTag = tag;
+  const rate = num(req.feeRateSatPerVbyte, 'fee_rate_sat_per_vbyte');
+  if (rate !== undefined) out.feeRateSatPerVbyte = rate;
+  const limit = num(req.feeLimitSun, 'fee_limit_sun');
+  if (limit !== undefined) out.feeLimitSun = limit;
+  if (req.tokenMint !== undefined) out.tokenMint = req.tokenMint;
+  if (req.tokenDecimals !== undefined) out.tokenDecimals = req.tokenDecimals;
+  const ttl = num(req.ttl, 'ttl');
+  if (ttl !== undefined) out.ttl = ttl;
+  return out;
+}
+
+/** The non-EVM request fields an EVM chain refuses (400 naming the first present). */
+export function refuseTransferFieldsOnEvm(req: SubmitTransactionRequest | TransferFieldsPresent): void {
+  const fields: [keyof TransferFieldsPresent, string][] = [
+    ['destinationTag', 'destination_tag'],
+    ['memo', 'memo'],
+    ['feeRateSatPerVbyte', 'fee_rate_sat_per_vbyte'],
+    ['feeLimitSun', 'fee_limit_sun'],
+    ['tokenMint', 'token_mint'],
+    ['tokenDecimals', 'token_decimals'],
+    ['ttl', 'ttl'],
+  ];
+  for (const [k, name] of fields) {
+    if ((req as TransferFieldsPresent)[k] !== undefined) {
+      throw new InvalidArgumentError(name, 'is not supported on EVM chains');
+    }
+  }
+}
+
+/** EVM's fields on another family's chain: 400 naming the first present. */
+export function refuseEvmFields(
+  req: Pick<
+    SubmitTransactionRequest,
+    'gasLimit' | 'maxFeePerGas' | 'maxPriorityFeePerGas' | 'gasPrice' | 'txType' | 'simulateFirst'
+  >,
+  family: string,
+): void {
+  const present: [unknown, string][] = [
+    [req.gasLimit, 'gas_limit'],
+    [req.maxFeePerGas, 'max_fee_per_gas'],
+    [req.maxPriorityFeePerGas, 'max_priority_fee_per_gas'],
+    [req.gasPrice, 'gas_price'],
+    [req.txType, 'tx_type'],
+  ];
+  for (const [v, name] of present) {
+    if (v !== undefined)
+      throw new InvalidArgumentError(name, `is an EVM field; ${family} chains do not take it`);
+  }
+  if (req.simulateFirst) {
+    throw new InvalidArgumentError('simulate_first', `is not supported on ${family} chains yet`);
+  }
+}
+
+/** The non-EVM fields as the proto messages carry them (absent: undefined). */
+export interface TransferFieldsPresent {
+  destinationTag?: unknown;
+  memo?: unknown;
+  feeRateSatPerVbyte?: unknown;
+  feeLimitSun?: unknown;
+  tokenMint?: unknown;
+  tokenDecimals?: unknown;
+  ttl?: unknown;
+}
+
+/** The transfer's details as stored and shown: the request's chain fields and the adapter's facts. */
+export function transferDetails(
+  input: TransferInput,
+  facts: Record<string, string | number | boolean>,
+): Record<string, string> {
+  const d: Record<string, string> = {};
+  if (input.memo !== undefined) d['memo'] = input.memo;
+  if (input.destinationTag !== undefined) d['destination_tag'] = String(input.destinationTag);
+  if (input.feeRateSatPerVbyte !== undefined) d['fee_rate_sat_per_vbyte'] = String(input.feeRateSatPerVbyte);
+  if (input.feeLimitSun !== undefined) d['fee_limit_sun'] = String(input.feeLimitSun);
+  if (input.tokenMint !== undefined) d['token_mint'] = input.tokenMint;
+  if (input.tokenDecimals !== undefined) d['token_decimals'] = String(input.tokenDecimals);
+  if (input.ttl !== undefined) d['ttl'] = String(input.ttl);
+  for (const [k, v] of Object.entries(facts)) d[k] = String(v);
+  return d;
 }
 
 /** A list cursor: the last row's id, opaque to callers (the next page starts after that row). */

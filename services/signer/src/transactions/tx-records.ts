@@ -19,6 +19,9 @@ export function txDetails(t: TxRecord): Record<string, unknown> {
     value_wei: t.valueWei,
     nonce: t.nonce,
     ...(t.txHash ? { tx_hash: t.txHash } : {}),
+    ...(t.family !== 'evm'
+      ? { family: t.family, ...(t.fee !== null ? { fee: t.fee } : {}), details: t.details }
+      : {}),
   };
 }
 

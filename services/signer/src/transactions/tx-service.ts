@@ -31,9 +31,14 @@ import {
   decodeCursor,
   encodeCursor,
   evmRequestOf,
+  refuseEvmFields,
+  refuseTransferFieldsOnEvm,
   refuseUnsupported,
   requestHash,
+  transferInputOf,
 } from './tx-fns.js';
+import { submitTransfer, transfersOf } from './transfer-flow.js';
+import type { TransferInput } from '../keys/chain-adapter.js';
 import { txAudit, writeBroadcast } from './tx-records.js';
 import type { HeldClaim, TxStore } from './tx-store.js';
 import type { TxRecord } from './tx-types.js';
@@ -106,18 +111,20 @@ export class TransactionService {
       const chainRef = chainRefOf(req);
       const scope = await intents.open(p, rawAgentId, chainRef, req.chain ? 'chain' : 'chain_id');
       checkChainAgrees(req, scope.chain);
-      if (scope.chain.family !== 'evm') {
-        throw new InvalidArgumentError(
-          'chain',
-          `transactions on ${scope.chain.family} chains are not supported yet`,
-        );
-      }
       refuseUnsupported(req, scope.chain);
       if (req.resumeTxId) {
         // Approvals (issue 19) do not exist yet: no transaction can be awaiting one.
         throw new InvalidArgumentError('resume_tx_id', 'names no transaction awaiting approval');
       }
-      const evmReq = evmRequestOf(req, scope.chain, scope.key.address);
+      let evmReq: ReturnType<typeof evmRequestOf> | undefined;
+      let transfer: TransferInput | undefined;
+      if (scope.chain.family === 'evm') {
+        refuseTransferFieldsOnEvm(req);
+        evmReq = evmRequestOf(req, scope.chain, scope.key.address);
+      } else {
+        refuseEvmFields(req, scope.chain.family);
+        transfer = transfersOf(scope.adapter, scope.chain).parse(transferInputOf(req), scope.chain);
+      }
       const key = req.idempotencyKey ? checkIdempotencyKey(req.idempotencyKey) : undefined;
       let held: HeldClaim | undefined;
       if (key) {
@@ -145,9 +152,25 @@ export class TransactionService {
       }
       let recorded = false;
       try {
-        const tx = await this.run(scope, req, evmReq, held, budget, () => {
+        const onRecorded = () => {
           recorded = true;
-        });
+        };
+        const tx = transfer
+          ? await submitTransfer(
+              {
+                store: this.deps.store,
+                logger: this.deps.logger,
+                rpcTimeoutMs: this.deps.rpcTimeoutMs ?? 10_000,
+                loader: this.deps.intents.loader,
+                audit: (t, action, row, extra) => this.audit(t, scope.agent, action, row, extra),
+              },
+              scope,
+              transfer,
+              held,
+              budget,
+              onRecorded,
+            )
+          : await this.run(scope, req, evmReq!, held, budget, onRecorded);
         return { tx, replayed: false };
       } finally {
         if (held && !recorded)

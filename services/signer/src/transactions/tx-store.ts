@@ -1,7 +1,8 @@
 import { type SQLWrapper, and, asc, desc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm';
 import { randomUUID } from 'node:crypto';
 import { ConflictError, type Database, type Transaction } from '@custos/service-kit';
-import { nonces, releasedNonces, transactions, txIdempotency } from '../db/schema.js';
+import { isUniqueViolation } from '../chains/chain-store.js';
+import { nonces, releasedNonces, transactions, txIdempotency, txInputs } from '../db/schema.js';
 import { allocateNonce } from './nonce-fns.js';
 import type { TxRecord } from './tx-types.js';
 
@@ -19,6 +20,14 @@ export type Claim =
 export interface HeldClaim {
   key: string;
   claimId: string;
+}
+
+/** Another transaction of the chain holds one of the inputs a transfer would spend (a parallel transfer won). */
+export class InputsTakenError extends Error {
+  constructor() {
+    super('another transaction holds one of these inputs');
+    this.name = 'InputsTakenError';
+  }
 }
 
 /** How long an Idempotency-Key is remembered (DECISIONS.md: 24 h). */
@@ -132,7 +141,68 @@ export class TxStore {
     chainPending: number,
     idempotencyKey: HeldClaim | undefined,
   ): Promise<TxRecord> {
-    return this.db.transaction(async (tx) => {
+    return this.db.transaction((tx) => this.allocateIn(tx, row, chainPending, idempotencyKey));
+  }
+
+  /**
+   * Records a non-EVM transfer (`pending`) with what it holds, in one transaction: its sequence
+   * (chains that order an account's transactions by number, allocated as EVM nonces are, when
+   * `chainSequence` is given) and its inputs (UTXO chains; InputsTakenError when a parallel transfer
+   * holds one, and then nothing is recorded).
+   */
+  async insertTransfer(
+    row: Omit<NewTx, 'nonce' | 'nonceHeld' | 'status'>,
+    chainSequence: number | undefined,
+    inputs: readonly string[],
+    idempotencyKey: HeldClaim | undefined,
+  ): Promise<TxRecord> {
+    try {
+      return await this.db.transaction(async (tx) => {
+        let t: TxRecord;
+        if (chainSequence !== undefined) {
+          t = await this.allocateIn(tx, row, chainSequence, idempotencyKey);
+        } else {
+          const [r] = await tx
+            .insert(transactions)
+            .values({ ...row, status: 'pending' })
+            .returning();
+          t = r!;
+          await this.link(tx, row.agentId, idempotencyKey, t.id);
+        }
+        if (inputs.length > 0) {
+          await tx.insert(txInputs).values(
+            inputs.map((inputRef) => ({
+              chainName: row.chainName,
+              inputRef,
+              keyId: row.keyId,
+              txId: t.id,
+            })),
+          );
+        }
+        return t;
+      });
+    } catch (err) {
+      if (inputs.length > 0 && isUniqueViolation(err)) throw new InputsTakenError();
+      throw err;
+    }
+  }
+
+  /** The inputs the key's transactions on the chain hold (not to be spent by another). */
+  async inputsInUse(keyId: string, chainName: string): Promise<Set<string>> {
+    const rows = await this.db
+      .select({ ref: txInputs.inputRef })
+      .from(txInputs)
+      .where(and(eq(txInputs.keyId, keyId), eq(txInputs.chainName, chainName)));
+    return new Set(rows.map((r) => r.ref));
+  }
+
+  private async allocateIn(
+    tx: Transaction,
+    row: Omit<NewTx, 'nonce' | 'nonceHeld' | 'status'>,
+    chainPending: number,
+    idempotencyKey: HeldClaim | undefined,
+  ): Promise<TxRecord> {
+    {
       const where = and(eq(nonces.keyId, row.keyId), eq(nonces.chainId, row.chainId));
       await tx
         .insert(nonces)
@@ -169,7 +239,7 @@ export class TxStore {
         .returning();
       await this.link(tx, row.agentId, idempotencyKey, t!.id);
       return t!;
-    });
+    }
   }
 
   /** Moves `pending` to `signed` with the signed bytes, and its audit record, in one transaction. */
@@ -281,6 +351,7 @@ export class TxStore {
           .onConflictDoNothing();
       }
       if (o.unclaim) await tx.delete(txIdempotency).where(eq(txIdempotency.txId, t.id));
+      await tx.delete(txInputs).where(eq(txInputs.txId, t.id));
       await after(tx, t);
       return t;
     });
@@ -383,6 +454,65 @@ export class TxStore {
       .update(transactions)
       .set({ dropSeenBlock: block })
       .where(and(eq(transactions.id, id), eq(transactions.status, 'broadcast')));
+  }
+
+  /**
+   * A broadcast non-EVM transfer the chain can no longer include (its blockhash, ledger, ttl or
+   * expiration passed; an input spent by another): `failed`, its inputs freed and its sequence
+   * (never used on chain) given back for the next allocation, in one transaction.
+   */
+  async expire(
+    id: string,
+    message: string,
+    after: (tx: Transaction, t: TxRecord) => Promise<unknown>,
+  ): Promise<TxRecord | undefined> {
+    return this.db.transaction(async (tx) => {
+      const [t] = await tx
+        .update(transactions)
+        .set({ status: 'failed', errorMessage: message, watchAfter: null, nonceHeld: false })
+        .where(and(eq(transactions.id, id), eq(transactions.status, 'broadcast')))
+        .returning();
+      if (!t) return undefined;
+      if (t.nonce !== null) {
+        await tx
+          .insert(releasedNonces)
+          .values({ keyId: t.keyId, chainId: t.chainId, nonce: t.nonce })
+          .onConflictDoNothing();
+      }
+      await tx.delete(txInputs).where(eq(txInputs.txId, t.id));
+      await after(tx, t);
+      return t;
+    });
+  }
+
+  /**
+   * A non-EVM transfer the chain included: `confirmed`, or `failed` when the chain's execution
+   * failed it (its fee is spent, its inputs and sequence used), with the block and the fee paid.
+   */
+  async settleTransfer(
+    id: string,
+    r: { ok: boolean; block?: bigint | undefined; fee?: bigint | undefined; reason?: string },
+    after: (tx: Transaction, t: TxRecord) => Promise<unknown>,
+  ): Promise<TxRecord | undefined> {
+    return this.db.transaction(async (tx) => {
+      const [t] = await tx
+        .update(transactions)
+        .set({
+          status: r.ok ? 'confirmed' : 'failed',
+          blockNumber: r.block ?? null,
+          ...(r.fee !== undefined ? { fee: r.fee.toString() } : {}),
+          confirmedAt: sql`now()`,
+          watchAfter: null,
+          ...(r.ok
+            ? {}
+            : { errorMessage: `the chain failed the transaction: ${r.reason ?? 'unknown reason'}` }),
+        })
+        .where(and(eq(transactions.id, id), eq(transactions.status, 'broadcast')))
+        .returning();
+      if (!t) return undefined;
+      await after(tx, t);
+      return t;
+    });
   }
 
   /** Records the receipt: `confirmed` (status 1) or `failed` (status 0). */

@@ -2,6 +2,8 @@ import { type Logger, describeError } from '@custos/service-kit';
 import type { ChainService } from '../chains/chain-service.js';
 import { writeSignerAudit } from '../audit/signer-audit.js';
 import { type EvmRpcPool, type EvmTxRpc, EvmRpcError } from '../evm/index.js';
+import { type ChainAdapters, ChainRpcError, type TransferOps } from '../keys/chain-adapter.js';
+import { endpointOf, systemAudit } from './transfer-flow.js';
 import { txAudit, writeBroadcast } from './tx-records.js';
 import type { TxStore } from './tx-store.js';
 import type { TxRecord } from './tx-types.js';
@@ -61,6 +63,8 @@ export class TxWatcher {
       chains: Pick<ChainService, 'resolve'>;
       rpc: EvmRpcPool;
       logger: Logger;
+      /** The families' adapters: non-EVM rows are followed through their `transfers.status`. */
+      adapters?: ChainAdapters;
     },
     private readonly o: WatcherOptions,
   ) {}
@@ -142,7 +146,7 @@ export class TxWatcher {
           if (r) done += 1;
           return;
         }
-        if (await this.resend(t)) done += 1;
+        if (t.family !== 'evm' ? await this.resendTransfer(t) : await this.resend(t)) done += 1;
       } catch (err) {
         this.deps.logger.warn(
           { tx_id: t.id, err: describeError(err) },
@@ -240,6 +244,106 @@ export class TxWatcher {
     }
   }
 
+  /** The transfer operations and node endpoint of a non-EVM row's chain. */
+  private async transferChain(t: TxRecord): Promise<{ ops: TransferOps; ep: ReturnType<typeof endpointOf> }> {
+    const chain = await this.deps.chains.resolve(t.chainName, 'chain', true);
+    const ops = this.deps.adapters?.[chain.family]?.transfers;
+    if (!ops) throw new Error(`no transfer adapter for the ${chain.family} family`);
+    return { ops, ep: endpointOf(chain, this.o.rpcTimeoutMs ?? 10_000) };
+  }
+
+  private expiryOf(t: TxRecord) {
+    if (!t.expiryKind || t.expiryValue === null) return undefined;
+    return {
+      kind: t.expiryKind as 'block_height' | 'ledger' | 'slot' | 'time_ms',
+      value: BigInt(t.expiryValue),
+    };
+  }
+
+  /**
+   * One broadcast non-EVM transfer: where the chain says it is. Included → `confirmed` or `failed`
+   * (the chain's execution failed it) with block and fee; never includable any more → `failed`,
+   * its inputs and sequence freed (`expired`); unknown to the node → its bytes are sent again.
+   * Returns true when it settled.
+   */
+  private async followTransfer(t: TxRecord): Promise<boolean> {
+    const { ops, ep } = await this.transferChain(t);
+    const expiry = this.expiryOf(t);
+    const st = await ops.status(ep, {
+      txHash: t.txHash!,
+      signedTx: t.signedTx ?? '',
+      ...(expiry ? { expiry } : {}),
+    });
+    switch (st.state) {
+      case 'confirmed':
+      case 'failed': {
+        const ok = st.state === 'confirmed';
+        const r = await this.deps.store.settleTransfer(
+          t.id,
+          { ok, block: st.block, fee: st.fee, ...(ok ? {} : { reason: st.reason }) },
+          (tx, row) =>
+            systemAudit(tx, ok ? 'agent.transaction.confirmed' : 'agent.transaction.failed', row, {
+              ...(row.blockNumber !== null ? { block: row.blockNumber.toString() } : {}),
+              ...(row.fee !== null ? { fee: row.fee } : {}),
+              ...(ok ? {} : { error: row.errorMessage }),
+            }),
+        );
+        return !!r;
+      }
+      case 'expired': {
+        const r = await this.deps.store.expire(t.id, `expired: ${st.reason}`, (tx, row) =>
+          systemAudit(tx, 'agent.transaction.expired', row, { error: row.errorMessage }),
+        );
+        return !!r;
+      }
+      case 'unknown':
+        await ops.broadcast(ep, { signedTx: t.signedTx!, txHash: t.txHash! }).catch((err: unknown) => {
+          this.deps.logger.warn(
+            { tx_id: t.id, err: describeError(err) },
+            'sending a transfer the node does not know again failed; retried later',
+          );
+        });
+        await this.deps.store.watchLater(t.id, this.o.intervalMs);
+        return false;
+      case 'pending':
+        await this.deps.store.watchLater(t.id, this.o.intervalMs);
+        return false;
+    }
+  }
+
+  /**
+   * Sends a non-EVM `signed` row's bytes again (a node that has them says so). A definite refusal
+   * of bytes the chain does not know ends it `failed`, its inputs and sequence freed; no answer is
+   * retried later.
+   */
+  private async resendTransfer(t: TxRecord): Promise<boolean> {
+    const { ops, ep } = await this.transferChain(t);
+    try {
+      await ops.broadcast(ep, { signedTx: t.signedTx!, txHash: t.txHash! });
+    } catch (err) {
+      if (!(err instanceof ChainRpcError)) throw err;
+      if (!err.alreadyKnown) {
+        const expiry = this.expiryOf(t);
+        const st = await ops.status(ep, {
+          txHash: t.txHash!,
+          signedTx: t.signedTx ?? '',
+          ...(expiry ? { expiry } : {}),
+        });
+        const arrived = st.state === 'pending' || st.state === 'confirmed' || st.state === 'failed';
+        if (!arrived) {
+          if (!err.rejected) throw err;
+          const message = `broadcast failed: ${err.message}`;
+          const r = await this.deps.store.failBeforeBroadcast(t.id, message, (tx, row) =>
+            writeSignerAudit(tx, txAudit('system', 'agent.transaction.failed', row, { error: message })),
+          );
+          return !!r;
+        }
+      }
+    }
+    await this.deps.store.markBroadcast(t.id, (tx, row) => writeBroadcast(tx, 'system', row));
+    return true;
+  }
+
   /** One round: lease due rows, look up their receipts, record what is mined. Returns how many settled. */
   async round(): Promise<number> {
     const lease = this.leaseMs('receipts');
@@ -248,6 +352,10 @@ export class TxWatcher {
     await Promise.all(
       rows.map(async (t) => {
         try {
+          if (t.family !== 'evm') {
+            if (await this.followTransfer(t)) settled += 1;
+            return;
+          }
           const chain = await this.deps.chains.resolve(t.chainName, 'chain', true);
           const rpc = this.deps.rpc.forChain(chain);
           const r = await rpc.receipt(t.txHash!);

@@ -75,7 +75,17 @@ export interface SignIntentRequest {
     | string
     | undefined;
   /** transaction (type 2): max priority fee per gas in wei; absent: from the chain. */
-  maxPriorityFeePerGas?: string | undefined;
+  maxPriorityFeePerGas?:
+    | string
+    | undefined;
+  /** transaction, non-EVM chains: the transfer fields of SubmitTransactionRequest (same meanings). */
+  destinationTag?: string | undefined;
+  memo?: string | undefined;
+  feeRateSatPerVbyte?: string | undefined;
+  feeLimitSun?: string | undefined;
+  tokenMint?: string | undefined;
+  tokenDecimals?: number | undefined;
+  ttl?: string | undefined;
 }
 
 /** SignIntentResponse is the reference SignIntentResponse; empty strings stand for null. */
@@ -108,6 +118,8 @@ export interface SignIntentResponse {
     | undefined;
   /** transaction: the id of its `sign_only` record among the agent's transactions (UUID). */
   transactionId: string;
+  /** transaction, non-EVM chains: the most it pays in fees, in the native base unit. */
+  fee: string;
 }
 
 function createBaseSignIntentRequest(): SignIntentRequest {
@@ -127,6 +139,13 @@ function createBaseSignIntentRequest(): SignIntentRequest {
     gasPrice: undefined,
     maxFeePerGas: undefined,
     maxPriorityFeePerGas: undefined,
+    destinationTag: undefined,
+    memo: undefined,
+    feeRateSatPerVbyte: undefined,
+    feeLimitSun: undefined,
+    tokenMint: undefined,
+    tokenDecimals: undefined,
+    ttl: undefined,
   };
 }
 
@@ -176,6 +195,27 @@ export const SignIntentRequest: MessageFns<SignIntentRequest> = {
     }
     if (message.maxPriorityFeePerGas !== undefined) {
       writer.uint32(122).string(message.maxPriorityFeePerGas);
+    }
+    if (message.destinationTag !== undefined) {
+      writer.uint32(128).int64(message.destinationTag);
+    }
+    if (message.memo !== undefined) {
+      writer.uint32(138).string(message.memo);
+    }
+    if (message.feeRateSatPerVbyte !== undefined) {
+      writer.uint32(144).int64(message.feeRateSatPerVbyte);
+    }
+    if (message.feeLimitSun !== undefined) {
+      writer.uint32(152).int64(message.feeLimitSun);
+    }
+    if (message.tokenMint !== undefined) {
+      writer.uint32(162).string(message.tokenMint);
+    }
+    if (message.tokenDecimals !== undefined) {
+      writer.uint32(168).int32(message.tokenDecimals);
+    }
+    if (message.ttl !== undefined) {
+      writer.uint32(176).int64(message.ttl);
     }
     return writer;
   },
@@ -307,6 +347,62 @@ export const SignIntentRequest: MessageFns<SignIntentRequest> = {
           message.maxPriorityFeePerGas = reader.string();
           continue;
         }
+        case 16: {
+          if (tag !== 128) {
+            break;
+          }
+
+          message.destinationTag = reader.int64().toString();
+          continue;
+        }
+        case 17: {
+          if (tag !== 138) {
+            break;
+          }
+
+          message.memo = reader.string();
+          continue;
+        }
+        case 18: {
+          if (tag !== 144) {
+            break;
+          }
+
+          message.feeRateSatPerVbyte = reader.int64().toString();
+          continue;
+        }
+        case 19: {
+          if (tag !== 152) {
+            break;
+          }
+
+          message.feeLimitSun = reader.int64().toString();
+          continue;
+        }
+        case 20: {
+          if (tag !== 162) {
+            break;
+          }
+
+          message.tokenMint = reader.string();
+          continue;
+        }
+        case 21: {
+          if (tag !== 168) {
+            break;
+          }
+
+          message.tokenDecimals = reader.int32();
+          continue;
+        }
+        case 22: {
+          if (tag !== 176) {
+            break;
+          }
+
+          message.ttl = reader.int64().toString();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -335,6 +431,13 @@ export const SignIntentRequest: MessageFns<SignIntentRequest> = {
       maxPriorityFeePerGas: isSet(object.maxPriorityFeePerGas)
         ? globalThis.String(object.maxPriorityFeePerGas)
         : undefined,
+      destinationTag: isSet(object.destinationTag) ? globalThis.String(object.destinationTag) : undefined,
+      memo: isSet(object.memo) ? globalThis.String(object.memo) : undefined,
+      feeRateSatPerVbyte: isSet(object.feeRateSatPerVbyte) ? globalThis.String(object.feeRateSatPerVbyte) : undefined,
+      feeLimitSun: isSet(object.feeLimitSun) ? globalThis.String(object.feeLimitSun) : undefined,
+      tokenMint: isSet(object.tokenMint) ? globalThis.String(object.tokenMint) : undefined,
+      tokenDecimals: isSet(object.tokenDecimals) ? globalThis.Number(object.tokenDecimals) : undefined,
+      ttl: isSet(object.ttl) ? globalThis.String(object.ttl) : undefined,
     };
   },
 
@@ -385,6 +488,27 @@ export const SignIntentRequest: MessageFns<SignIntentRequest> = {
     if (message.maxPriorityFeePerGas !== undefined) {
       obj.maxPriorityFeePerGas = message.maxPriorityFeePerGas;
     }
+    if (message.destinationTag !== undefined) {
+      obj.destinationTag = message.destinationTag;
+    }
+    if (message.memo !== undefined) {
+      obj.memo = message.memo;
+    }
+    if (message.feeRateSatPerVbyte !== undefined) {
+      obj.feeRateSatPerVbyte = message.feeRateSatPerVbyte;
+    }
+    if (message.feeLimitSun !== undefined) {
+      obj.feeLimitSun = message.feeLimitSun;
+    }
+    if (message.tokenMint !== undefined) {
+      obj.tokenMint = message.tokenMint;
+    }
+    if (message.tokenDecimals !== undefined) {
+      obj.tokenDecimals = Math.round(message.tokenDecimals);
+    }
+    if (message.ttl !== undefined) {
+      obj.ttl = message.ttl;
+    }
     return obj;
   },
 
@@ -408,6 +532,13 @@ export const SignIntentRequest: MessageFns<SignIntentRequest> = {
     message.gasPrice = object.gasPrice ?? undefined;
     message.maxFeePerGas = object.maxFeePerGas ?? undefined;
     message.maxPriorityFeePerGas = object.maxPriorityFeePerGas ?? undefined;
+    message.destinationTag = object.destinationTag ?? undefined;
+    message.memo = object.memo ?? undefined;
+    message.feeRateSatPerVbyte = object.feeRateSatPerVbyte ?? undefined;
+    message.feeLimitSun = object.feeLimitSun ?? undefined;
+    message.tokenMint = object.tokenMint ?? undefined;
+    message.tokenDecimals = object.tokenDecimals ?? undefined;
+    message.ttl = object.ttl ?? undefined;
     return message;
   },
 };
@@ -426,6 +557,7 @@ function createBaseSignIntentResponse(): SignIntentResponse {
     status: "",
     nonce: undefined,
     transactionId: "",
+    fee: "",
   };
 }
 
@@ -466,6 +598,9 @@ export const SignIntentResponse: MessageFns<SignIntentResponse> = {
     }
     if (message.transactionId !== "") {
       writer.uint32(98).string(message.transactionId);
+    }
+    if (message.fee !== "") {
+      writer.uint32(106).string(message.fee);
     }
     return writer;
   },
@@ -573,6 +708,14 @@ export const SignIntentResponse: MessageFns<SignIntentResponse> = {
           message.transactionId = reader.string();
           continue;
         }
+        case 13: {
+          if (tag !== 106) {
+            break;
+          }
+
+          message.fee = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -596,6 +739,7 @@ export const SignIntentResponse: MessageFns<SignIntentResponse> = {
       status: isSet(object.status) ? globalThis.String(object.status) : "",
       nonce: isSet(object.nonce) ? globalThis.String(object.nonce) : undefined,
       transactionId: isSet(object.transactionId) ? globalThis.String(object.transactionId) : "",
+      fee: isSet(object.fee) ? globalThis.String(object.fee) : "",
     };
   },
 
@@ -637,6 +781,9 @@ export const SignIntentResponse: MessageFns<SignIntentResponse> = {
     if (message.transactionId !== "") {
       obj.transactionId = message.transactionId;
     }
+    if (message.fee !== "") {
+      obj.fee = message.fee;
+    }
     return obj;
   },
 
@@ -657,6 +804,7 @@ export const SignIntentResponse: MessageFns<SignIntentResponse> = {
     message.status = object.status ?? "";
     message.nonce = object.nonce ?? undefined;
     message.transactionId = object.transactionId ?? "";
+    message.fee = object.fee ?? "";
     return message;
   },
 };

@@ -59,6 +59,26 @@ export interface Transaction {
   broadcastAt: string;
   confirmedAt: string;
   keyId: string;
+  /**
+   * The chain's family: `evm`, `bitcoin`, `solana`, `xrp`, `tron`, `cardano`. The gas, data and tx_type
+   * fields are EVM's; `fee` and `details` the others'.
+   */
+  family: string;
+  /**
+   * Non-EVM: the most the transaction pays in fees, in the chain's native base unit (satoshi, lamport,
+   * drop, sun, lovelace); after confirmation, the fee the chain reports. Empty for EVM (see gas fields).
+   */
+  fee: string;
+  /**
+   * Non-EVM: chain-specific facts of the transfer (memo, destination_tag, token_mint, token_decimals,
+   * fee_rate_sat_per_vbyte, fee_limit_sun, ttl, inputs …), as decimal or text values. Never a secret.
+   */
+  details: { [key: string]: string };
+}
+
+export interface Transaction_DetailsEntry {
+  key: string;
+  value: string;
 }
 
 /**
@@ -92,6 +112,18 @@ export interface SubmitTransactionRequest {
   unsupportedFields: string[];
   /** The canonical JSON of the request body (sorted keys) for the Idempotency-Key's body hash. */
   canonicalBody: string;
+  /**
+   * Non-EVM transfer fields of the reference request (each refused with 400 naming it on a chain
+   * that does not take it): XRP destination tag; XRP/Solana/Tron memo; Bitcoin fee rate; Tron TRC-20
+   * fee limit; Solana SPL mint or Tron TRC-20 contract and its decimals; Cardano ttl (absolute slot).
+   */
+  destinationTag?: string | undefined;
+  memo?: string | undefined;
+  feeRateSatPerVbyte?: string | undefined;
+  feeLimitSun?: string | undefined;
+  tokenMint?: string | undefined;
+  tokenDecimals?: number | undefined;
+  ttl?: string | undefined;
 }
 
 /**
@@ -160,6 +192,9 @@ function createBaseTransaction(): Transaction {
     broadcastAt: "",
     confirmedAt: "",
     keyId: "",
+    family: "",
+    fee: "",
+    details: {},
   };
 }
 
@@ -246,6 +281,15 @@ export const Transaction: MessageFns<Transaction> = {
     if (message.keyId !== "") {
       writer.uint32(218).string(message.keyId);
     }
+    if (message.family !== "") {
+      writer.uint32(226).string(message.family);
+    }
+    if (message.fee !== "") {
+      writer.uint32(234).string(message.fee);
+    }
+    Object.entries(message.details).forEach(([key, value]) => {
+      Transaction_DetailsEntry.encode({ key: key as any, value }, writer.uint32(242).fork()).join();
+    });
     return writer;
   },
 
@@ -472,6 +516,33 @@ export const Transaction: MessageFns<Transaction> = {
           message.keyId = reader.string();
           continue;
         }
+        case 28: {
+          if (tag !== 226) {
+            break;
+          }
+
+          message.family = reader.string();
+          continue;
+        }
+        case 29: {
+          if (tag !== 234) {
+            break;
+          }
+
+          message.fee = reader.string();
+          continue;
+        }
+        case 30: {
+          if (tag !== 242) {
+            break;
+          }
+
+          const entry30 = Transaction_DetailsEntry.decode(reader, reader.uint32());
+          if (entry30.value !== undefined) {
+            message.details[entry30.key] = entry30.value;
+          }
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -510,6 +581,14 @@ export const Transaction: MessageFns<Transaction> = {
       broadcastAt: isSet(object.broadcastAt) ? globalThis.String(object.broadcastAt) : "",
       confirmedAt: isSet(object.confirmedAt) ? globalThis.String(object.confirmedAt) : "",
       keyId: isSet(object.keyId) ? globalThis.String(object.keyId) : "",
+      family: isSet(object.family) ? globalThis.String(object.family) : "",
+      fee: isSet(object.fee) ? globalThis.String(object.fee) : "",
+      details: isObject(object.details)
+        ? Object.entries(object.details).reduce<{ [key: string]: string }>((acc, [key, value]) => {
+          acc[key] = String(value);
+          return acc;
+        }, {})
+        : {},
     };
   },
 
@@ -596,6 +675,21 @@ export const Transaction: MessageFns<Transaction> = {
     if (message.keyId !== "") {
       obj.keyId = message.keyId;
     }
+    if (message.family !== "") {
+      obj.family = message.family;
+    }
+    if (message.fee !== "") {
+      obj.fee = message.fee;
+    }
+    if (message.details) {
+      const entries = Object.entries(message.details);
+      if (entries.length > 0) {
+        obj.details = {};
+        entries.forEach(([k, v]) => {
+          obj.details[k] = v;
+        });
+      }
+    }
     return obj;
   },
 
@@ -631,6 +725,90 @@ export const Transaction: MessageFns<Transaction> = {
     message.broadcastAt = object.broadcastAt ?? "";
     message.confirmedAt = object.confirmedAt ?? "";
     message.keyId = object.keyId ?? "";
+    message.family = object.family ?? "";
+    message.fee = object.fee ?? "";
+    message.details = Object.entries(object.details ?? {}).reduce<{ [key: string]: string }>((acc, [key, value]) => {
+      if (value !== undefined) {
+        acc[key] = globalThis.String(value);
+      }
+      return acc;
+    }, {});
+    return message;
+  },
+};
+
+function createBaseTransaction_DetailsEntry(): Transaction_DetailsEntry {
+  return { key: "", value: "" };
+}
+
+export const Transaction_DetailsEntry: MessageFns<Transaction_DetailsEntry> = {
+  encode(message: Transaction_DetailsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Transaction_DetailsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseTransaction_DetailsEntry();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.key = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.value = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): Transaction_DetailsEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: Transaction_DetailsEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Transaction_DetailsEntry>, I>>(base?: I): Transaction_DetailsEntry {
+    return Transaction_DetailsEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Transaction_DetailsEntry>, I>>(object: I): Transaction_DetailsEntry {
+    const message = createBaseTransaction_DetailsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
     return message;
   },
 };
@@ -653,6 +831,13 @@ function createBaseSubmitTransactionRequest(): SubmitTransactionRequest {
     resumeTxId: "",
     unsupportedFields: [],
     canonicalBody: "",
+    destinationTag: undefined,
+    memo: undefined,
+    feeRateSatPerVbyte: undefined,
+    feeLimitSun: undefined,
+    tokenMint: undefined,
+    tokenDecimals: undefined,
+    ttl: undefined,
   };
 }
 
@@ -705,6 +890,27 @@ export const SubmitTransactionRequest: MessageFns<SubmitTransactionRequest> = {
     }
     if (message.canonicalBody !== "") {
       writer.uint32(130).string(message.canonicalBody);
+    }
+    if (message.destinationTag !== undefined) {
+      writer.uint32(136).int64(message.destinationTag);
+    }
+    if (message.memo !== undefined) {
+      writer.uint32(146).string(message.memo);
+    }
+    if (message.feeRateSatPerVbyte !== undefined) {
+      writer.uint32(152).int64(message.feeRateSatPerVbyte);
+    }
+    if (message.feeLimitSun !== undefined) {
+      writer.uint32(160).int64(message.feeLimitSun);
+    }
+    if (message.tokenMint !== undefined) {
+      writer.uint32(170).string(message.tokenMint);
+    }
+    if (message.tokenDecimals !== undefined) {
+      writer.uint32(176).int32(message.tokenDecimals);
+    }
+    if (message.ttl !== undefined) {
+      writer.uint32(184).int64(message.ttl);
     }
     return writer;
   },
@@ -844,6 +1050,62 @@ export const SubmitTransactionRequest: MessageFns<SubmitTransactionRequest> = {
           message.canonicalBody = reader.string();
           continue;
         }
+        case 17: {
+          if (tag !== 136) {
+            break;
+          }
+
+          message.destinationTag = reader.int64().toString();
+          continue;
+        }
+        case 18: {
+          if (tag !== 146) {
+            break;
+          }
+
+          message.memo = reader.string();
+          continue;
+        }
+        case 19: {
+          if (tag !== 152) {
+            break;
+          }
+
+          message.feeRateSatPerVbyte = reader.int64().toString();
+          continue;
+        }
+        case 20: {
+          if (tag !== 160) {
+            break;
+          }
+
+          message.feeLimitSun = reader.int64().toString();
+          continue;
+        }
+        case 21: {
+          if (tag !== 170) {
+            break;
+          }
+
+          message.tokenMint = reader.string();
+          continue;
+        }
+        case 22: {
+          if (tag !== 176) {
+            break;
+          }
+
+          message.tokenDecimals = reader.int32();
+          continue;
+        }
+        case 23: {
+          if (tag !== 184) {
+            break;
+          }
+
+          message.ttl = reader.int64().toString();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -875,6 +1137,13 @@ export const SubmitTransactionRequest: MessageFns<SubmitTransactionRequest> = {
         ? object.unsupportedFields.map((e: any) => globalThis.String(e))
         : [],
       canonicalBody: isSet(object.canonicalBody) ? globalThis.String(object.canonicalBody) : "",
+      destinationTag: isSet(object.destinationTag) ? globalThis.String(object.destinationTag) : undefined,
+      memo: isSet(object.memo) ? globalThis.String(object.memo) : undefined,
+      feeRateSatPerVbyte: isSet(object.feeRateSatPerVbyte) ? globalThis.String(object.feeRateSatPerVbyte) : undefined,
+      feeLimitSun: isSet(object.feeLimitSun) ? globalThis.String(object.feeLimitSun) : undefined,
+      tokenMint: isSet(object.tokenMint) ? globalThis.String(object.tokenMint) : undefined,
+      tokenDecimals: isSet(object.tokenDecimals) ? globalThis.Number(object.tokenDecimals) : undefined,
+      ttl: isSet(object.ttl) ? globalThis.String(object.ttl) : undefined,
     };
   },
 
@@ -928,6 +1197,27 @@ export const SubmitTransactionRequest: MessageFns<SubmitTransactionRequest> = {
     if (message.canonicalBody !== "") {
       obj.canonicalBody = message.canonicalBody;
     }
+    if (message.destinationTag !== undefined) {
+      obj.destinationTag = message.destinationTag;
+    }
+    if (message.memo !== undefined) {
+      obj.memo = message.memo;
+    }
+    if (message.feeRateSatPerVbyte !== undefined) {
+      obj.feeRateSatPerVbyte = message.feeRateSatPerVbyte;
+    }
+    if (message.feeLimitSun !== undefined) {
+      obj.feeLimitSun = message.feeLimitSun;
+    }
+    if (message.tokenMint !== undefined) {
+      obj.tokenMint = message.tokenMint;
+    }
+    if (message.tokenDecimals !== undefined) {
+      obj.tokenDecimals = Math.round(message.tokenDecimals);
+    }
+    if (message.ttl !== undefined) {
+      obj.ttl = message.ttl;
+    }
     return obj;
   },
 
@@ -952,6 +1242,13 @@ export const SubmitTransactionRequest: MessageFns<SubmitTransactionRequest> = {
     message.resumeTxId = object.resumeTxId ?? "";
     message.unsupportedFields = object.unsupportedFields?.map((e) => e) || [];
     message.canonicalBody = object.canonicalBody ?? "";
+    message.destinationTag = object.destinationTag ?? undefined;
+    message.memo = object.memo ?? undefined;
+    message.feeRateSatPerVbyte = object.feeRateSatPerVbyte ?? undefined;
+    message.feeLimitSun = object.feeLimitSun ?? undefined;
+    message.tokenMint = object.tokenMint ?? undefined;
+    message.tokenDecimals = object.tokenDecimals ?? undefined;
+    message.ttl = object.ttl ?? undefined;
     return message;
   },
 };
@@ -1498,6 +1795,10 @@ type DeepPartial<T> = T extends Builtin ? T
 type KeysOfUnion<T> = T extends T ? keyof T : never;
 type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
+
+function isObject(value: any): boolean {
+  return typeof value === "object" && value !== null;
+}
 
 function isSet(value: any): boolean {
   return value !== null && value !== undefined;

@@ -1,0 +1,297 @@
+import { randomUUID } from 'node:crypto';
+import {
+  ConflictError,
+  CustosError,
+  InvalidArgumentError,
+  type Logger,
+  type Transaction,
+  UnavailableError,
+  describeError,
+} from '@custos/service-kit';
+import { failClosed, writeSignerAudit } from '../audit/signer-audit.js';
+import type { ChainRecord } from '../chains/chain-types.js';
+import {
+  type ChainAdapter,
+  type ChainEndpoint,
+  ChainRpcError,
+  type PreparedTransfer,
+  type SignedTransfer,
+  type TransferInput,
+  type TransferOps,
+  addressOn,
+} from '../keys/chain-adapter.js';
+import type { IntentScope } from '../intents/intent-context.js';
+import type { KeyLoader } from '../keys/key-loader.js';
+import { transferDetails } from './tx-fns.js';
+import { txAudit, writeBroadcast } from './tx-records.js';
+import { type HeldClaim, InputsTakenError, type TxStore } from './tx-store.js';
+import type { TxRecord } from './tx-types.js';
+
+/** Room kept for the answer to travel back (the same margin as EVM submissions). */
+const ANSWER_MARGIN_MS = 1000;
+
+/** How many times a transfer is prepared again when a parallel one took its inputs first. */
+const INPUT_RETRIES = 3;
+
+/** The caller's deadline and cancellation (SubmitBudget of tx-service). */
+export interface FlowBudget {
+  deadline: number;
+  cancelled(): boolean;
+}
+
+/** The family's transfer operations, or 400 naming `chain` when it has none. */
+export function transfersOf(adapter: ChainAdapter, chain: ChainRecord): TransferOps {
+  if (!adapter.transfers) {
+    throw new InvalidArgumentError('chain', `transfers on ${chain.family} chains are not supported yet`);
+  }
+  return adapter.transfers;
+}
+
+/** The chain's node endpoint, or 503 when the install configured none. */
+export function endpointOf(chain: ChainRecord, timeoutMs: number): ChainEndpoint {
+  if (!chain.rpcUrl) {
+    throw new UnavailableError(`the chain ${chain.name} has no RPC endpoint configured on this install`);
+  }
+  return { chain, url: chain.rpcUrl, timeoutMs };
+}
+
+/**
+ * A chain call of a request: a node's refusal is the caller's to fix (422 `chain_rejected`), no
+ * usable answer is 503 with nothing signed. The adapters' own refusals (400s) pass as they are.
+ */
+export async function onChain<T>(
+  logger: Logger,
+  chain: ChainRecord,
+  what: string,
+  f: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await f();
+  } catch (err) {
+    if (err instanceof ChainRpcError && err.rejected) {
+      throw new CustosError('unprocessable', {
+        detail: `the chain refused the transaction (${what}): ${err.message}`,
+        type: 'chain_rejected',
+      });
+    }
+    if (err instanceof ChainRpcError) {
+      logger.warn({ chain: chain.name, err: err.message }, `${what}: the chain's node failed`);
+      throw new UnavailableError(`the ${chain.name} node failed (${what}); nothing was signed`);
+    }
+    throw err;
+  }
+}
+
+/**
+ * Prepares a transfer (the adapter reads the chain), retrying when a parallel transfer of the key
+ * took one of its inputs between the read and the record. `record` writes the row; it throws
+ * InputsTakenError when the database refuses the inputs.
+ */
+async function prepareAndRecord(
+  ops: TransferOps,
+  scope: IntentScope,
+  ep: ChainEndpoint,
+  input: TransferInput,
+  store: Pick<TxStore, 'inputsInUse'>,
+  logger: Logger,
+  beforeRecord: () => void,
+  record: (p: PreparedTransfer) => Promise<TxRecord>,
+): Promise<{ prepared: PreparedTransfer; row: TxRecord }> {
+  const from = addressOn(scope.adapter, scope.key, scope.chain);
+  for (let attempt = 1; ; attempt++) {
+    const prepared = await onChain(logger, scope.chain, 'building the transfer', () =>
+      ops.prepare(
+        {
+          endpoint: ep,
+          key: { address: scope.key.address, publicKey: scope.key.publicKey },
+          from,
+          inputsInUse: () => store.inputsInUse(scope.key.id, scope.chain.name),
+        },
+        input,
+      ),
+    );
+    beforeRecord();
+    try {
+      return { prepared, row: await record(prepared) };
+    } catch (err) {
+      if (!(err instanceof InputsTakenError)) throw err;
+      if (attempt >= INPUT_RETRIES) {
+        throw new ConflictError(
+          "the key's other transfers are spending the same outputs; retry when they are broadcast",
+          'value',
+        );
+      }
+    }
+  }
+}
+
+/** What a non-EVM submission needs. */
+export interface TransferFlowDeps {
+  store: TxStore;
+  logger: Logger;
+  /** The per-call timeout of node calls (EVM_RPC_TIMEOUT_MS). */
+  rpcTimeoutMs: number;
+  audit: (tx: Transaction, action: string, t: TxRecord, extra?: Record<string, unknown>) => Promise<string>;
+  loader: Pick<KeyLoader, 'withKey'>;
+}
+
+/**
+ * A transfer on a non-EVM chain, from the checked request to the node: prepared from the chain's
+ * state, recorded `pending` with what it holds (inputs, sequence; Idempotency-Key linked), signed
+ * with the agent's key (audited before anything leaves, fail-closed), broadcast, and then followed
+ * by the watcher. Every end short of the node frees what the row held (as EVM gives its nonce back).
+ */
+export async function submitTransfer(
+  deps: TransferFlowDeps,
+  scope: IntentScope,
+  input: TransferInput,
+  held: HeldClaim | undefined,
+  budget: FlowBudget,
+  onRecorded: () => void,
+): Promise<TxRecord> {
+  const { store, logger } = deps;
+  const ops = transfersOf(scope.adapter, scope.chain);
+  const ep = endpointOf(scope.chain, deps.rpcTimeoutMs);
+  const p = scope.agent;
+  const from = addressOn(scope.adapter, scope.key, scope.chain);
+  const outOfTime = () =>
+    budget.cancelled() || budget.deadline - Date.now() < 2 * deps.rpcTimeoutMs + ANSWER_MARGIN_MS;
+  const tooLate = () =>
+    new UnavailableError(
+      'the request ran out of time before the transaction was signed; nothing was signed or sent',
+    );
+  const { prepared, row } = await prepareAndRecord(
+    ops,
+    scope,
+    ep,
+    input,
+    store,
+    logger,
+    () => {
+      if (outOfTime()) throw tooLate();
+    },
+    (pr) =>
+      store.insertTransfer(
+        {
+          id: randomUUID(),
+          orgId: p.orgId,
+          agentId: p.agentId,
+          keyId: scope.key.id,
+          chainName: scope.chain.name,
+          chainId: scope.chain.chainId,
+          family: scope.chain.family,
+          fromAddress: from,
+          toAddress: pr.to,
+          valueWei: pr.value.toString(),
+          data: '0x',
+          txType: 0,
+          fee: pr.fee.toString(),
+          details: transferDetails(input, pr.details),
+          expiryKind: pr.expiry?.kind ?? null,
+          expiryValue: pr.expiry ? pr.expiry.value.toString() : null,
+        },
+        pr.sequenceFromChain !== undefined ? Number(pr.sequenceFromChain) : undefined,
+        pr.inputs,
+        held,
+      ),
+  );
+  onRecorded();
+  const giveBack = async (message: string, o: { unclaim?: boolean } = {}): Promise<TxRecord> => {
+    const t = await failClosed(logger, 'agent.transaction.failed', () =>
+      store.failBeforeBroadcast(
+        row.id,
+        message,
+        (tx, r) => deps.audit(tx, 'agent.transaction.failed', r, { error: message }),
+        o,
+      ),
+    );
+    return t ?? row;
+  };
+  if (outOfTime()) {
+    await giveBack('the request ran out of time before signing', { unclaim: true });
+    throw tooLate();
+  }
+  let signed: SignedTransfer;
+  try {
+    signed = await deps.loader.withKey(scope.key, (pk) =>
+      ops.sign(pk, prepared, {
+        chain: scope.chain,
+        key: { address: scope.key.address, publicKey: scope.key.publicKey },
+        ...(row.nonce !== null ? { sequence: BigInt(row.nonce) } : {}),
+      }),
+    );
+    if (!signed.signedTx || !signed.txHash) throw new Error('the adapter returned no signed transaction');
+  } catch (err) {
+    logger.error({ tx_id: row.id, err: describeError(err) }, 'signing a transfer failed');
+    await giveBack('the transaction could not be signed', { unclaim: true });
+    throw err instanceof CustosError ? err : new UnavailableError('the transaction could not be signed');
+  }
+  let signedRow: TxRecord;
+  try {
+    signedRow = await failClosed(logger, 'agent.transaction.signed', () =>
+      store.markSigned(row.id, signed, (tx, r) => deps.audit(tx, 'agent.transaction.signed', r)),
+    );
+  } catch (err) {
+    await giveBack('the signature could not be recorded', { unclaim: true }).catch(() => undefined);
+    throw err;
+  }
+  if (budget.cancelled() || budget.deadline - Date.now() < deps.rpcTimeoutMs + ANSWER_MARGIN_MS) {
+    await giveBack('the request ran out of time before the broadcast', { unclaim: true });
+    throw new UnavailableError(
+      'the request ran out of time before the transaction was sent; nothing was sent',
+    );
+  }
+  try {
+    signedRow = await store.markSendAttempted(row.id);
+  } catch (err) {
+    logger.error({ tx_id: row.id, err: describeError(err) }, 'recording the send attempt failed');
+    await giveBack('the send could not be recorded', { unclaim: true }).catch(() => undefined);
+    throw new UnavailableError('the transaction could not be sent; nothing was sent');
+  }
+  const send = ops.broadcast(ep, signed);
+  let timer: NodeJS.Timeout | undefined;
+  const deadlineTimer = new Promise<'out_of_time'>((resolve) => {
+    const left = budget.deadline - Date.now() - ANSWER_MARGIN_MS;
+    if (Number.isFinite(left)) timer = setTimeout(() => resolve('out_of_time'), Math.max(0, left));
+  });
+  try {
+    const first = await Promise.race([send.then(() => 'sent' as const), deadlineTimer]);
+    if (first === 'out_of_time') {
+      send.catch(() => undefined);
+      logger.warn(
+        { tx_id: row.id, chain: scope.chain.name },
+        "broadcast unanswered before the caller's deadline",
+      );
+      return signedRow;
+    }
+  } catch (err) {
+    const message = `broadcast failed: ${err instanceof Error ? err.message : 'unknown error'}`;
+    if (err instanceof ChainRpcError && err.rejected && !err.alreadyKnown) {
+      logger.warn({ tx_id: row.id, chain: scope.chain.name, err: message }, 'broadcast refused');
+      return giveBack(message);
+    }
+    if (!(err instanceof ChainRpcError) || !err.alreadyKnown) {
+      // No usable answer: the node may have it. Left `signed`; recovery sends the same bytes again.
+      logger.warn({ tx_id: row.id, chain: scope.chain.name, err: message }, 'broadcast unanswered');
+      return signedRow;
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+  try {
+    return await store.markBroadcast(signedRow.id, (tx, r) => writeBroadcast(tx, p, r));
+  } catch (err) {
+    logger.error({ tx_id: row.id, err: describeError(err) }, 'recording a broadcast failed; left signed');
+    return signedRow;
+  }
+}
+
+/** Writes a signer audit record of a transfer (system actor: the watcher's outcomes). */
+export function systemAudit(
+  tx: Transaction,
+  action: string,
+  t: TxRecord,
+  extra: Record<string, unknown> = {},
+) {
+  return writeSignerAudit(tx, txAudit('system', action, t, extra));
+}
