@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { createDatabase, createLogger, createPool, migrateSchema } from '@custos/service-kit';
 import { createTestDatabase } from '@custos/service-kit/testing';
 import { SCHEMA } from '../src/db/schema';
-import { TxStore } from '../src/transactions/tx-store';
+import { InputsTakenError, TxStore } from '../src/transactions/tx-store';
 
 const logger = createLogger({ service: 'signer-test', level: 'silent' });
 
@@ -65,6 +65,110 @@ describe('transaction store in Postgres', () => {
     // The chain passed nonce 2 meanwhile (used elsewhere): dropped, the chain's pending nonce is next.
     expect((await store.allocateAndInsert(rowOf(keyId), 9, undefined)).nonce).toBe(9);
     expect((await store.allocateAndInsert(rowOf(keyId), 3, undefined)).nonce).toBe(10);
+  });
+
+  const transferOf = (keyId: string, chainName = 'bitcoin-regtest') => ({
+    ...rowOf(keyId),
+    chainName,
+    chainId: 1n,
+    family: 'bitcoin',
+    fromAddress: 'bcrt1qexample',
+    toAddress: 'bcrt1qrecipient',
+    txType: 0,
+    fee: '141',
+  });
+
+  it('parallel transfers wanting the same inputs: the database lets exactly one hold them; the others record nothing', async () => {
+    const keyId = randomUUID();
+    const inputs = [`${'ab'.repeat(32)}:0`, `${'cd'.repeat(32)}:1`];
+    const results = await Promise.allSettled(
+      Array.from({ length: 8 }, (_, i) =>
+        store.insertTransfer(transferOf(keyId), undefined, i % 2 ? inputs : [inputs[1]!], undefined),
+      ),
+    );
+    const won = results.filter((r) => r.status === 'fulfilled');
+    expect(won).toHaveLength(1);
+    for (const r of results) {
+      if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(InputsTakenError);
+    }
+    const held = await store.inputsInUse(keyId, 'bitcoin-regtest');
+    const winner = (won[0] as PromiseFulfilledResult<Awaited<ReturnType<TxStore['insertTransfer']>>>).value;
+    expect(held.size).toBe(
+      (await pool.query('SELECT 1 FROM signer.tx_inputs WHERE tx_id = $1', [winner.id])).rowCount,
+    );
+    const { rows } = await pool.query(
+      'SELECT count(*)::int AS n FROM signer.transactions WHERE key_id = $1',
+      [keyId],
+    );
+    expect(rows[0].n).toBe(1);
+    // The same outpoint on another chain is another output: not held.
+    await store.insertTransfer(transferOf(keyId, 'bitcoin-testnet'), undefined, inputs, undefined);
+    // Failed before the node: its inputs are free again.
+    await store.failBeforeBroadcast(winner.id, 'node refused', async () => undefined);
+    expect((await store.inputsInUse(keyId, 'bitcoin-regtest')).size).toBe(0);
+    await store.insertTransfer(transferOf(keyId), undefined, inputs, undefined);
+  });
+
+  it('an expired transfer frees its inputs and gives its sequence back; a settled one keeps them', async () => {
+    const keyId = randomUUID();
+    const a = await store.insertTransfer(
+      { ...transferOf(keyId, 'xrp-testnet'), family: 'xrp' },
+      7,
+      [],
+      undefined,
+    );
+    expect(a).toMatchObject({ status: 'pending', nonce: 7, nonceHeld: true });
+    const b = await store.insertTransfer(
+      { ...transferOf(keyId, 'xrp-testnet'), family: 'xrp' },
+      7,
+      [],
+      undefined,
+    );
+    expect(b.nonce).toBe(8);
+    for (const t of [a, b]) {
+      await store.markSigned(t.id, { signedTx: 'aa', txHash: `h${t.id}` }, async () => undefined);
+      await store.markSendAttempted(t.id);
+      await store.markBroadcast(t.id, async () => undefined);
+    }
+    const audits: string[] = [];
+    const expired = await store.expire(a.id, 'expired: LastLedgerSequence passed', async (_tx, t) => {
+      audits.push(t.status);
+    });
+    expect(expired).toMatchObject({ status: 'failed', nonceHeld: false });
+    expect(audits).toEqual(['failed']);
+    expect(await store.expire(a.id, 'again', async () => undefined)).toBeUndefined();
+    // Its sequence comes back first.
+    const c = await store.insertTransfer(
+      { ...transferOf(keyId, 'xrp-testnet'), family: 'xrp' },
+      7,
+      [],
+      undefined,
+    );
+    expect(c.nonce).toBe(7);
+    const settled = await store.settleTransfer(
+      b.id,
+      { ok: true, block: 42n, fee: 12n },
+      async () => undefined,
+    );
+    expect(settled).toMatchObject({ status: 'confirmed', blockNumber: 42n, fee: '12' });
+    const failedOnChain = await store.insertTransfer(
+      transferOf(keyId),
+      undefined,
+      [`${'ef'.repeat(32)}:0`],
+      undefined,
+    );
+    await store.markSigned(failedOnChain.id, { signedTx: 'bb', txHash: 'h2' }, async () => undefined);
+    await store.markSendAttempted(failedOnChain.id);
+    await store.markBroadcast(failedOnChain.id, async () => undefined);
+    const f = await store.settleTransfer(
+      failedOnChain.id,
+      { ok: false, reason: 'tecUNFUNDED_PAYMENT' },
+      async () => undefined,
+    );
+    expect(f).toMatchObject({ status: 'failed' });
+    expect(f!.errorMessage).toContain('tecUNFUNDED_PAYMENT');
+    // Included on chain: its input is spent for good, still held.
+    expect(await store.inputsInUse(keyId, 'bitcoin-regtest')).toContain(`${'ef'.repeat(32)}:0`);
   });
 
   it('the database refuses two rows holding one nonce', async () => {
