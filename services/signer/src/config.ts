@@ -48,7 +48,8 @@ export const configShape = {
     .default(5000),
   EVM_RPC_TIMEOUT_MS: env
     .int(
-      'Timeout of one JSON-RPC call to an EVM chain endpoint, in milliseconds. A submission makes ' +
+      'Timeout of one call to a chain node (EVM JSON-RPC, and the Esplora, Solana, rippled, TRON and ' +
+        'Blockfrost APIs of the other families), in milliseconds. A submission makes ' +
         "several; it takes a nonce and signs only with 2 × this + 1 s left before the gateway's 60 s " +
         'deadline and broadcasts only with 1 × this + 1 s left (else 503, nothing sent); a broadcast ' +
         'still unanswered 1 s before the deadline is answered `signed`. Keep it well below 20 s.',

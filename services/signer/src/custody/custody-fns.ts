@@ -49,14 +49,12 @@ export function keyIdOf(raw: string): string {
 }
 
 /**
- * The private key of an import, as the family writes it: for EVM 0x-prefixed hex of 32 bytes
- * that is a valid secp256k1 scalar (the adapter derives its address). 400 naming `private_key`
+ * The private key of an import: 0x-prefixed hex of the 32 bytes the family's adapter keeps (an EVM,
+ * Bitcoin or Tron secp256k1 scalar; a Solana, XRP or Cardano ed25519 private key / seed), which the
+ * adapter must accept (it derives the public key and address). 400 naming `private_key`
  * otherwise; the message never repeats the value.
  */
 export function importedKeyOf(family: ChainFamily, adapter: ChainAdapter, raw: string): Buffer {
-  if (family !== 'evm') {
-    throw new InvalidArgumentError('chain', `importing ${family} keys is not supported yet`);
-  }
   if (!/^0x[0-9a-fA-F]{64}$/.test(raw)) {
     throw new InvalidArgumentError('private_key', 'must be 0x-prefixed hex of 32 bytes');
   }
@@ -65,7 +63,10 @@ export function importedKeyOf(family: ChainFamily, adapter: ChainAdapter, raw: s
     adapter.derive(bytes);
   } catch {
     bytes.fill(0);
-    throw new InvalidArgumentError('private_key', 'is not a valid secp256k1 private key');
+    throw new InvalidArgumentError(
+      'private_key',
+      `is not a valid ${adapter.curve} private key for ${family} keys`,
+    );
   }
   return bytes;
 }
