@@ -1,0 +1,364 @@
+import * as CSL from '@emurgo/cardano-serialization-lib-nodejs';
+import { InvalidArgumentError } from '@custos/service-kit';
+import {
+  ChainRpcError,
+  insufficientFunds,
+  parseTransferAmount,
+  type ChainEndpoint,
+  type PrepareContext,
+  type PreparedTransfer,
+  type SignedTransfer,
+  type TransferInput,
+  type TransferOps,
+  type TransferStatus,
+} from '../../keys/chain-adapter.js';
+import type { ChainRecord } from '../../chains/chain-types.js';
+import { networkIdOf, parseCardanoAddress } from './cardano-keys.js';
+import {
+  addressUtxos,
+  blockfrostOf,
+  inMempool,
+  latestBlock,
+  latestParameters,
+  submitTx,
+  txByHash,
+  txOutputs,
+  type BlockfrostParameters,
+  type BlockfrostUtxo,
+} from './cardano-node.js';
+
+/** ADA has 6 decimals: 1 ADA = 1,000,000 lovelace. */
+export const LOVELACE_DECIMALS = 6;
+/** Slots a transfer stays valid without a `ttl` (slots are 1 s: two hours). */
+export const DEFAULT_TTL_SLOTS = 7200;
+/** The CIP-20 message label. */
+export const CIP20_LABEL = 674;
+/** The longest memo (UTF-8 bytes), sent as CIP-20 chunks of at most 64 bytes. */
+export const MAX_MEMO_BYTES = 1024;
+
+/** What `sign` signs: the body's CBOR as built (its hash is the transaction id) and the metadata. */
+export interface CardanoUnsigned {
+  /** The transaction body, CBOR hex. */
+  body: string;
+  /** The auxiliary data (CIP-20 memo), CBOR hex, when there is a memo. */
+  auxiliaryData?: string;
+  /** The payment key hash that must sign (the inputs' credential). */
+  signer: string;
+  networkId: number;
+}
+
+/** The memo as CIP-20 strings of at most 64 UTF-8 bytes each (a character is never split). */
+export function memoChunks(memo: string): string[] {
+  const chunks: string[] = [];
+  let cur = '';
+  for (const ch of memo) {
+    if (Buffer.byteLength(cur + ch, 'utf8') > 64) {
+      chunks.push(cur);
+      cur = '';
+    }
+    cur += ch;
+  }
+  if (cur) chunks.push(cur);
+  return chunks;
+}
+
+function bn(v: bigint | number | string): CSL.BigNum {
+  return CSL.BigNum.from_str(String(v));
+}
+
+/** The builder's configuration from Blockfrost's protocol parameters. */
+function builderConfig(p: BlockfrostParameters): CSL.TransactionBuilderConfig {
+  const perByte = p.coins_per_utxo_size ?? '4310';
+  return CSL.TransactionBuilderConfigBuilder.new()
+    .fee_algo(CSL.LinearFee.new(bn(p.min_fee_a), bn(p.min_fee_b)))
+    .coins_per_utxo_byte(bn(perByte))
+    .pool_deposit(bn(p.pool_deposit))
+    .key_deposit(bn(p.key_deposit))
+    .max_value_size(Number(p.max_val_size ?? 5000))
+    .max_tx_size(p.max_tx_size)
+    .build();
+}
+
+/** A UTxO holds only ADA (no native asset) and no reference script: the ones a payment spends. */
+function adaOnly(u: BlockfrostUtxo): boolean {
+  return u.amount.every((a) => a.unit === 'lovelace') && !u.reference_script_hash;
+}
+
+function lovelaceOf(u: BlockfrostUtxo): bigint {
+  const a = u.amount.find((x) => x.unit === 'lovelace');
+  return a ? BigInt(a.quantity) : 0n;
+}
+
+/** An ADA payment's fields for Cardano (400 naming the field). */
+function parse(input: TransferInput, chain: ChainRecord): TransferInput {
+  if (input.data !== undefined && input.data !== '' && input.data !== '0x') {
+    throw new InvalidArgumentError('data', 'calldata is for EVM chains; a Cardano transfer has none');
+  }
+  if (input.destinationTag !== undefined) {
+    throw new InvalidArgumentError('destination_tag', 'is an XRP Ledger field; Cardano has none');
+  }
+  if (input.feeRateSatPerVbyte !== undefined) {
+    throw new InvalidArgumentError(
+      'fee_rate_sat_per_vbyte',
+      'is a Bitcoin field; Cardano fees follow the protocol parameters',
+    );
+  }
+  if (input.feeLimitSun !== undefined) {
+    throw new InvalidArgumentError('fee_limit_sun', 'is a Tron field; Cardano has none');
+  }
+  if (input.tokenMint !== undefined || input.tokenDecimals !== undefined) {
+    throw new InvalidArgumentError(
+      input.tokenMint !== undefined ? 'token_mint' : 'token_decimals',
+      'Cardano native assets are not supported yet (ADA only)',
+    );
+  }
+  const to = (input.to ?? '').trim();
+  if (!to) throw new InvalidArgumentError('to', 'is required');
+  if (!parseCardanoAddress(to, chain)) {
+    throw new InvalidArgumentError(
+      'to',
+      `must be a Shelley payment address of ${chain.name} (bech32 ${networkIdOf(chain) === 1 ? 'addr1…' : 'addr_test1…'})`,
+    );
+  }
+  parseTransferAmount(input.value, LOVELACE_DECIMALS);
+  if (input.memo !== undefined && Buffer.byteLength(input.memo, 'utf8') > MAX_MEMO_BYTES) {
+    throw new InvalidArgumentError('memo', `is longer than ${MAX_MEMO_BYTES} UTF-8 bytes`);
+  }
+  if (input.ttl !== undefined && (!Number.isSafeInteger(input.ttl) || input.ttl <= 0)) {
+    throw new InvalidArgumentError('ttl', 'must be an absolute slot number (a positive integer)');
+  }
+  const out: TransferInput = { to, value: input.value };
+  if (input.memo !== undefined && input.memo !== '') out.memo = input.memo;
+  if (input.ttl !== undefined) out.ttl = input.ttl;
+  return out;
+}
+
+/** Reads the key's UTxOs, the parameters and the tip, and builds the payment (with change to the key). */
+async function prepare(ctx: PrepareContext, raw: TransferInput): Promise<PreparedTransfer<CardanoUnsigned>> {
+  const chain = ctx.endpoint.chain;
+  const input = parse(raw, chain);
+  const value = parseTransferAmount(input.value, LOVELACE_DECIMALS);
+  const bf = blockfrostOf(ctx.endpoint);
+  const [params, tip, utxos, inUse] = await Promise.all([
+    latestParameters(bf),
+    latestBlock(bf),
+    addressUtxos(bf, ctx.from),
+    ctx.inputsInUse(),
+  ]);
+  let ttl: number;
+  if (input.ttl !== undefined) {
+    if (input.ttl <= tip.slot) {
+      throw new InvalidArgumentError(
+        'ttl',
+        `slot ${input.ttl} is not after the chain's tip (slot ${tip.slot})`,
+      );
+    }
+    ttl = input.ttl;
+  } else {
+    ttl = tip.slot + DEFAULT_TTL_SLOTS;
+  }
+
+  const from = CSL.Address.from_bech32(ctx.from);
+  const keyHash = from.payment_cred()?.to_keyhash();
+  if (!keyHash) throw new Error('the key address has no payment key hash');
+  const to = parseCardanoAddress(input.to, chain)!;
+  const builder = CSL.TransactionBuilder.new(builderConfig(params));
+  const output = CSL.TransactionOutput.new(to, CSL.Value.new(bn(value)));
+  const dataCost = CSL.DataCost.new_coins_per_byte(bn(params.coins_per_utxo_size ?? '4310'));
+  const minUtxo = BigInt(CSL.min_ada_for_output(output, dataCost).to_str());
+  if (value < minUtxo) {
+    throw new InvalidArgumentError(
+      'value',
+      `is below the chain's minimum UTxO for this output: ${minUtxo} lovelace (${Number(minUtxo) / 1e6} ADA)`,
+    );
+  }
+  builder.add_output(output);
+  builder.set_ttl_bignum(bn(ttl));
+  if (input.memo !== undefined) {
+    const list = CSL.MetadataList.new();
+    for (const c of memoChunks(input.memo)) list.add(CSL.TransactionMetadatum.new_text(c));
+    const map = CSL.MetadataMap.new();
+    map.insert(CSL.TransactionMetadatum.new_text('msg'), CSL.TransactionMetadatum.new_list(list));
+    const md = CSL.GeneralTransactionMetadata.new();
+    md.insert(bn(CIP20_LABEL), CSL.TransactionMetadatum.new_map(map));
+    const aux = CSL.AuxiliaryData.new();
+    aux.set_metadata(md);
+    builder.set_auxiliary_data(aux);
+  }
+
+  // Spendable: ADA-only UTxOs no other transaction of this key holds (tokens stay untouched).
+  const free = utxos.filter((u) => adaOnly(u) && !inUse.has(`${u.tx_hash}:${u.output_index}`));
+  const available = free.reduce((s, u) => s + lovelaceOf(u), 0n);
+  const set = CSL.TransactionUnspentOutputs.new();
+  for (const u of free) {
+    set.add(
+      CSL.TransactionUnspentOutput.new(
+        CSL.TransactionInput.new(CSL.TransactionHash.from_hex(u.tx_hash), u.output_index),
+        CSL.TransactionOutput.new(from, CSL.Value.new(bn(lovelaceOf(u)))),
+      ),
+    );
+  }
+  const short = (): Error =>
+    insufficientFunds(
+      `${ctx.from} has ${available} spendable lovelace in ${free.length} ADA-only UTxO(s); ` +
+        `${value} lovelace plus the fee (about ${params.min_fee_b + params.min_fee_a * 300} lovelace) is more`,
+    );
+  if (free.length === 0 || available < value) throw short();
+  try {
+    builder.add_inputs_from(set, CSL.CoinSelectionStrategyCIP2.LargestFirst);
+    builder.add_change_if_needed(from);
+  } catch (e) {
+    const msg = e instanceof Error ? e.message : String(e);
+    if (/size/i.test(msg)) {
+      throw new InvalidArgumentError('value', `needs more UTxOs than one transaction can spend (${msg})`);
+    }
+    throw short();
+  }
+  const body = builder.build();
+  const fee = BigInt(body.fee().to_str());
+  const inputs: string[] = [];
+  const ins = body.inputs();
+  for (let i = 0; i < ins.len(); i++) {
+    const ti = ins.get(i);
+    inputs.push(`${ti.transaction_id().to_hex()}:${ti.index()}`);
+  }
+  let change = 0n;
+  const outs = body.outputs();
+  for (let i = 1; i < outs.len(); i++) change += BigInt(outs.get(i).amount().coin().to_str());
+  const aux = builder.get_auxiliary_data();
+  const unsigned: CardanoUnsigned = {
+    body: body.to_hex(),
+    signer: keyHash.to_hex(),
+    networkId: networkIdOf(chain),
+  };
+  if (aux) unsigned.auxiliaryData = aux.to_hex();
+  const details: PreparedTransfer['details'] = {
+    ttl_slot: ttl,
+    inputs: inputs.length,
+    change_lovelace: change.toString(),
+  };
+  if (input.memo !== undefined) details.memo = input.memo;
+  return {
+    unsigned,
+    to: to.to_bech32(),
+    value,
+    fee,
+    inputs,
+    expiry: { kind: 'slot', value: BigInt(ttl) },
+    details,
+  };
+}
+
+/** Signs the body's hash with the payment key: one vkey witness. */
+function sign(
+  privateKey: Buffer,
+  prepared: PreparedTransfer<CardanoUnsigned>,
+  o: { key: { publicKey: string } },
+): SignedTransfer {
+  if (privateKey.length !== 32) throw new Error('a Cardano payment key is 32 bytes');
+  const u = prepared.unsigned;
+  const sk = CSL.PrivateKey.from_normal_bytes(privateKey);
+  try {
+    const pub = sk.to_public();
+    if (pub.to_hex() !== o.key.publicKey || pub.hash().to_hex() !== u.signer) {
+      throw new Error('the private key is not the one the transfer was prepared for');
+    }
+    const tx = CSL.FixedTransaction.new_from_body_bytes(Buffer.from(u.body, 'hex'));
+    if (u.auxiliaryData) tx.set_auxiliary_data(Buffer.from(u.auxiliaryData, 'hex'));
+    const hash = tx.transaction_hash();
+    tx.add_vkey_witness(CSL.make_vkey_witness(hash, sk));
+    return { signedTx: tx.to_hex(), txHash: hash.to_hex() };
+  } finally {
+    sk.free();
+  }
+}
+
+/** True when the node already holds this transaction (in a block or in Blockfrost's mempool). */
+async function nodeHas(ep: ChainEndpoint, txHash: string): Promise<boolean> {
+  const bf = blockfrostOf(ep);
+  if (await txByHash(bf, txHash)) return true;
+  try {
+    return await inMempool(bf, txHash);
+  } catch (e) {
+    if (e instanceof ChainRpcError && e.rejected) return false;
+    throw e;
+  }
+}
+
+async function broadcast(ep: ChainEndpoint, signed: SignedTransfer): Promise<void> {
+  const bf = blockfrostOf(ep);
+  let id: string;
+  try {
+    id = await submitTx(bf, Buffer.from(signed.signedTx, 'hex'));
+  } catch (e) {
+    // The inputs are spent: by this very transaction (a resend) or by another one.
+    if (e instanceof ChainRpcError && e.rejected && /BadInputsUTxO/.test(e.message)) {
+      if (await nodeHas(ep, signed.txHash).catch(() => false)) {
+        throw new ChainRpcError(`the ${ep.chain.name} node already has transaction ${signed.txHash}`, {
+          alreadyKnown: true,
+        });
+      }
+    }
+    throw e;
+  }
+  if (id !== signed.txHash) {
+    throw new ChainRpcError(`the ${ep.chain.name} node answered transaction id ${id}, not ${signed.txHash}`);
+  }
+}
+
+/** Inputs (`hash`, `index`) of a signed transaction. */
+function inputsOf(signedTx: string): { hash: string; index: number }[] {
+  try {
+    const ins = CSL.FixedTransaction.from_hex(signedTx).body().inputs();
+    const out: { hash: string; index: number }[] = [];
+    for (let i = 0; i < ins.len(); i++) {
+      out.push({ hash: ins.get(i).transaction_id().to_hex(), index: ins.get(i).index() });
+    }
+    return out;
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * In a block → confirmed (Blockfrost lists a transaction once a block holds it); in Blockfrost's
+ * mempool → pending; an input spent by another transaction → expired; the tip at or past the ttl
+ * slot (the ledger's invalidHereafter: no block at slot ≥ ttl may include it) → expired; else
+ * unknown (signer sends the bytes again).
+ */
+async function status(
+  ep: ChainEndpoint,
+  t: { txHash: string; signedTx: string; expiry?: PreparedTransfer['expiry'] },
+): Promise<TransferStatus> {
+  const bf = blockfrostOf(ep);
+  const tx = await txByHash(bf, t.txHash);
+  if (tx) {
+    const fee = BigInt(tx.fees);
+    if (tx.valid_contract === false) {
+      return { state: 'failed', reason: 'script validation failed', block: BigInt(tx.block_height), fee };
+    }
+    return { state: 'confirmed', block: BigInt(tx.block_height), fee };
+  }
+  const pooled = await inMempool(bf, t.txHash).catch((e: unknown) => {
+    if (e instanceof ChainRpcError && e.rejected) return false;
+    throw e;
+  });
+  if (pooled) return { state: 'pending' };
+  for (const i of inputsOf(t.signedTx)) {
+    const outs = await txOutputs(bf, i.hash);
+    const by = outs?.find((x) => x.output_index === i.index)?.consumed_by_tx;
+    if (by && by !== t.txHash)
+      return { state: 'expired', reason: `input ${i.hash}:${i.index} was spent by ${by}` };
+    if (by === t.txHash) return { state: 'pending' };
+  }
+  if (t.expiry) {
+    const tip = await latestBlock(bf);
+    if (BigInt(tip.slot) >= t.expiry.value) {
+      return { state: 'expired', reason: `ttl slot ${t.expiry.value} passed (tip at slot ${tip.slot})` };
+    }
+  }
+  return { state: 'unknown' };
+}
+
+/** Cardano ADA payments through Blockfrost. */
+export const cardanoTransfers: TransferOps<CardanoUnsigned> = { parse, prepare, sign, broadcast, status };
