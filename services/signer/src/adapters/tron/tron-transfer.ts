@@ -121,7 +121,7 @@ function parse(input: TransferInput, _chain: ChainRecord): TransferInput {
     throw new InvalidArgumentError('to', 'must be a base58check Tron address (T…)');
   }
   const token = input.tokenMint !== undefined && input.tokenMint !== '';
-  if (input.tokenMint !== undefined && !isTronAddress(input.tokenMint)) {
+  if (token && !isTronAddress(input.tokenMint as string)) {
     throw new InvalidArgumentError('token_mint', 'must be the TRC-20 contract address as base58check (T…)');
   }
   if (input.tokenDecimals !== undefined) {
@@ -174,7 +174,8 @@ async function prepare(
   const token = input.tokenMint !== undefined && input.tokenMint !== '';
   const memo = input.memo !== undefined && input.memo !== '' ? input.memo : undefined;
   const [head, fees, sender] = await Promise.all([nowBlock(ep), feeParams(ep), accountOf(ep, from)]);
-  const timestamp = Date.now();
+  // The node judges expiration by its head block's time: never build on a clock behind it.
+  const timestamp = Math.max(Date.now(), head.timestamp);
   const raw: Omit<TronRawData, 'contract'> = {
     // TaPoS: the reference block's height bytes 6..8 and id bytes 8..16.
     ref_block_bytes: head.blockID.slice(12, 16),
