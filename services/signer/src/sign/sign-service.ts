@@ -25,7 +25,7 @@ import {
 } from './sign-fns.js';
 import type { SignStore } from './sign-store.js';
 import { addressOn } from '../keys/chain-adapter.js';
-import { endpointOf, onChain, transfersOf } from '../transactions/transfer-flow.js';
+import { endpointOf, onChain, signChecked, transfersOf } from '../transactions/transfer-flow.js';
 import { transferDetails, transferInputOf } from '../transactions/tx-fns.js';
 import type { TxStore } from '../transactions/tx-store.js';
 import {
@@ -317,11 +317,7 @@ export class SignService {
     }
     this.inTime(budget, 0, 'signing');
     const signed = await this.deps.intents.loader.withKey(scope.key, (pk) =>
-      ops.sign(pk, prepared, {
-        chain: scope.chain,
-        key: keyView,
-        ...(sequence !== undefined ? { sequence } : {}),
-      }),
+      signChecked(scope, ops, pk, prepared, sequence),
     );
     this.inTime(budget, RECORD_MARGIN_MS, 'recording the transaction');
     const id = randomUUID();

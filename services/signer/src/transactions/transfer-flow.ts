@@ -214,11 +214,7 @@ export async function submitTransfer(
   let signed: SignedTransfer;
   try {
     signed = await deps.loader.withKey(scope.key, (pk) =>
-      ops.sign(pk, prepared, {
-        chain: scope.chain,
-        key: { address: scope.key.address, publicKey: scope.key.publicKey },
-        ...(row.nonce !== null ? { sequence: BigInt(row.nonce) } : {}),
-      }),
+      signChecked(scope, ops, pk, prepared, row.nonce !== null ? BigInt(row.nonce) : undefined),
     );
     if (!signed.signedTx || !signed.txHash) throw new Error('the adapter returned no signed transaction');
   } catch (err) {
@@ -284,6 +280,27 @@ export async function submitTransfer(
     logger.error({ tx_id: row.id, err: describeError(err) }, 'recording a broadcast failed; left signed');
     return signedRow;
   }
+}
+
+/**
+ * Signs with the opened key once it is known to be the scope's key (it derives the key's public
+ * key): a vault that handed back another secret never signs for this agent's address.
+ */
+export function signChecked(
+  scope: Pick<IntentScope, 'adapter' | 'chain' | 'key'>,
+  ops: TransferOps,
+  privateKey: Buffer,
+  prepared: PreparedTransfer,
+  sequence: bigint | undefined,
+): SignedTransfer | Promise<SignedTransfer> {
+  if (scope.adapter.derive(privateKey).publicKey !== scope.key.publicKey) {
+    throw new Error('the opened key is not the signing key');
+  }
+  return ops.sign(privateKey, prepared, {
+    chain: scope.chain,
+    key: { address: scope.key.address, publicKey: scope.key.publicKey },
+    ...(sequence !== undefined ? { sequence } : {}),
+  });
 }
 
 /** Writes a signer audit record of a transfer (system actor: the watcher's outcomes). */
