@@ -19,11 +19,35 @@ interface RpcAccount {
   executable: boolean;
 }
 
+/** A read's JSON-RPC error answer: a failed call (not `rejected`), its code kept. */
+export class RpcReadError extends ChainRpcError {
+  constructor(
+    message: string,
+    readonly code: number,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * A read (`jsonRpc`) whose JSON-RPC error answer is the node's failure, not a refusal: no
+ * transaction was given to it (node unhealthy -32005, behind -32016, rate limits, internal errors).
+ */
+async function read<T>(ep: ChainEndpoint, method: string, params: unknown[]): Promise<T> {
+  try {
+    return await jsonRpc<T>(ep, method, params);
+  } catch (err) {
+    if (err instanceof JsonRpcError)
+      throw new RpcReadError(`the ${ep.chain.name} node failed ${err.message}`, err.code);
+    throw err;
+  }
+}
+
 /** `getLatestBlockhash`: the blockhash and the last block height at which it is still accepted. */
 export async function latestBlockhash(
   ep: ChainEndpoint,
 ): Promise<{ blockhash: string; lastValidBlockHeight: bigint }> {
-  const r = await jsonRpc<{ value: { blockhash: string; lastValidBlockHeight: number } }>(
+  const r = await read<{ value: { blockhash: string; lastValidBlockHeight: number } }>(
     ep,
     'getLatestBlockhash',
     [{ commitment: READ_COMMITMENT }],
@@ -43,13 +67,13 @@ function lamportsOf(ep: ChainEndpoint, method: string, v: unknown): bigint {
 
 /** `getBalance` in lamports. */
 export async function balanceOf(ep: ChainEndpoint, address: string): Promise<bigint> {
-  const r = await jsonRpc<{ value: number }>(ep, 'getBalance', [address, { commitment: READ_COMMITMENT }]);
+  const r = await read<{ value: number }>(ep, 'getBalance', [address, { commitment: READ_COMMITMENT }]);
   return lamportsOf(ep, 'getBalance', r?.value);
 }
 
 /** `getAccountInfo` (base64 data); null when the account does not exist. */
 export async function accountInfo(ep: ChainEndpoint, address: string): Promise<SolanaAccount | null> {
-  const r = await jsonRpc<{ value: RpcAccount | null }>(ep, 'getAccountInfo', [
+  const r = await read<{ value: RpcAccount | null }>(ep, 'getAccountInfo', [
     address,
     { encoding: 'base64', commitment: READ_COMMITMENT },
   ]);
@@ -68,7 +92,7 @@ export async function accountInfo(ep: ChainEndpoint, address: string): Promise<S
 
 /** `getMinimumBalanceForRentExemption` of an account with `space` bytes of data. */
 export async function rentExemptMinimum(ep: ChainEndpoint, space: number): Promise<bigint> {
-  const r = await jsonRpc<number>(ep, 'getMinimumBalanceForRentExemption', [
+  const r = await read<number>(ep, 'getMinimumBalanceForRentExemption', [
     space,
     { commitment: READ_COMMITMENT },
   ]);
@@ -86,12 +110,12 @@ export async function feeForMessage(
 ): Promise<bigint> {
   let r: { value: number | null };
   try {
-    r = await jsonRpc<{ value: number | null }>(ep, 'getFeeForMessage', [
+    r = await read<{ value: number | null }>(ep, 'getFeeForMessage', [
       messageBase64,
       { commitment: READ_COMMITMENT },
     ]);
   } catch (err) {
-    if (err instanceof JsonRpcError && err.code === -32601) return fallback;
+    if (err instanceof RpcReadError && err.code === -32601) return fallback;
     throw err;
   }
   if (r?.value === null || r?.value === undefined) return fallback;
@@ -108,7 +132,7 @@ export interface SignatureStatus {
 
 /** `getSignatureStatuses` of one signature, searching the node's history too. */
 export async function signatureStatus(ep: ChainEndpoint, signature: string): Promise<SignatureStatus | null> {
-  const r = await jsonRpc<{ value: (SignatureStatus | null)[] }>(ep, 'getSignatureStatuses', [
+  const r = await read<{ value: (SignatureStatus | null)[] }>(ep, 'getSignatureStatuses', [
     [signature],
     { searchTransactionHistory: true },
   ]);
@@ -120,7 +144,7 @@ export async function signatureStatus(ep: ChainEndpoint, signature: string): Pro
 
 /** `getBlockHeight` at `commitment`. */
 export async function blockHeight(ep: ChainEndpoint, commitment: 'confirmed' | 'finalized'): Promise<bigint> {
-  const r = await jsonRpc<number>(ep, 'getBlockHeight', [{ commitment }]);
+  const r = await read<number>(ep, 'getBlockHeight', [{ commitment }]);
   if (typeof r !== 'number' || !Number.isSafeInteger(r) || r < 0) {
     throw new ChainRpcError(`getBlockHeight: the ${ep.chain.name} node's answer is not a block height`);
   }

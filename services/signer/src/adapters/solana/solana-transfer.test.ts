@@ -483,6 +483,29 @@ describe('solana broadcast and status: the node’s answers mapped', () => {
     expect(r.transactions.find((x) => x.signature === s.txHash)).toBeDefined();
   });
 
+  it("a node's JSON-RPC error on a read is a failed call, not a refusal; a node without getFeeForMessage prices 5,000 per signature", async () => {
+    const a = agent(SOL);
+    r.failNext({ kind: 'rpc-error', code: -32005, message: 'Node is unhealthy' }, { method: 'getBalance' });
+    const e = (await caught(() => prepare(a, { to: newAddress(), value: '0.1' }))) as ChainRpcError;
+    expect(e).toBeInstanceOf(ChainRpcError);
+    expect(e.rejected).toBe(false);
+    expect(e.message).toMatch(/Node is unhealthy/);
+    r.failNext(
+      { kind: 'rpc-error', code: -32601, message: 'Method not found' },
+      { method: 'getFeeForMessage' },
+    );
+    const p = await prepare(a, { to: newAddress(), value: '0.1' });
+    expect(p.fee).toBe(5000n);
+    expect(r.calls.at(-1)?.method).toBe('getFeeForMessage');
+    r.failNext(
+      { kind: 'rpc-error', code: -32603, message: 'Internal error' },
+      { method: 'getFeeForMessage' },
+    );
+    expect(
+      ((await caught(() => prepare(a, { to: newAddress(), value: '0.1' }))) as ChainRpcError).rejected,
+    ).toBe(false);
+  });
+
   it('prepare reports a node that does not answer as a ChainRpcError', async () => {
     const a = agent(SOL);
     r.setDown(true);
