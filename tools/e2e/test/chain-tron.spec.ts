@@ -149,6 +149,25 @@ describe('tron chain through the API (shared mesh)', () => {
     expect(node.tokenBalance(token, address)).toBe(7_500_000n);
   });
 
+  it('follows a TRC-20 transfer the contract reverts to failed, and the one before it to confirmed', async () => {
+    const token = node.deployToken({ symbol: 'REV', decimals: 6 });
+    node.mintToken(token, address, 1_000_000n);
+    // Both read the same confirmed token balance: the second is included as REVERT.
+    const a = await send({ to: randomAddress(), value: '1000000', token_mint: token });
+    const b = await send({ to: randomAddress(), value: '1000000', token_mint: token });
+    expect([a.status, b.status]).toEqual([201, 201]);
+    const step = () => {
+      node.produceBlock();
+    };
+    const da = await waitForStatus(mesh, agent, a.body['id'] as string, ['confirmed', 'failed'], step);
+    const db = await waitForStatus(mesh, agent, b.body['id'] as string, ['confirmed', 'failed'], step);
+    seen.push(JSON.stringify(da), JSON.stringify(db));
+    expect(da['status']).toBe('confirmed');
+    expect(db['status']).toBe('failed');
+    expect(node.infoOf(b.body['tx_hash'] as string)).toMatchObject({ receipt: { result: 'REVERT' } });
+    expect(node.tokenBalance(token, address)).toBe(0n);
+  });
+
   it('signs without broadcasting: the signed transaction parses and its signature is the key’s', async () => {
     const before = node.verified.length;
     const to = randomAddress();
