@@ -174,8 +174,11 @@ describe('tron TRX transfers against the local node', () => {
     node.fund(key.address, 5n * TRX);
     const p = await prepare(key, { to: newKey().key.address, value: '250000' });
     const s = await signed(privateKey, key, p);
-    verifySigned(s.signedTx, key);
+    const tx = verifySigned(s.signedTx, key);
     expect(node.verified).toHaveLength(0);
+    // The same RFC 6979 signature ethers makes over the txID (r ‖ s ‖ v with v = 27 + parity).
+    const e = new SigningKey(`0x${privateKey.toString('hex')}`).sign(`0x${tx.txID}`);
+    expect(tx.signature[0]).toBe(`${e.r.slice(2)}${e.s.slice(2)}${e.v.toString(16)}`);
   });
 
   it('refuses to sign what was not prepared or with another key', async () => {
