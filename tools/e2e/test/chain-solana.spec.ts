@@ -202,6 +202,26 @@ describe('Solana transfers (shared mesh, local Solana JSON-RPC node)', () => {
     expect(sends()).toBe(submitted);
   });
 
+  it("a transaction the node refuses at broadcast (preflight) ends failed with the node's words", async () => {
+    node.failNext(
+      {
+        kind: 'rpc-error',
+        code: -32002,
+        message: 'Transaction simulation failed: Error processing Instruction 0: custom program error: 0x1',
+        data: { err: { InstructionError: [0, { Custom: 1 }] }, logs: [] },
+      },
+      { method: 'sendTransaction' },
+    );
+    const r = await submit({ to: bob, value: '1000000' });
+    if (r.status !== 201) throw new Error(`submit: ${r.status} ${r.text}`);
+    expect(r.body['status']).toBe('failed');
+    expect(node.transactions.find((x) => x.signature === r.body['tx_hash'])).toBeUndefined();
+    const got = await getTransaction(mesh, agent, String(r.body['id']));
+    seen.push(got.text);
+    expect(got.body['status']).toBe('failed');
+    expect(JSON.stringify(got.body)).toMatch(/custom program error: 0x1/);
+  });
+
   it('Idempotency-Key: a repeat returns the same transaction, another body with the key is refused', async () => {
     const key = `sol-${randomUUID()}`;
     const body = { to: bob, value: '1500000' };
