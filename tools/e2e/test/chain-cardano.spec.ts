@@ -182,6 +182,34 @@ describe('Cardano transfers through the Intents API (Blockfrost responder)', () 
     expect(got.body['tx_hash']).toBe(first.body['tx_hash']);
   });
 
+  it('a payment whose ttl slot passes before any block includes it ends failed (expired), its inputs freed', async () => {
+    // Earlier transfers waiting in the mempool go into a block first (the balance below is on chain).
+    if (node.mempool().length > 0) node.produceBlock();
+    const to = testnetAddress();
+    const ttl = node.tip().slot + 40;
+    const r = remember(await submitTransaction(mesh, agent, { chain, to, value: '3.0', ttl }));
+    if (r.status !== 201) throw new Error(`submit: ${r.status} ${r.text}`);
+    const tx = verifySigned(String(r.body['signed_tx']), String(r.body['tx_hash']), publicKey);
+    expect(tx.body().ttl_bignum()!.to_str()).toBe(String(ttl));
+    // Slots pass with empty blocks: the node drops it from its mempool once the tip reaches the ttl.
+    node.advance(40);
+    expect(node.mempool()).not.toContain(String(r.body['tx_hash']).replace(/^0x/, ''));
+    const done = await waitForStatus(mesh, agent, String(r.body['id']), ['failed', 'expired']);
+    seen.push(JSON.stringify(done));
+    expect(node.balanceOf(to)).toBe(0n);
+    // Its inputs are free again: a payment spending everything the key holds goes through.
+    const all = node.balanceOf(from);
+    const spendAll = remember(
+      await submitTransaction(mesh, agent, { chain, to, value: String(all - 1_000_000n) }),
+    );
+    if (spendAll.status !== 201) throw new Error(`submit: ${spendAll.status} ${spendAll.text}`);
+    const settled = await waitForStatus(mesh, agent, String(spendAll.body['id']), ['confirmed'], () => {
+      if (node.mempool().length > 0) node.produceBlock();
+    });
+    seen.push(JSON.stringify(settled));
+    expect(node.balanceOf(to)).toBe(all - 1_000_000n);
+  });
+
   it("the agent's private key appears in no answer, audit record, event or log line (canary scan)", async () => {
     const raw = await privateKeyOf(mesh, agent.id);
     expect(raw).toHaveLength(32);
