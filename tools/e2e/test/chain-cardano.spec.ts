@@ -210,6 +210,52 @@ describe('Cardano transfers through the Intents API (Blockfrost responder)', () 
     expect(node.balanceOf(to)).toBe(all - 1_000_000n);
   });
 
+  it('a payment the node refuses at broadcast (its inputs spent elsewhere: BadInputsUTxO) is answered failed', async () => {
+    if (node.mempool().length > 0) node.produceBlock();
+    node.fund(from, 10_000_000n);
+    node.fund(from, 12_000_000n);
+    // The same key spends every UTxO it has, outside Custos (another wallet holding the key).
+    const sk = CSL.PrivateKey.from_normal_bytes(await privateKeyOf(mesh, agent.id));
+    const p = node.parameters;
+    const cfg = CSL.TransactionBuilderConfigBuilder.new()
+      .fee_algo(
+        CSL.LinearFee.new(CSL.BigNum.from_str(String(p.min_fee_a)), CSL.BigNum.from_str(String(p.min_fee_b))),
+      )
+      .coins_per_utxo_byte(CSL.BigNum.from_str(p.coins_per_utxo_size))
+      .pool_deposit(CSL.BigNum.from_str(p.pool_deposit))
+      .key_deposit(CSL.BigNum.from_str(p.key_deposit))
+      .max_value_size(Number(p.max_val_size))
+      .max_tx_size(p.max_tx_size)
+      .build();
+    const b = CSL.TransactionBuilder.new(cfg);
+    const self = CSL.Address.from_bech32(from);
+    for (const u of node.utxosOf(from)) {
+      b.add_regular_input(
+        self,
+        CSL.TransactionInput.new(CSL.TransactionHash.from_hex(u.txHash), u.index),
+        CSL.Value.new(CSL.BigNum.from_str(u.lovelace.toString())),
+      );
+    }
+    b.set_ttl_bignum(CSL.BigNum.from_str(String(node.tip().slot + 1000)));
+    b.add_change_if_needed(self);
+    const elsewhere = CSL.FixedTransaction.new_from_body_bytes(b.build().to_bytes());
+    elsewhere.add_vkey_witness(CSL.make_vkey_witness(elsewhere.transaction_hash(), sk));
+    const res = await fetch(`${node.url}/tx/submit`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/cbor', project_id: project },
+      body: elsewhere.to_bytes(),
+    });
+    expect(res.status).toBe(200);
+
+    const r = remember(await submitTransaction(mesh, agent, { chain, to: testnetAddress(), value: '2.0' }));
+    expect(r.status).toBe(201);
+    expect(r.body['status']).toBe('failed');
+    expect(node.submitted.has(String(r.body['tx_hash']).replace(/^0x/, ''))).toBe(false);
+    const got = remember(await getTransaction(mesh, agent, String(r.body['id'])));
+    expect(got.body['status']).toBe('failed');
+    node.produceBlock();
+  });
+
   it("the agent's private key appears in no answer, audit record, event or log line (canary scan)", async () => {
     const raw = await privateKeyOf(mesh, agent.id);
     expect(raw).toHaveLength(32);
