@@ -209,6 +209,15 @@ describe('cardano transfers against a Blockfrost responder', () => {
     ).toBe(true);
   });
 
+  it('reads every page of the UTxOs (Blockfrost gives 100 a page)', async () => {
+    for (let i = 0; i < 120; i++) node.fund(from, 1_000_000n);
+    const big = node.fund(from, 50_000_000n); // the 121st: on page 2
+    const p = await prepared({ value: '30.0' });
+    expect(p.inputs).toEqual([big.replace('#', ':')]);
+    const pages = node.requests.filter((r) => r.path === `/addresses/${from}/utxos`);
+    expect(pages).toHaveLength(2);
+  });
+
   it('refuses what the balance cannot pay: insufficient_funds naming value, nothing sent', async () => {
     // Never funded: Blockfrost answers 404 for the address.
     let e = await refusal(() => prepared());
