@@ -247,6 +247,37 @@ describe('bitcoin responder (Esplora API)', () => {
     expect(await post(ok.hex)).toEqual({ status: 200, text: ok.txid });
   });
 
+  it('evicts a mempool transaction (inputs unspent again), after which a rival spend of its input wins', async () => {
+    const a = wallet();
+    const f = node.fund(a.address, 50_000);
+    const one = build(a, [{ ...f, value: 50_000n }], [{ address: wallet().address, value: 49_000n }]);
+    const rival = build(a, [{ ...f, value: 50_000n }], [{ address: wallet().address, value: 48_000n }]);
+    expect((await post(one.hex)).status).toBe(200);
+    expect(node.submitRaw(rival.hex).text).toMatch(rpcError(-26, 'txn-mempool-conflict'));
+    node.evict(one.txid);
+    expect(node.mempool()).not.toContain(one.txid);
+    expect(await get(`/tx/${one.txid}/hex`)).toMatchObject({ status: 404 });
+    expect((await get(`/tx/${f.txid}/outspend/0`)).json()).toEqual({ spent: false });
+    expect(node.submitRaw(rival.hex)).toEqual({ status: 200, text: rival.txid });
+    expect((await get(`/tx/${f.txid}/outspend/0`)).json()).toMatchObject({ spent: true, txid: rival.txid });
+    expect(() => node.evict(one.txid)).toThrow(/not in the mempool/);
+  });
+
+  it('fails only the requests a pattern names', async () => {
+    node.failNext(
+      1,
+      400,
+      'sendrawtransaction RPC error: {"code":-26,"message":"min relay fee not met"}',
+      /^POST \/tx$/,
+    );
+    expect((await get('/blocks/tip/height')).status).toBe(200);
+    expect(await post('00')).toEqual({
+      status: 400,
+      text: 'sendrawtransaction RPC error: {"code":-26,"message":"min relay fee not met"}',
+    });
+    expect((await post('00')).text).toMatch(rpcError(-22, /TX decode failed/));
+  });
+
   it('answers fee estimates and injects failures: 503 once, then no answer at all', async () => {
     node.feeEstimates = { '1': 9, '6': 4.2 };
     expect((await get('/fee-estimates')).json()).toEqual({ '1': 9, '6': 4.2 });

@@ -105,8 +105,18 @@ export interface BitcoinResponder extends RunningResponder {
   utxos(address: string): { txid: string; vout: number; value: bigint; confirmed: boolean }[];
   /** What `GET /fee-estimates` answers (target blocks → sat/vB). */
   feeEstimates: Record<string, number>;
-  /** The next `n` requests (any path) answer `status` with `text` (503 by default). */
-  failNext(n: number, status?: number, text?: string): void;
+  /**
+   * The next `n` requests (those whose `METHOD /path` matches `only`, else any) answer `status`
+   * with `text` (503 by default).
+   */
+  failNext(n: number, status?: number, text?: string, only?: RegExp): void;
+  /**
+   * Drops a mempool transaction as a node evicting it would (its inputs unspent again, its outputs
+   * gone); refused while a mempool transaction spends one of its outputs.
+   */
+  evict(txid: string): void;
+  /** `POST /tx` without HTTP (same checks, same answer), e.g. right after `evict`. */
+  submitRaw(hex: string): { status: number; text: string };
   /** While true, requests get no answer at all (the client times out). */
   setUnresponsive(on: boolean): void;
   /** Requests received, as `METHOD /path` (without the prefix). */
@@ -149,7 +159,11 @@ export async function startBitcoinResponder(
   const accepted: VerifiedBitcoinTx[] = [];
   const refusals: string[] = [];
   const requests: string[] = [];
-  let failures: { left: number; status: number; text: string } = { left: 0, status: 503, text: '' };
+  let failures: { left: number; status: number; text: string; only?: RegExp | undefined } = {
+    left: 0,
+    status: 503,
+    text: '',
+  };
   let unresponsive = false;
   const hanging: (() => void)[] = [];
 
@@ -348,7 +362,7 @@ export async function startBitcoinResponder(
       await new Promise<void>((resolve) => hanging.push(resolve));
       return { status: 503, text: 'unavailable' };
     }
-    if (failures.left > 0) {
+    if (failures.left > 0 && (!failures.only || failures.only.test(`${req.method} ${req.path}`))) {
       failures.left--;
       return { status: failures.status, text: failures.text };
     }
@@ -444,8 +458,28 @@ export async function startBitcoinResponder(
     set feeEstimates(v: Record<string, number>) {
       feeEstimatesRef.value = v;
     },
-    failNext(n, status = 503, text = 'Service Unavailable') {
-      failures = { left: n, status, text };
+    failNext(n, status = 503, text = 'Service Unavailable', only) {
+      failures = { left: n, status, text, only };
+    },
+    evict(txid) {
+      const t = txs.get(txid);
+      if (!t || t.block) throw new Error(`${txid} is not in the mempool`);
+      t.tx.outs.forEach((_, vout) => {
+        if (spentBy.has(`${txid}:${vout}`)) throw new Error(`an output of ${txid} is spent in the mempool`);
+      });
+      t.tx.outs.forEach((_, vout) => utxos.delete(`${txid}:${vout}`));
+      t.tx.ins.forEach((input, i) => {
+        const ref = `${hex(Buffer.from(input.hash).reverse())}:${input.index}`;
+        spentBy.delete(ref);
+        const u = t.prevouts[i]!;
+        utxos.set(ref, u);
+      });
+      txs.delete(txid);
+    },
+    submitRaw(rawHex) {
+      const a = submit(rawHex);
+      if (a.status !== 200) refusals.push(a.text ?? '');
+      return { status: a.status, text: a.text ?? '' };
     },
     setUnresponsive(on) {
       unresponsive = on;

@@ -254,6 +254,66 @@ describe('Bitcoin transfers (shared mesh, local Esplora node on regtest)', () =>
     expect(got.body['signed_tx']).toBe(first.body['signed_tx']);
   });
 
+  it("a transaction the node refuses at broadcast ends failed with bitcoind's words, its input free again", async () => {
+    const refusal = 'sendrawtransaction RPC error: {"code":-26,"message":"min relay fee not met, 141 < 282"}';
+    node.failNext(1, 400, refusal, /^POST \/tx$/);
+    const r = await submit({ to: bob, value: '70000', fee_rate_sat_per_vbyte: 1 });
+    if (r.status !== 201) throw new Error(`submit: ${r.status} ${r.text}`);
+    expect(r.body['status']).toBe('failed');
+    expect(node.accepted.find((t) => t.txid === r.body['tx_hash'])).toBeUndefined();
+    const got = await getTransaction(mesh, agent, String(r.body['id']));
+    seen.push(got.text);
+    expect(got.body['status']).toBe('failed');
+    expect(JSON.stringify(got.body)).toMatch(/min relay fee not met/);
+    // Its input is not held any more: the same transfer again spends it and goes through.
+    // A failed transaction's answer carries no signed bytes. Its input is not held any more: the
+    // same transfer again picks the same (largest) UTXO, so the same change, and goes through.
+    expect(r.body['details']).toMatchObject({ inputs: '1' });
+    const again = await submit({ to: bob, value: '70000', fee_rate_sat_per_vbyte: 1 });
+    if (again.status !== 201) throw new Error(`submit: ${again.status} ${again.text}`);
+    expect(again.body['status']).toBe('broadcast');
+    expect(again.body['fee']).toBe(r.body['fee']);
+    expect((again.body['details'] as Body)['change']).toBe((r.body['details'] as Body)['change']);
+    const tx = verifiedTx(String(again.body['signed_tx']), publicKey, valueOf);
+    expect(node.accepted.find((t) => t.txid === tx.getId())).toBeDefined();
+    expect((await settled(String(again.body['id'])))['status']).toBe('confirmed');
+  });
+
+  it('a transaction whose input another spend took (evicted, then double-spent) ends failed as expired', async () => {
+    const r = await submit({ to: bob, value: '40000', fee_rate_sat_per_vbyte: 1 });
+    if (r.status !== 201) throw new Error(`submit: ${r.status} ${r.text}`);
+    expect(r.body['status']).toBe('broadcast');
+    const mine = bitcoin.Transaction.fromHex(String(r.body['signed_tx']));
+    // A rival spend of the same input, signed with the agent's own key outside Custos.
+    const priv = await privateKeyOf(mesh, agent.id);
+    const input = mine.ins[0]!;
+    const prev = Buffer.from(input.hash).reverse().toString('hex');
+    const own = bitcoin.payments.p2wpkh({ pubkey: Buffer.from(publicKey, 'hex'), network: REGTEST });
+    const psbt = new bitcoin.Psbt({ network: REGTEST });
+    const value = valueOf(prev, input.index);
+    psbt.addInput({ hash: prev, index: input.index, witnessUtxo: { script: own.output!, value } });
+    psbt.addOutput({ address: otherAddress(), value: value - 1_000n });
+    psbt.signAllInputs({
+      publicKey: Buffer.from(publicKey, 'hex'),
+      sign: (hash: Uint8Array) => {
+        const sig = new SigningKey(priv).sign(hash);
+        return Buffer.from(`${sig.r.slice(2)}${sig.s.slice(2)}`, 'hex');
+      },
+    });
+    psbt.finalizeAllInputs();
+    const rival = psbt.extractTransaction(true);
+    // Dropped from the node's mempool and replaced in the same instant (no watcher look between).
+    node.evict(mine.getId());
+    expect(node.submitRaw(rival.toHex())).toEqual({ status: 200, text: rival.getId() });
+    const done = await waitForStatus(mesh, agent, String(r.body['id']), ['failed', 'confirmed'], () => {
+      node.mine();
+    });
+    seen.push(JSON.stringify(done));
+    expect(done['status']).toBe('failed');
+    expect(JSON.stringify(done)).toMatch(new RegExp(`expired.*spent by ${rival.getId()}`));
+    expect(node.mempool()).not.toContain(mine.getId());
+  });
+
   it("the agent's private key appears in no response, log line, event or audit record (canary scan)", async () => {
     const priv = await privateKeyOf(mesh, agent.id);
     expect(priv).toHaveLength(32);
