@@ -359,6 +359,7 @@ describe('bitcoin transfers: refusals', () => {
   it('parse normalises an upper-case bech32 address and accepts an empty data', () => {
     const to = otherAddress();
     expect(ops.parse({ to: to.toUpperCase(), value: '1000', data: '' }, chain).to).toBe(to);
+    expect(ops.parse({ to, value: '1000', memo: '', tokenMint: '' }, chain).to).toBe(to);
   });
 });
 

@@ -90,7 +90,9 @@ export const bitcoinTransfers: TransferOps<BitcoinUnsigned> = {
       throw new InvalidArgumentError('data', 'is not supported on Bitcoin chains');
     }
     for (const [k, field] of UNSUPPORTED) {
-      if (input[k] !== undefined && input[k] !== null) {
+      const v = input[k];
+      // An empty string is no value (as an absent field).
+      if (v !== undefined && v !== null && v !== '') {
         throw new InvalidArgumentError(field, 'is not supported on Bitcoin chains');
       }
     }
