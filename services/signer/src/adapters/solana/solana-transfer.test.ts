@@ -400,6 +400,8 @@ describe('solana transfers against the local node', () => {
     expect(field({ to, value: '1', memo: '€'.repeat(189) })).toBe('memo'); // 567 bytes of UTF-8
     expect(field({ to, value: '1', memo: 'x'.repeat(566) })).toBe('none');
     expect(field({ to, value: '1', data: '' })).toBe('none');
+    expect(field({ to, value: '1', memo: '', tokenMint: '' })).toBe('none');
+    expect(ops.parse({ to, value: '1', memo: '', tokenMint: '' }, c)).toEqual({ to, value: '1' });
   });
 });
 

@@ -83,7 +83,8 @@ export function parseSolanaTransfer(input: TransferInput, chain: ChainRecord): T
   const to = solanaPublicKey(input.to);
   if (!to) throw new InvalidArgumentError('to', 'must be a Solana address (base58 of a 32-byte public key)');
   const out: TransferInput = { to: to.toBase58(), value: input.value };
-  if (input.tokenMint !== undefined) {
+  // An empty token_mint is no token (as absent), as an empty memo is no memo.
+  if (input.tokenMint !== undefined && input.tokenMint !== '') {
     const mint = solanaPublicKey(input.tokenMint);
     if (!mint) throw new InvalidArgumentError('token_mint', 'must be a Solana mint address (base58)');
     const decimals = input.tokenDecimals ?? DEFAULT_TOKEN_DECIMALS;
