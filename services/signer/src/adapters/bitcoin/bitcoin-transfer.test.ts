@@ -12,7 +12,7 @@ import {
   type TransferInput,
 } from '../../keys/chain-adapter.js';
 import { bitcoin } from './bitcoin-lib.js';
-import type { BitcoinUnsigned } from './bitcoin-transfer.js';
+import { type BitcoinUnsigned, estimateVsize } from './bitcoin-transfer.js';
 import { bitcoinAdapter } from './index.js';
 
 // The adapter against a local Esplora responder (tools/chain-responders/src/bitcoin.ts) over real
@@ -331,6 +331,16 @@ describe('bitcoin transfers: refusals', () => {
     node.feeEstimates = { '6': 2 };
   });
 
+  it('fees above 0.01 BTC: 400 naming the fee rate, whatever the amount', async () => {
+    const a = newAgent();
+    node.fund(a.from, 50_000_000);
+    const d = await refusal(a, { to: otherAddress(), value: '0.2', feeRateSatPerVbyte: 10_000 });
+    expect(d).toMatchObject({ field: 'fee_rate_sat_per_vbyte' });
+    expect(d.detail).toMatch(/the fee would be 1410000 sat .*more than the 1000000 sat/);
+    const ok = await prepare(a, { to: otherAddress(), value: '0.2', feeRateSatPerVbyte: 7_000 });
+    expect(ok.fee).toBe(987_000n);
+  });
+
   it.each([
     [{ memo: 'hi' }, 'memo'],
     [{ destinationTag: 1 }, 'destination_tag'],
@@ -360,6 +370,28 @@ describe('bitcoin transfers: refusals', () => {
     const to = otherAddress();
     expect(ops.parse({ to: to.toUpperCase(), value: '1000', data: '' }, chain).to).toBe(to);
     expect(ops.parse({ to, value: '1000', memo: '', tokenMint: '' }, chain).to).toBe(to);
+  });
+});
+
+describe('bitcoin transfers: size estimate', () => {
+  it('is never below the signed size, and at most 1 vB per input above it', async () => {
+    for (const n of [1, 2, 3, 5, 8]) {
+      const a = newAgent();
+      for (let i = 0; i < n; i++) node.fund(a.from, 10_000);
+      const value = String(n * 10_000 - 5_000);
+      const p = await prepare(a, { to: otherAddress(), value, feeRateSatPerVbyte: 1 });
+      expect(p.inputs).toHaveLength(n);
+      const tx = bitcoin.Transaction.fromHex(sign(a, p).signedTx);
+      const estimate = Number(p.details['vsize']);
+      expect(estimate).toBe(
+        estimateVsize(
+          n,
+          tx.outs.map((o) => o.script),
+        ),
+      );
+      expect(tx.virtualSize()).toBeLessThanOrEqual(estimate);
+      expect(estimate - tx.virtualSize()).toBeLessThanOrEqual(n);
+    }
   });
 });
 
