@@ -9,7 +9,7 @@ module.exports = (overrides = {}) => ({
     ],
   },
   // ESM-only dependencies are transformed to CommonJS for jest's module system.
-  transformIgnorePatterns: ['/node_modules/(?!(\\.pnpm/)?(jose|@nats-io))'],
+  transformIgnorePatterns: ['/node_modules/(?!(\\.pnpm/)?(jose|@nats-io|@noble|@scure))'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testMatch: ['<rootDir>/src/**/*.test.ts', '<rootDir>/test/**/*.spec.ts'],
   testTimeout: 60000,

@@ -52,7 +52,9 @@ export async function chainHttp(
       redirect: 'error',
     });
   } catch (err) {
-    const why = err instanceof Error && err.name === 'TimeoutError' ? 'timed out' : 'could not be reached';
+    // A DOMException (not always an Error in every realm) named TimeoutError: the timeout fired.
+    const why =
+      (err as { name?: unknown } | null)?.name === 'TimeoutError' ? 'timed out' : 'could not be reached';
     throw new ChainRpcError(`the ${ep.chain.name} node ${why} (${o.method} ${u.pathname})`);
   }
   const buf = Buffer.from(await res.arrayBuffer().catch(() => new ArrayBuffer(0)));

@@ -333,7 +333,7 @@ export class SignService {
         tx_id: id,
         tx_hash: signed.txHash,
         to: prepared.to,
-        value: prepared.value.toString(),
+        value_wei: prepared.value.toString(),
         fee: prepared.fee.toString(),
         ...(nonce !== null ? { sequence: nonce } : {}),
         details,
