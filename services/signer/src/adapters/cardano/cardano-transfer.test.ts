@@ -285,7 +285,10 @@ describe('cardano transfers against a Blockfrost responder', () => {
         expect((e as CustosError).field).toBe(field);
       }
     }
-    expect(ops.parse(input({ value: '1.5', data: '' }), chain)).toEqual({ to: RECIPIENT, value: '1.5' });
+    expect(ops.parse(input({ value: '1.5', data: '', memo: '', tokenMint: '' }), chain)).toEqual({
+      to: RECIPIENT,
+      value: '1.5',
+    });
   });
 
   it('splits a long memo into CIP-20 chunks of at most 64 bytes without splitting a character', async () => {

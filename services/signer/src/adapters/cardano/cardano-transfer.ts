@@ -106,9 +106,11 @@ function parse(input: TransferInput, chain: ChainRecord): TransferInput {
   if (input.feeLimitSun !== undefined) {
     throw new InvalidArgumentError('fee_limit_sun', 'is a Tron field; Cardano has none');
   }
-  if (input.tokenMint !== undefined || input.tokenDecimals !== undefined) {
+  // An empty token_mint is no token (as absent), as an empty memo is no memo.
+  const mint = input.tokenMint === '' ? undefined : input.tokenMint;
+  if (mint !== undefined || input.tokenDecimals !== undefined) {
     throw new InvalidArgumentError(
-      input.tokenMint !== undefined ? 'token_mint' : 'token_decimals',
+      mint !== undefined ? 'token_mint' : 'token_decimals',
       'Cardano native assets are not supported yet (ADA only)',
     );
   }
