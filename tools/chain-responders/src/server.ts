@@ -10,6 +10,8 @@ export interface ResponderRequest {
   headers: IncomingMessage['headers'];
   /** The raw body text ('' when none). */
   body: string;
+  /** The raw body bytes (binary bodies such as Cardano's CBOR). */
+  rawBody: Buffer;
 }
 
 /** A handler's answer: a status and a JSON value (or raw text with `text`). */
@@ -52,6 +54,7 @@ export async function serve(
             query: u.searchParams,
             headers: req.headers,
             body: Buffer.concat(chunks).toString('utf8'),
+            rawBody: Buffer.concat(chunks),
           });
         } catch (err) {
           a = { status: 500, text: err instanceof Error ? err.message : String(err) };

@@ -59,7 +59,15 @@ export async function chainHttp(
   }
   const buf = Buffer.from(await res.arrayBuffer().catch(() => new ArrayBuffer(0)));
   const text = buf.subarray(0, MAX_ANSWER_BYTES).toString('utf8');
-  if (res.status >= 500 || res.status === 429) {
+  // 401/403/407: the install's credentials for the node (a provider key) are wrong or missing: an
+  // operator's problem, not a refusal of the transaction (503, never 422 to the agent).
+  if (
+    res.status >= 500 ||
+    res.status === 429 ||
+    res.status === 401 ||
+    res.status === 403 ||
+    res.status === 407
+  ) {
     throw new ChainRpcError(`the ${ep.chain.name} node answered ${res.status}: ${short(text)}`);
   }
   if (res.status >= 400) {
