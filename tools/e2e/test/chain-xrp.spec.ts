@@ -178,6 +178,31 @@ describe('XRP Ledger transfers (shared mesh, local rippled)', () => {
     seen.push(got.text);
   });
 
+  it('ends a payment the ledger never took as failed (expired) once its LastLedgerSequence is validated, and reuses its Sequence', async () => {
+    const seq = node.account(address)!.sequence;
+    const r = await submit({ to: bob.classicAddress, value: '1200000' });
+    if (r.status !== 201) throw new Error(`submit: ${r.status} ${r.text}`);
+    expect(r.body['nonce']).toBe(seq);
+    const txHash = String(r.body['tx_hash']);
+    const lls = (decode(String(r.body['signed_tx'])) as { LastLedgerSequence: number }).LastLedgerSequence;
+    // The node loses it and the ledger moves past its LastLedgerSequence before anyone looks again.
+    node.drop(txHash);
+    while (node.validatedLedgerIndex < lls) node.closeLedger();
+    const done = await waitForStatus(mesh, agent, String(r.body['id']), ['confirmed', 'failed']);
+    seen.push(JSON.stringify(done));
+    expect(done['status']).toBe('failed');
+    expect(String(done['error_message'])).toContain('expired');
+    expect(node.transaction(txHash)).toBeUndefined();
+    // The Sequence was given back: the next payment uses it and confirms.
+    const next = await submit({ to: bob.classicAddress, value: '1300000' });
+    if (next.status !== 201) throw new Error(`submit: ${next.status} ${next.text}`);
+    expect(next.body['nonce']).toBe(seq);
+    const ok = await waitForStatus(mesh, agent, String(next.body['id']), ['confirmed', 'failed'], () => {
+      node.closeLedger();
+    });
+    expect(ok['status']).toBe('confirmed');
+  });
+
   it("the agent's private key appears in no response, log line, event or audit record (canary scan)", async () => {
     const pk = await privateKeyOf(mesh, agent.id);
     expect(pk).toHaveLength(32);

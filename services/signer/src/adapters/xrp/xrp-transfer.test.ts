@@ -399,8 +399,7 @@ describe('xrp transfers against a local rippled', () => {
     node.stall();
     const started = Date.now();
     const slow = await rpcFailure(() => ops.broadcast(ep, signed));
-    // http.ts says "timed out" (or, when jest's realm hides the TimeoutError, "could not be reached").
-    expect(slow.message).toMatch(/timed out|could not be reached/);
+    expect(slow.message).toContain('timed out');
     expect(slow.rejected).toBe(false);
     expect(Date.now() - started).toBeLessThan(5000);
     const st = await rpcFailure(() => ops.status(ep, signed));
