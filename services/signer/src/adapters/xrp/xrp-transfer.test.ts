@@ -384,6 +384,43 @@ describe('xrp transfers against a local rippled', () => {
     expect(s.state).toBe('expired');
   });
 
+  it('does not conclude expired when the node lacks ledgers the transaction could be in (searched_all false)', async () => {
+    const { signed } = await prepareAndSign();
+    // A node whose history starts at ledger 1000 (the responder's first) asked about a transaction
+    // whose window began before it: it cannot say the transaction is in none of them.
+    const lls = node.validatedLedgerIndex + 5;
+    while (node.validatedLedgerIndex < lls) node.closeLedger();
+    expect(lls - LEDGER_WINDOW).toBeLessThan(1000);
+    expect(await ops.status(ep, { ...signed, expiry: { kind: 'ledger', value: BigInt(lls) } })).toEqual({
+      state: 'pending',
+    });
+    const asked = node.calls.filter((c) => c.method === 'tx').at(-1)!.params;
+    expect(asked).toMatchObject({
+      transaction: signed.txHash,
+      min_ledger: lls - LEDGER_WINDOW,
+      max_ledger: lls,
+    });
+  });
+
+  it('carries the NetworkID a network above 1024 requires, which the node checks', async () => {
+    const side = await XrpResponder.start({ networkId: 21337 });
+    try {
+      side.fund(key.address, 50_000_000n);
+      const sep = { ...ep, url: side.url };
+      const prepared = await ops.prepare({ ...ctx, endpoint: sep }, ops.parse(input(), TESTNET));
+      const signed = await ops.sign(key.privateKey, prepared, {
+        chain: TESTNET,
+        key: ctx.key,
+        sequence: prepared.sequenceFromChain!,
+      });
+      expect((decode(signed.signedTx) as { NetworkID?: number }).NetworkID).toBe(21337);
+      await ops.broadcast(sep, signed);
+      expect(side.transaction(signed.txHash)!.engineResult).toBe('tesSUCCESS');
+    } finally {
+      await side.close();
+    }
+  });
+
   it('maps node failures: 503 and a silent node (timeout) are not rejections', async () => {
     const { signed } = await prepareAndSign();
     node.failNext(1, 503);
