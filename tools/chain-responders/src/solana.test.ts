@@ -298,6 +298,23 @@ describe('solana responder', () => {
     expect(st?.err).toEqual({ InstructionError: [0, { Custom: 1 }] });
   });
 
+  it('drops a verified transaction when told (answered, never included), and still refuses a bad one', async () => {
+    const k = funded();
+    const to = Keypair.generate().publicKey;
+    r.failNext({ kind: 'drop' }, { count: 3 });
+    const tx = await transferTx(k, to, SOL / 4n);
+    const sig = await conn.sendRawTransaction(tx.serialize());
+    expect(r.dropped).toContain(sig);
+    expect((await conn.getSignatureStatuses([sig])).value[0]).toBeNull();
+    expect(r.balance(to.toBase58())).toBe(0n);
+    // A refused one is refused as usual, a drop or not.
+    const a = await send(await transferTx(k, to, 2n * SOL));
+    expect(a.error?.data?.err).toEqual({ InstructionError: [0, { Custom: 1 }] });
+    r.clearFaults();
+    expect(await conn.sendRawTransaction(tx.serialize())).toBe(sig);
+    expect(r.balance(to.toBase58())).toBe(SOL / 4n);
+  });
+
   it('injects faults: 503 once, a JSON-RPC error, a hang; answers JSON-RPC errors for bad requests', async () => {
     r.failNext({ kind: 'http', status: 503 }, { method: 'getBalance' });
     let res = await fetch(r.url, {

@@ -98,7 +98,12 @@ export interface SolanaRecordedTx {
 export type SolanaFault =
   | { kind: 'http'; status: number; body?: string }
   | { kind: 'hang' }
-  | { kind: 'rpc-error'; code: number; message: string; data?: unknown };
+  | { kind: 'rpc-error'; code: number; message: string; data?: unknown }
+  /**
+   * `sendTransaction` only: verified as usual and answered with its signature, but never included
+   * (a leader that dropped it): its status stays null.
+   */
+  | { kind: 'drop' };
 
 /** A running local Solana node with its test controls. */
 export interface SolanaResponder extends RunningResponder {
@@ -129,6 +134,10 @@ export interface SolanaResponder extends RunningResponder {
   readonly calls: { method: string; params: unknown[] }[];
   /** The next `count` calls (of `method` when given) fail as `fault` says. */
   failNext(fault: SolanaFault, o?: { count?: number; method?: string }): void;
+  /** Forgets the faults not used yet. */
+  clearFaults(): void;
+  /** Signatures answered to `sendTransaction` but dropped (the `drop` fault). */
+  readonly dropped: string[];
   /** Stops answering every call (requests hang until the responder closes) or resumes. */
   setDown(down: boolean): void;
   /**
@@ -189,6 +198,7 @@ export async function startSolanaResponder(o: { port?: number } = {}): Promise<S
   const calls: { method: string; params: unknown[] }[] = [];
   const faults: { fault: SolanaFault; count: number; method?: string | undefined }[] = [];
   const hanging: (() => void)[] = [];
+  const dropped: string[] = [];
   let down = false;
   let height = 0;
 
@@ -550,7 +560,7 @@ export async function startSolanaResponder(o: { port?: number } = {}): Promise<S
     }
   }
 
-  function sendTransaction(params: unknown[]): string {
+  function sendTransaction(params: unknown[], drop = false): string {
     const [encoded, cfg] = params as [unknown, Record<string, unknown> | undefined];
     const encoding = (cfg?.encoding as string | undefined) ?? 'base58';
     if (typeof encoded !== 'string') throw new RpcFail(-32602, 'Invalid params: expected a string.');
@@ -620,6 +630,23 @@ export async function startSolanaResponder(o: { port?: number } = {}): Promise<S
       simFail('AccountNotFound', 'Attempt to debit an account but found no record of a prior credit.');
     if (payer!.lamports < fee) simFail('InsufficientFundsForFee', 'Insufficient funds for fee');
 
+    if (drop) {
+      // Preflight passed (checked on a copy below), then the leader never includes it.
+      const scratch = new Map<string, Account>();
+      for (const [k, a] of accounts) scratch.set(k, { ...a, data: Buffer.from(a.data) });
+      scratch.get(feePayer)!.lamports -= fee;
+      try {
+        execute(msg, new Set(keys.slice(0, n).map((k) => k.toBase58())), scratch, {
+          ...emptyRecord(),
+          logs: [],
+        });
+      } catch (e) {
+        if (e instanceof TxFail && !skipPreflight) simFail(e.err, e.message);
+        if (!(e instanceof TxFail)) throw e;
+      }
+      dropped.push(signature);
+      return signature;
+    }
     const signers = new Set(keys.slice(0, n).map((k) => k.toBase58()));
     const rec: SolanaRecordedTx = {
       signature,
@@ -662,6 +689,25 @@ export async function startSolanaResponder(o: { port?: number } = {}): Promise<S
     recorded.push(rec);
     bySig.set(signature, rec);
     return signature;
+  }
+
+  function emptyRecord(): SolanaRecordedTx {
+    return {
+      signature: '',
+      signatures: [],
+      wire: '',
+      slot: 0,
+      blockHeight: 0,
+      feePayer: '',
+      fee: 0n,
+      recentBlockhash: '',
+      err: null,
+      solTransfers: [],
+      tokenTransfers: [],
+      createdTokenAccounts: [],
+      memos: [],
+      logs: [],
+    };
   }
 
   function statusOf(sig: string): unknown {
@@ -771,7 +817,11 @@ export async function startSolanaResponder(o: { port?: number } = {}): Promise<S
   }
 
   function takeFault(method: string): SolanaFault | undefined {
-    const i = faults.findIndex((f) => f.method === undefined || f.method === method);
+    const i = faults.findIndex(
+      (f) =>
+        (f.method === undefined || f.method === method) &&
+        (f.fault.kind !== 'drop' || method === 'sendTransaction'),
+    );
     if (i < 0) return undefined;
     const f = faults[i]!;
     f.count -= 1;
@@ -799,6 +849,24 @@ export async function startSolanaResponder(o: { port?: number } = {}): Promise<S
           hanging.push(() => res({ status: 503, text: 'closed' })),
         ),
       };
+    if (fault?.kind === 'drop' && r.method === 'sendTransaction') {
+      try {
+        return { jsonrpc: '2.0', result: sendTransaction(params, true), id };
+      } catch (e) {
+        if (e instanceof RpcFail) {
+          return {
+            jsonrpc: '2.0',
+            error: {
+              code: e.code,
+              message: e.message,
+              ...(e.data !== undefined ? { data: jsonSafe(e.data) } : {}),
+            },
+            id,
+          };
+        }
+        throw e;
+      }
+    }
     if (fault?.kind === 'rpc-error') {
       return {
         jsonrpc: '2.0',
@@ -958,6 +1026,10 @@ export async function startSolanaResponder(o: { port?: number } = {}): Promise<S
     failNext(fault, opts = {}) {
       faults.push({ fault, count: opts.count ?? 1, method: opts.method });
     },
+    clearFaults() {
+      faults.length = 0;
+    },
+    dropped,
     setDown(d) {
       down = d;
       if (!d) for (const h of hanging.splice(0)) h();

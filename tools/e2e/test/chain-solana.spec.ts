@@ -172,7 +172,8 @@ describe('Solana transfers (shared mesh, local Solana JSON-RPC node)', () => {
       const why = (mesh.output.get('signer') ?? []).filter((l) => /refused|error/i.test(l)).slice(-3);
       throw new Error(`sign: ${r.status} ${r.text}\n${why.join('\n')}`);
     }
-    expect(r.body['status']).toBe('sign_only');
+    expect(r.body).toMatchObject({ status: 'sign_only', from: address, fee: '5000' });
+    expect(r.body['transaction_id']).toEqual(expect.any(String));
     const { signature, instructions } = verifiedTx(String(r.body['signed_tx']), address);
     expect(r.body['tx_hash']).toBe(signature);
     expect(instructions[0]!.programId.equals(SystemProgram.programId)).toBe(true);
@@ -220,6 +221,30 @@ describe('Solana transfers (shared mesh, local Solana JSON-RPC node)', () => {
     seen.push(got.text);
     expect(got.body['status']).toBe('failed');
     expect(JSON.stringify(got.body)).toMatch(/custom program error: 0x1/);
+  });
+
+  it('a transfer the cluster never includes ends failed as expired once the finalized height passes its last valid height', async () => {
+    // The node answers every send (the first and the watcher's re-sends) but never includes it.
+    node.failNext({ kind: 'drop' }, { method: 'sendTransaction', count: 10_000 });
+    try {
+      const r = await submit({ to: bob, value: '1000000' });
+      if (r.status !== 201) throw new Error(`submit: ${r.status} ${r.text}`);
+      expect(r.body['status']).toBe('broadcast');
+      const txHash = String(r.body['tx_hash']);
+      const lastValid = Number((r.body['details'] as Record<string, string>)['last_valid_block_height']);
+      expect(lastValid).toBeGreaterThan(node.blockHeight);
+      const done = await waitForStatus(mesh, agent, String(r.body['id']), ['confirmed', 'failed'], () =>
+        node.advance(20),
+      );
+      seen.push(JSON.stringify(done));
+      expect(done['status']).toBe('failed');
+      expect(JSON.stringify(done)).toMatch(/expired/);
+      expect(node.blockHeight - 32).toBeGreaterThan(lastValid); // finalized past it
+      expect(node.dropped).toContain(txHash);
+      expect(node.transactions.find((x) => x.signature === txHash)).toBeUndefined();
+    } finally {
+      node.clearFaults();
+    }
   });
 
   it('Idempotency-Key: a repeat returns the same transaction, another body with the key is refused', async () => {
