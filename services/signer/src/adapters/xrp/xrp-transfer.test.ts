@@ -287,6 +287,11 @@ describe('xrp transfers against a local rippled', () => {
     expect(prepared.details.fee_capped).toBe(true);
     await ops.broadcast(ep, signed); // terQUEUED: accepted
     expect(node.submissions.at(-1)!.result).toBe('terQUEUED');
+    // The same bytes again while queued: the node has them (tefALREADY).
+    const again = await rpcFailure(() => ops.broadcast(ep, signed));
+    expect(again.message).toContain('tefALREADY');
+    expect(again.alreadyKnown).toBe(true);
+    expect(await ops.status(ep, { ...signed, expiry: prepared.expiry })).toEqual({ state: 'pending' });
     node.closeLedger();
     expect(await ops.status(ep, { ...signed, expiry: prepared.expiry })).toMatchObject({
       state: 'confirmed',
