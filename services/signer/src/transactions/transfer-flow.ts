@@ -23,12 +23,10 @@ import {
 import type { IntentScope } from '../intents/intent-context.js';
 import type { KeyLoader } from '../keys/key-loader.js';
 import { transferDetails } from './tx-fns.js';
-import { txAudit, writeBroadcast } from './tx-records.js';
+import { txAudit } from './tx-records.js';
+import { ANSWER_MARGIN_MS, recordAndSend } from './tx-send.js';
 import { type HeldClaim, InputsTakenError, type TxStore } from './tx-store.js';
 import type { TxRecord } from './tx-types.js';
-
-/** Room kept for the answer to travel back (the same margin as EVM submissions). */
-const ANSWER_MARGIN_MS = 1000;
 
 /** How many times a transfer is prepared again when a parallel one took its inputs first. */
 const INPUT_RETRIES = 3;
@@ -222,64 +220,20 @@ export async function submitTransfer(
     await giveBack('the transaction could not be signed', { unclaim: true });
     throw err instanceof CustosError ? err : new UnavailableError('the transaction could not be signed');
   }
-  let signedRow: TxRecord;
-  try {
-    signedRow = await failClosed(logger, 'agent.transaction.signed', () =>
-      store.markSigned(row.id, signed, (tx, r) => deps.audit(tx, 'agent.transaction.signed', r)),
-    );
-  } catch (err) {
-    await giveBack('the signature could not be recorded', { unclaim: true }).catch(() => undefined);
-    throw err;
-  }
-  if (budget.cancelled() || budget.deadline - Date.now() < deps.rpcTimeoutMs + ANSWER_MARGIN_MS) {
-    await giveBack('the request ran out of time before the broadcast', { unclaim: true });
-    throw new UnavailableError(
-      'the request ran out of time before the transaction was sent; nothing was sent',
-    );
-  }
-  try {
-    signedRow = await store.markSendAttempted(row.id);
-  } catch (err) {
-    logger.error({ tx_id: row.id, err: describeError(err) }, 'recording the send attempt failed');
-    await giveBack('the send could not be recorded', { unclaim: true }).catch(() => undefined);
-    throw new UnavailableError('the transaction could not be sent; nothing was sent');
-  }
-  const send = ops.broadcast(ep, signed);
-  let timer: NodeJS.Timeout | undefined;
-  const deadlineTimer = new Promise<'out_of_time'>((resolve) => {
-    const left = budget.deadline - Date.now() - ANSWER_MARGIN_MS;
-    if (Number.isFinite(left)) timer = setTimeout(() => resolve('out_of_time'), Math.max(0, left));
+  return recordAndSend({
+    store,
+    logger,
+    actor: p,
+    row,
+    signed,
+    budget,
+    nodeTimeoutMs: deps.rpcTimeoutMs,
+    chainName: scope.chain.name,
+    audit: (tx, action, r) => deps.audit(tx, action, r),
+    giveBack,
+    send: () => ops.broadcast(ep, signed),
+    verdictOf: (err) => (err instanceof ChainRpcError ? err : undefined),
   });
-  try {
-    const first = await Promise.race([send.then(() => 'sent' as const), deadlineTimer]);
-    if (first === 'out_of_time') {
-      send.catch(() => undefined);
-      logger.warn(
-        { tx_id: row.id, chain: scope.chain.name },
-        "broadcast unanswered before the caller's deadline",
-      );
-      return signedRow;
-    }
-  } catch (err) {
-    const message = `broadcast failed: ${err instanceof Error ? err.message : 'unknown error'}`;
-    if (err instanceof ChainRpcError && err.rejected && !err.alreadyKnown) {
-      logger.warn({ tx_id: row.id, chain: scope.chain.name, err: message }, 'broadcast refused');
-      return giveBack(message);
-    }
-    if (!(err instanceof ChainRpcError) || !err.alreadyKnown) {
-      // No usable answer: the node may have it. Left `signed`; recovery sends the same bytes again.
-      logger.warn({ tx_id: row.id, chain: scope.chain.name, err: message }, 'broadcast unanswered');
-      return signedRow;
-    }
-  } finally {
-    clearTimeout(timer);
-  }
-  try {
-    return await store.markBroadcast(signedRow.id, (tx, r) => writeBroadcast(tx, p, r));
-  } catch (err) {
-    logger.error({ tx_id: row.id, err: describeError(err) }, 'recording a broadcast failed; left signed');
-    return signedRow;
-  }
 }
 
 /**

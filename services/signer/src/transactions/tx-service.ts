@@ -39,7 +39,8 @@ import {
 } from './tx-fns.js';
 import { submitTransfer, transfersOf } from './transfer-flow.js';
 import type { TransferInput } from '../keys/chain-adapter.js';
-import { txAudit, writeBroadcast } from './tx-records.js';
+import { txAudit } from './tx-records.js';
+import { ANSWER_MARGIN_MS, recordAndSend } from './tx-send.js';
 import type { HeldClaim, TxStore } from './tx-store.js';
 import type { TxRecord } from './tx-types.js';
 
@@ -58,12 +59,7 @@ export interface SubmitBudget {
   cancelled(): boolean;
 }
 
-/**
- * Room kept before the caller's deadline for the answer to travel back (signer → gateway →
- * client): a broadcast starts only with EVM_RPC_TIMEOUT_MS plus this left, and is waited on only
- * until this much before the deadline.
- */
-export const ANSWER_MARGIN_MS = 1000;
+export { ANSWER_MARGIN_MS } from './tx-send.js';
 
 /** No deadline, never cancelled (callers that are not a gRPC call). */
 export const NO_BUDGET: SubmitBudget = { deadline: Infinity, cancelled: () => false };
@@ -320,84 +316,20 @@ export class TransactionService {
       await giveBack('the transaction could not be signed', { unclaim: true });
       throw err instanceof CustosError ? err : new UnavailableError('the transaction could not be signed');
     }
-    let signedRow: TxRecord;
-    try {
-      signedRow = await failClosed(logger, `${ACTION}.signed`, () =>
-        store.markSigned(row.id, signed, (tx, r) => this.audit(tx, p, 'agent.transaction.signed', r)),
-      );
-    } catch (err) {
-      await giveBack('the signature could not be recorded', { unclaim: true }).catch(() => undefined);
-      throw err;
-    }
-    if (budget.cancelled() || budget.deadline - Date.now() < rpcTimeout + ANSWER_MARGIN_MS) {
-      // Signed, never sent: nothing left signer, so the nonce goes back and a retry is safe.
-      await giveBack('the request ran out of time before the broadcast', { unclaim: true });
-      throw new UnavailableError(
-        'the request ran out of time before the transaction was sent; nothing was sent',
-      );
-    }
-    try {
-      // Recorded before the call: recovery re-sends only rows that may have reached the node.
-      signedRow = await store.markSendAttempted(row.id);
-    } catch (err) {
-      logger.error({ tx_id: row.id, err: describeError(err) }, 'recording the send attempt failed');
-      await giveBack('the send could not be recorded', { unclaim: true }).catch(() => undefined);
-      throw new UnavailableError('the transaction could not be sent; nothing was sent');
-    }
-    // The broadcast is waited on only until the margin before the deadline: should the call
-    // outlast its timeout, the caller still gets an answer (`signed`: it may have gone out; the
-    // watcher follows) rather than a 503 while the transaction goes out.
-    const send = rpc.sendRawTransaction(signed.signedTx);
-    let timer: NodeJS.Timeout | undefined;
-    const deadlineTimer = new Promise<'out_of_time'>((resolve) => {
-      const left = budget.deadline - Date.now() - ANSWER_MARGIN_MS;
-      if (Number.isFinite(left)) timer = setTimeout(() => resolve('out_of_time'), Math.max(0, left));
+    return recordAndSend({
+      store,
+      logger,
+      actor: p,
+      row,
+      signed,
+      budget,
+      nodeTimeoutMs: rpcTimeout,
+      chainName: scope.chain.name,
+      audit: (tx, action, r) => this.audit(tx, p, action, r),
+      giveBack,
+      send: () => rpc.sendRawTransaction(signed.signedTx),
+      verdictOf: (err) => (err instanceof EvmRpcError ? err : undefined),
     });
-    try {
-      const first = await Promise.race([send, deadlineTimer]);
-      if (first === 'out_of_time') {
-        send.catch(() => undefined); // its outcome is the watcher's to find
-        logger.warn(
-          { tx_id: row.id, chain: scope.chain.name },
-          "broadcast unanswered before the caller's deadline; left signed for the watcher",
-        );
-        return signedRow;
-      }
-    } catch (err) {
-      const message = `broadcast failed: ${err instanceof Error ? err.message : 'unknown error'}`;
-      if (err instanceof EvmRpcError && err.rejected && !err.alreadyKnown) {
-        // The node refused this transaction itself: it is not in its pool, the nonce goes back.
-        logger.warn(
-          { tx_id: row.id, chain: scope.chain.name, err: message },
-          'broadcast refused; nonce given back',
-        );
-        return giveBack(message);
-      }
-      if (!(err instanceof EvmRpcError) || !err.alreadyKnown) {
-        // No answer, or one that says nothing about this transaction (timeout, reset, rate
-        // limit): the node may have it. The row stays `signed` with its nonce; the watcher sends
-        // the same bytes again after TX_RECOVER_AFTER_SECONDS (a node that has them says so).
-        logger.warn(
-          { tx_id: row.id, chain: scope.chain.name, err: message },
-          'broadcast unanswered; left signed for the watcher to send again',
-        );
-        return signedRow;
-      }
-    } finally {
-      clearTimeout(timer);
-    }
-    try {
-      return await store.markBroadcast(signedRow.id, (tx, r) => writeBroadcast(tx, p, r));
-    } catch (err) {
-      // The node has the transaction: never answer an error a client would retry (it would pay
-      // twice). The row stays `signed`; the watcher re-sends it (the node says "already known")
-      // and records the broadcast and its event.
-      logger.error(
-        { tx_id: row.id, err: describeError(err) },
-        'recording a broadcast failed; left signed for the watcher',
-      );
-      return signedRow;
-    }
   }
 
   private audit(
