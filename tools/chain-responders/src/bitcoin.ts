@@ -1,18 +1,19 @@
 import { createHash, randomBytes } from 'node:crypto';
+import * as ecc from '@bitcoinerlab/secp256k1';
 import type * as B from 'bitcoinjs-lib' with { 'resolution-mode': 'import' };
-import { decodePoint, verifyEcdsa } from './bitcoin-secp256k1.js';
 import { type ResponderAnswer, type ResponderRequest, type RunningResponder, serve } from './server.js';
 
 // A Bitcoin node behind an Esplora HTTP API (as electrs serves it under `/api`): a UTXO set, a
 // mempool and blocks that tests fund and mine. `POST /tx` checks a transaction as bitcoind's
 // mempool acceptance would (decode, standardness/dust, conflicts, missing inputs, amounts, relay
 // fee, then every input's signature) and answers with bitcoind's error text. Transactions are
-// decoded and their sighashes computed by bitcoinjs-lib; signatures are checked with the
-// responder's own secp256k1 arithmetic (bitcoin-secp256k1.ts), independent of the signing side.
+// decoded and their BIP-143 sighashes computed by bitcoinjs-lib, signatures checked with
+// @bitcoinerlab/secp256k1.
 
 // bitcoinjs-lib 7 is an ES module package with a CommonJS build: load that build, typed by the package.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const bitcoin = require('bitcoinjs-lib') as typeof B;
+bitcoin.initEccLib(ecc);
 
 /** The network names the responder can be started for. */
 export type BitcoinNetworkName = 'mainnet' | 'testnet' | 'signet' | 'regtest';
@@ -277,7 +278,7 @@ export async function startBitcoinResponder(
       const input = tx.ins[i]!;
       const u = prevouts[i]!;
       const why = verifyP2wpkhInput(tx, i, input, u);
-      if (why) return rpcError(-26, `mandatory-script-verify-flag-failed (${why})`);
+      if (why) return rpcError(-26, why);
     }
     if (fee > BigInt(vsize) * MAX_FEE_SAT_PER_VB) {
       return rpcError(-25, 'Fee exceeds maximum configured by user (e.g. -maxtxfee, maxfeerate)');
@@ -488,9 +489,12 @@ export async function startBitcoinResponder(
   };
 }
 
+/** secp256k1's group order. */
+const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+
 /**
- * Why input `i` (spending the P2WPKH output `u`) does not verify, as bitcoind's script error
- * words it; undefined when its witness holds a valid signature of the key the output pays.
+ * Why input `i` (spending the P2WPKH output `u`) does not verify, as bitcoind words its script
+ * error; undefined when its witness holds a valid low-S signature of the key the output pays.
  */
 function verifyP2wpkhInput(
   tx: B.Transaction,
@@ -498,29 +502,40 @@ function verifyP2wpkhInput(
   input: B.Transaction['ins'][number],
   u: Utxo,
 ): string | undefined {
+  const failed = (why: string) => `mandatory-script-verify-flag-failed (${why})`;
   const s = u.script;
   if (!(s.length === 22 && s[0] === 0x00 && s[1] === 0x14)) {
-    return 'the responder verifies P2WPKH spends only';
+    return failed('the responder verifies P2WPKH spends only');
   }
-  if (input.script.length !== 0) return 'Witness requires empty scriptSig';
-  if (input.witness.length !== 2) return 'Witness program hash mismatch';
+  if (input.script.length !== 0) return failed('Witness requires empty scriptSig');
+  if (input.witness.length !== 2) return failed('Witness program hash mismatch');
   const [sigBytes, pubkey] = input.witness as [Uint8Array, Uint8Array];
-  if (pubkey.length !== 33 || !decodePoint(pubkey)) return 'Using non-compressed keys in segwit';
-  if (Buffer.compare(hash160(pubkey), Buffer.from(s.subarray(2))) !== 0)
-    return 'Witness program hash mismatch';
+  if (pubkey.length !== 33 || !ecc.isPoint(pubkey)) return failed('Using non-compressed keys in segwit');
+  if (Buffer.compare(hash160(pubkey), Buffer.from(s.subarray(2))) !== 0) {
+    return failed('Witness program hash mismatch');
+  }
   let decoded: { signature: Uint8Array; hashType: number };
   try {
     decoded = bitcoin.script.signature.decode(sigBytes);
   } catch {
-    return 'Non-canonical DER signature';
+    return failed('Non-canonical DER signature');
   }
   const scriptCode = bitcoin.payments.p2pkh({ hash: s.subarray(2) }).output!;
   const sighash = tx.hashForWitnessV0(i, scriptCode, u.value, decoded.hashType);
-  if (!verifyEcdsa(sighash, pubkey, decoded.signature)) {
-    return 'Signature must be zero for failed CHECK(MULTI)SIG operation';
+  const sig = Buffer.from(decoded.signature);
+  const sValue = BigInt(`0x${sig.subarray(32).toString('hex')}`);
+  if (sValue > N / 2n) {
+    // A high S: consensus-valid when its low-S twin verifies, but not standard (LOW_S policy).
+    const twin = Buffer.concat([
+      sig.subarray(0, 32),
+      Buffer.from((N - sValue).toString(16).padStart(64, '0'), 'hex'),
+    ]);
+    return ecc.verify(sighash, pubkey, twin)
+      ? 'non-mandatory-script-verify-flag (Non-canonical signature: S value is unnecessarily high)'
+      : failed('Signature must be zero for failed CHECK(MULTI)SIG operation');
   }
-  if (!verifyEcdsa(sighash, pubkey, decoded.signature, true)) {
-    return 'Non-canonical signature: S value is unnecessarily high';
+  if (!ecc.verify(sighash, pubkey, sig, true)) {
+    return failed('Signature must be zero for failed CHECK(MULTI)SIG operation');
   }
   return undefined;
 }

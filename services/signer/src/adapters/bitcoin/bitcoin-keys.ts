@@ -1,13 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import type { ChainRecord } from '../../chains/chain-types.js';
 import type { GeneratedKey, KeyView } from '../../keys/chain-adapter.js';
-import { isPoint, isPrivate, pointFromScalar } from './bitcoin-ecc.js';
-import { bitcoin, networkFor, standardScript } from './bitcoin-lib.js';
+import { bitcoin, ecc, networkFor, standardScript } from './bitcoin-lib.js';
 
 /** The public key (compressed, 33 bytes hex) and mainnet P2WPKH address of a private key. */
 export function deriveBitcoinKey(privateKey: Buffer): { publicKey: string; address: string } {
-  if (!isPrivate(privateKey)) throw new Error('a Bitcoin private key is 32 bytes, an integer in [1, n-1]');
-  const pub = pointFromScalar(privateKey);
+  if (privateKey.length !== 32 || !ecc.isPrivate(privateKey)) {
+    throw new Error('a Bitcoin private key is 32 bytes, an integer in [1, n-1]');
+  }
+  const pub = ecc.pointFromScalar(privateKey, true);
+  if (!pub) throw new Error('a Bitcoin private key is 32 bytes, an integer in [1, n-1]');
   return {
     publicKey: Buffer.from(pub).toString('hex'),
     address: bitcoin.payments.p2wpkh({ pubkey: pub, network: bitcoin.networks.bitcoin }).address!,
@@ -18,7 +20,7 @@ export function deriveBitcoinKey(privateKey: Buffer): { publicKey: string; addre
 export function generateBitcoinKey(): GeneratedKey {
   for (;;) {
     const privateKey = randomBytes(32);
-    if (!isPrivate(privateKey)) {
+    if (!ecc.isPrivate(privateKey)) {
       privateKey.fill(0);
       continue;
     }
@@ -29,7 +31,8 @@ export function generateBitcoinKey(): GeneratedKey {
 /** The compressed public key of a stored key (33 bytes). */
 export function publicKeyBytes(key: Pick<KeyView, 'publicKey'>): Buffer {
   const pub = Buffer.from(key.publicKey.replace(/^0x/, ''), 'hex');
-  if (pub.length !== 33 || !isPoint(pub)) throw new Error('the key is not a compressed secp256k1 public key');
+  if (pub.length !== 33 || !ecc.isPoint(pub))
+    throw new Error('the key is not a compressed secp256k1 public key');
   return pub;
 }
 

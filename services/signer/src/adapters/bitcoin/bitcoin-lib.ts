@@ -1,18 +1,23 @@
+import * as ecc from '@bitcoinerlab/secp256k1';
 import type * as B from 'bitcoinjs-lib' with { 'resolution-mode': 'import' };
-import { bitcoinjsEcc } from './bitcoin-ecc.js';
+import type * as E from 'ecpair' with { 'resolution-mode': 'import' };
 import { networkOf } from '../../keys/chain-adapter.js';
 import type { ChainRecord } from '../../chains/chain-types.js';
 
-// bitcoinjs-lib 7 is an ES module package with a CommonJS build: signer (CommonJS) loads that
-// build, typed by the package's own declarations.
+// bitcoinjs-lib 7 and ecpair 3 are ES module packages with a CommonJS build: signer (CommonJS)
+// loads that build, typed by the packages' own declarations. The curve is
+// @bitcoinerlab/secp256k1 (noble-curves, no WASM), checked by initEccLib and ECPairFactory.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 export const bitcoin = require('bitcoinjs-lib') as typeof B;
-// Only P2TR address decoding uses it (an x-only key check); see bitcoin-ecc.ts.
-bitcoin.initEccLib(bitcoinjsEcc as unknown as Parameters<typeof bitcoin.initEccLib>[0], {
-  DANGER_DO_NOT_VERIFY_ECCLIB: true,
-});
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const ecpair = require('ecpair') as typeof E;
+bitcoin.initEccLib(ecc);
 
 export type { B };
+export { ecc };
+
+/** Key pairs (signing) over @bitcoinerlab/secp256k1. */
+export const ECPair = ecpair.ECPairFactory(ecc);
 
 /** The Bitcoin networks a chain of the registry can be on. */
 export const BITCOIN_NETWORKS = ['mainnet', 'testnet', 'signet', 'regtest'] as const;

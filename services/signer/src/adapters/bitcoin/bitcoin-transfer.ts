@@ -10,14 +10,15 @@ import {
 } from '../../keys/chain-adapter.js';
 import {
   type BitcoinNetworkName,
+  ECPair,
   bitcoin,
   dustThreshold,
+  ecc,
   networkNameOf,
   otherNetworkOf,
   paramsOf,
   standardScript,
 } from './bitcoin-lib.js';
-import { pointFromScalar, signDigest, verifyDigest } from './bitcoin-ecc.js';
 import { publicKeyBytes } from './bitcoin-keys.js';
 import { broadcastTx, fetchFeeRate, fetchUtxos, txStatus } from './bitcoin-node.js';
 
@@ -234,7 +235,8 @@ export const bitcoinTransfers: TransferOps<BitcoinUnsigned> = {
     }
     const network = paramsOf(netName);
     const pub = publicKeyBytes(o.key);
-    if (Buffer.compare(pointFromScalar(privateKey), pub) !== 0) {
+    const signer = ECPair.fromPrivateKey(privateKey, { network, compressed: true });
+    if (Buffer.compare(Buffer.from(signer.publicKey), pub) !== 0) {
       throw new Error('the private key does not match the key the transfer was prepared for');
     }
     const ownScript = Buffer.from(bitcoin.payments.p2wpkh({ pubkey: pub, network }).output!);
@@ -259,9 +261,9 @@ export const bitcoinTransfers: TransferOps<BitcoinUnsigned> = {
     const valueOut = outs.reduce((s, out) => s + out.value, 0n);
     if (valueIn - valueOut !== prepared.fee) throw new Error("the transfer's fee is not the prepared fee");
 
-    psbt.signAllInputs({ publicKey: pub, sign: (hash: Uint8Array) => signDigest(hash, privateKey) });
+    psbt.signAllInputs(signer);
     const valid = psbt.validateSignaturesOfAllInputs((pubkey, msghash, signature) =>
-      verifyDigest(msghash, pubkey, signature),
+      ecc.verify(msghash, pubkey, signature, true),
     );
     if (!valid) throw new Error('a signature of the transfer did not verify');
     psbt.finalizeAllInputs();
