@@ -1,10 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import { SigningKey, computeAddress, hexlify } from 'ethers';
 import { TronWeb } from 'tronweb';
 import type { GeneratedKey } from '../../keys/chain-adapter.js';
-
-// secp256k1's group order: a private key is an integer in [1, n-1].
-const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+import { randomSecp256k1PrivateKey } from '../../keys/secp256k1.js';
 
 /** Tron's address prefix byte (every network: mainnet, Nile, Shasta). */
 export const TRON_ADDRESS_PREFIX = '41';
@@ -24,15 +21,8 @@ export function tronAddressOfPublicKey(publicKey: string): string {
 
 /** A fresh random key pair. */
 export function generateTron(): GeneratedKey {
-  for (;;) {
-    const privateKey = randomBytes(32);
-    const n = BigInt(`0x${privateKey.toString('hex')}`);
-    if (n === 0n || n >= N) {
-      privateKey.fill(0);
-      continue;
-    }
-    return { privateKey, ...deriveTron(privateKey) };
-  }
+  const privateKey = randomSecp256k1PrivateKey();
+  return { privateKey, ...deriveTron(privateKey) };
 }
 
 /**
