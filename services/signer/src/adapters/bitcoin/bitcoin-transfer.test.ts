@@ -439,6 +439,16 @@ describe("bitcoin transfers: the node's answers", () => {
     expect(await ops.status(ep, { txHash: s.txHash, signedTx: s.signedTx })).toEqual({ state: 'unknown' });
   });
 
+  it('an Esplora that answers 404 for the status of a transaction it has: pending from its raw hex', async () => {
+    const a = newAgent();
+    node.fund(a.from, 30_000);
+    const s = await signedFor(a);
+    await ops.broadcast(ep, s);
+    node.failNext(1, 404, 'Transaction not found', /^GET \/tx\/[0-9a-f]{64}\/status$/);
+    expect(await ops.status(ep, { txHash: s.txHash, signedTx: s.signedTx })).toEqual({ state: 'pending' });
+    expect(node.requests.slice(-2)).toEqual([`GET /tx/${s.txHash}/status`, `GET /tx/${s.txHash}/hex`]);
+  });
+
   it('a bad signature is rejected by the node with bitcoind words', async () => {
     const a = newAgent();
     node.fund(a.from, 30_000);
