@@ -68,11 +68,14 @@ export async function chainHttp(
     res.status === 403 ||
     res.status === 407
   ) {
-    throw new ChainRpcError(`the ${ep.chain.name} node answered ${res.status}: ${short(text)}`);
+    throw new ChainRpcError(`the ${ep.chain.name} node answered ${res.status}: ${short(text)}`, {
+      status: res.status,
+    });
   }
   if (res.status >= 400) {
     throw new ChainRpcError(`the ${ep.chain.name} node refused (${res.status}): ${short(text)}`, {
       rejected: true,
+      status: res.status,
     });
   }
   return { status: res.status, text };

@@ -113,11 +113,14 @@ export type TransferStatus =
 export class ChainRpcError extends Error {
   readonly rejected: boolean;
   readonly alreadyKnown: boolean;
-  constructor(message: string, o: { rejected?: boolean; alreadyKnown?: boolean } = {}) {
+  /** The node's HTTP status, when it answered one (e.g. 404 for a lookup of an unknown id). */
+  readonly status: number | undefined;
+  constructor(message: string, o: { rejected?: boolean; alreadyKnown?: boolean; status?: number } = {}) {
     super(message);
     this.name = 'ChainRpcError';
     this.rejected = o.rejected ?? false;
     this.alreadyKnown = o.alreadyKnown ?? false;
+    this.status = o.status;
   }
 }
 

@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import type { ChainRecord } from '../../chains/chain-types.js';
 import type { GeneratedKey, KeyView } from '../../keys/chain-adapter.js';
+import { randomSecp256k1PrivateKey } from '../../keys/secp256k1.js';
 import { bitcoin, ecc, networkFor, standardScript } from './bitcoin-lib.js';
 
 /** The public key (compressed, 33 bytes hex) and mainnet P2WPKH address of a private key. */
@@ -18,14 +18,8 @@ export function deriveBitcoinKey(privateKey: Buffer): { publicKey: string; addre
 
 /** A new random secp256k1 key (the caller zeroes `privateKey` when done). */
 export function generateBitcoinKey(): GeneratedKey {
-  for (;;) {
-    const privateKey = randomBytes(32);
-    if (!ecc.isPrivate(privateKey)) {
-      privateKey.fill(0);
-      continue;
-    }
-    return { privateKey, ...deriveBitcoinKey(privateKey) };
-  }
+  const privateKey = randomSecp256k1PrivateKey();
+  return { privateKey, ...deriveBitcoinKey(privateKey) };
 }
 
 /** The compressed public key of a stored key (33 bytes). */

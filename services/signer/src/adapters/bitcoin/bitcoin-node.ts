@@ -13,9 +13,9 @@ export interface EsploraUtxo {
   status: { confirmed: boolean; block_height?: number; block_hash?: string; block_time?: number };
 }
 
-/** True when the node answered 404 (chainHttp words a 4xx refusal `refused (<status>)`). */
+/** True when the node answered 404. */
 function isNotFound(err: unknown): boolean {
-  return err instanceof ChainRpcError && err.rejected && /refused \(404\)/.test(err.message);
+  return err instanceof ChainRpcError && err.status === 404;
 }
 
 /** The address's UTXOs, confirmed and in the mempool (not those spent in the mempool). */
