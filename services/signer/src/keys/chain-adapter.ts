@@ -84,6 +84,15 @@ export interface PreparedTransfer<U = unknown> {
   expiry?: { kind: 'block_height' | 'ledger' | 'slot' | 'time_ms'; value: bigint };
   /** Chain-specific facts shown on the transaction and in audit (no secret): memo, fee rate, token … */
   details: Record<string, string | number | boolean>;
+  /**
+   * Account chains: what the key can spend as `prepare` read it from the chain, in base units —
+   * `native` after the reserve or rent the chain keeps, `token` the token's balance for a token
+   * transfer. Signer refuses (400 `value`, insufficient_funds) a transfer that, with the key's other
+   * transfers on the chain not yet given to the node, spends more than that (checked under a
+   * database lock, so parallel requests cannot overspend together). UTXO chains leave it out (their
+   * inputs are held instead).
+   */
+  available?: { native: bigint; token?: bigint };
 }
 
 /** A signed transfer: the bytes to broadcast (hex or base64 as the chain's API takes them) and its id. */
@@ -224,16 +233,26 @@ export function networkOf<N extends string>(
 
 /**
  * A transfer amount (`value`) in base units: an integer string is base units, a decimal with a
- * fraction (`"0.01"`) is major units of `decimals` decimals. More than zero and at most
- * 2^64 - 1 (the chains' amount fields are 64-bit); 400 naming `field` otherwise.
+ * fraction (`"0.01"`) is major units of `decimals` decimals. More than zero and at most `max`
+ * (default 2^64 - 1: most chains' amount fields are 64-bit; a TRC-20 amount is a uint256);
+ * 400 naming `field` otherwise.
  */
-export function parseTransferAmount(raw: string, decimals: number, field = 'value'): bigint {
+export function parseTransferAmount(
+  raw: string,
+  decimals: number,
+  field = 'value',
+  max: bigint = 0xffffffffffffffffn,
+): bigint {
   if (raw === '') throw new InvalidArgumentError(field, 'is required');
   if (/^0x/i.test(raw)) {
     throw new InvalidArgumentError(field, 'must be a decimal integer (base units) or a decimal amount');
   }
   const v = parseEvmValue(raw, decimals, field);
   if (v <= 0n) throw new InvalidArgumentError(field, 'must be more than zero');
-  if (v > 0xffffffffffffffffn) throw new InvalidArgumentError(field, 'is more than 2^64 - 1 base units');
+  if (v > max) {
+    const bits = (max + 1n).toString(2).length - 1;
+    const limit = max + 1n === 1n << BigInt(bits) ? `2^${bits} - 1` : max.toString();
+    throw new InvalidArgumentError(field, `is more than ${limit} base units`);
+  }
   return v;
 }
