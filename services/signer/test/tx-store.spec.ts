@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { createDatabase, createLogger, createPool, migrateSchema } from '@custos/service-kit';
 import { createTestDatabase } from '@custos/service-kit/testing';
 import { SCHEMA } from '../src/db/schema';
-import { InputsTakenError, TxStore } from '../src/transactions/tx-store';
+import { InputsTakenError, OverspendError, TxStore } from '../src/transactions/tx-store';
 
 const logger = createLogger({ service: 'signer-test', level: 'silent' });
 
@@ -169,6 +169,58 @@ describe('transaction store in Postgres', () => {
     expect(f!.errorMessage).toContain('tecUNFUNDED_PAYMENT');
     // Included on chain: its input is spent for good, still held.
     expect(await store.inputsInUse(keyId, 'bitcoin-regtest')).toContain(`${'ef'.repeat(32)}:0`);
+  });
+
+  it('parallel transfers of an account key cannot together spend more than the chain says it has; sent ones no longer count', async () => {
+    const keyId = randomUUID();
+    const chain = 'solana-devnet';
+    const row = () => ({ ...transferOf(keyId, chain), family: 'solana', valueWei: '300', fee: '5' });
+    const spend = { native: 305n, available: { native: 1000n } };
+    const results = await Promise.allSettled(
+      Array.from({ length: 6 }, () => store.insertTransfer(row(), undefined, [], undefined, spend)),
+    );
+    const won = results.filter((r) => r.status === 'fulfilled');
+    expect(won).toHaveLength(3); // 3 × 305 = 915 ≤ 1000 < 4 × 305
+    for (const r of results) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(OverspendError);
+    // A token transfer counts its fee against the native balance and its value against the token's.
+    await expect(
+      store.insertTransfer(
+        { ...row(), valueWei: '50', fee: '5', details: { token_mint: 'Mint1' } },
+        undefined,
+        [],
+        undefined,
+        {
+          native: 5n,
+          token: 50n,
+          tokenMint: 'Mint1',
+          available: { native: 1000n, token: 60n },
+        },
+      ),
+    ).resolves.toMatchObject({ status: 'pending' });
+    await expect(
+      store.insertTransfer(
+        { ...row(), valueWei: '20', fee: '5', details: { token_mint: 'Mint1' } },
+        undefined,
+        [],
+        undefined,
+        {
+          native: 5n,
+          token: 20n,
+          tokenMint: 'Mint1',
+          available: { native: 10_000n, token: 60n },
+        },
+      ),
+    ).rejects.toBeInstanceOf(OverspendError);
+    // Once given to the node, a transfer is in the balance the adapter reads: it no longer counts.
+    const first = (won[0] as PromiseFulfilledResult<Awaited<ReturnType<TxStore['insertTransfer']>>>).value;
+    await store.markSigned(first.id, { signedTx: 'aa', txHash: `h${first.id}` }, async () => undefined);
+    await store.markSendAttempted(first.id);
+    await store.markBroadcast(first.id, async () => undefined);
+    await expect(
+      store.insertTransfer(row(), undefined, [], undefined, { ...spend, available: { native: 925n } }),
+    ).resolves.toMatchObject({
+      status: 'pending',
+    });
   });
 
   it('the database refuses two rows holding one nonce', async () => {

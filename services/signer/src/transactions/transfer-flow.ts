@@ -19,13 +19,20 @@ import {
   type TransferInput,
   type TransferOps,
   addressOn,
+  insufficientFunds,
 } from '../keys/chain-adapter.js';
 import type { IntentScope } from '../intents/intent-context.js';
 import type { KeyLoader } from '../keys/key-loader.js';
 import { transferDetails } from './tx-fns.js';
 import { txAudit } from './tx-records.js';
 import { ANSWER_MARGIN_MS, recordAndSend } from './tx-send.js';
-import { type HeldClaim, InputsTakenError, type TxStore } from './tx-store.js';
+import {
+  type HeldClaim,
+  InputsTakenError,
+  OverspendError,
+  type SpendCheck,
+  type TxStore,
+} from './tx-store.js';
 import type { TxRecord } from './tx-types.js';
 
 /** How many times a transfer is prepared again when a parallel one took its inputs first. */
@@ -112,6 +119,11 @@ async function prepareAndRecord(
     try {
       return { prepared, row: await record(prepared) };
     } catch (err) {
+      if (err instanceof OverspendError) {
+        throw insufficientFunds(
+          `the key's ${err.asset === 'token' ? 'token balance' : 'balance'} available (${err.available}) does not cover this transfer with its other transfers not yet sent (${err.inFlight})`,
+        );
+      }
       if (!(err instanceof InputsTakenError)) throw err;
       if (attempt >= INPUT_RETRIES) {
         throw new ConflictError(
@@ -121,6 +133,17 @@ async function prepareAndRecord(
       }
     }
   }
+}
+
+/** What a transfer spends, for the in-flight check (none when the adapter reports no `available`). */
+export function spendOf(input: TransferInput, p: PreparedTransfer): SpendCheck | undefined {
+  if (!p.available) return undefined;
+  const token = input.tokenMint !== undefined && input.tokenMint !== '';
+  return {
+    native: p.fee + (token ? 0n : p.value),
+    ...(token ? { token: p.value, tokenMint: input.tokenMint! } : {}),
+    available: p.available,
+  };
 }
 
 /** What a non-EVM submission needs. */
@@ -191,6 +214,7 @@ export async function submitTransfer(
         pr.sequenceFromChain !== undefined ? Number(pr.sequenceFromChain) : undefined,
         pr.inputs,
         held,
+        spendOf(input, pr),
       ),
   );
   onRecorded();

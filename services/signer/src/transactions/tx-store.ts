@@ -30,6 +30,28 @@ export class InputsTakenError extends Error {
   }
 }
 
+/** A transfer would spend, with the key's others not yet sent, more than the chain says it has. */
+export class OverspendError extends Error {
+  constructor(
+    readonly asset: 'native' | 'token',
+    readonly inFlight: bigint,
+    readonly available: bigint,
+  ) {
+    super(`the key's transfers not yet sent already spend ${inFlight} of the ${available} available`);
+    this.name = 'OverspendError';
+  }
+}
+
+/** What a transfer spends and what the key has, for the in-flight check of `insertTransfer`. */
+export interface SpendCheck {
+  /** Native base units this transfer spends (its value unless a token transfer, plus its fee). */
+  native: bigint;
+  /** Token base units this transfer spends (token transfers). */
+  token?: bigint;
+  tokenMint?: string;
+  available: { native: bigint; token?: bigint };
+}
+
 /** How long an Idempotency-Key is remembered (DECISIONS.md: 24 h). */
 const IDEMPOTENCY_TTL = sql`interval '24 hours'`;
 
@@ -155,9 +177,11 @@ export class TxStore {
     chainSequence: number | undefined,
     inputs: readonly string[],
     idempotencyKey: HeldClaim | undefined,
+    spend?: SpendCheck,
   ): Promise<TxRecord> {
     try {
       return await this.db.transaction(async (tx) => {
+        if (spend) await this.checkSpend(tx, row.keyId, row.chainName, spend);
         let t: TxRecord;
         if (chainSequence !== undefined) {
           t = await this.allocateIn(tx, row, chainSequence, idempotencyKey);
@@ -184,6 +208,34 @@ export class TxStore {
     } catch (err) {
       if (inputs.length > 0 && isUniqueViolation(err)) throw new InputsTakenError();
       throw err;
+    }
+  }
+
+  /**
+   * Refuses (OverspendError) a transfer that, with the key's transfers on the chain not yet given
+   * to the node (`pending`, `signed`), spends more than is available. Runs under a transaction-scoped
+   * advisory lock of the key and chain, held until the new row commits, so parallel transfers are
+   * checked one after another. Broadcast transfers are not counted: the balance the adapter read
+   * already reflects what the node has applied.
+   */
+  private async checkSpend(tx: Transaction, keyId: string, chainName: string, s: SpendCheck): Promise<void> {
+    await tx.execute(
+      sql`select pg_advisory_xact_lock(hashtextextended(${`spend:${keyId}:${chainName}`}, 0))`,
+    );
+    const r = await tx.execute(sql`
+      select
+        coalesce(sum(coalesce(fee, 0)), 0)
+          + coalesce(sum(value_wei) filter (where details->>'token_mint' is null), 0) as native,
+        coalesce(sum(value_wei) filter (where details->>'token_mint' = ${s.tokenMint ?? ''}), 0) as token
+      from ${transactions}
+      where key_id = ${keyId} and chain_name = ${chainName} and status in ('pending', 'signed')`);
+    const row = (r as unknown as { rows: { native: string; token: string }[] }).rows[0]!;
+    const native = BigInt(row.native);
+    if (native + s.native > s.available.native)
+      throw new OverspendError('native', native, s.available.native);
+    if (s.token !== undefined && s.available.token !== undefined) {
+      const token = BigInt(row.token);
+      if (token + s.token > s.available.token) throw new OverspendError('token', token, s.available.token);
     }
   }
 
