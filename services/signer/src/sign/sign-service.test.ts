@@ -156,6 +156,27 @@ describe('SignService', () => {
     await expect(off.sign({ intentType: 'transaction', to: TO, txType: 1 })).rejects.toMatchObject({
       field: 'tx_type',
     });
+    // Another family's transfer fields on EVM: refused, never a signature of a different transaction
+    // (5 ETH signed for a request that meant 5 USDC).
+    const on = rig();
+    for (const [extra, field] of [
+      [{ tokenMint: '0x' + '11'.repeat(20), tokenDecimals: 6 }, 'token_mint'],
+      [{ memo: 'invoice 7' }, 'memo'],
+      [{ destinationTag: '7' }, 'destination_tag'],
+      [{ feeRateSatPerVbyte: '3' }, 'fee_rate_sat_per_vbyte'],
+      [{ feeLimitSun: '1000' }, 'fee_limit_sun'],
+      [{ ttl: '100' }, 'ttl'],
+    ] as const) {
+      await expect(
+        on.sign({ intentType: 'transaction', to: TO, value: '5.0', ...extra }),
+      ).rejects.toMatchObject({
+        kind: 'invalid_argument',
+        field,
+      });
+      await expect(on.sign({ message: '0x01', ...extra })).rejects.toMatchObject({ field });
+    }
+    expect(on.loads()).toBe(0);
+    expect(on.audits).toHaveLength(0);
     expect(off.loads()).toBe(0);
     expect(off.audits).toHaveLength(0);
   });

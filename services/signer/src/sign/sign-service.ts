@@ -26,7 +26,7 @@ import {
 import type { SignStore } from './sign-store.js';
 import { addressOn } from '../keys/chain-adapter.js';
 import { endpointOf, onChain, signChecked, transfersOf } from '../transactions/transfer-flow.js';
-import { transferDetails, transferInputOf } from '../transactions/tx-fns.js';
+import { refuseTransferFieldsOnEvm, transferDetails, transferInputOf } from '../transactions/tx-fns.js';
 import type { TxStore } from '../transactions/tx-store.js';
 import {
   type IntentType,
@@ -96,6 +96,8 @@ export class SignService {
         }
         return this.transfer(scope, input, budget);
       }
+      // The other families' transfer fields mean nothing here: refused, never signed without them.
+      refuseTransferFieldsOnEvm(input);
       switch (intent) {
         case 'personal_sign':
           return this.personalSign(scope, input, budget);
