@@ -253,6 +253,64 @@ describe('tron responder', () => {
     expect(node.tokenBalance(token, a.address)).toBe(5_000_000n);
   });
 
+  it('a dry run of a blacklisted sender reverts with the ABI-encoded reason; an old token returns false', async () => {
+    const a = account();
+    const to = account().address;
+    node.fund(a.address, 100 * TRX);
+    const token = node.deployToken({ symbol: 'USDT', decimals: 6 });
+    node.mintToken(token, a.address, 5_000_000n);
+    const transferParam = (amount: bigint) =>
+      TronWeb.address.toHex(to).slice(2).padStart(64, '0') + amount.toString(16).padStart(64, '0');
+    node.blacklist(token, a.address);
+    const dry = await post('/wallet/triggerconstantcontract', {
+      owner_address: a.address,
+      contract_address: token,
+      function_selector: 'transfer(address,uint256)',
+      parameter: transferParam(1n),
+      visible: true,
+    });
+    expect(dry.transaction.ret).toEqual([{ ret: 'FAILED' }]);
+    expect(text(dry.result.message)).toBe('REVERT opcode executed');
+    const [reason] = utils.abi.decodeParams([], ['string'], `0x${dry.constant_result[0].slice(8)}`, true);
+    expect(dry.constant_result[0].slice(0, 8)).toBe('08c379a0');
+    expect(reason).toBe('Blacklistable: account is blacklisted');
+    // A token that answers false on a shortfall: the call succeeds, returns 0 and moves nothing.
+    const old = node.deployToken({ symbol: 'OLD', decimals: 6, shortfall: 'false' });
+    node.mintToken(old, a.address, 1n);
+    const call = await post('/wallet/triggersmartcontract', {
+      owner_address: a.address,
+      contract_address: old,
+      function_selector: 'transfer(address,uint256)',
+      parameter: transferParam(2n),
+      fee_limit: 50 * TRX,
+      visible: true,
+    });
+    const signed = utils.crypto.signTransaction(a.pk, call.transaction) as unknown as Record<string, any>;
+    expect((await post('/wallet/broadcasttransaction', signed)).result).toBe(true);
+    node.produceBlock();
+    const info = await post('/wallet/gettransactioninfobyid', { value: signed.txID });
+    expect(info.receipt.result).toBe('SUCCESS');
+    expect(BigInt(`0x${info.contractResult[0]}`)).toBe(0n);
+    expect(node.tokenBalance(old, a.address)).toBe(1n);
+  });
+
+  it('the solidity API lags the head by the configured blocks', async () => {
+    node.setSolidLag(2);
+    const a = account();
+    node.fund(a.address, 10 * TRX);
+    const signed = await signedTransfer(a, account().address, TRX);
+    expect((await post('/wallet/broadcasttransaction', signed)).result).toBe(true);
+    const b = node.produceBlock();
+    expect((await post('/wallet/gettransactioninfobyid', { value: signed.txID })).blockNumber).toBe(b.number);
+    expect(await post('/walletsolidity/gettransactioninfobyid', { value: signed.txID })).toEqual({});
+    expect((await post('/walletsolidity/getnowblock')).block_header.raw_data.number).toBe(b.number - 2);
+    node.produceBlock();
+    node.produceBlock();
+    expect((await post('/walletsolidity/getnowblock')).block_header.raw_data.number).toBe(b.number);
+    const solid = await post('/walletsolidity/gettransactioninfobyid', { value: signed.txID });
+    expect(solid.blockNumber).toBe(b.number);
+  });
+
   it('answers 503 when told to, then answers again', async () => {
     node.failNext(1, 503);
     const res = await fetch(`${node.url}/wallet/getnowblock`, { method: 'POST', body: '{}' });

@@ -66,8 +66,13 @@ export interface VerifiedTronTx {
 
 interface Token {
   symbol: string;
-  decimals: number;
+  /** null: the contract has no `decimals()` (the call reverts). */
+  decimals: number | null;
   balances: Map<string, bigint>;
+  /** What `transfer` does on a shortfall: revert (as OpenZeppelin's ERC-20) or return false (old tokens). */
+  shortfall: 'revert' | 'false';
+  /** Senders whose transfers revert ("Blacklistable: account is blacklisted", as USDT's). */
+  blacklist: Set<string>;
 }
 
 interface TxRecord {
@@ -86,6 +91,13 @@ interface Ledger {
 
 /** Hex of UTF-8 text, as java-tron writes `message`. */
 const hexMsg = (s: string): string => Buffer.from(s, 'utf8').toString('hex');
+/** A Solidity revert's data: `Error(string)` ABI-encoded (selector 08c379a0). */
+function revertData(reason: string): string {
+  const bytes = Buffer.from(reason, 'utf8');
+  const word = (v: bigint): string => v.toString(16).padStart(64, '0');
+  const padded = bytes.toString('hex').padEnd(Math.ceil(bytes.length / 32) * 64, '0');
+  return `08c379a0${word(32n)}${word(BigInt(bytes.length))}${padded}`;
+}
 const sha256 = (b: Buffer): Buffer => createHash('sha256').update(b).digest();
 
 /** `41…` hex of a base58 or hex address; '' when it is neither. */
@@ -154,20 +166,25 @@ export class TronResponder {
   /** Every request path served, in order. */
   readonly requests: string[] = [];
   private clockOffset = 0;
+  /** How many blocks the solidified head lags behind the head (java-tron: about 19). */
+  private solidLag: number;
   private failures: Array<{ status: number; path?: string }> = [];
   private hanging = false;
   private releaseHung: Array<() => void> = [];
   readonly fees: TronResponderFees;
   private running!: RunningResponder;
 
-  private constructor(fees: Partial<TronResponderFees>) {
+  private constructor(fees: Partial<TronResponderFees>, solidLag: number) {
     this.fees = { ...DEFAULT_FEES, ...fees };
+    this.solidLag = solidLag;
     this.blocks.push(this.makeBlock(0, this.now() - 3000, '0'.repeat(64), []));
   }
 
   /** Starts a responder on 127.0.0.1 (a free port unless given). */
-  static async start(o: { port?: number; fees?: Partial<TronResponderFees> } = {}): Promise<TronResponder> {
-    const r = new TronResponder(o.fees ?? {});
+  static async start(
+    o: { port?: number; fees?: Partial<TronResponderFees>; solidLag?: number } = {},
+  ): Promise<TronResponder> {
+    const r = new TronResponder(o.fees ?? {}, o.solidLag ?? 0);
     r.running = await serve((req) => r.handle(req), { port: o.port });
     return r;
   }
@@ -211,11 +228,34 @@ export class TronResponder {
   }
 
   /** Deploys a TRC-20 token; returns its contract address (base58). */
-  deployToken(o: { symbol: string; decimals: number }): string {
+  deployToken(o: { symbol: string; decimals: number | null; shortfall?: 'revert' | 'false' }): string {
     const seed = sha256(Buffer.from(`${o.symbol}:${this.ledger.tokens.size}:${Math.random()}`));
     const h = `41${seed.subarray(0, 20).toString('hex')}`;
-    this.ledger.tokens.set(h, { symbol: o.symbol, decimals: o.decimals, balances: new Map() });
+    this.ledger.tokens.set(h, {
+      symbol: o.symbol,
+      decimals: o.decimals,
+      balances: new Map(),
+      shortfall: o.shortfall ?? 'revert',
+      blacklist: new Set(),
+    });
     return b58(h);
+  }
+
+  /** The token's owner blacklists `address`: its transfers revert (as USDT's `addBlackList`). */
+  blacklist(contract: string, address: string): void {
+    const t = this.ledger.tokens.get(this.requireHex(contract));
+    if (!t) throw new Error(`no token at ${contract}`);
+    t.blacklist.add(this.requireHex(address));
+  }
+
+  /** Sets how many blocks the solidified head lags behind the head (0: every block is solid). */
+  setSolidLag(blocks: number): void {
+    this.solidLag = Math.max(0, blocks);
+  }
+
+  /** The solidified head's number. */
+  solidNumber(): number {
+    return Math.max(0, this.head().number - this.solidLag);
   }
 
   /** Mints `amount` base units of a token to `address`. */
@@ -395,6 +435,14 @@ export class TronResponder {
           return { status: 200, json: this.broadcast(body) };
         case '/wallet/gettransactioninfobyid':
           return { status: 200, json: this.txs.get(String(body.value))?.info ?? {} };
+        // The solidity API: what the solidified blocks hold (java-tron's /walletsolidity/…).
+        case '/walletsolidity/getnowblock':
+          return { status: 200, json: this.blockJson(this.blocks[this.solidNumber()]!, visible) };
+        case '/walletsolidity/gettransactioninfobyid': {
+          const rec = this.txs.get(String(body.value));
+          const solid = rec?.blockNumber !== undefined && rec.blockNumber <= this.solidNumber();
+          return { status: 200, json: solid ? (rec.info ?? {}) : {} };
+        }
         case '/wallet/gettransactionbyid': {
           const rec = this.txs.get(String(body.value));
           if (!rec || rec.blockNumber === undefined) return { status: 200, json: {} };
@@ -567,6 +615,7 @@ export class TronResponder {
       energy_used: run.energy,
       constant_result: [run.output],
       ...(run.ok ? {} : { result: { result: true, message: hexMsg(run.message) } }),
+      // java-tron: a reverted dry run's constant_result is the revert data (Error(string)).
       transaction: { ...tx, ret: [{ ret: run.ok ? 'SUCCESS' : 'FAILED' }] },
     };
   }
@@ -592,20 +641,32 @@ export class TronResponder {
         result: 'SUCCESS',
       };
     }
-    if (sel === '313ce567')
+    if (sel === '313ce567' && t.decimals !== null)
       return { ok: true, output: word(BigInt(t.decimals)), energy: 300, message: '', result: 'SUCCESS' };
     if (sel === 'a9059cbb' && data.length === 136 && /^0{24}/.test(data.slice(8, 72))) {
       const to = `41${data.slice(32, 72)}`;
       const amount = BigInt(`0x${data.slice(72)}`);
       const have = t.balances.get(owner) ?? 0n;
+      const revert = (reason: string) => ({
+        ok: false,
+        output: revertData(reason),
+        energy: this.fees.energyRevert,
+        message: 'REVERT opcode executed',
+        result: 'REVERT',
+      });
+      if (t.blacklist.has(owner)) return revert('Blacklistable: account is blacklisted');
       if (have < amount) {
-        return {
-          ok: false,
-          output: '',
-          energy: this.fees.energyRevert,
-          message: 'REVERT opcode executed',
-          result: 'REVERT',
-        };
+        // An old-style token answers false (and moves nothing) where a modern one reverts.
+        if (t.shortfall === 'false') {
+          return {
+            ok: true,
+            output: word(0n),
+            energy: this.fees.energyRevert,
+            message: '',
+            result: 'SUCCESS',
+          };
+        }
+        return revert('ERC20: transfer amount exceeds balance');
       }
       const energy =
         (t.balances.get(to) ?? 0n) > 0n ? this.fees.energyTransfer : this.fees.energyTransferNewHolder;
@@ -856,7 +917,8 @@ export class TronResponder {
     if (!dry) rec.contractRet = result;
     return {
       fee,
-      contractResult: [probe.ok && result === 'SUCCESS' ? probe.output : ''],
+      // The call's return data: its result word, or a revert's Error(string); none when out of energy.
+      contractResult: [result === 'OUT_OF_ENERGY' ? '' : probe.output],
       contract_address: contract,
       receipt: { energy_fee: energyFee, energy_usage_total: energy, net_fee: net, result },
       ...(result === 'SUCCESS'

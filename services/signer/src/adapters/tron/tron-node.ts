@@ -15,6 +15,8 @@ export interface TronTxInfo {
   blockTimeStamp?: number;
   result?: string;
   resMessage?: string;
+  /** The call's return data (hex words), or a revert's data. */
+  contractResult?: string[];
   receipt?: { result?: string; net_fee?: number; energy_fee?: number };
 }
 
@@ -161,6 +163,36 @@ export async function constantCall(
     ok: !failed,
     result: a.constant_result?.[0] ?? '',
     energyUsed: BigInt(a.energy_used ?? 0),
-    message: a.result?.code ? `${a.result.code}: ${hexText(a.result.message)}` : '',
+    message: a.result?.code
+      ? `${a.result.code}: ${hexText(a.result.message)}`
+      : hexText(a.result?.message ?? ''),
   };
+}
+
+/**
+ * A failed call's reason: the revert data's `Error(string)` (selector 08c379a0) decoded, or
+ * `Panic(uint256)`'s code; the node's message when the data says nothing.
+ */
+export function revertReason(data: string, nodeMessage: string): string {
+  const d = data.replace(/^0x/, '').toLowerCase();
+  if (d.startsWith('08c379a0') && d.length >= 8 + 128) {
+    try {
+      const offset = Number(BigInt(`0x${d.slice(8, 72)}`));
+      const lenAt = 8 + offset * 2;
+      const len = Number(BigInt(`0x${d.slice(lenAt, lenAt + 64)}`));
+      const bytes = d.slice(lenAt + 64, lenAt + 64 + len * 2);
+      if (bytes.length === len * 2) {
+        // Control characters out: the reason is shown to the agent and written to logs.
+        return Buffer.from(bytes, 'hex')
+          .toString('utf8')
+          .replace(/\p{Cc}/gu, ' ')
+          .slice(0, 300);
+      }
+    } catch {
+      /* not a well-formed Error(string): fall through */
+    }
+  }
+  if (d.startsWith('4e487b71') && d.length === 8 + 64)
+    return `Panic(0x${BigInt(`0x${d.slice(8)}`).toString(16)})`;
+  return nodeMessage || (d ? `reverted with data 0x${d.slice(0, 200)}` : 'reverted without a reason');
 }

@@ -357,6 +357,122 @@ describe('tron TRC-20 transfers against the local node', () => {
   });
 });
 
+describe('tron review fixes', () => {
+  it('refuses a TRC-20 transfer whose dry run reverts, with the decoded reason, before anything is signed', async () => {
+    const { key } = newKey();
+    node.fund(key.address, 200n * TRX);
+    const tok = node.deployToken({ symbol: 'USDT', decimals: 6 });
+    node.mintToken(tok, key.address, 5_000_000n);
+    node.blacklist(tok, key.address);
+    const err = await refusal(prepare(key, { to: newKey().key.address, value: '1', tokenMint: tok }));
+    expect(err).toBeInstanceOf(ChainRpcError);
+    expect((err as ChainRpcError).rejected).toBe(true);
+    expect((err as ChainRpcError).message).toContain('Blacklistable: account is blacklisted');
+    expect(node.verified).toEqual([]);
+  });
+
+  it('is pending until the block is solidified, then confirmed; a REVERT likewise fails only once solid', async () => {
+    node.setSolidLag(2);
+    const { privateKey, key } = newKey();
+    node.fund(key.address, 200n * TRX);
+    const tok = node.deployToken({ symbol: 'TK', decimals: 6 });
+    node.mintToken(tok, key.address, 1_000_000n);
+    const a = await prepare(key, { to: newKey().key.address, value: '1000000', tokenMint: tok });
+    const b = await prepare(key, { to: newKey().key.address, value: '1000000', tokenMint: tok, memo: 'b' });
+    const c = await prepare(key, { to: newKey().key.address, value: '1' });
+    const [sa, sb, sc] = [
+      await signed(privateKey, key, a),
+      await signed(privateKey, key, b),
+      await signed(privateKey, key, c),
+    ];
+    for (const x of [sa, sb, sc]) await ops.broadcast(ep, x);
+    const block = node.produceBlock();
+    // In a block on the full node, not solidified: neither confirmed nor failed yet.
+    expect(node.infoOf(sb.txHash)).toMatchObject({ receipt: { result: 'REVERT' } });
+    expect(await ops.status(ep, sa)).toEqual({ state: 'pending' });
+    expect(await ops.status(ep, sb)).toEqual({ state: 'pending' });
+    expect(await ops.status(ep, sc)).toEqual({ state: 'pending' });
+    node.produceBlock();
+    expect(await ops.status(ep, sc)).toEqual({ state: 'pending' });
+    node.produceBlock();
+    expect(await ops.status(ep, sa)).toMatchObject({ state: 'confirmed', block: BigInt(block.number) });
+    expect(await ops.status(ep, sc)).toMatchObject({ state: 'confirmed', block: BigInt(block.number) });
+    expect(await ops.status(ep, sb)).toMatchObject({
+      state: 'failed',
+      reason: 'REVERT: ERC20: transfer amount exceeds balance',
+    });
+  });
+
+  it('a TRC-20 transfer the token answers false is failed, not confirmed', async () => {
+    const { privateKey, key } = newKey();
+    node.fund(key.address, 200n * TRX);
+    const old = node.deployToken({ symbol: 'OLD', decimals: 6, shortfall: 'false' });
+    node.mintToken(old, key.address, 1_000_000n);
+    const a = await prepare(key, { to: newKey().key.address, value: '1000000', tokenMint: old });
+    const b = await prepare(key, { to: newKey().key.address, value: '1000000', tokenMint: old, memo: 'b' });
+    const sa = await signed(privateKey, key, a);
+    const sb = await signed(privateKey, key, b);
+    await ops.broadcast(ep, sa);
+    await ops.broadcast(ep, sb);
+    node.produceBlock();
+    expect((await ops.status(ep, sa)).state).toBe('confirmed');
+    expect(await ops.status(ep, sb)).toMatchObject({
+      state: 'failed',
+      reason: expect.stringContaining('returned false'),
+    });
+  });
+
+  it('takes TRC-20 amounts over 2^64 - 1 and fraction digits by the contract’s decimals', async () => {
+    const { privateKey, key } = newKey();
+    node.fund(key.address, 200n * TRX);
+    const t18 = node.deployToken({ symbol: 'T18', decimals: 18 });
+    node.mintToken(t18, key.address, 10n ** 30n);
+    const big = await prepare(key, { to: newKey().key.address, value: (10n ** 30n).toString(), tokenMint: t18 });
+    expect(big.value).toBe(10n ** 30n);
+    expect(big.value > 0xffffffffffffffffn).toBe(true);
+    const s = await signed(privateKey, key, big);
+    await ops.broadcast(ep, s);
+    expect(node.verified[0]!.amount).toBe(10n ** 30n);
+    // Seven fraction digits: fine for an 18-decimal token (no 6-decimal guess in parse).
+    const p = await prepare(key, { to: newKey().key.address, value: '1.1234567', tokenMint: t18 });
+    expect(p.value).toBe(1_123_456_700_000_000_000n);
+    const t2 = node.deployToken({ symbol: 'T2', decimals: 2 });
+    node.mintToken(t2, key.address, 10_000n);
+    expectInvalid(
+      await refusal(prepare(key, { to: newKey().key.address, value: '1.005', tokenMint: t2 })),
+      'value',
+    );
+    // No decimals() on the contract: a decimal amount needs token_decimals; base units are fine.
+    const nod = node.deployToken({ symbol: 'NOD', decimals: null });
+    node.mintToken(nod, key.address, 10_000n);
+    expectInvalid(
+      await refusal(prepare(key, { to: newKey().key.address, value: '1.5', tokenMint: nod })),
+      'token_decimals',
+    );
+    expect((await prepare(key, { to: newKey().key.address, value: '150', tokenMint: nod })).value).toBe(150n);
+    expect(
+      (await prepare(key, { to: newKey().key.address, value: '1.5', tokenMint: nod, tokenDecimals: 2 }))
+        .value,
+    ).toBe(150n);
+    // TRX stays 64-bit.
+    expectInvalid(
+      await refusal(() => ops.parse({ to: newKey().key.address, value: (1n << 64n).toString() }, ep.chain)),
+      'value',
+    );
+  });
+
+  it('says what the key can spend as read from the chain (available)', async () => {
+    const { key } = newKey();
+    node.fund(key.address, 50n * TRX);
+    const p = await prepare(key, { to: newKey().key.address, value: '1' });
+    expect(p.available).toEqual({ native: 50n * TRX });
+    const tok = node.deployToken({ symbol: 'TK', decimals: 6 });
+    node.mintToken(tok, key.address, 7_000_000n);
+    const t = await prepare(key, { to: newKey().key.address, value: '1', tokenMint: tok });
+    expect(t.available).toEqual({ native: 50n * TRX, token: 7_000_000n });
+  });
+});
+
 describe('tron node answers mapped', () => {
   async function oneSigned(value = '1') {
     const { privateKey, key } = newKey();
@@ -472,7 +588,7 @@ describe('tron node answers mapped', () => {
     const s = await signed(privateKey, key, p);
     const hex = privateKey.toString('hex');
     expect(
-      JSON.stringify({ ...p, value: String(p.value), fee: String(p.fee), expiry: String(p.expiry?.value) }),
+      JSON.stringify(p, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)),
     ).not.toContain(hex);
     expect(s.signedTx.toLowerCase()).not.toContain(hex);
     const tx = JSON.parse(s.signedTx);

@@ -20,6 +20,7 @@ import {
   feeParams,
   hexText,
   nowBlock,
+  revertReason,
   tronCall,
   type TronBroadcastAnswer,
   type TronTxInfo,
@@ -46,8 +47,8 @@ export const MAX_FEE_LIMIT_SUN = 15_000_000_000;
 export const MAX_MEMO_BYTES = 512;
 /** How long a built transaction stays valid: its `expiration` is this after it is built. */
 export const EXPIRATION_MS = 60_000;
-/** A TRC-20 token's decimals when the request gives none and its contract does not answer `decimals()`. */
-export const DEFAULT_TOKEN_DECIMALS = 6;
+/** The largest TRC-20 amount (a uint256). */
+export const MAX_UINT256 = (1n << 256n) - 1n;
 /** A signed transaction's bandwidth: its bytes plus this (java-tron's MAX_RESULT_SIZE_IN_TX). */
 const RESULT_BYTES = 64n;
 /** Protobuf framing of the raw data and one 65-byte signature in the signed transaction. */
@@ -68,13 +69,16 @@ function memoHex(memo: string): string {
   return Buffer.from(memo, 'utf8').toString('hex');
 }
 
-/** The TRC-20 amount's decimals: the request's (checked against the contract's) or the contract's. */
+/**
+ * The TRC-20 amount's decimals: the request's (checked against the contract's) or the contract's;
+ * undefined when neither says (a contract without `decimals()` and no `token_decimals`).
+ */
 async function tokenDecimals(
   ep: ChainEndpoint,
   owner: string,
   contract: string,
   asked: number | undefined,
-): Promise<number> {
+): Promise<number | undefined> {
   const d = await constantCall(ep, { owner, contract, selector: 'decimals()', parameter: '' });
   let onChain: number | undefined;
   if (d.ok && /^[0-9a-fA-F]{64}$/.test(d.result)) {
@@ -87,7 +91,12 @@ async function tokenDecimals(
       `is ${asked}, but the token contract says it has ${onChain} decimals`,
     );
   }
-  return asked ?? onChain ?? DEFAULT_TOKEN_DECIMALS;
+  return asked ?? onChain;
+}
+
+/** True when `value` is a major-unit amount (a decimal with a fraction), not base units. */
+function isMajorUnits(value: string): boolean {
+  return !/^[0-9]+$/.test(value);
 }
 
 /** Refuses fields a Tron transfer does not have (400 naming the field). */
@@ -147,11 +156,16 @@ function parse(input: TransferInput, _chain: ChainRecord): TransferInput {
       throw new InvalidArgumentError('memo', `is more than ${MAX_MEMO_BYTES} bytes of UTF-8`);
     }
   }
-  const v = parseTransferAmount(
-    String(input.value ?? ''),
-    token ? (input.tokenDecimals ?? DEFAULT_TOKEN_DECIMALS) : TRX_DECIMALS,
-  );
-  if (!token && v > BigInt(Number.MAX_SAFE_INTEGER)) {
+  const raw = String(input.value ?? '');
+  if (token) {
+    // A TRC-20 amount is a uint256. Its fraction digits are checked against the token's decimals:
+    // the request's here, else the contract's once prepare has read them (here: the syntax only).
+    const fractionDigits = raw.split('.')[1]?.length ?? 0;
+    parseTransferAmount(raw, input.tokenDecimals ?? fractionDigits, 'value', MAX_UINT256);
+    return input;
+  }
+  const v = parseTransferAmount(raw, TRX_DECIMALS);
+  if (v > BigInt(Number.MAX_SAFE_INTEGER)) {
     throw new InvalidArgumentError('value', 'is more TRX than a transaction can carry');
   }
   return input;
@@ -231,6 +245,8 @@ async function prepare(
       inputs: [],
       expiry: { kind: 'time_ms', value: BigInt(raw.expiration) },
       details,
+      // Tron keeps no reserve: the whole balance can be spent.
+      available: { native: sender.balance },
     };
   }
 
@@ -243,8 +259,13 @@ async function prepare(
     );
   }
   const decimals = await tokenDecimals(ep, from, contractB58, input.tokenDecimals);
-  const value = parseTransferAmount(input.value, decimals);
-  if (value >= 1n << 256n) throw new InvalidArgumentError('value', 'is more than a uint256');
+  if (decimals === undefined && isMajorUnits(input.value)) {
+    throw new InvalidArgumentError(
+      'token_decimals',
+      'is required for a decimal amount: the token contract does not answer decimals() (or give value in base units)',
+    );
+  }
+  const value = parseTransferAmount(input.value, decimals ?? 0, 'value', MAX_UINT256);
   const bal = await constantCall(ep, {
     owner: from,
     contract: contractB58,
@@ -269,7 +290,17 @@ async function prepare(
     selector: 'transfer(address,uint256)',
     parameter: callData.slice(8),
   });
-  const energyFee = dry.ok ? dry.energyUsed * fees.energyFee : 0n;
+  if (!dry.ok) {
+    // The contract would revert it (blacklisted sender, paused token …): refuse before anything is
+    // recorded rather than sign a transfer that can only burn its fee.
+    throw new ChainRpcError(
+      `the token contract reverts this transfer: ${revertReason(dry.result, dry.message)}`,
+      {
+        rejected: true,
+      },
+    );
+  }
+  const energyFee = dry.energyUsed * fees.energyFee;
   if (energyFee > BigInt(feeLimit)) {
     throw new InvalidArgumentError(
       'fee_limit_sun',
@@ -299,9 +330,9 @@ async function prepare(
     );
   }
   details.token_mint = contractB58;
-  details.token_decimals = decimals;
+  if (decimals !== undefined) details.token_decimals = decimals;
   details.fee_limit_sun = feeLimit;
-  if (dry.ok) details.energy_estimate = Number(dry.energyUsed);
+  details.energy_estimate = Number(dry.energyUsed);
   return {
     unsigned: {
       tx: { visible: false, txID: txIdOf(rawHex), raw_data: rawData, raw_data_hex: rawHex },
@@ -315,6 +346,8 @@ async function prepare(
     inputs: [],
     expiry: { kind: 'time_ms', value: BigInt(raw.expiration) },
     details,
+    // Tron keeps no reserve: the whole TRX balance pays fees; the token balance the transfers.
+    available: { native: sender.balance, token: tokenBalance },
   };
 }
 
@@ -412,6 +445,20 @@ async function broadcast(ep: ChainEndpoint, signed: SignedTransfer): Promise<voi
   throw new ChainRpcError(message, { rejected: true });
 }
 
+/** The transfer's contract call data when it is a TRC-20 `transfer` (TriggerSmartContract), else undefined. */
+function trc20CallOf(signedTx: string): string | undefined {
+  try {
+    const s = JSON.parse(signedTx) as Partial<TronSignedTx>;
+    const c = s.raw_data?.contract?.[0] as
+      | { type?: string; parameter?: { value?: { data?: string } } }
+      | undefined;
+    const data = c?.type === 'TriggerSmartContract' ? c.parameter?.value?.data : undefined;
+    return typeof data === 'string' && /^a9059cbb/i.test(data) ? data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 async function status(ep: ChainEndpoint, t: Parameters<TransferOps['status']>[1]): Promise<TransferStatus> {
   let expiration: bigint | undefined = t.expiry?.kind === 'time_ms' ? t.expiry.value : undefined;
   if (expiration === undefined) {
@@ -425,17 +472,34 @@ async function status(ep: ChainEndpoint, t: Parameters<TransferOps['status']>[1]
   // The head first: a transaction absent from the chain after a head at or past its expiration
   // can never be included (a block only takes transactions expiring after its parent's time).
   const head = await nowBlock(ep);
-  const info = await tronCall<TronTxInfo>(ep, '/wallet/gettransactioninfobyid', { value: t.txHash });
-  if (typeof info.blockNumber === 'number') {
-    const block = BigInt(info.blockNumber);
-    const fee = BigInt(info.fee ?? 0);
-    const receiptResult = info.receipt?.result;
-    if (info.result === 'FAILED' || (receiptResult !== undefined && receiptResult !== 'SUCCESS')) {
-      const why = [receiptResult ?? 'FAILED', hexText(info.resMessage)].filter((x) => x).join(': ');
+  // Final only once its block is solidified (confirmed by 2/3 of the witnesses): the solidity
+  // API answers a receipt only then. Before, a block can still be replaced.
+  const solid = await tronCall<TronTxInfo>(ep, '/walletsolidity/gettransactioninfobyid', {
+    value: t.txHash,
+  });
+  if (typeof solid.blockNumber === 'number') {
+    const block = BigInt(solid.blockNumber);
+    const fee = BigInt(solid.fee ?? 0);
+    const receiptResult = solid.receipt?.result;
+    if (solid.result === 'FAILED' || (receiptResult !== undefined && receiptResult !== 'SUCCESS')) {
+      const data = solid.contractResult?.[0] ?? '';
+      const reason =
+        receiptResult === 'REVERT' && data
+          ? revertReason(data, hexText(solid.resMessage))
+          : hexText(solid.resMessage);
+      const why = [receiptResult ?? 'FAILED', reason].filter((x) => x).join(': ');
       return { state: 'failed', reason: why, block, fee };
+    }
+    // A TRC-20 transfer that returns false moved nothing (tokens that answer false instead of reverting).
+    const ret = solid.contractResult?.[0] ?? '';
+    if (trc20CallOf(t.signedTx) !== undefined && /^[0-9a-fA-F]{64}$/.test(ret) && BigInt(`0x${ret}`) === 0n) {
+      return { state: 'failed', reason: 'the token contract returned false: no tokens moved', block, fee };
     }
     return { state: 'confirmed', block, fee };
   }
+  const info = await tronCall<TronTxInfo>(ep, '/wallet/gettransactioninfobyid', { value: t.txHash });
+  // In a block that is not solidified yet.
+  if (typeof info.blockNumber === 'number') return { state: 'pending' };
   if (expiration !== undefined && BigInt(head.timestamp) >= expiration) {
     return {
       state: 'expired',
