@@ -3,6 +3,44 @@ import { ChainRpcError, type ChainEndpoint } from '../keys/chain-adapter.js';
 /** At most this much of a node's answer is read (a misbehaving endpoint cannot exhaust memory). */
 const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
 
+/**
+ * 4xx answers that say nothing about the transaction: the install's credentials for the node are
+ * wrong or missing (401, 403, 407), the provider's quota or ban (402, 418, 429), the node is busy
+ * (425 Blockfrost's full mempool, 408). An operator's problem or a passing one: answered 503, never
+ * 422 `chain_rejected` to the agent, and a broadcast answered so is left for the watcher to resend.
+ */
+const NOT_A_REFUSAL = new Set([401, 402, 403, 407, 408, 418, 425, 429]);
+
+/**
+ * The answer's body as text, read incrementally: past MAX_ANSWER_BYTES the read is aborted and the
+ * call failed (a misbehaving endpoint cannot exhaust memory within the timeout).
+ */
+async function readCapped(ep: ChainEndpoint, res: Response): Promise<string> {
+  if (!res.body) return '';
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const reader = res.body.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > MAX_ANSWER_BYTES) {
+        await reader.cancel().catch(() => undefined);
+        throw new ChainRpcError(
+          `the ${ep.chain.name} node's answer is larger than ${MAX_ANSWER_BYTES} bytes`,
+        );
+      }
+      chunks.push(Buffer.from(value));
+    }
+  } catch (err) {
+    if (err instanceof ChainRpcError) throw err;
+    const why = (err as { name?: unknown } | null)?.name === 'TimeoutError' ? 'timed out' : 'broke off';
+    throw new ChainRpcError(`the ${ep.chain.name} node's answer ${why}`);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 /** The message of a node's error answer, shortened (it goes into logs and error messages). */
 function short(text: string): string {
   const t = text.replace(/\s+/g, ' ').trim();
@@ -55,19 +93,11 @@ export async function chainHttp(
     // A DOMException (not always an Error in every realm) named TimeoutError: the timeout fired.
     const why =
       (err as { name?: unknown } | null)?.name === 'TimeoutError' ? 'timed out' : 'could not be reached';
-    throw new ChainRpcError(`the ${ep.chain.name} node ${why} (${o.method} ${u.pathname})`);
+    // Never the URL or its path: providers put their API key there (Alchemy, QuickNode …).
+    throw new ChainRpcError(`the ${ep.chain.name} node ${why} (${o.method})`);
   }
-  const buf = Buffer.from(await res.arrayBuffer().catch(() => new ArrayBuffer(0)));
-  const text = buf.subarray(0, MAX_ANSWER_BYTES).toString('utf8');
-  // 401/403/407: the install's credentials for the node (a provider key) are wrong or missing: an
-  // operator's problem, not a refusal of the transaction (503, never 422 to the agent).
-  if (
-    res.status >= 500 ||
-    res.status === 429 ||
-    res.status === 401 ||
-    res.status === 403 ||
-    res.status === 407
-  ) {
+  const text = await readCapped(ep, res);
+  if (NOT_A_REFUSAL.has(res.status) || res.status >= 500) {
     throw new ChainRpcError(`the ${ep.chain.name} node answered ${res.status}: ${short(text)}`, {
       status: res.status,
     });
