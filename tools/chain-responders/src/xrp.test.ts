@@ -236,6 +236,27 @@ describe('XrpResponder (rippled JSON-RPC)', () => {
     expect(await rpc(r, 'submit', { tx_blob: '1200002280' })).toMatchObject({ error: 'invalidTransaction' });
   });
 
+  it('keeps a dropped transaction in its cache (tx: validated false, never applied); forget: txnNotFound', async () => {
+    const seq = r.account(alice.classicAddress)!.sequence;
+    const lls = r.currentLedgerIndex + 2;
+    const a = alice.sign(payment(alice, { Sequence: seq, LastLedgerSequence: lls }));
+    expect(await rpc(r, 'submit', { tx_blob: a.tx_blob })).toMatchObject({ engine_result: 'tesSUCCESS' });
+    r.drop(a.hash);
+    while (r.validatedLedgerIndex < lls) r.closeLedger();
+    const found = await rpc(r, 'tx', { transaction: a.hash, min_ledger: lls - 2, max_ledger: lls });
+    expect(found).toMatchObject({ status: 'success', validated: false, hash: a.hash });
+    expect(found.meta).toBeUndefined();
+    const info = await rpc(r, 'account_info', { account: alice.classicAddress, ledger_index: 'validated' });
+    expect(info).toMatchObject({ validated: true, ledger_index: r.validatedLedgerIndex });
+    expect((info.account_data as { Sequence: number }).Sequence).toBe(seq);
+    expect((info.account_data as { Balance: string }).Balance).toBe('50000000');
+    // Another transaction takes the Sequence; a forgotten one is not found at all.
+    const b = alice.sign(payment(alice, { Sequence: seq, Amount: '2000000' }));
+    expect(await rpc(r, 'submit', { tx_blob: b.tx_blob })).toMatchObject({ engine_result: 'tesSUCCESS' });
+    r.drop(b.hash, { forget: true });
+    expect(await rpc(r, 'tx', { transaction: b.hash })).toMatchObject({ error: 'txnNotFound' });
+  });
+
   it('fails requests on demand (HTTP 503) and stalls', async () => {
     r.failNext(1, 503);
     const res = await fetch(r.url, { method: 'POST', body: JSON.stringify({ method: 'fee', params: [{}] }) });

@@ -38,6 +38,8 @@ export interface XrpRecordedTx {
   engineResult: string;
   queued: boolean;
   validated: boolean;
+  /** Dropped from the open ledger / queue; still in the node's cache (found by `tx`, never applied). */
+  dropped?: boolean;
   ledgerIndex?: number;
   transactionIndex?: number;
 }
@@ -297,13 +299,17 @@ export class XrpResponder {
   }
 
   /**
-   * Forgets a transaction that is in the open ledger or the queue and not validated (rippled may
-   * drop one), undoing its effect: the next `tx` lookup answers txnNotFound.
+   * Drops a transaction that is in the open ledger or the queue and not validated (rippled may
+   * drop one), undoing its effect. As rippled's TransactionMaster cache, `tx` still finds it,
+   * `validated: false`, and it is never applied; `forget`: the node does not know it at all (a
+   * restarted server, another server behind the URL): `tx` answers txnNotFound.
    */
-  drop(hash: string): void {
+  drop(hash: string, o: { forget?: boolean } = {}): void {
     const t = this.byHash.get(hash.toUpperCase());
-    if (!t || t.validated) throw new Error('only a transaction not validated yet can be dropped');
-    this.byHash.delete(t.hash);
+    if (!t || t.validated || t.dropped)
+      throw new Error('only a transaction not validated yet can be dropped');
+    if (o.forget) this.byHash.delete(t.hash);
+    else t.dropped = true;
     this.transactions.splice(this.transactions.indexOf(t), 1);
     this.queue = this.queue.filter((q) => q !== t);
     if (this.open.includes(t)) {

@@ -192,7 +192,8 @@ describe('XRP Ledger transfers (shared mesh, local rippled)', () => {
     seen.push(JSON.stringify(done));
     expect(done['status']).toBe('failed');
     expect(String(done['error_message'])).toContain('expired');
-    expect(node.transaction(txHash)).toBeUndefined();
+    // Still in the node's cache (as rippled's TransactionMaster), never validated.
+    expect(node.transaction(txHash)).toMatchObject({ dropped: true, validated: false });
     // The Sequence was given back: the next payment uses it and confirms.
     const next = await submit({ to: bob.classicAddress, value: '1300000' });
     if (next.status !== 201) throw new Error(`submit: ${next.status} ${next.text}`);

@@ -427,7 +427,11 @@ describe('tron review fixes', () => {
     node.fund(key.address, 200n * TRX);
     const t18 = node.deployToken({ symbol: 'T18', decimals: 18 });
     node.mintToken(t18, key.address, 10n ** 30n);
-    const big = await prepare(key, { to: newKey().key.address, value: (10n ** 30n).toString(), tokenMint: t18 });
+    const big = await prepare(key, {
+      to: newKey().key.address,
+      value: (10n ** 30n).toString(),
+      tokenMint: t18,
+    });
     expect(big.value).toBe(10n ** 30n);
     expect(big.value > 0xffffffffffffffffn).toBe(true);
     const s = await signed(privateKey, key, big);
@@ -587,9 +591,9 @@ describe('tron node answers mapped', () => {
     const p = await prepare(key, { to: newKey().key.address, value: '1' });
     const s = await signed(privateKey, key, p);
     const hex = privateKey.toString('hex');
-    expect(
-      JSON.stringify(p, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)),
-    ).not.toContain(hex);
+    expect(JSON.stringify(p, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))).not.toContain(
+      hex,
+    );
     expect(s.signedTx.toLowerCase()).not.toContain(hex);
     const tx = JSON.parse(s.signedTx);
     tx.signature = ['00'.repeat(65)];

@@ -92,11 +92,18 @@ export interface AccountData {
   OwnerCount: number;
 }
 
-/** `account_info` of the current (open) ledger; undefined when the account does not exist (actNotFound). */
-export async function accountInfo(ep: ChainEndpoint, account: string): Promise<AccountData | undefined> {
+/**
+ * `account_info` of the current (open) ledger, or of the last validated one with `ledger:
+ * 'validated'`; undefined when the account does not exist there (actNotFound).
+ */
+export async function accountInfo(
+  ep: ChainEndpoint,
+  account: string,
+  ledger: 'current' | 'validated' = 'current',
+): Promise<AccountData | undefined> {
   const r = await rippled<{ account_data?: AccountData }>(ep, 'account_info', {
     account,
-    ledger_index: 'current',
+    ledger_index: ledger,
     strict: true,
   });
   if (r.error === 'actNotFound') return undefined;

@@ -369,7 +369,8 @@ describe('xrp transfers against a local rippled', () => {
   it('reports unknown while a dropped transaction can still be included, expired after its LastLedgerSequence', async () => {
     const { signed, prepared } = await prepareAndSign();
     await ops.broadcast(ep, signed);
-    node.drop(signed.txHash);
+    // A node that lost it entirely (restarted, another server behind the URL): txnNotFound.
+    node.drop(signed.txHash, { forget: true });
     expect(await ops.status(ep, { ...signed, expiry: prepared.expiry })).toEqual({ state: 'unknown' });
     expect(await ops.status(ep, { txHash: signed.txHash, signedTx: signed.signedTx })).toEqual({
       state: 'unknown',
@@ -381,24 +382,71 @@ describe('xrp transfers against a local rippled', () => {
       state: 'confirmed',
     });
 
+    // Dropped but still in the node's cache (tx: validated false): pending until its
+    // LastLedgerSequence is validated, then expired — the validated Sequence is still ours.
     const next = await prepareAndSign();
     await ops.broadcast(ep, next.signed);
     node.drop(next.signed.txHash);
-    for (let i = 0; i <= LEDGER_WINDOW; i++) node.closeLedger();
+    node.closeLedger();
+    expect(await ops.status(ep, { ...next.signed, expiry: next.prepared.expiry })).toEqual({
+      state: 'pending',
+    });
+    for (let i = 0; i < LEDGER_WINDOW; i++) node.closeLedger();
+    expect(node.validatedLedgerIndex).toBeGreaterThanOrEqual(Number(next.prepared.expiry!.value));
     const s = await ops.status(ep, { ...next.signed, expiry: next.prepared.expiry });
     expect(s.state).toBe('expired');
   });
 
-  it('does not conclude expired when the node lacks ledgers the transaction could be in (searched_all false)', async () => {
+  it('a payment whose Sequence another transaction took is failed (not expired, not pending forever)', async () => {
+    const { signed, prepared } = await prepareAndSign();
+    await ops.broadcast(ep, signed);
+    node.drop(signed.txHash);
+    // Another transaction of the same key takes the Sequence (xrpl directly) and is validated.
+    const w = new Wallet(key.publicKey, `ED${key.privateKey.toString('hex').toUpperCase()}`);
+    const other = w.sign({
+      TransactionType: 'Payment',
+      Account: key.address,
+      Destination: carol.classicAddress,
+      Amount: '3000000',
+      Fee: '10',
+      Sequence: Number(prepared.sequenceFromChain),
+    });
+    await ops.broadcast(ep, { signedTx: other.tx_blob, txHash: other.hash });
+    node.closeLedger();
+    expect(await ops.status(ep, { ...signed, expiry: prepared.expiry })).toEqual({ state: 'pending' });
+    while (node.validatedLedgerIndex < Number(prepared.expiry!.value)) node.closeLedger();
+    const st = await ops.status(ep, { ...signed, expiry: prepared.expiry });
+    expect(st).toMatchObject({
+      state: 'failed',
+      reason: expect.stringContaining('consumed by another transaction'),
+    });
+    // The other one is confirmed.
+    expect((await ops.status(ep, { signedTx: other.tx_blob, txHash: other.hash })).state).toBe('confirmed');
+  });
+
+  it('says what the key can spend: the balance above the reserve (available)', async () => {
+    node.setAccount(key.address, { ownerCount: 2 });
+    const { prepared } = await prepareAndSign();
+    // 100 XRP − (1 XRP base + 2 × 0.2 XRP owner reserve).
+    expect(prepared.available).toEqual({ native: 100_000_000n - 1_400_000n });
+  });
+
+  it('concludes expired from the validated Sequence even when the node lacks ledgers of the window (searched_all false)', async () => {
     const { signed } = await prepareAndSign();
     // A node whose history starts at ledger 1000 (the responder's first) asked about a transaction
-    // whose window began before it: it cannot say the transaction is in none of them.
+    // whose window began before it: it cannot search every ledger, but the account's Sequence in
+    // the validated ledger is still ours, so the payment was never applied and never can be.
     const lls = node.validatedLedgerIndex + 5;
     while (node.validatedLedgerIndex < lls) node.closeLedger();
     expect(lls - LEDGER_WINDOW).toBeLessThan(1000);
-    expect(await ops.status(ep, { ...signed, expiry: { kind: 'ledger', value: BigInt(lls) } })).toEqual({
-      state: 'pending',
-    });
+    expect(await ops.status(ep, { ...signed, expiry: { kind: 'ledger', value: BigInt(lls) } })).toMatchObject(
+      {
+        state: 'expired',
+      },
+    );
+    expect(node.calls.some((c) => c.method === 'account_info' && c.params.ledger_index === 'validated')).toBe(
+      true,
+    );
     const asked = node.calls.filter((c) => c.method === 'tx').at(-1)!.params;
     expect(asked).toMatchObject({
       transaction: signed.txHash,

@@ -3,6 +3,7 @@ import {
   type Payment,
   Wallet,
   convertStringToHex,
+  decode,
   encode,
   hashes,
   isValidClassicAddress,
@@ -29,6 +30,7 @@ import {
   ledgerFacts,
   rippled,
   rippledErrorText,
+  type RippledResult,
   validatedLedgerIndex,
 } from './xrp-node.js';
 
@@ -236,6 +238,8 @@ export async function prepareXrpTransfer(
     sequenceFromChain: BigInt(src.Sequence),
     expiry: { kind: 'ledger', value: BigInt(lastLedgerSequence) },
     details,
+    // What the account can send: its balance above the reserve the ledger keeps (fees come from it too).
+    available: { native: balance > reserve ? balance - reserve : 0n },
   };
 }
 
@@ -326,39 +330,8 @@ interface TxAnswer {
   searched_all?: boolean;
 }
 
-/**
- * `tx` by hash. Validated with tesSUCCESS: confirmed (ledger, Fee); validated with tec…: failed
- * (the fee is spent); known, not validated: pending. Not found: expired once the ledger
- * LastLedgerSequence is validated and the node searched every ledger it could be in
- * (`searched_all`); the node missing some of them: pending (it may be there; signer does not send
- * it again); before that ledger: unknown (signer sends it again).
- */
-export async function xrpTransferStatus(
-  ep: ChainEndpoint,
-  t: { txHash: string; signedTx: string; expiry?: PreparedTransfer['expiry'] },
-): Promise<TransferStatus> {
-  const lls = t.expiry?.kind === 'ledger' ? Number(t.expiry.value) : undefined;
-  const params: Record<string, unknown> = { transaction: t.txHash, binary: false };
-  if (lls !== undefined) {
-    params.min_ledger = Math.max(1, lls - LEDGER_WINDOW);
-    params.max_ledger = lls;
-  }
-  const r = await rippled<TxAnswer>(ep, 'tx', params);
-  if (r.status === 'error' || r.error !== undefined) {
-    if (r.error !== 'txnNotFound') {
-      throw new ChainRpcError(`the ${ep.chain.name} node could not answer ${rippledErrorText('tx', r)}`);
-    }
-    if (lls === undefined) return { state: 'unknown' };
-    const validated = await validatedLedgerIndex(ep);
-    // Ledger LastLedgerSequence itself may still hold it until it is validated.
-    if (validated < lls) return { state: 'unknown' };
-    if (r.searched_all === false) return { state: 'pending' };
-    return {
-      state: 'expired',
-      reason: `not in any ledger up to its LastLedgerSequence ${lls} (validated ledger ${validated})`,
-    };
-  }
-  if (r.validated !== true) return { state: 'pending' };
+/** The status of a transaction `tx` found in a validated ledger: confirmed on tesSUCCESS, else failed. */
+function validatedStatus(ep: ChainEndpoint, r: TxAnswer): TransferStatus {
   const meta = typeof r.meta === 'object' ? r.meta : undefined;
   const result = meta?.TransactionResult;
   const fee = r.Fee ?? r.tx_json?.Fee;
@@ -372,6 +345,80 @@ export async function xrpTransferStatus(
     throw new ChainRpcError(`tx: the ${ep.chain.name} node's validated transaction has no TransactionResult`);
   }
   return { state: 'failed', reason: result, ...extra };
+}
+
+/** `tx` by hash (within the transaction's ledger window when its LastLedgerSequence is known). */
+async function lookUp(
+  ep: ChainEndpoint,
+  txHash: string,
+  lls: number | undefined,
+): Promise<TxAnswer & RippledResult> {
+  const params: Record<string, unknown> = { transaction: txHash, binary: false };
+  if (lls !== undefined) {
+    params.min_ledger = Math.max(1, lls - LEDGER_WINDOW);
+    params.max_ledger = lls;
+  }
+  const r = await rippled<TxAnswer>(ep, 'tx', params);
+  if ((r.status === 'error' || r.error !== undefined) && r.error !== 'txnNotFound') {
+    throw new ChainRpcError(`the ${ep.chain.name} node could not answer ${rippledErrorText('tx', r)}`);
+  }
+  return r;
+}
+
+/** The signed payment's Account and Sequence, from its blob. */
+function accountSequenceOf(blob: string): { account: string; sequence: number } | undefined {
+  try {
+    const tx = decode(blob) as { Account?: unknown; Sequence?: unknown };
+    if (typeof tx.Account === 'string' && typeof tx.Sequence === 'number') {
+      return { account: tx.Account, sequence: tx.Sequence };
+    }
+  } catch {
+    /* not a blob this adapter made */
+  }
+  return undefined;
+}
+
+/**
+ * Where a payment is. `tx` by hash: in a validated ledger, confirmed (tesSUCCESS) or failed (tec…,
+ * the fee spent). Otherwise, before the ledger LastLedgerSequence is validated: pending when the
+ * node knows it (open ledger, queue or its cache), unknown when not (signer sends it again). Once
+ * that ledger is validated, the account's Sequence in the validated ledger decides — no complete
+ * history needed: not past ours, the payment was never applied and never can be (expired, the
+ * Sequence given back); past ours, one more lookup: in a validated ledger as above, else another
+ * transaction took the Sequence (failed; the Sequence stays used).
+ */
+export async function xrpTransferStatus(
+  ep: ChainEndpoint,
+  t: { txHash: string; signedTx: string; expiry?: PreparedTransfer['expiry'] },
+): Promise<TransferStatus> {
+  const lls = t.expiry?.kind === 'ledger' ? Number(t.expiry.value) : undefined;
+  const r = await lookUp(ep, t.txHash, lls);
+  const found = r.error === undefined && r.status !== 'error';
+  if (found && r.validated === true) return validatedStatus(ep, r);
+  if (lls === undefined) return found ? { state: 'pending' } : { state: 'unknown' };
+  const validated = await validatedLedgerIndex(ep);
+  // Ledger LastLedgerSequence itself may still hold it until it is validated.
+  if (validated < lls) return found ? { state: 'pending' } : { state: 'unknown' };
+  const ours = accountSequenceOf(t.signedTx);
+  if (!ours) {
+    throw new ChainRpcError('the signed payment has no Account and Sequence to judge its expiry by');
+  }
+  const acct = await accountInfo(ep, ours.account, 'validated');
+  if (!acct || acct.Sequence <= ours.sequence) {
+    return {
+      state: 'expired',
+      reason: `not applied by its LastLedgerSequence ${lls} (validated ledger ${validated}): the account's Sequence is still ${acct?.Sequence ?? 'unset'}, ours ${ours.sequence}`,
+    };
+  }
+  // The Sequence is used: by ours (validated meanwhile) or by another transaction.
+  const again = await lookUp(ep, t.txHash, lls);
+  if (again.error === undefined && again.status !== 'error' && again.validated === true) {
+    return validatedStatus(ep, again);
+  }
+  return {
+    state: 'failed',
+    reason: `its sequence (${ours.sequence}) was consumed by another transaction: it is in no ledger up to its LastLedgerSequence ${lls}`,
+  };
 }
 
 /** XRP transfers (native XRP Payments). */
