@@ -25,7 +25,7 @@ import {
 } from './sign-fns.js';
 import type { SignStore } from './sign-store.js';
 import { addressOn } from '../keys/chain-adapter.js';
-import { endpointOf, onChain, signChecked, transfersOf } from '../transactions/transfer-flow.js';
+import { PREPARE, endpointOf, onChain, signChecked, transfersOf } from '../transactions/transfer-flow.js';
 import { refuseTransferFieldsOnEvm, transferDetails, transferInputOf } from '../transactions/tx-fns.js';
 import type { TxStore } from '../transactions/tx-store.js';
 import {
@@ -298,7 +298,7 @@ export class SignService {
     const ep = endpointOf(scope.chain, this.deps.rpcTimeoutMs ?? 10_000);
     const from = addressOn(scope.adapter, scope.key, scope.chain);
     const keyView = { address: scope.key.address, publicKey: scope.key.publicKey };
-    const prepared = await onChain(this.deps.logger, scope.chain, 'building the transfer', () =>
+    const prepared = await onChain(this.deps.logger, scope.chain, PREPARE, () =>
       ops.prepare(
         {
           endpoint: ep,

@@ -25,7 +25,7 @@ import type { IntentScope } from '../intents/intent-context.js';
 import type { KeyLoader } from '../keys/key-loader.js';
 import { transferDetails } from './tx-fns.js';
 import { txAudit } from './tx-records.js';
-import { ANSWER_MARGIN_MS, recordAndSend } from './tx-send.js';
+import { ANSWER_MARGIN_MS, type SendBudget, recordAndSend } from './tx-send.js';
 import {
   type HeldClaim,
   InputsTakenError,
@@ -35,14 +35,14 @@ import {
 } from './tx-store.js';
 import type { TxRecord } from './tx-types.js';
 
-/** How many times a transfer is prepared again when a parallel one took its inputs first. */
-const INPUT_RETRIES = 3;
+/**
+ * How many times a transfer is prepared again when a parallel one took its inputs first (coin
+ * selection is deterministic: the n-th of n parallel transfers may need n tries).
+ */
+const INPUT_RETRIES = 8;
 
-/** The caller's deadline and cancellation (SubmitBudget of tx-service). */
-export interface FlowBudget {
-  deadline: number;
-  cancelled(): boolean;
-}
+/** The step name of prepare's chain reads (see onChain). */
+export const PREPARE = 'building the transfer';
 
 /** The family's transfer operations, or 400 naming `chain` when it has none. */
 export function transfersOf(adapter: ChainAdapter, chain: ChainRecord): TransferOps {
@@ -73,6 +73,12 @@ export async function onChain<T>(
   try {
     return await f();
   } catch (err) {
+    if (err instanceof ChainRpcError && err.rejected && err.status !== undefined && what === PREPARE) {
+      // An HTTP 4xx answer to one of prepare's reads (a wrong rpc_url path, an unknown route): the
+      // install's problem, never the agent's transaction refused.
+      logger.warn({ chain: chain.name, err: err.message }, `${what}: the chain's node refused a read`);
+      throw new UnavailableError(`the ${chain.name} node failed (${what}); nothing was signed`);
+    }
     if (err instanceof ChainRpcError && err.rejected) {
       throw new CustosError('unprocessable', {
         detail: `the chain refused the transaction (${what}): ${err.message}`,
@@ -104,7 +110,7 @@ async function prepareAndRecord(
 ): Promise<{ prepared: PreparedTransfer; row: TxRecord }> {
   const from = addressOn(scope.adapter, scope.key, scope.chain);
   for (let attempt = 1; ; attempt++) {
-    const prepared = await onChain(logger, scope.chain, 'building the transfer', () =>
+    const prepared = await onChain(logger, scope.chain, PREPARE, () =>
       ops.prepare(
         {
           endpoint: ep,
@@ -127,7 +133,7 @@ async function prepareAndRecord(
       if (!(err instanceof InputsTakenError)) throw err;
       if (attempt >= INPUT_RETRIES) {
         throw new ConflictError(
-          "the key's other transfers are spending the same outputs; retry when they are broadcast",
+          "the key's other transfers in progress hold the outputs this one would spend; retry shortly",
           'value',
         );
       }
@@ -167,7 +173,7 @@ export async function submitTransfer(
   scope: IntentScope,
   input: TransferInput,
   held: HeldClaim | undefined,
-  budget: FlowBudget,
+  budget: SendBudget,
   onRecorded: () => void,
 ): Promise<TxRecord> {
   const { store, logger } = deps;

@@ -40,7 +40,7 @@ import {
 import { submitTransfer, transfersOf } from './transfer-flow.js';
 import type { TransferInput } from '../keys/chain-adapter.js';
 import { txAudit } from './tx-records.js';
-import { ANSWER_MARGIN_MS, recordAndSend } from './tx-send.js';
+import { ANSWER_MARGIN_MS, type SendBudget, recordAndSend } from './tx-send.js';
 import type { HeldClaim, TxStore } from './tx-store.js';
 import type { TxRecord } from './tx-types.js';
 
@@ -53,11 +53,7 @@ const ACTION = 'agent.transaction';
  * broadcasting, so that it never signs or sends a transaction whose caller has already been told
  * "503" (a retry without Idempotency-Key would pay twice).
  */
-export interface SubmitBudget {
-  /** Epoch ms by which the answer must be back (Infinity: no deadline). */
-  deadline: number;
-  cancelled(): boolean;
-}
+export type SubmitBudget = SendBudget;
 
 export { ANSWER_MARGIN_MS } from './tx-send.js';
 

@@ -108,13 +108,15 @@ export class TxWatcher {
 
   /**
    * How long a leased row stays out of other rounds: longer than the worst round on it, so no
-   * other replica acts on it meanwhile. Recovery: up to four chain calls per row, each up to the
+   * other replica acts on it meanwhile. Recovery: up to eight chain calls per row, each up to the
    * RPC timeout, for each of the batch's turns at the concurrency limit. Receipts (all rows at
-   * once): up to five chain calls per row.
+   * once): up to twenty chain calls per row (EVM makes five; non-EVM status checks look at inputs).
    */
   private leaseMs(kind: 'recover' | 'receipts'): number {
     const rpc = this.o.rpcTimeoutMs ?? 10_000;
-    const worst = kind === 'recover' ? 4 * rpc * Math.ceil(this.o.batch / RECOVER_CONCURRENCY) : 5 * rpc;
+    // Non-EVM status checks make more calls than EVM's (Bitcoin and Cardano look at each input):
+    // rounds lease for up to 20 calls per row, recovery for 8 (a resend, then a status).
+    const worst = kind === 'recover' ? 8 * rpc * Math.ceil(this.o.batch / RECOVER_CONCURRENCY) : 20 * rpc;
     return Math.max(30_000, this.o.intervalMs * 5, worst + 5_000);
   }
 
@@ -244,6 +246,14 @@ export class TxWatcher {
     }
   }
 
+  /**
+   * How long a non-EVM transfer must keep looking expired before it is concluded so: at least
+   * three watcher rounds and 30 s.
+   */
+  private expireConfirmMs(): number {
+    return Math.max(30_000, 3 * this.o.intervalMs);
+  }
+
   /** The transfer operations and node endpoint of a non-EVM row's chain. */
   private async transferChain(t: TxRecord): Promise<{ ops: TransferOps; ep: ReturnType<typeof endpointOf> }> {
     const chain = await this.deps.chains.resolve(t.chainName, 'chain', true);
@@ -291,12 +301,26 @@ export class TxWatcher {
         return !!r;
       }
       case 'expired': {
+        // Concluded only when it still looks so a while after it first did (a load-balanced
+        // endpoint's backends may disagree for a moment; an expired transfer frees its inputs and
+        // sequence for good): `drop_seen_block` holds, for non-EVM rows, when (epoch ms) it was first seen.
+        const now = Date.now();
+        if (t.dropSeenBlock === null) {
+          await this.deps.store.markDropSeen(t.id, BigInt(now));
+          await this.deps.store.watchLater(t.id, this.o.intervalMs);
+          return false;
+        }
+        if (now - Number(t.dropSeenBlock) < this.expireConfirmMs()) {
+          await this.deps.store.watchLater(t.id, this.o.intervalMs);
+          return false;
+        }
         const r = await this.deps.store.expire(t.id, `expired: ${st.reason}`, (tx, row) =>
           systemAudit(tx, 'agent.transaction.expired', row, { error: row.errorMessage }),
         );
         return !!r;
       }
       case 'unknown':
+        if (t.dropSeenBlock !== null) await this.deps.store.markDropSeen(t.id, null);
         await ops.broadcast(ep, { signedTx: t.signedTx!, txHash: t.txHash! }).catch((err: unknown) => {
           this.deps.logger.warn(
             { tx_id: t.id, err: describeError(err) },
@@ -306,6 +330,7 @@ export class TxWatcher {
         await this.deps.store.watchLater(t.id, this.o.intervalMs);
         return false;
       case 'pending':
+        if (t.dropSeenBlock !== null) await this.deps.store.markDropSeen(t.id, null);
         await this.deps.store.watchLater(t.id, this.o.intervalMs);
         return false;
     }
@@ -332,6 +357,9 @@ export class TxWatcher {
         const arrived = st.state === 'pending' || st.state === 'confirmed' || st.state === 'failed';
         if (!arrived) {
           if (!err.rejected) throw err;
+          // A chain with a deadline (blockhash, ledger, ttl, expiration) decides by it: a refusal
+          // from a lagging backend while the first send may still land is not the end.
+          if (st.state === 'unknown' && expiry) throw err;
           const message = `broadcast failed: ${err.message}`;
           const r = await this.deps.store.failBeforeBroadcast(t.id, message, (tx, row) =>
             writeSignerAudit(tx, txAudit('system', 'agent.transaction.failed', row, { error: message })),
