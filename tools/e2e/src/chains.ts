@@ -158,7 +158,7 @@ export async function waitForStatus(
   txId: string,
   statuses: string[],
   step: () => void | Promise<void> = () => undefined,
-  timeoutMs = 30_000,
+  timeoutMs = 60_000,
 ): Promise<Body> {
   let last: Body = {};
   try {
@@ -210,6 +210,8 @@ export async function privateKeyOf(mesh: Mesh, agentId: string): Promise<Buffer>
  */
 export async function scanCorpus(mesh: Mesh, ownerToken: string, seen: string[]): Promise<string> {
   const audit = await api(mesh, 'GET', '/v1/audit/events?limit=1000', { token: ownerToken });
+  // A failed read would make the scan pass vacuously.
+  if (audit.status !== 200) throw new Error(`audit read for the canary scan: ${audit.status}`);
   const outbox = await sqlOn<{ payload: unknown }>(mesh, 'SELECT payload FROM signer.outbox');
   const logs = [...mesh.output.values()].flat();
   return [...seen, JSON.stringify(audit.body), ...logs, ...outbox.map((o) => JSON.stringify(o.payload))]

@@ -248,10 +248,10 @@ export class TxWatcher {
 
   /**
    * How long a non-EVM transfer must keep looking expired before it is concluded so: at least
-   * three watcher rounds and 30 s.
+   * three watcher rounds and 10 s.
    */
   private expireConfirmMs(): number {
-    return Math.max(30_000, 3 * this.o.intervalMs);
+    return Math.max(10_000, 3 * this.o.intervalMs);
   }
 
   /** The transfer operations and node endpoint of a non-EVM row's chain. */
