@@ -13,7 +13,9 @@ import { bodyOf, chainAmount, safeCount } from './schemas.js';
 export const SignIntentResponse = z.object({
   intent_type: z.enum(['personal_sign', 'typed_data', 'eip712_digest', 'transaction']),
   chain: z.string().describe('The chain registry name'),
-  from: z.string().describe("The agent key's address (EIP-55)"),
+  from: z
+    .string()
+    .describe("The agent key's address on the chain's network (EVM: EIP-55; Bitcoin bc1/tb1/bcrt1 …)"),
   signature: z
     .string()
     .nullable()
@@ -120,13 +122,13 @@ const SignBody = bodyOf({
     .string()
     .max(200)
     .optional()
-    .describe('transaction: 0x address, EIP-55 checksummed or all lower-case'),
+    .describe("transaction: the recipient (EVM: 0x, EIP-55 or all lower-case; else the chain's own form)"),
   value: z
     .string()
     .max(100)
     .optional()
     .describe(
-      'transaction: wei as 0x hex or a decimal integer; a decimal with a fraction ("0.01") is the native unit',
+      'transaction: the base unit as a decimal integer (EVM: wei, also 0x hex); a decimal with a fraction ("0.01") is the coin or whole tokens',
     ),
   data: z.string().max(262144).optional().describe('transaction: 0x calldata, even length'),
   nonce: safeCount

@@ -14,7 +14,9 @@ export const TransactionResponse = z.object({
   agent_id: z.string(),
   chain: z.string().describe('The chain registry name'),
   chain_id: z.number().int(),
-  from: z.string().describe("The agent key's address (EIP-55)"),
+  from: z
+    .string()
+    .describe("The agent key's address on the chain's network (EVM: EIP-55; Bitcoin bc1/tb1/bcrt1 …)"),
   to: z.string().nullable(),
   value_wei: z
     .string()
@@ -188,7 +190,7 @@ const SubmitBody = bodyOf({
     .max(200)
     .describe("The recipient: a 0x address on EVM (EIP-55 or all lower-case), else the chain's own form"),
   value: chainAmount.describe(
-    'Wei as 0x hex or a decimal integer string; a decimal string with a fractional part ("0.01") is the native unit (ETH); a JSON number is wei and must be a safe integer',
+    'The base unit (wei, satoshi, lamport, drop, sun, lovelace; a token\'s with token_mint) as a decimal integer string (EVM also 0x hex); a decimal with a fractional part ("0.01") is the coin (ETH, BTC …) or whole tokens; a JSON number is the base unit and must be a safe integer',
   ),
   data: z.string().max(262144).optional().describe('0x calldata, even length'),
   gas_limit: chainAmount

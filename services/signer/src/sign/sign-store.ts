@@ -46,7 +46,13 @@ export function signedEventData(r: SignOnlyTxRow, signedAt: Date): Record<string
     value_wei: r.valueWei.toString(),
     nonce: r.nonce,
     tx_hash: r.txHash,
-    tx_type: r.txType,
+    ...(r.family && r.family !== 'evm'
+      ? {
+          family: r.family,
+          ...(r.fee !== undefined ? { fee: r.fee.toString() } : {}),
+          details: r.details ?? {},
+        }
+      : { tx_type: r.txType }),
     status: 'sign_only',
     signed_at: signedAt.toISOString(),
   };
