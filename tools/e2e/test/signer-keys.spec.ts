@@ -316,7 +316,6 @@ describe('signer: chains registry, anvil, agent signing keys', () => {
       const fresh = await newAgent(owner);
       const refusals: Array<[Body, string, RegExp]> = [
         [{ chain: 'dogechain' }, 'chain', /unknown chain/],
-        [{ chain: 'bitcoin' }, 'chain', /not supported yet/],
         [{ chain: 'ethereum', custody: 'passkey_owner' }, 'custody', /server/],
         [{}, 'chain', /./],
       ];
@@ -330,6 +329,28 @@ describe('signer: chains registry, anvil, agent signing keys', () => {
           },
         );
       }
+      // Every family of the registry takes keys now (issue 18): a Bitcoin key is secp256k1 with the
+      // mainnet P2WPKH address; a second active one for the family is 409 as on EVM.
+      const btcAgent = await newAgent(owner);
+      const btc = await call('POST', `/v1/agents/${btcAgent.id}/signing-keys`, {
+        token: owner.token,
+        body: { chain: 'bitcoin' },
+      });
+      expect({ status: btc.status, body: btc.body }).toMatchObject({
+        status: 201,
+        body: {
+          chain: 'bitcoin',
+          curve: 'secp256k1',
+          address: expect.stringMatching(/^bc1q[02-9ac-hj-np-z]{38}$/),
+        },
+      });
+      expectProblem(
+        await call('POST', `/v1/agents/${btcAgent.id}/signing-keys`, {
+          token: owner.token,
+          body: { chain: 'bitcoin' },
+        }),
+        409,
+      );
       expect(await keysOf(fresh.id)).toEqual([]);
     });
 
