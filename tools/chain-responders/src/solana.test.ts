@@ -354,3 +354,74 @@ describe('solana responder', () => {
     expect(((await bad.json()) as { error: { code: number } }).error.code).toBe(-32700);
   });
 });
+
+describe('solana responder history: status cache, getTransaction, minimumLedgerSlot, getBlock', () => {
+  it('forgets statuses after the status cache; history answers until pruned; -32011 without history', async () => {
+    const n = await startSolanaResponder({ statusCacheSlots: 300 });
+    try {
+      const c = new Connection(n.url, 'confirmed');
+      const getTx = async (sig: string, commitment: string) => {
+        const res = await fetch(n.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'getTransaction',
+            params: [sig, { commitment, maxSupportedTransactionVersion: 0, encoding: 'base64' }],
+          }),
+        });
+        return (await res.json()) as {
+          result?: Record<string, unknown> | null;
+          error?: { code: number; message: string };
+        };
+      };
+      const k = Keypair.generate();
+      n.fund(k.publicKey.toBase58(), SOL);
+      const { blockhash } = await c.getLatestBlockhash();
+      const tx = new Transaction({ feePayer: k.publicKey, recentBlockhash: blockhash }).add(
+        SystemProgram.transfer({
+          fromPubkey: k.publicKey,
+          toPubkey: Keypair.generate().publicKey,
+          lamports: SOL / 10n,
+        }),
+      );
+      tx.sign(k);
+      const sig = await c.sendRawTransaction(tx.serialize());
+      const slot = n.transactions.find((t) => t.signature === sig)!.slot;
+      // Not rooted yet: getTransaction at finalized does not find it; at confirmed it does.
+      n.advance(1);
+      expect((await getTx(sig, 'finalized')).result).toBeNull();
+      expect((await getTx(sig, 'confirmed')).result!['slot']).toBe(slot);
+      n.advance(400);
+      // Out of the status cache: only a history search finds it.
+      expect((await c.getSignatureStatuses([sig])).value[0]).toBeNull();
+      const searched = await c.getSignatureStatuses([sig], { searchTransactionHistory: true });
+      expect(searched.value[0]).toMatchObject({ slot, confirmationStatus: 'finalized', err: null });
+      const got = (await getTx(sig, 'finalized')).result;
+      expect(got).toMatchObject({ slot, meta: { err: null, fee: 5000 } });
+      expect(await c.getMinimumLedgerSlot()).toBe(n.slot - n.blockHeight);
+      const b = await c.getBlock(slot, {
+        commitment: 'finalized',
+        transactionDetails: 'none',
+        rewards: false,
+        maxSupportedTransactionVersion: 0,
+      });
+      expect(b!.blockHeight).toBe(n.transactions.find((t) => t.signature === sig)!.blockHeight);
+      // Pruned below its slot: not found, blocks before the first available are cleaned up.
+      n.setHistory({ fromSlot: slot + 1 });
+      expect(await c.getMinimumLedgerSlot()).toBe(slot + 1);
+      expect((await c.getSignatureStatuses([sig], { searchTransactionHistory: true })).value[0]).toBeNull();
+      expect((await getTx(sig, 'finalized')).result).toBeNull();
+      await expect(c.getBlock(slot, { maxSupportedTransactionVersion: 0 })).rejects.toThrow(/cleaned up/);
+      // No history at all.
+      n.setHistory('none');
+      expect((await getTx(sig, 'finalized')).error).toEqual({
+        code: -32011,
+        message: 'Transaction history is not available from this node',
+      });
+    } finally {
+      await n.close();
+    }
+  });
+});

@@ -145,6 +145,13 @@ export interface SolanaResponder extends RunningResponder {
    * it again answers "already processed" and shows it again.
    */
   forget(signature: string): void;
+  /**
+   * What the node keeps beyond its status cache (`statusCacheSlots` at start): `full` every block
+   * since genesis (the default); `none` no transaction history (getTransaction answers -32011,
+   * getSignatureStatuses finds only cached statuses); `{ fromSlot }` blocks from that slot on
+   * (minimumLedgerSlot; older transactions are not found).
+   */
+  setHistory(h: 'full' | 'none' | { fromSlot: number }): void;
 }
 
 /** JSON-RPC error with a validator's code. */
@@ -187,7 +194,12 @@ function edOk(pubkey: Uint8Array, message: Uint8Array, sig: Uint8Array): boolean
 }
 
 /** Starts a local Solana JSON-RPC node on 127.0.0.1 (a free port unless given). */
-export async function startSolanaResponder(o: { port?: number } = {}): Promise<SolanaResponder> {
+export async function startSolanaResponder(
+  o: { port?: number; statusCacheSlots?: number } = {},
+): Promise<SolanaResponder> {
+  /** The status cache: signatures of the last this many slots (a validator's MAX_RECENT_BLOCKHASHES: 300). */
+  const statusCacheSlots = o.statusCacheSlots ?? Number.POSITIVE_INFINITY;
+  let history: 'full' | 'none' | { fromSlot: number } = 'full';
   const seed = randomBytes(16);
   const accounts = new Map<string, Account>();
   const hashes = new Map<string, number>(); // blockhash -> block height it was made at
@@ -710,9 +722,20 @@ export async function startSolanaResponder(o: { port?: number } = {}): Promise<S
     };
   }
 
-  function statusOf(sig: string): unknown {
+  /** The first slot the node has blocks of (its ledger's lowest), undefined without history. */
+  const minimumSlot = (): number | undefined =>
+    history === 'none' ? undefined : history === 'full' ? slotOf(0) : Math.max(slotOf(0), history.fromSlot);
+  /** True when the node's blockstore holds the transaction's block. */
+  const inHistory = (rec: SolanaRecordedTx): boolean => {
+    const min = minimumSlot();
+    return min !== undefined && rec.slot >= min;
+  };
+  const inStatusCache = (rec: SolanaRecordedTx): boolean => slotOf(height) - rec.slot <= statusCacheSlots;
+
+  function statusOf(sig: string, searchHistory: boolean): unknown {
     const rec = bySig.get(sig);
     if (!rec || hidden.has(sig)) return null;
+    if (!inStatusCache(rec) && !(searchHistory && inHistory(rec))) return null;
     const depth = height - rec.blockHeight;
     const finalized = depth >= FINALITY_DEPTH;
     return {
@@ -794,15 +817,61 @@ export async function startSolanaResponder(o: { port?: number } = {}): Promise<S
         const list = params[0];
         if (!Array.isArray(list)) throw new RpcFail(-32602, 'Invalid params: expected an array.');
         if (list.length > 256) throw new RpcFail(-32602, 'Too many inputs provided; max 256');
-        return { context: context(), value: list.map((s) => statusOf(String(s))) };
+        const search = (params[1] as { searchTransactionHistory?: unknown } | undefined)
+          ?.searchTransactionHistory;
+        return { context: context(), value: list.map((s) => statusOf(String(s), search === true)) };
+      }
+      case 'minimumLedgerSlot': {
+        const min = minimumSlot();
+        if (min === undefined)
+          throw new RpcFail(-32011, 'Transaction history is not available from this node');
+        return min;
+      }
+      case 'getBlock': {
+        const slot = params[0];
+        if (typeof slot !== 'number' || !Number.isInteger(slot) || slot < 0) {
+          throw new RpcFail(-32602, 'Invalid params: expected a u64.');
+        }
+        const min = minimumSlot();
+        if (min !== undefined && slot < min) {
+          throw new RpcFail(
+            -32001,
+            `Block ${slot} cleaned up, does not exist on node. First available block: ${min}`,
+          );
+        }
+        const h = slot - SLOT_OFFSET;
+        if (min === undefined || h < 0 || h > heightAt(commitmentOf(params[1]))) {
+          throw new RpcFail(-32009, `Slot ${slot} was skipped, or missing in long-term storage`);
+        }
+        return {
+          blockHeight: h,
+          blockTime: null,
+          blockhash: byHeight[h],
+          parentSlot: h === 0 ? slot : slot - 1,
+          previousBlockhash: h === 0 ? byHeight[0] : byHeight[h - 1],
+        };
       }
       case 'getTransaction': {
+        if (history === 'none') {
+          throw new RpcFail(-32011, 'Transaction history is not available from this node');
+        }
+        const cfg = (params[1] ?? {}) as { commitment?: string; encoding?: string };
         const rec = bySig.get(String(params[0]));
-        if (!rec || height - rec.blockHeight < 1) return null;
+        const depth = rec ? height - rec.blockHeight : -1;
+        // Found once in a block at the asked commitment (finalized: rooted), and in the node's ledger.
+        if (!rec || depth < (commitmentOf(cfg) === 'finalized' ? FINALITY_DEPTH : 1) || !inHistory(rec))
+          return null;
+        if (cfg.encoding !== undefined && cfg.encoding !== 'base64' && cfg.encoding !== 'base58') {
+          throw new RpcFail(
+            -32602,
+            `Invalid params: this node answers getTransaction in base64 or base58 only.`,
+          );
+        }
+        const wire = Buffer.from(rec.wire, 'base64');
         return {
           slot: rec.slot,
           blockTime: null,
-          transaction: [rec.wire, 'base64'],
+          transaction: cfg.encoding === 'base58' ? [bs58.encode(wire), 'base58'] : [rec.wire, 'base64'],
           meta: {
             err: rec.err,
             fee: Number(rec.fee),
@@ -1036,6 +1105,9 @@ export async function startSolanaResponder(o: { port?: number } = {}): Promise<S
     },
     forget(signature) {
       hidden.add(signature);
+    },
+    setHistory(h) {
+      history = h;
     },
   };
   return responder;

@@ -184,3 +184,65 @@ export async function sendTransaction(ep: ChainEndpoint, wireBase64: string): Pr
     throw new ChainRpcError(`the ${ep.chain.name} node failed: ${err.message}${why}`);
   }
 }
+
+/** `getTransaction`'s error when the node keeps no transaction history. */
+const HISTORY_UNAVAILABLE = -32011;
+
+/**
+ * `getTransaction` at `finalized`: the transaction's slot, execution error and fee when the node
+ * has it in a rooted block; `null` when it does not find it; `'no-history'` when the node says it
+ * keeps no transaction history (-32011).
+ */
+export async function finalizedTransaction(
+  ep: ChainEndpoint,
+  signature: string,
+): Promise<{ slot: number; err: unknown; fee: bigint | undefined } | null | 'no-history'> {
+  let r: { slot?: number; meta?: { err?: unknown; fee?: number } | null } | null;
+  try {
+    r = await read<typeof r>(ep, 'getTransaction', [
+      signature,
+      { commitment: 'finalized', maxSupportedTransactionVersion: 0, encoding: 'base64' },
+    ]);
+  } catch (err) {
+    if (err instanceof RpcReadError && err.code === HISTORY_UNAVAILABLE) return 'no-history';
+    throw err;
+  }
+  if (r === null || r === undefined) return null;
+  if (typeof r !== 'object' || !Number.isSafeInteger(r.slot) || !r.meta || typeof r.meta !== 'object') {
+    throw new ChainRpcError(`getTransaction: the ${ep.chain.name} node's answer has no slot or meta`);
+  }
+  const fee = Number.isSafeInteger(r.meta.fee) ? BigInt(r.meta.fee as number) : undefined;
+  return { slot: r.slot as number, err: r.meta.err ?? null, fee };
+}
+
+/**
+ * The block height of the lowest block the node's ledger holds (`minimumLedgerSlot`, then
+ * `getBlock` of that slot); undefined when the node cannot say (no history, the block cleaned up
+ * or skipped meanwhile).
+ */
+export async function lowestBlockHeight(ep: ChainEndpoint): Promise<bigint | undefined> {
+  let slot: number;
+  try {
+    slot = await read<number>(ep, 'minimumLedgerSlot', []);
+  } catch (err) {
+    if (err instanceof RpcReadError) return undefined;
+    throw err;
+  }
+  if (typeof slot !== 'number' || !Number.isSafeInteger(slot) || slot < 0) return undefined;
+  try {
+    const b = await read<{ blockHeight?: number | null } | null>(ep, 'getBlock', [
+      slot,
+      {
+        commitment: 'finalized',
+        transactionDetails: 'none',
+        rewards: false,
+        maxSupportedTransactionVersion: 0,
+      },
+    ]);
+    const h = b?.blockHeight;
+    return typeof h === 'number' && Number.isSafeInteger(h) ? BigInt(h) : undefined;
+  } catch (err) {
+    if (err instanceof RpcReadError) return undefined;
+    throw err;
+  }
+}

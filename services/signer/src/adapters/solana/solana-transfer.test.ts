@@ -561,3 +561,96 @@ describe('solana broadcast and status: the node’s answers mapped', () => {
     expect(r.balance(kp.publicKey.toBase58())).toBe(SOL - 5000n);
   });
 });
+
+describe('solana status past the status cache (a node without full history)', () => {
+  // A validator's status cache holds ~300 slots of signatures; beyond, only its ledger history can say.
+  let n: SolanaResponder;
+  let nep: ChainEndpoint;
+  beforeEach(async () => {
+    n = await startSolanaResponder({ statusCacheSlots: 300 });
+    nep = { chain: chainOf(n.url), url: n.url, timeoutMs: 3000 };
+  });
+  afterEach(async () => {
+    await n.close();
+  });
+
+  async function sentAndForgotten() {
+    const k = solanaAdapter.generate();
+    n.fund(k.address, SOL);
+    const key = { address: k.address, publicKey: k.publicKey };
+    const ctx = { endpoint: nep, key, from: k.address, inputsInUse: async () => new Set<string>() };
+    const p = (await ops.prepare(
+      ctx,
+      ops.parse({ to: newAddress(), value: '0.1' }, nep.chain),
+    )) as PreparedTransfer;
+    const s = await ops.sign(k.privateKey, p, { chain: nep.chain, key });
+    await ops.broadcast(nep, s);
+    const rec = n.transactions.find((x) => x.signature === s.txHash)!;
+    const status = () => ops.status(nep, { ...s, expiry: p.expiry });
+    n.advance(32);
+    expect(await status()).toEqual({ state: 'confirmed', block: BigInt(rec.slot) });
+    // Long after: out of the status cache, the finalized height far past its last valid height.
+    n.advance(400);
+    expect(BigInt(n.blockHeight - 32)).toBeGreaterThan(p.expiry!.value);
+    return { s, p, rec, status };
+  }
+
+  it('a finalized transfer the node keeps no history of stays pending (-32011), never expired', async () => {
+    const { status } = await sentAndForgotten();
+    n.setHistory('none');
+    expect(await status()).toEqual({ state: 'pending' });
+    // The finalized height was read before the status.
+    const methods = n.calls.map((c) => c.method);
+    const last = methods.lastIndexOf('getSignatureStatuses');
+    expect(methods.lastIndexOf('getBlockHeight')).toBeLessThan(last);
+    expect(methods.slice(last)).toContain('getTransaction');
+  });
+
+  it('a finalized transfer older than the node’s ledger (minimumLedgerSlot) stays pending', async () => {
+    const { status, rec } = await sentAndForgotten();
+    n.setHistory({ fromSlot: rec.slot + 5 });
+    expect(await status()).toEqual({ state: 'pending' });
+  });
+
+  it('a transfer getTransaction finds at finalized is confirmed (or failed) by its meta when the status is not found', async () => {
+    const { status, rec } = await sentAndForgotten();
+    // A status lookup that misses it (load-balanced endpoint): getTransaction still has it.
+    n.setHistory({ fromSlot: rec.slot - 1 });
+    n.forget(rec.signature);
+    expect(await status()).toEqual({ state: 'confirmed', block: BigInt(rec.slot), fee: 5000n });
+  });
+
+  it('a transfer never included ends expired when the node holds every block since its blockhash', async () => {
+    const k = solanaAdapter.generate();
+    n.fund(k.address, SOL);
+    const key = { address: k.address, publicKey: k.publicKey };
+    const ctx = { endpoint: nep, key, from: k.address, inputsInUse: async () => new Set<string>() };
+    const p = (await ops.prepare(
+      ctx,
+      ops.parse({ to: newAddress(), value: '0.1' }, nep.chain),
+    )) as PreparedTransfer;
+    const s = await ops.sign(k.privateKey, p, { chain: nep.chain, key });
+    n.advance(151 + 33);
+    expect(await ops.status(nep, { ...s, expiry: p.expiry })).toMatchObject({ state: 'expired' });
+    // A node whose ledger starts after the blockhash cannot say: pending.
+    n.setHistory({ fromSlot: n.slot - 10 });
+    expect(await ops.status(nep, { ...s, expiry: p.expiry })).toEqual({ state: 'pending' });
+  });
+
+  it('says what the key can spend: lamports above the rent-exempt minimum, all of them for a sweep, the token balance', async () => {
+    const k = solanaAdapter.generate();
+    n.fund(k.address, 3n * SOL);
+    const key = { address: k.address, publicKey: k.publicKey };
+    const ctx = { endpoint: nep, key, from: k.address, inputsInUse: async () => new Set<string>() };
+    const prep = async (i: Partial<TransferInput> & { to: string; value: string }) =>
+      (await ops.prepare(ctx, ops.parse(i, nep.chain))) as PreparedTransfer;
+    expect((await prep({ to: newAddress(), value: '1.5' })).available).toEqual({ native: 3n * SOL - RENT_0 });
+    expect((await prep({ to: newAddress(), value: String(3n * SOL - 5000n) })).available).toEqual({
+      native: 3n * SOL,
+    });
+    const mint = n.createMint(6);
+    n.mintTo(mint, k.address, 4_000_000n);
+    const t = await prep({ to: Keypair.generate().publicKey.toBase58(), value: '1', tokenMint: mint });
+    expect(t.available).toEqual({ native: 3n * SOL - RENT_0, token: 4_000_000n });
+  });
+});

@@ -40,7 +40,9 @@ import {
   balanceOf,
   blockHeight,
   feeForMessage,
+  finalizedTransaction,
   latestBlockhash,
+  lowestBlockHeight,
   rentExemptMinimum,
   sendTransaction,
   signatureStatus,
@@ -186,6 +188,7 @@ export async function prepareSolanaTransfer(
   const instructions: TransactionInstruction[] = [];
   let value: bigint;
   let rent = 0n;
+  let tokenBalance: bigint | undefined;
   const [bh, balance, rentMin] = await Promise.all([
     latestBlockhash(ep),
     balanceOf(ep, from.toBase58()),
@@ -233,6 +236,7 @@ export async function prepareSolanaTransfer(
       throw insufficientFunds(`the key has no token account for ${mint.toBase58()} (balance 0)`);
     }
     const src = tokenAccountOf(source, sourceAcc);
+    tokenBalance = src.amount;
     if (src.isFrozen)
       throw new InvalidArgumentError('token_mint', "the key's token account for this mint is frozen");
     if (src.amount < value) {
@@ -323,6 +327,12 @@ export async function prepareSolanaTransfer(
     inputs: [],
     expiry: { kind: 'block_height', value: bh.lastValidBlockHeight },
     details,
+    // What the key can spend: its lamports above the rent-exempt minimum it must keep — all of them
+    // when this transfer empties the account (allowed) — and, for a token, its token balance.
+    available: {
+      native: balance === solSpent || balance <= rentMin ? balance : balance - rentMin,
+      ...(tokenBalance !== undefined ? { token: tokenBalance } : {}),
+    },
   };
 }
 
@@ -354,16 +364,25 @@ export async function broadcastSolanaTransfer(ep: ChainEndpoint, signed: SignedT
   await sendTransaction(ep, signed.signedTx);
 }
 
+/** A blockhash is accepted for this many blocks after its own (MAX_PROCESSING_AGE). */
+const BLOCKHASH_VALID_BLOCKS = 150n;
+
 /**
  * Where a sent transaction is: confirmed once `finalized` (rooted, ~32 blocks: it cannot be
- * rolled back); failed once finalized with an execution error; expired when the node does not
- * know the signature and the finalized block height is past its blockhash's last valid block
- * height (it can never be included); unknown otherwise (signer sends the same bytes again).
+ * rolled back); failed once finalized with an execution error. The finalized block height is read
+ * FIRST, then the status: a transaction still unknown after a finalized height past its last valid
+ * block height was not in any block up to that height and can never be. Before concluding
+ * `expired`, `getTransaction` at finalized (a node's status cache forgets a signature after ~300
+ * slots): found → confirmed / failed by its meta; the node keeping no history (-32011) or not
+ * holding every block since the transaction's blockhash (`minimumLedgerSlot`) → pending (it cannot
+ * say); otherwise expired. Unknown before that height (signer sends the same bytes again).
  */
 export async function solanaTransferStatus(
   ep: ChainEndpoint,
   t: { txHash: string; signedTx: string; expiry?: PreparedTransfer['expiry'] },
 ): Promise<TransferStatus> {
+  const lastValid = t.expiry?.kind === 'block_height' ? t.expiry.value : undefined;
+  const finalized = lastValid === undefined ? undefined : await blockHeight(ep, 'finalized');
   const s = await signatureStatus(ep, t.txHash);
   if (s) {
     if (s.confirmationStatus !== 'finalized') return { state: 'pending' };
@@ -377,16 +396,28 @@ export async function solanaTransferStatus(
     }
     return { state: 'confirmed', ...(block !== undefined ? { block } : {}) };
   }
-  if (t.expiry?.kind === 'block_height') {
-    const finalized = await blockHeight(ep, 'finalized');
-    if (finalized > t.expiry.value) {
+  if (lastValid === undefined || finalized === undefined || finalized <= lastValid)
+    return { state: 'unknown' };
+  const tx = await finalizedTransaction(ep, t.txHash);
+  if (tx === 'no-history') return { state: 'pending' };
+  if (tx !== null) {
+    const extra = { block: BigInt(tx.slot), ...(tx.fee !== undefined ? { fee: tx.fee } : {}) };
+    if (tx.err !== null) {
       return {
-        state: 'expired',
-        reason: `its blockhash expired: finalized block height ${finalized} is past its last valid block height ${t.expiry.value}`,
+        state: 'failed',
+        reason: `the transaction failed: ${JSON.stringify(tx.err).slice(0, 300)}`,
+        ...extra,
       };
     }
+    return { state: 'confirmed', ...extra };
   }
-  return { state: 'unknown' };
+  // Not found: conclusive only when the node holds every block it could be in (from its blockhash's on).
+  const lowest = await lowestBlockHeight(ep);
+  if (lowest === undefined || lowest > lastValid - BLOCKHASH_VALID_BLOCKS) return { state: 'pending' };
+  return {
+    state: 'expired',
+    reason: `its blockhash expired: finalized block height ${finalized} is past its last valid block height ${lastValid}, and the node's ledger (from block ${lowest}) does not hold it`,
+  };
 }
 
 /** Solana transfers: SOL and SPL Token (see TransferOps). */
