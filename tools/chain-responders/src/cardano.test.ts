@@ -175,6 +175,41 @@ describe('Cardano responder (Blockfrost API)', () => {
     expect(spent.json.outputs[0].consumed_by_tx).toBe(t.hash);
   });
 
+  it('without mempool endpoints: /mempool/* 404, the node still holds the transaction and refuses its re-send', async () => {
+    node.mempoolApi(false);
+    const t = payment(alice, funded, 10_000_000n, bob.address, 3_000_000n);
+    expect((await submit(node, t.bytes)).status).toBe(200);
+    const m = await call(node, `/mempool/${t.hash}`);
+    expect(m).toEqual({
+      status: 404,
+      json: {
+        status_code: 404,
+        error: 'Not Found',
+        message: 'Invalid path. Please check https://docs.blockfrost.io/',
+      },
+    });
+    expect(node.mempool()).toEqual([t.hash]);
+    expect((await submit(node, t.bytes)).json.message).toMatch(/BadInputsUTxO/);
+    node.mempoolApi(true);
+    expect((await call(node, `/mempool/${t.hash}`)).status).toBe(200);
+  });
+
+  it('produces a block a given number of slots on, and calls a hook after each answer', async () => {
+    const seen: string[] = [];
+    node.afterAnswer((r) => seen.push(`${r.method} ${r.path}`));
+    const t = payment(alice, funded, 10_000_000n, bob.address, 3_000_000n);
+    await submit(node, t.bytes);
+    const before = node.tip().slot;
+    const b = node.produceBlock(1);
+    expect(b.slot).toBe(before + 1);
+    expect(node.submitted.get(t.hash)!.block!.slot).toBe(before + 1);
+    await call(node, '/blocks/latest');
+    expect(seen).toEqual(['POST /tx/submit', 'GET /blocks/latest']);
+    node.afterAnswer(undefined);
+    await call(node, '/blocks/latest');
+    expect(seen).toHaveLength(2);
+  });
+
   it('refuses a bad signature (InvalidWitnessesUTXOW) and a missing witness (MissingVKeyWitnessesUTXOW)', async () => {
     const bad = payment(alice, funded, 10_000_000n, bob.address, 3_000_000n, { tamper: true });
     const r = await submit(node, bad.bytes);

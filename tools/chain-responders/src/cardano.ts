@@ -135,8 +135,15 @@ export interface CardanoResponder {
   fund(address: string, lovelace: bigint, assets?: Record<string, bigint>): string;
   /** Moves the tip `slots` forward with an empty block (the mempool waits; expired ones drop). */
   advance(slots: number): void;
-  /** A new block 20 slots on, including every mempool transaction still valid then. */
-  produceBlock(): CardanoBlock;
+  /** A new block `slots` (default 20) slots on, including every mempool transaction still valid then. */
+  produceBlock(slots?: number): CardanoBlock;
+  /**
+   * Without Blockfrost's mempool endpoints (`/mempool/*` answer 404 "Invalid path", as a
+   * Blockfrost-compatible backend without a mempool does); the node's mempool still works.
+   */
+  mempoolApi(on: boolean): void;
+  /** Called after each request is answered (e.g. to make a block arrive between two reads). */
+  afterAnswer(fn: ((r: { method: string; path: string }) => void) | undefined): void;
   /** The chain's tip. */
   tip(): { slot: number; height: number; hash: string };
   /** Transactions the responder verified and accepted, by hash (mempool and included). */
@@ -274,6 +281,8 @@ export async function startCardanoResponder(
   const genesisTime = 1_596_059_091; // Shelley start on mainnet: slot 4,492,800
   let failures: { times: number; status: number } = { times: 0, status: 503 };
   let hanging = false;
+  let mempoolEndpoints = true;
+  let after: ((r: { method: string; path: string }) => void) | undefined;
   const hung: ServerResponse[] = [];
 
   const newHash = (): string => randomBytes(32).toString('hex');
@@ -343,8 +352,8 @@ export async function startCardanoResponder(
     pushBlock(slot, []);
   };
 
-  const produceBlock = (): CardanoBlock => {
-    const slot = tipBlock().slot + 20;
+  const produceBlock = (slots = 20): CardanoBlock => {
+    const slot = tipBlock().slot + slots;
     dropExpired(slot);
     const txs = mempool.splice(0, mempool.length);
     const b = pushBlock(slot, txs);
@@ -630,6 +639,9 @@ export async function startCardanoResponder(
       }
       return { status: 200, json: txJson(t) };
     }
+    if (!mempoolEndpoints && path.startsWith('/mempool')) {
+      return err(404, 'Invalid path. Please check https://docs.blockfrost.io/');
+    }
     if (method === 'GET' && (m = path.match(/^\/mempool\/([0-9a-f]{64})$/))) {
       const h = m[1]!;
       if (!mempool.includes(h)) return NOT_FOUND();
@@ -698,6 +710,7 @@ export async function startCardanoResponder(
       const answer = (a: { status: number; json: unknown }): void => {
         res.writeHead(a.status, { 'content-type': 'application/json' });
         res.end(JSON.stringify(a.json, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)));
+        after?.({ method: req.method ?? 'GET', path });
       };
       if (hanging) {
         hung.push(res);
@@ -743,6 +756,12 @@ export async function startCardanoResponder(
     fund,
     advance,
     produceBlock,
+    mempoolApi: (on) => {
+      mempoolEndpoints = on;
+    },
+    afterAnswer: (fn) => {
+      after = fn;
+    },
     tip: () => ({ slot: tipBlock().slot, height: tipBlock().height, hash: tipBlock().hash }),
     submitted,
     mempool: () => [...mempool],

@@ -180,8 +180,11 @@ describe('cardano transfers against a Blockfrost responder', () => {
     const before = node.requests.length;
     const s = signed(p);
     verifySigned(s.signedTx, s.txHash, key.publicKey);
-    // The prepared transfer survives JSON (as the flow may store it) and signs to the same bytes.
-    const again = signed(JSON.parse(JSON.stringify({ ...p, value: '0', fee: '0', expiry: undefined })));
+    // The prepared transfer survives JSON (bigints as strings, as the flow may store it) and signs
+    // to the same bytes.
+    const again = signed(
+      JSON.parse(JSON.stringify(p, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))),
+    );
     expect(again).toEqual(s);
     expect(node.requests.length).toBe(before);
     expect(node.submitted.size).toBe(0);
@@ -194,12 +197,32 @@ describe('cardano transfers against a Blockfrost responder', () => {
     expect(() => ops.sign(other.privateKey, p, { chain, key })).toThrow(/not the one/);
   });
 
+  it('signs only the body prepared: recipient, amount, fee and network are compared first', async () => {
+    node.fund(from, 10_000_000n);
+    const p = await prepared({ value: '2000000' });
+    const other = await prepared({ value: '3000000', to: from });
+    const mainnet = { ...chain, name: 'cardano', isTestnet: false };
+    const tampered: [PreparedTransfer<CardanoUnsigned>, ChainRecord, RegExp][] = [
+      [{ ...p, value: 2_500_000n }, chain, /prepared amount/],
+      [{ ...p, to: from }, chain, /prepared recipient/],
+      [{ ...p, fee: p.fee + 1n }, chain, /prepared fee/],
+      [{ ...p, unsigned: { ...p.unsigned, body: other.unsigned.body } }, chain, /prepared/],
+      [{ ...p, inputs: ['ab'.repeat(32) + ':0'] }, chain, /inputs/],
+      [p, mainnet, /network/],
+    ];
+    for (const [t, c, why] of tampered) {
+      expect(() => ops.sign(key.privateKey, t, { chain: c, key })).toThrow(why);
+    }
+    expect(node.submitted.size).toBe(0);
+    expect(() => signed(p)).not.toThrow();
+  });
+
   it('spends ADA-only UTxOs not held by other transactions, largest first', async () => {
     const small = node.fund(from, 3_000_000n);
     const big = node.fund(from, 9_000_000n);
     node.fund(from, 50_000_000n, { ['ab'.repeat(28) + '746f6b656e']: 100n });
     inUse = new Set([big.replace('#', ':')]);
-    const p = await prepared({ value: '2000000' });
+    const p = await prepared({ value: '1500000' });
     expect(p.inputs).toEqual([small.replace('#', ':')]);
     await ops.broadcast(endpoint, signed(p));
     node.produceBlock();
@@ -207,6 +230,41 @@ describe('cardano transfers against a Blockfrost responder', () => {
     expect(
       node.utxosOf(from).some((u) => Object.keys(u.assets).length === 1 && u.lovelace === 50_000_000n),
     ).toBe(true);
+  });
+
+  it('adds the next input rather than burn change below the minimum UTxO; refuses a burn above 0.2 ADA', async () => {
+    // 3 ADA, send 2: the 0.8 ADA left is below a change output's minimum: refused, nothing burnt.
+    const three = node.fund(from, 3_000_000n);
+    const e = await refusal(() => prepared({ value: '2.0' }));
+    expect(e).toMatchObject({ field: 'value' });
+    expect(e.type).not.toBe('insufficient_funds');
+    expect(e.detail).toMatch(/burnt as fee.*at most 200000 lovelace/);
+    // 3 + 1.5 ADA, send 2: both inputs, the change returned.
+    const more = node.fund(from, 1_500_000n);
+    const p = await prepared({ value: '2.0' });
+    expect(p.inputs.sort()).toEqual([three, more].map((r) => r.replace('#', ':')).sort());
+    expect(p.fee).toBeLessThan(200_000n);
+    const s = signed(p);
+    const body = verifySigned(s.signedTx, s.txHash, key.publicKey).body();
+    expect(body.outputs().len()).toBe(2);
+    expect(BigInt(body.outputs().get(1).amount().coin().to_str())).toBe(4_500_000n - 2_000_000n - p.fee);
+    await ops.broadcast(endpoint, s);
+    node.produceBlock();
+    expect(node.balanceOf(from)).toBe(2_500_000n - p.fee);
+  });
+
+  it('refuses 10 ADA sending 9.2 (0.6 ADA would burn) and lets a small remainder go to the fee', async () => {
+    node.fund(from, 10_000_000n);
+    const e = await refusal(() => prepared({ value: '9.2' }));
+    expect(e).toMatchObject({ field: 'value' });
+    expect(e.detail).toMatch(/would leave \d+ lovelace over the fee/);
+    // 9.7 ADA: about 0.13 ADA over the minimum fee, under the 0.2 ADA cap: it goes to the fee.
+    const p = await prepared({ value: '9.7' });
+    expect(p.fee).toBe(300_000n);
+    const s = signed(p);
+    expect(verifySigned(s.signedTx, s.txHash, key.publicKey).body().outputs().len()).toBe(1);
+    await ops.broadcast(endpoint, s);
+    expect(node.submitted.get(s.txHash)!.fee).toBe(300_000n);
   });
 
   it('reads every page of the UTxOs (Blockfrost gives 100 a page)', async () => {
@@ -309,6 +367,14 @@ describe('cardano transfers against a Blockfrost responder', () => {
     expect(p.expiry).toEqual({ kind: 'slot', value: BigInt(tip + 50) });
     const e = await refusal(() => prepared({ ttl: tip }));
     expect(e).toMatchObject({ field: 'ttl' });
+    // At most a day (86,400 slots) past the tip: the inputs are held until the ttl.
+    expect((await prepared({ ttl: tip + 86_400 })).expiry).toEqual({
+      kind: 'slot',
+      value: BigInt(tip + 86_400),
+    });
+    const far = await refusal(() => prepared({ ttl: tip + 86_401 }));
+    expect(far).toMatchObject({ field: 'ttl' });
+    expect(far.detail).toMatch(/86400 slots/);
   });
 
   it('maps a double spend to a rejection and a resend of the same bytes to already-known', async () => {
@@ -318,15 +384,63 @@ describe('cardano transfers against a Blockfrost responder', () => {
     await ops.broadcast(endpoint, a);
     const again = await rpcError(() => ops.broadcast(endpoint, a));
     expect(again).toMatchObject({ alreadyKnown: true, rejected: false });
-    const e = await rpcError(() => ops.broadcast(endpoint, b));
-    expect(e).toMatchObject({ rejected: true, alreadyKnown: false });
-    expect(e.message).toMatch(/BadInputsUTxO/);
+    // B's input is spent by A in the mempool only: not (yet) a refusal, A may still be dropped.
+    const pooled = await rpcError(() => ops.broadcast(endpoint, b));
+    expect(pooled).toMatchObject({ rejected: false, alreadyKnown: false });
+    expect(pooled.message).toMatch(/BadInputsUTxO/);
     node.produceBlock();
     expect(await rpcError(() => ops.broadcast(endpoint, a))).toMatchObject({ alreadyKnown: true });
+    // A block spent B's input by A: a refusal.
+    const e = await rpcError(() => ops.broadcast(endpoint, b));
+    expect(e).toMatchObject({ rejected: true, alreadyKnown: false });
+    expect(e.message).toMatch(new RegExp(`BadInputsUTxO.*spent on chain by ${a.txHash}`));
     // B can never be included now: its input is spent by A.
     const st = await ops.status(endpoint, { ...b });
     expect(st.state).toBe('expired');
     expect(st).toMatchObject({ reason: expect.stringContaining(a.txHash) });
+  });
+
+  it('without mempool endpoints, a re-send answered BadInputsUTxO is not a refusal (the ttl decides)', async () => {
+    node.mempoolApi(false);
+    node.fund(from, 10_000_000n);
+    const p = await prepared({ value: '2000000' });
+    const a = signed(p);
+    await ops.broadcast(endpoint, a);
+    // The node holds A; the backend cannot say so (404 on /mempool/*), no block spent its inputs.
+    const again = await rpcError(() => ops.broadcast(endpoint, a));
+    expect(again).toMatchObject({ rejected: false, alreadyKnown: false });
+    expect(again.message).toMatch(/BadInputsUTxO.*no block spent/);
+    expect(node.requests.some((r) => r.path === `/mempool/${a.txHash}`)).toBe(true);
+    expect(await ops.status(endpoint, { ...a, expiry: p.expiry })).toEqual({ state: 'unknown' });
+    node.produceBlock();
+    expect(await ops.status(endpoint, { ...a, expiry: p.expiry })).toMatchObject({ state: 'confirmed' });
+  });
+
+  it('reads the tip first: a block including the transaction before its ttl, during the reads, is not expired', async () => {
+    node.mempoolApi(false);
+    node.fund(from, 10_000_000n);
+    const tip = node.tip().slot;
+    const p = await prepared({ ttl: tip + 30 });
+    const s = signed(p);
+    await ops.broadcast(endpoint, s);
+    node.advance(28); // two slots before the ttl; still in the node's mempool
+    const [inHash] = p.inputs[0]!.split(':');
+    let fired = false;
+    node.afterAnswer((r) => {
+      // Right after the last read of the transaction's state: a block at slot ttl - 1 includes
+      // it, and the tip moves past the ttl.
+      if (!fired && r.path === `/txs/${inHash}/utxos`) {
+        fired = true;
+        node.produceBlock(1);
+        node.advance(5);
+      }
+    });
+    const st = await ops.status(endpoint, { ...s, expiry: p.expiry });
+    expect(fired).toBe(true);
+    expect(st).toEqual({ state: 'unknown' });
+    node.afterAnswer(undefined);
+    expect(node.submitted.get(s.txHash)!.block!.slot).toBe(tip + 29);
+    expect(await ops.status(endpoint, { ...s, expiry: p.expiry })).toMatchObject({ state: 'confirmed' });
   });
 
   it('reports expired once the tip reaches the ttl, and the node refuses the late bytes', async () => {

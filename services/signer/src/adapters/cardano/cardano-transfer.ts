@@ -13,7 +13,7 @@ import {
   type TransferStatus,
 } from '../../keys/chain-adapter.js';
 import type { ChainRecord } from '../../chains/chain-types.js';
-import { networkIdOf, parseCardanoAddress } from './cardano-keys.js';
+import { enterpriseAddress, networkIdOf, parseCardanoAddress } from './cardano-keys.js';
 import {
   addressUtxos,
   blockfrostOf,
@@ -35,6 +35,13 @@ export const DEFAULT_TTL_SLOTS = 7200;
 export const CIP20_LABEL = 674;
 /** The longest memo (UTF-8 bytes), sent as CIP-20 chunks of at most 64 bytes. */
 export const MAX_MEMO_BYTES = 1024;
+/** The furthest a requested `ttl` may be past the tip: one day of 1 s slots (inputs are held until then). */
+export const MAX_TTL_SLOTS = 86_400;
+/**
+ * The most a transfer may burn as fee above the minimum fee when the rest of its inputs is below
+ * the minimum UTxO of a change output (0.2 ADA); more is refused (400 `value`).
+ */
+export const MAX_BURN_LOVELACE = 200_000n;
 
 /** What `sign` signs: the body's CBOR as built (its hash is the transaction id) and the metadata. */
 export interface CardanoUnsigned {
@@ -155,6 +162,13 @@ async function prepare(ctx: PrepareContext, raw: TransferInput): Promise<Prepare
         `slot ${input.ttl} is not after the chain's tip (slot ${tip.slot})`,
       );
     }
+    if (input.ttl > tip.slot + MAX_TTL_SLOTS) {
+      throw new InvalidArgumentError(
+        'ttl',
+        `slot ${input.ttl} is more than ${MAX_TTL_SLOTS} slots (one day) after the chain's tip (slot ${tip.slot}); ` +
+          `the inputs would be held until then`,
+      );
+    }
     ttl = input.ttl;
   } else {
     ttl = tip.slot + DEFAULT_TTL_SLOTS;
@@ -164,7 +178,6 @@ async function prepare(ctx: PrepareContext, raw: TransferInput): Promise<Prepare
   const keyHash = from.payment_cred()?.to_keyhash();
   if (!keyHash) throw new Error('the key address has no payment key hash');
   const to = parseCardanoAddress(input.to, chain)!;
-  const builder = CSL.TransactionBuilder.new(builderConfig(params));
   const output = CSL.TransactionOutput.new(to, CSL.Value.new(bn(value)));
   const dataCost = CSL.DataCost.new_coins_per_byte(bn(params.coins_per_utxo_size ?? '4310'));
   const minUtxo = BigInt(CSL.min_ada_for_output(output, dataCost).to_str());
@@ -174,8 +187,7 @@ async function prepare(ctx: PrepareContext, raw: TransferInput): Promise<Prepare
       `is below the chain's minimum UTxO for this output: ${minUtxo} lovelace (${Number(minUtxo) / 1e6} ADA)`,
     );
   }
-  builder.add_output(output);
-  builder.set_ttl_bignum(bn(ttl));
+  let aux: CSL.AuxiliaryData | undefined;
   if (input.memo !== undefined) {
     const list = CSL.MetadataList.new();
     for (const c of memoChunks(input.memo)) list.add(CSL.TransactionMetadatum.new_text(c));
@@ -183,38 +195,90 @@ async function prepare(ctx: PrepareContext, raw: TransferInput): Promise<Prepare
     map.insert(CSL.TransactionMetadatum.new_text('msg'), CSL.TransactionMetadatum.new_list(list));
     const md = CSL.GeneralTransactionMetadata.new();
     md.insert(bn(CIP20_LABEL), CSL.TransactionMetadatum.new_map(map));
-    const aux = CSL.AuxiliaryData.new();
+    aux = CSL.AuxiliaryData.new();
     aux.set_metadata(md);
-    builder.set_auxiliary_data(aux);
   }
 
-  // Spendable: ADA-only UTxOs no other transaction of this key holds (tokens stay untouched).
-  const free = utxos.filter((u) => adaOnly(u) && !inUse.has(`${u.tx_hash}:${u.output_index}`));
+  // Spendable: ADA-only UTxOs no other transaction of this key holds (tokens stay untouched),
+  // largest first.
+  const free = utxos
+    .filter((u) => adaOnly(u) && !inUse.has(`${u.tx_hash}:${u.output_index}`))
+    .sort((a, b) => {
+      const d = lovelaceOf(b) - lovelaceOf(a);
+      return d > 0n ? 1 : d < 0n ? -1 : a.tx_hash.localeCompare(b.tx_hash) || a.output_index - b.output_index;
+    });
   const available = free.reduce((s, u) => s + lovelaceOf(u), 0n);
-  const set = CSL.TransactionUnspentOutputs.new();
-  for (const u of free) {
-    set.add(
-      CSL.TransactionUnspentOutput.new(
-        CSL.TransactionInput.new(CSL.TransactionHash.from_hex(u.tx_hash), u.output_index),
-        CSL.TransactionOutput.new(from, CSL.Value.new(bn(lovelaceOf(u)))),
-      ),
-    );
-  }
   const short = (): Error =>
     insufficientFunds(
       `${ctx.from} has ${available} spendable lovelace in ${free.length} ADA-only UTxO(s); ` +
         `${value} lovelace plus the fee (about ${params.min_fee_b + params.min_fee_a * 300} lovelace) is more`,
     );
   if (free.length === 0 || available < value) throw short();
-  try {
-    builder.add_inputs_from(set, CSL.CoinSelectionStrategyCIP2.LargestFirst);
-    builder.add_change_if_needed(from);
-  } catch (e) {
-    const msg = e instanceof Error ? e.message : String(e);
-    if (/size/i.test(msg)) {
-      throw new InvalidArgumentError('value', `needs more UTxOs than one transaction can spend (${msg})`);
+
+  // Coin selection: the next largest input while the change would be below the minimum UTxO (so
+  // it is returned instead of burnt). With change → done; without, the best (least burnt) plan
+  // is kept for when no input is left.
+  const config = builderConfig(params);
+  const build = (k: number): CSL.TransactionBuilder => {
+    const b = CSL.TransactionBuilder.new(config);
+    for (const u of free.slice(0, k)) {
+      b.add_key_input(
+        keyHash,
+        CSL.TransactionInput.new(CSL.TransactionHash.from_hex(u.tx_hash), u.output_index),
+        CSL.Value.new(bn(lovelaceOf(u))),
+      );
     }
-    throw short();
+    b.add_output(output);
+    b.set_ttl_bignum(bn(ttl));
+    if (aux) b.set_auxiliary_data(aux);
+    return b;
+  };
+  let builder: CSL.TransactionBuilder | undefined;
+  let burning: { builder: CSL.TransactionBuilder; burnt: bigint; total: bigint; minFee: bigint } | undefined;
+  let total = 0n;
+  for (let k = 1; k <= free.length; k++) {
+    total += lovelaceOf(free[k - 1]!);
+    if (total < value + BigInt(params.min_fee_b)) continue;
+    let b: CSL.TransactionBuilder;
+    let minFee: bigint;
+    let changed: boolean;
+    try {
+      b = build(k);
+      minFee = BigInt(b.min_fee().to_str());
+      if (total < value + minFee) continue;
+      changed = b.add_change_if_needed(from);
+    } catch (e) {
+      const msg = e instanceof Error ? e.message : String(e);
+      if (/size/i.test(msg)) {
+        throw new InvalidArgumentError('value', `needs more UTxOs than one transaction can spend (${msg})`);
+      }
+      continue;
+    }
+    if (changed) {
+      builder = b;
+      break;
+    }
+    const burnt = total - value - minFee;
+    if (!burning || burnt < burning.burnt) burning = { builder: b, burnt, total, minFee };
+    if (burnt === 0n) break;
+  }
+  if (!builder) {
+    if (!burning) throw short();
+    if (burning.burnt > MAX_BURN_LOVELACE) {
+      // What could be sent instead: everything (no change), or little enough for a change output.
+      const changeOut = CSL.TransactionOutput.new(from, CSL.Value.new(bn(burning.total)));
+      const minChange = BigInt(CSL.min_ada_for_output(changeOut, dataCost).to_str());
+      const changeFee = BigInt(params.min_fee_a) * BigInt(changeOut.to_bytes().length + 8);
+      const withChange = burning.total - burning.minFee - changeFee - minChange;
+      throw new InvalidArgumentError(
+        'value',
+        `would leave ${burning.burnt} lovelace over the fee that cannot be returned as change (a change ` +
+          `output needs at least ${minChange} lovelace) and would be burnt as fee; Custos burns at most ` +
+          `${MAX_BURN_LOVELACE} lovelace. Send ${burning.total - burning.minFee} lovelace (everything)` +
+          `${withChange >= minUtxo ? ` or at most about ${withChange} lovelace` : ''}, or fund the key with another UTxO`,
+      );
+    }
+    builder = burning.builder;
   }
   const body = builder.build();
   const fee = BigInt(body.fee().to_str());
@@ -227,13 +291,13 @@ async function prepare(ctx: PrepareContext, raw: TransferInput): Promise<Prepare
   let change = 0n;
   const outs = body.outputs();
   for (let i = 1; i < outs.len(); i++) change += BigInt(outs.get(i).amount().coin().to_str());
-  const aux = builder.get_auxiliary_data();
   const unsigned: CardanoUnsigned = {
     body: body.to_hex(),
     signer: keyHash.to_hex(),
     networkId: networkIdOf(chain),
   };
-  if (aux) unsigned.auxiliaryData = aux.to_hex();
+  const auxData = builder.get_auxiliary_data();
+  if (auxData) unsigned.auxiliaryData = auxData.to_hex();
   const details: PreparedTransfer['details'] = {
     ttl_slot: ttl,
     inputs: inputs.length,
@@ -251,21 +315,73 @@ async function prepare(ctx: PrepareContext, raw: TransferInput): Promise<Prepare
   };
 }
 
+/**
+ * What is signed is what was prepared (as Bitcoin's `sign` checks its PSBT): the body pays the
+ * prepared recipient the prepared amount first, any other output is change to the key's own
+ * address, the fee is the prepared fee, every address is on the chain's network, the inputs are
+ * the prepared ones, and nothing else (certificates, withdrawals, mint) is in it.
+ */
+function checkBody(
+  body: CSL.TransactionBody,
+  prepared: PreparedTransfer<CardanoUnsigned>,
+  o: { chain: ChainRecord; key: { publicKey: string } },
+): void {
+  const net = networkIdOf(o.chain);
+  const u = prepared.unsigned;
+  const fail = (why: string): never => {
+    throw new Error(`the transfer to sign is not the prepared one: ${why}`);
+  };
+  if (u.networkId !== net)
+    fail(`it was prepared for network id ${u.networkId}, chain ${o.chain.name} is ${net}`);
+  const bodyNet = body.network_id();
+  if (bodyNet && bodyNet.kind() !== net) fail('the body names another network');
+  if (body.certs() || body.withdrawals() || body.mint() || body.voting_procedures() || body.collateral()) {
+    fail('the body has certificates, withdrawals, mint, votes or collateral');
+  }
+  const own = enterpriseAddress(o.key.publicKey, net);
+  const outs = body.outputs();
+  if (outs.len() === 0) fail('the body pays nobody');
+  for (let i = 0; i < outs.len(); i++) {
+    const out = outs.get(i);
+    const addr = out.address();
+    if (addr.network_id() !== net) fail(`output ${i} is on another network`);
+    if (out.amount().multiasset()) fail(`output ${i} carries native assets`);
+    if (i === 0) {
+      if (addr.to_bech32() !== prepared.to) fail('the first output is not the prepared recipient');
+      if (BigInt(out.amount().coin().to_str()) !== BigInt(String(prepared.value))) {
+        fail('the first output is not the prepared amount');
+      }
+    } else if (addr.to_bech32() !== own) {
+      fail(`output ${i} is not change to the key's own address`);
+    }
+  }
+  if (BigInt(body.fee().to_str()) !== BigInt(String(prepared.fee))) fail('the fee is not the prepared fee');
+  if (Array.isArray(prepared.inputs) && prepared.inputs.length > 0) {
+    const ins = body.inputs();
+    const have: string[] = [];
+    for (let i = 0; i < ins.len(); i++)
+      have.push(`${ins.get(i).transaction_id().to_hex()}:${ins.get(i).index()}`);
+    if (have.sort().join(',') !== [...prepared.inputs].sort().join(','))
+      fail('the inputs are not the prepared ones');
+  }
+}
+
 /** Signs the body's hash with the payment key: one vkey witness. */
 function sign(
   privateKey: Buffer,
   prepared: PreparedTransfer<CardanoUnsigned>,
-  o: { key: { publicKey: string } },
+  o: { chain: ChainRecord; key: { publicKey: string } },
 ): SignedTransfer {
   if (privateKey.length !== 32) throw new Error('a Cardano payment key is 32 bytes');
   const u = prepared.unsigned;
+  const tx = CSL.FixedTransaction.new_from_body_bytes(Buffer.from(u.body, 'hex'));
+  checkBody(tx.body(), prepared, o);
   const sk = CSL.PrivateKey.from_normal_bytes(privateKey);
   try {
     const pub = sk.to_public();
     if (pub.to_hex() !== o.key.publicKey || pub.hash().to_hex() !== u.signer) {
       throw new Error('the private key is not the one the transfer was prepared for');
     }
-    const tx = CSL.FixedTransaction.new_from_body_bytes(Buffer.from(u.body, 'hex'));
     if (u.auxiliaryData) tx.set_auxiliary_data(Buffer.from(u.auxiliaryData, 'hex'));
     const hash = tx.transaction_hash();
     tx.add_vkey_witness(CSL.make_vkey_witness(hash, sk));
@@ -287,21 +403,63 @@ async function nodeHas(ep: ChainEndpoint, txHash: string): Promise<boolean> {
   }
 }
 
+/**
+ * The transaction that spent one of `signedTx`'s inputs on chain (in a block), when it is not
+ * `txHash` itself; undefined when no block has spent any of them (as far as the indexer knows).
+ */
+async function rivalSpend(
+  ep: ChainEndpoint,
+  signedTx: string,
+  txHash: string,
+): Promise<{ input: string; by: string } | undefined> {
+  const bf = blockfrostOf(ep);
+  for (const i of inputsOf(signedTx)) {
+    const outs = await txOutputs(bf, i.hash);
+    const by = outs?.find((x) => x.output_index === i.index)?.consumed_by_tx;
+    if (by && by !== txHash) return { input: `${i.hash}:${i.index}`, by };
+  }
+  return undefined;
+}
+
+/**
+ * `POST /tx/submit`. A `BadInputsUTxO` answer is a refusal only when a block spent one of the
+ * inputs by another transaction: the node says the same of a re-send of this very transaction
+ * once its mempool (or a block not indexed yet) holds it, and a backend without Blockfrost's
+ * mempool endpoints cannot tell. Then (neither seen nor a rival spend) it is not a refusal: the
+ * watcher keeps following the transaction until a block or its ttl decides.
+ */
 async function broadcast(ep: ChainEndpoint, signed: SignedTransfer): Promise<void> {
   const bf = blockfrostOf(ep);
   let id: string;
   try {
     id = await submitTx(bf, Buffer.from(signed.signedTx, 'hex'));
   } catch (e) {
-    // The inputs are spent: by this very transaction (a resend) or by another one.
-    if (e instanceof ChainRpcError && e.rejected && /BadInputsUTxO/.test(e.message)) {
-      if (await nodeHas(ep, signed.txHash).catch(() => false)) {
+    if (!(e instanceof ChainRpcError && e.rejected && /BadInputsUTxO/.test(e.message))) throw e;
+    let rival: { input: string; by: string } | undefined;
+    try {
+      if (await nodeHas(ep, signed.txHash)) {
         throw new ChainRpcError(`the ${ep.chain.name} node already has transaction ${signed.txHash}`, {
           alreadyKnown: true,
         });
       }
+      rival = await rivalSpend(ep, signed.signedTx, signed.txHash);
+    } catch (lookup) {
+      if (lookup instanceof ChainRpcError && lookup.alreadyKnown) throw lookup;
+      throw new ChainRpcError(
+        `the ${ep.chain.name} node answered BadInputsUTxO for ${signed.txHash} and looking up its inputs ` +
+          `failed (${lookup instanceof Error ? lookup.message : String(lookup)})`,
+      );
     }
-    throw e;
+    if (rival) {
+      throw new ChainRpcError(`${e.message} (input ${rival.input} was spent on chain by ${rival.by})`, {
+        rejected: true,
+        ...(e.status !== undefined ? { status: e.status } : {}),
+      });
+    }
+    throw new ChainRpcError(
+      `the ${ep.chain.name} node answered BadInputsUTxO for ${signed.txHash}, but no block spent its ` +
+        `inputs by another transaction: it may be in the node's mempool or in a block not indexed yet`,
+    );
   }
   if (id !== signed.txHash) {
     throw new ChainRpcError(`the ${ep.chain.name} node answered transaction id ${id}, not ${signed.txHash}`);
@@ -323,16 +481,19 @@ function inputsOf(signedTx: string): { hash: string; index: number }[] {
 }
 
 /**
- * In a block → confirmed (Blockfrost lists a transaction once a block holds it); in Blockfrost's
- * mempool → pending; an input spent by another transaction → expired; the tip at or past the ttl
- * slot (the ledger's invalidHereafter: no block at slot ≥ ttl may include it) → expired; else
- * unknown (signer sends the bytes again).
+ * The tip is read first: a block that includes the transaction after that read (before its ttl)
+ * is then seen by the reads that follow, never reported expired. In a block → confirmed
+ * (Blockfrost lists a transaction once a block holds it); in Blockfrost's mempool → pending; an
+ * input spent by another transaction → expired; the tip read at or past the ttl slot (the
+ * ledger's invalidHereafter: no block at slot ≥ ttl may include it) → expired; else unknown
+ * (signer sends the bytes again).
  */
 async function status(
   ep: ChainEndpoint,
   t: { txHash: string; signedTx: string; expiry?: PreparedTransfer['expiry'] },
 ): Promise<TransferStatus> {
   const bf = blockfrostOf(ep);
+  const tip = t.expiry ? await latestBlock(bf) : undefined;
   const tx = await txByHash(bf, t.txHash);
   if (tx) {
     const fee = BigInt(tx.fees);
@@ -353,11 +514,8 @@ async function status(
       return { state: 'expired', reason: `input ${i.hash}:${i.index} was spent by ${by}` };
     if (by === t.txHash) return { state: 'pending' };
   }
-  if (t.expiry) {
-    const tip = await latestBlock(bf);
-    if (BigInt(tip.slot) >= t.expiry.value) {
-      return { state: 'expired', reason: `ttl slot ${t.expiry.value} passed (tip at slot ${tip.slot})` };
-    }
+  if (t.expiry && tip && BigInt(tip.slot) >= t.expiry.value) {
+    return { state: 'expired', reason: `ttl slot ${t.expiry.value} passed (tip at slot ${tip.slot})` };
   }
   return { state: 'unknown' };
 }
