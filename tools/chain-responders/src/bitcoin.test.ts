@@ -233,6 +233,42 @@ describe('bitcoin responder (Esplora API)', () => {
     expect((await post(one.hex)).text).toMatch(rpcError(-27, 'Transaction outputs already in utxo set'));
   });
 
+  it('a mined transaction sent again: -27 while an output is unspent, -25 once all are spent', async () => {
+    const a = wallet();
+    const r = wallet();
+    const f = node.fund(a.address, 50_000);
+    const one = build(a, [{ ...f, value: 50_000n }], [{ address: r.address, value: 49_000n }]);
+    expect((await post(one.hex)).status).toBe(200);
+    node.mine();
+    expect((await post(one.hex)).text).toMatch(rpcError(-27, 'Transaction outputs already in utxo set'));
+    const spend = build(
+      r,
+      [{ txid: one.txid, vout: 0, value: 49_000n }],
+      [{ address: a.address, value: 48_000n }],
+    );
+    expect((await post(spend.hex)).status).toBe(200);
+    node.mine();
+    expect((await post(one.hex)).text).toMatch(rpcError(-25, 'bad-txns-inputs-missingorspent'));
+  });
+
+  it("answers electrs' 400 for an address with more UTXOs than its limit", async () => {
+    const small = await startBitcoinResponder({ utxosLimit: 3 });
+    try {
+      const a = wallet();
+      for (let i = 0; i < 3; i++) small.fund(a.address, 10_000);
+      const ok = await fetch(`${small.url}/address/${a.address}/utxo`);
+      expect(((await ok.json()) as unknown[]).length).toBe(3);
+      small.fund(a.address, 10_000);
+      const res = await fetch(`${small.url}/address/${a.address}/utxo`);
+      expect(res.status).toBe(400);
+      expect(await res.text()).toBe(
+        'Too many unspent transaction outputs (>3). Contact support to raise limits.',
+      );
+    } finally {
+      await small.close();
+    }
+  });
+
   it('sent again while in the mempool: the txid, as bitcoind answers', async () => {
     const a = wallet();
     const f = node.fund(a.address, 50_000);

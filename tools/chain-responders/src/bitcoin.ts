@@ -149,8 +149,15 @@ function rpcError(code: number, message: string): ResponderAnswer {
  * (regtest by default: `bcrt1…` addresses).
  */
 export async function startBitcoinResponder(
-  o: { network?: BitcoinNetworkName; prefix?: string; port?: number } = {},
+  o: {
+    network?: BitcoinNetworkName;
+    prefix?: string;
+    port?: number;
+    /** electrs' `--utxos-limit` (500 by default): more UTXOs on an address → 400 "Too many …". */
+    utxosLimit?: number;
+  } = {},
 ): Promise<BitcoinResponder> {
+  const utxosLimit = o.utxosLimit ?? 500;
   const networkName = o.network ?? 'regtest';
   const network = NETWORKS[networkName];
   const utxos = new Map<string, Utxo>(); // outpoint → output (confirmed or mempool), unspent
@@ -243,7 +250,14 @@ export async function startBitcoinResponder(
     }
     const txid = tx.getId();
     const known = txs.get(txid);
-    if (known?.block) return rpcError(-27, 'Transaction outputs already in utxo set');
+    if (known?.block) {
+      // bitcoind looks for an unspent output of the transaction in its UTXO set: none left (all
+      // spent) → it goes through mempool acceptance, whose inputs are gone.
+      if (known.tx.outs.some((_, vout) => utxos.has(`${txid}:${vout}`))) {
+        return rpcError(-27, 'Transaction outputs already in utxo set');
+      }
+      return rpcError(-25, 'bad-txns-inputs-missingorspent');
+    }
     if (known) return { status: 200, text: txid }; // already in the mempool: relayed again, as bitcoind does
     if (tx.isCoinbase()) return rpcError(-26, 'coinbase');
     // Standardness: output scripts and dust.
@@ -398,6 +412,12 @@ export async function startBitcoinResponder(
         return { status: 400, text: other ? 'Address on invalid network' : 'Invalid Bitcoin address' };
       }
       const list = utxosOf(b);
+      if (list.length > utxosLimit) {
+        return {
+          status: 400,
+          text: `Too many unspent transaction outputs (>${utxosLimit}). Contact support to raise limits.`,
+        };
+      }
       return {
         status: 200,
         json: list.map((u) => ({

@@ -18,9 +18,26 @@ function isNotFound(err: unknown): boolean {
   return err instanceof ChainRpcError && err.status === 404;
 }
 
-/** The address's UTXOs, confirmed and in the mempool (not those spent in the mempool). */
+/**
+ * The address's UTXOs, confirmed and in the mempool (not those spent in the mempool). electrs
+ * refuses to list more than its limit (`400 Too many unspent transaction outputs (>500)`): not a
+ * refusal of the transfer (the node failed to serve the key; 503, never 422) — keys with that many
+ * UTXOs are not supported.
+ */
 export async function fetchUtxos(ep: ChainEndpoint, address: string): Promise<EsploraUtxo[]> {
-  const list = await chainJson<unknown>(ep, { method: 'GET', path: `address/${address}/utxo` });
+  let list: unknown;
+  try {
+    list = await chainJson<unknown>(ep, { method: 'GET', path: `address/${address}/utxo` });
+  } catch (err) {
+    if (err instanceof ChainRpcError && err.rejected && /too many/i.test(err.message)) {
+      throw new ChainRpcError(
+        `the ${ep.chain.name} node will not list the key's UTXOs: it has more than the node's limit ` +
+          `(${err.message.replace(/^.*?refused \(\d+\): /, '')}); keys with that many UTXOs are not supported`,
+        ...(err.status !== undefined ? [{ status: err.status }] : []),
+      );
+    }
+    throw err;
+  }
   if (!Array.isArray(list)) throw new ChainRpcError(`the ${ep.chain.name} node's UTXO list is not a list`);
   return list.map((u: Record<string, unknown>) => {
     const status = (u['status'] ?? {}) as EsploraUtxo['status'];
@@ -38,7 +55,7 @@ export async function fetchUtxos(ep: ChainEndpoint, address: string): Promise<Es
 }
 
 /**
- * The node's fee rate for confirmation within 6 blocks (sat/vB, rounded up, at least 1): Esplora's
+ * The node's fee rate for confirmation within 6 blocks (sat/vB, its fraction kept, at least 1): Esplora's
  * `GET /fee-estimates` target "6", else the nearest longer target it gives, else the nearest shorter.
  */
 export async function fetchFeeRate(ep: ChainEndpoint): Promise<number> {
@@ -50,7 +67,8 @@ export async function fetchFeeRate(ep: ChainEndpoint): Promise<number> {
   const shorter = entries.filter(([k]) => k < 6).sort((a, b) => b[0] - a[0]);
   const pick = longer[0] ?? shorter[0];
   if (!pick) return 1; // no estimate (e.g. a fresh regtest node): the minimum relay fee
-  return Math.max(1, Math.ceil(pick[1]));
+  // The fraction is kept: the fee is already ceil(vsize × rate).
+  return Math.max(1, pick[1]);
 }
 
 /** The words bitcoind uses when it already holds the transaction (in a block or the mempool). */
@@ -100,7 +118,9 @@ export async function broadcastTx(ep: ChainEndpoint, hex: string, txid: string):
 /**
  * Where a broadcast transaction is: confirmed at 1 confirmation (`GET /tx/:txid/status`); pending
  * while the node has it (`GET /tx/:txid/hex`); expired when one of its inputs was spent by another
- * transaction (`GET /tx/:prev/outspend/:vout`); else unknown (signer sends it again).
+ * transaction in a block (`GET /tx/:prev/outspend/:vout`, its `status.confirmed`; a rival only in
+ * the mempool may still be evicted or replaced, so that is not final); else unknown (signer sends
+ * it again).
  */
 export async function txStatus(ep: ChainEndpoint, txid: string, signedHex: string): Promise<TransferStatus> {
   let status: { confirmed?: unknown; block_height?: unknown } | undefined;
@@ -126,13 +146,18 @@ export async function txStatus(ep: ChainEndpoint, txid: string, signedHex: strin
   const tx = bitcoin.Transaction.fromHex(signedHex);
   for (const input of tx.ins) {
     const prev = Buffer.from(input.hash).reverse().toString('hex');
-    const spend = await chainJson<{ spent?: unknown; txid?: unknown }>(ep, {
+    const spend = await chainJson<{ spent?: unknown; txid?: unknown; status?: { confirmed?: unknown } }>(ep, {
       method: 'GET',
       path: `tx/${prev}/outspend/${input.index}`,
     });
     if (spend?.spent === true && typeof spend.txid === 'string') {
       if (spend.txid === txid) return { state: 'pending' }; // it arrived between the two calls
-      return { state: 'expired', reason: `input ${prev}:${input.index} was spent by ${spend.txid}` };
+      if (spend.status?.confirmed === true) {
+        return {
+          state: 'expired',
+          reason: `input ${prev}:${input.index} was spent by ${spend.txid} (confirmed)`,
+        };
+      }
     }
   }
   return { state: 'unknown' };

@@ -35,6 +35,8 @@ export const MAX_FEE_RATE = 10_000;
 export const MAX_FEE_SAT = 1_000_000n;
 /** At most this many inputs (a standard transaction stays far under 100,000 vB). */
 export const MAX_INPUTS = 500;
+/** BTC has 8 decimals (1 BTC = 100,000,000 sat), whatever the registry's `native_decimals` says. */
+export const SAT_DECIMALS = 8;
 
 /** Fields of the request this family does not take, as the API names them. */
 const UNSUPPORTED: [keyof TransferInput, string][] = [
@@ -99,7 +101,7 @@ export const bitcoinTransfers: TransferOps<BitcoinUnsigned> = {
     }
     const network = paramsOf(networkNameOf(chain));
     const script = recipientScript(input.to, chain);
-    const value = parseTransferAmount(input.value, chain.nativeDecimals);
+    const value = parseTransferAmount(input.value, SAT_DECIMALS);
     const dust = dustThreshold(script);
     if (value < dust) {
       throw new InvalidArgumentError(
@@ -123,7 +125,7 @@ export const bitcoinTransfers: TransferOps<BitcoinUnsigned> = {
     const netName = networkNameOf(chain);
     const network = paramsOf(netName);
     const toScript = recipientScript(parsed.to, chain);
-    const value = parseTransferAmount(parsed.value, chain.nativeDecimals);
+    const value = parseTransferAmount(parsed.value, SAT_DECIMALS);
     const ownScript = bitcoin.payments.p2wpkh({ pubkey: publicKeyBytes(ctx.key), network }).output!;
     if (bitcoin.address.fromOutputScript(ownScript, network) !== ctx.from) {
       throw new Error("the key's address on this chain is not its P2WPKH address");
@@ -173,6 +175,16 @@ export const bitcoinTransfers: TransferOps<BitcoinUnsigned> = {
         plan = { fee: total - value, change: 0n, vsize: vWithout };
         break;
       }
+    }
+    if (!plan && chosen.length >= MAX_INPUTS && spendable.length > MAX_INPUTS) {
+      const all = spendable.reduce((sum, u) => sum + BigInt(u.value), 0n);
+      throw new InvalidArgumentError(
+        'value',
+        `the key has too many small UTXOs on ${chain.name}: its ${MAX_INPUTS} largest confirmed UTXOs ` +
+          `(the most one transfer spends) hold ${total} sat, less than ${value} sat plus a fee of at least ` +
+          `${lastFee} sat at ${rate} sat/vB (all ${spendable.length} spendable UTXOs hold ${all} sat); ` +
+          `send at most what ${MAX_INPUTS} UTXOs hold, or consolidate the key's UTXOs`,
+      );
     }
     if (!plan) {
       const notCounted = [
