@@ -156,33 +156,33 @@ describe('Bitcoin transfers (shared mesh, local Esplora node on regtest)', () =>
   it('submits a transfer the node verifies, with change back, and follows it to confirmed', async () => {
     const r = await submit({ to: bob, value: '0.005' });
     if (r.status !== 201) throw new Error(`submit: ${r.status} ${r.text}`);
-    // The largest UTXO (1,000,000 sat), 141 vB at ceil(2.4) = 3 sat/vB.
+    // The largest UTXO (1,000,000 sat), 141 vB at 2.4 sat/vB: ceil(338.4) = 339 sat.
     expect(r.body).toMatchObject({
       family: 'bitcoin',
       from: rtAddress,
       to: bob,
       value_wei: '500000',
-      fee: '423',
+      fee: '339',
       status: 'broadcast',
       nonce: null,
     });
     expect(r.body['details']).toMatchObject({
-      fee_rate: '3',
+      fee_rate: '2.4',
       fee_rate_source: 'fee-estimates',
       vsize: '141',
       inputs: '1',
-      change: String(1_000_000 - 500_000 - 423),
+      change: String(1_000_000 - 500_000 - 339),
     });
     const tx = verifiedTx(String(r.body['signed_tx']), publicKey, valueOf);
     expect(r.body['tx_hash']).toBe(tx.getId());
     expect(outputsOf(tx)).toEqual([
       [bob, 500_000n],
-      [rtAddress, 499_577n],
+      [rtAddress, 499_661n],
     ]);
     // The node took exactly these bytes.
     expect(node.accepted.find((t) => t.txid === tx.getId())).toMatchObject({
       hex: r.body['signed_tx'],
-      fee: 423n,
+      fee: 339n,
     });
 
     const done = await settled(String(r.body['id']));
