@@ -528,6 +528,11 @@ describe("bitcoin transfers: the node's answers", () => {
       expect(err.detail).toMatch(
         /too many small UTXOs.*500 largest.*500000 sat.*all 600 spendable UTXOs hold 600000 sat/,
       );
+      // More than all of them hold: insufficient funds, as with fewer UTXOs.
+      const poor = (await failure(() =>
+        prepare(a, { to: otherAddress(), value: '700000', feeRateSatPerVbyte: 1 }, bep),
+      )) as CustosError;
+      expect(poor).toMatchObject({ field: 'value', type: 'insufficient_funds' });
     } finally {
       await big.close();
     }

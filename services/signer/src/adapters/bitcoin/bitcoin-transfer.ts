@@ -176,8 +176,9 @@ export const bitcoinTransfers: TransferOps<BitcoinUnsigned> = {
         break;
       }
     }
-    if (!plan && chosen.length >= MAX_INPUTS && spendable.length > MAX_INPUTS) {
-      const all = spendable.reduce((sum, u) => sum + BigInt(u.value), 0n);
+    const all = spendable.reduce((sum, u) => sum + BigInt(u.value), 0n);
+    // Cut off at MAX_INPUTS while all the UTXOs would hold enough: say so (not insufficient funds).
+    if (!plan && chosen.length >= MAX_INPUTS && spendable.length > MAX_INPUTS && all >= value + lastFee) {
       throw new InvalidArgumentError(
         'value',
         `the key has too many small UTXOs on ${chain.name}: its ${MAX_INPUTS} largest confirmed UTXOs ` +
