@@ -175,7 +175,7 @@ describe('transaction store in Postgres', () => {
     const keyId = randomUUID();
     const chain = 'solana-devnet';
     const row = () => ({ ...transferOf(keyId, chain), family: 'solana', valueWei: '300', fee: '5' });
-    const spend = { native: 305n, available: { native: 1000n } };
+    const spend = { native: 305n, available: { native: 1000n }, readAt: new Date() };
     const results = await Promise.allSettled(
       Array.from({ length: 6 }, () => store.insertTransfer(row(), undefined, [], undefined, spend)),
     );
@@ -194,6 +194,7 @@ describe('transaction store in Postgres', () => {
           token: 50n,
           tokenMint: 'Mint1',
           available: { native: 1000n, token: 60n },
+          readAt: new Date(),
         },
       ),
     ).resolves.toMatchObject({ status: 'pending' });
@@ -208,19 +209,47 @@ describe('transaction store in Postgres', () => {
           token: 20n,
           tokenMint: 'Mint1',
           available: { native: 10_000n, token: 60n },
+          readAt: new Date(),
         },
       ),
     ).rejects.toBeInstanceOf(OverspendError);
-    // Once given to the node, a transfer is in the balance the adapter reads: it no longer counts.
+    // Given to the node before the balance was read, a transfer is in that balance: it no longer
+    // counts; given to it after the read, it does.
     const first = (won[0] as PromiseFulfilledResult<Awaited<ReturnType<TxStore['insertTransfer']>>>).value;
     await store.markSigned(first.id, { signedTx: 'aa', txHash: `h${first.id}` }, async () => undefined);
     await store.markSendAttempted(first.id);
     await store.markBroadcast(first.id, async () => undefined);
+    const readAt = await store.dbNow();
     await expect(
-      store.insertTransfer(row(), undefined, [], undefined, { ...spend, available: { native: 925n } }),
-    ).resolves.toMatchObject({
-      status: 'pending',
+      store.insertTransfer(row(), undefined, [], undefined, {
+        ...spend,
+        available: { native: 925n },
+        readAt,
+      }),
+    ).resolves.toMatchObject({ status: 'pending' });
+    // Another given to the node after that read: counted (2 × 305 + 5 in flight), so 305 more is refused.
+    const late = await store.insertTransfer(row(), undefined, [], undefined, {
+      ...spend,
+      available: { native: 10_000n },
+      readAt,
     });
+    const [second] = await pool
+      .query(
+        `SELECT id FROM signer.transactions WHERE key_id = $1 AND status = 'pending' AND id <> $2 ORDER BY created_at LIMIT 1`,
+        [keyId, late.id],
+      )
+      .then((r) => r.rows as { id: string }[]);
+    void second;
+    await store.markSigned(late.id, { signedTx: 'bb', txHash: `h${late.id}` }, async () => undefined);
+    await store.markSendAttempted(late.id);
+    await store.markBroadcast(late.id, async () => undefined);
+    await expect(
+      store.insertTransfer(row(), undefined, [], undefined, {
+        ...spend,
+        available: { native: 925n },
+        readAt,
+      }),
+    ).rejects.toBeInstanceOf(OverspendError);
   });
 
   it('the database refuses two rows holding one nonce', async () => {

@@ -15,6 +15,7 @@ import {
   transactionCount,
   waitForStatus,
 } from '../src/chains';
+import { api } from '../src/api';
 import { type Mesh, sharedMesh } from '../src/mesh';
 
 // Issue 18: Bitcoin transfers through the Intents API of the real mesh, against a local Esplora
@@ -130,9 +131,10 @@ describe('Bitcoin transfers (shared mesh, local Esplora node on regtest)', () =>
     chain = await registerChain(mesh, { family: 'bitcoin', network: 'regtest', rpcUrl: node.url });
     agent = await chainAgent(mesh, chain);
     seen.push(...agent.seen);
-    address = String(agent.key['address']);
     publicKey = String(agent.key['public_key']);
-    rtAddress = bitcoin.payments.p2wpkh({ pubkey: Buffer.from(publicKey, 'hex'), network: REGTEST }).address!;
+    // The creation answers the address on the chain's network; the key row keeps the mainnet form.
+    rtAddress = String(agent.key['address']);
+    address = bitcoin.payments.p2wpkh({ pubkey: Buffer.from(publicKey, 'hex') }).address!;
     for (const sats of [1_000_000n, 800_000n, 600_000n, 400_000n]) {
       const f = node.fund(rtAddress, sats);
       funding.set(`${f.txid}:${f.vout}`, sats);
@@ -142,9 +144,18 @@ describe('Bitcoin transfers (shared mesh, local Esplora node on regtest)', () =>
     await node?.close();
   });
 
-  it('makes a secp256k1 key whose stored address is its mainnet P2WPKH address', () => {
+  it('makes a secp256k1 key: created on regtest it answers its bcrt1 address; the listing keeps the mainnet P2WPKH form', async () => {
     expect(agent.key['curve']).toBe('secp256k1');
     expect(publicKey).toMatch(/^0[23][0-9a-f]{64}$/);
+    expect(rtAddress).toMatch(/^bcrt1q/);
+    expect(rtAddress).toBe(
+      bitcoin.payments.p2wpkh({ pubkey: Buffer.from(publicKey, 'hex'), network: REGTEST }).address,
+    );
+    const listed = await api(mesh, 'GET', `/v1/agents/${agent.id}/signing-keys`, {
+      token: agent.owner.token,
+    });
+    seen.push(JSON.stringify(listed.body));
+    expect((listed.body['keys'] as Array<{ address: string }>)[0]!.address).toBe(address);
     expect(address).toMatch(/^bc1q/);
     const script = bitcoin.address.toOutputScript(address, bitcoin.networks.bitcoin);
     expect(Buffer.from(script)).toEqual(

@@ -14,6 +14,7 @@ import {
   transactionCount,
   waitForStatus,
 } from '../src/chains';
+import { api } from '../src/api';
 import { type Mesh, sharedMesh } from '../src/mesh';
 
 // Issue 18, Cardano: ADA payments through the public API, the mesh's signer talking Blockfrost to a
@@ -74,8 +75,8 @@ describe('Cardano transfers through the Intents API (Blockfrost responder)', () 
     agent = await chainAgent(mesh, chain);
     seen.push(...agent.seen);
     publicKey = String(agent.key['public_key']);
-    const stored = CSL.Address.from_bech32(String(agent.key['address']));
-    from = CSL.EnterpriseAddress.new(0, stored.payment_cred()!).to_address().to_bech32();
+    // The creation answers the address on the chain's network (preprod); the key row keeps mainnet's.
+    from = String(agent.key['address']);
     for (let i = 0; i < 6; i++) node.fund(from, 20_000_000n);
   });
 
@@ -84,14 +85,25 @@ describe('Cardano transfers through the Intents API (Blockfrost responder)', () 
     await mesh?.stop();
   });
 
-  it('makes an ed25519 payment key whose stored address is its mainnet enterprise address', () => {
+  it('makes an ed25519 payment key: created on preprod it answers its addr_test address; the listing keeps the mainnet enterprise form', async () => {
     expect(agent.key['curve']).toBe('ed25519');
     expect(publicKey).toMatch(/^[0-9a-f]{64}$/);
-    const a = CSL.Address.from_bech32(String(agent.key['address']));
-    expect(a.to_bech32()).toBe(agent.key['address']);
+    const keyHash = CSL.PublicKey.from_hex(publicKey).hash().to_hex();
+    const onPreprod = CSL.Address.from_bech32(from);
+    expect(from).toMatch(/^addr_test1/);
+    expect(onPreprod.kind()).toBe(CSL.AddressKind.Enterprise);
+    expect(onPreprod.network_id()).toBe(0);
+    expect(onPreprod.payment_cred()!.to_keyhash()!.to_hex()).toBe(keyHash);
+    const listed = await api(mesh, 'GET', `/v1/agents/${agent.id}/signing-keys`, {
+      token: agent.owner.token,
+    });
+    seen.push(JSON.stringify(listed.body));
+    const stored = (listed.body['keys'] as Array<{ address: string }>)[0]!.address;
+    const a = CSL.Address.from_bech32(stored);
+    expect(a.to_bech32()).toBe(stored);
     expect(a.kind()).toBe(CSL.AddressKind.Enterprise);
     expect(a.network_id()).toBe(1);
-    expect(a.payment_cred()!.to_keyhash()!.to_hex()).toBe(CSL.PublicKey.from_hex(publicKey).hash().to_hex());
+    expect(a.payment_cred()!.to_keyhash()!.to_hex()).toBe(keyHash);
   });
 
   it('pays ADA with a CIP-20 memo: verified by the node, followed to confirmed', async () => {
@@ -152,7 +164,9 @@ describe('Cardano transfers through the Intents API (Blockfrost responder)', () 
     const good = testnetAddress();
     const typo = `${good.slice(0, -1)}${good.endsWith('q') ? 'p' : 'q'}`;
     expect400(remember(await submitTransaction(mesh, agent, { chain, to: typo, value: '2' })), 'to');
-    const mainnet = CSL.Address.from_bech32(String(agent.key['address'])).to_bech32();
+    const mainnet = CSL.EnterpriseAddress.new(1, CSL.Address.from_bech32(from).payment_cred()!)
+      .to_address()
+      .to_bech32();
     expect400(remember(await submitTransaction(mesh, agent, { chain, to: mainnet, value: '2.0' })), 'to');
     expect400(
       remember(await submitTransaction(mesh, agent, { chain, to: good, value: '2.0', destination_tag: 5 })),

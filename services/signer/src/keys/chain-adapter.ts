@@ -69,6 +69,11 @@ export interface PreparedTransfer<U = unknown> {
   value: bigint;
   /** The most the transfer pays in fees, in the chain's native base unit. */
   fee: bigint;
+  /**
+   * What it is expected to pay when that is less than `fee` (Tron TRC-20: the dry run's energy,
+   * where `fee` counts the whole fee limit); the in-flight check of `available` counts this.
+   */
+  expectedFee?: bigint;
   /** Inputs the transfer spends (UTXO chains), reserved in the database with the transaction. */
   inputs: string[];
   /**

@@ -9,10 +9,18 @@ import type { ChainRecord } from '../chains/chain-types.js';
 import { outbox } from '../db/schema.js';
 import type { IdentityClient } from '../peers/identity-client.js';
 import type { VaultCryptoClient } from '../peers/vault-crypto-client.js';
-import { type ChainAdapter, type ChainAdapters, adapterFor } from './chain-adapter.js';
+import { type ChainAdapter, type ChainAdapters, adapterFor, addressOn } from './chain-adapter.js';
 import { agentIdOf, creatableCustody, keyDetails, sortKeys } from './key-fns.js';
 import type { KeyStore } from './key-store.js';
 import type { SigningKeyRecord } from './key-types.js';
+
+/**
+ * The key as an answer about `chain`: its address in the chain's network form (Bitcoin `bcrt1` on
+ * a regtest chain, Cardano `addr_test` on preprod); the stored and listed form is mainnet's.
+ */
+function onNetwork(adapter: ChainAdapter, k: SigningKeyRecord, chain: ChainRecord): SigningKeyRecord {
+  return k.address ? { ...k, address: addressOn(adapter, k, chain) } : k;
+}
 
 function manager(p: Principal, what: string): OrgAdmin {
   requireHumanAdmin(p, what);
@@ -122,7 +130,7 @@ export class KeyService {
     );
     // A racing create won: the sealed key of this one stays unused in the vault (never listed).
     if (r === 'conflict') throw conflict();
-    return r;
+    return onNetwork(adapter, r, chain);
   }
 
   /** Every version of the agent's keys (humans of the org, or the agent itself), active first. */
@@ -178,6 +186,6 @@ export class KeyService {
     );
     if (r === 'conflict')
       throw new ConflictError('the key was rotated meanwhile; list the keys and try again', 'chain');
-    return r;
+    return { key: onNetwork(adapter, r.key, chain), previous: onNetwork(adapter, r.previous, chain) };
   }
 }

@@ -50,6 +50,11 @@ export interface SpendCheck {
   token?: bigint;
   tokenMint?: string;
   available: { native: bigint; token?: bigint };
+  /**
+   * The database's time just before the adapter read the balance (`dbNow`): transfers given to the
+   * node since then are not in that balance and count as spending too.
+   */
+  readAt: Date;
 }
 
 /** How long an Idempotency-Key is remembered (DECISIONS.md: 24 h). */
@@ -215,8 +220,8 @@ export class TxStore {
    * Refuses (OverspendError) a transfer that, with the key's transfers on the chain not yet given
    * to the node (`pending`, `signed`), spends more than is available. Runs under a transaction-scoped
    * advisory lock of the key and chain, held until the new row commits, so parallel transfers are
-   * checked one after another. Broadcast transfers are not counted: the balance the adapter read
-   * already reflects what the node has applied.
+   * checked one after another. Transfers given to the node before the balance was read are not
+   * counted (the balance reflects them once the node applied them); those given to it since are.
    */
   private async checkSpend(tx: Transaction, keyId: string, chainName: string, s: SpendCheck): Promise<void> {
     await tx.execute(
@@ -228,7 +233,9 @@ export class TxStore {
           + coalesce(sum(value_wei) filter (where details->>'token_mint' is null), 0) as native,
         coalesce(sum(value_wei) filter (where details->>'token_mint' = ${s.tokenMint ?? ''}), 0) as token
       from ${transactions}
-      where key_id = ${keyId} and chain_name = ${chainName} and status in ('pending', 'signed')`);
+      where key_id = ${keyId} and chain_name = ${chainName}
+        and (status in ('pending', 'signed')
+          or (status in ('broadcast', 'confirmed') and broadcast_at >= ${s.readAt.toISOString()}::timestamptz))`);
     const row = (r as unknown as { rows: { native: string; token: string }[] }).rows[0]!;
     const native = BigInt(row.native);
     if (native + s.native > s.available.native)
@@ -237,6 +244,13 @@ export class TxStore {
       const token = BigInt(row.token);
       if (token + s.token > s.available.token) throw new OverspendError('token', token, s.available.token);
     }
+  }
+
+  /** The database's clock (the in-flight check compares broadcast times with it). */
+  async dbNow(): Promise<Date> {
+    const r = await this.db.execute(sql`select now() as now`);
+    const v = (r as unknown as { rows: { now: Date | string }[] }).rows[0]!.now;
+    return v instanceof Date ? v : new Date(v);
   }
 
   /** The inputs the key's transactions on the chain hold (not to be spent by another). */

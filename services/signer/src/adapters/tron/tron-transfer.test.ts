@@ -474,6 +474,11 @@ describe('tron review fixes', () => {
     node.mintToken(tok, key.address, 7_000_000n);
     const t = await prepare(key, { to: newKey().key.address, value: '1', tokenMint: tok });
     expect(t.available).toEqual({ native: 50n * TRX, token: 7_000_000n });
+    // The in-flight check counts what it is expected to burn (bandwidth and the dry run's energy),
+    // not the whole fee limit: a key holding less than the 100 TRX default limit still sends.
+    expect(t.fee).toBeGreaterThan(100n * TRX);
+    expect(t.expectedFee).toBeGreaterThan(0n);
+    expect(t.expectedFee!).toBeLessThan(t.available!.native);
   });
 });
 

@@ -343,6 +343,9 @@ async function prepare(
     to: input.to,
     value,
     fee: bandwidth + memoFee + BigInt(feeLimit),
+    // What it is expected to burn (the dry run's energy): the node caps the energy at the balance,
+    // so a key holding less than the fee limit may still send.
+    expectedFee: needed,
     inputs: [],
     expiry: { kind: 'time_ms', value: BigInt(raw.expiration) },
     details,

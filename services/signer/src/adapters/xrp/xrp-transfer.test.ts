@@ -424,6 +424,29 @@ describe('xrp transfers against a local rippled', () => {
     expect((await ops.status(ep, { signedTx: other.tx_blob, txHash: other.hash })).state).toBe('confirmed');
   });
 
+  it('stays pending, never failed, when another transaction has its Sequence but the node lacks ledgers of its window (searched_all false)', async () => {
+    const { signed, prepared } = await prepareAndSign();
+    await ops.broadcast(ep, signed);
+    node.drop(signed.txHash, { forget: true });
+    const w = new Wallet(key.publicKey, `ED${key.privateKey.toString('hex').toUpperCase()}`);
+    const other = w.sign({
+      TransactionType: 'Payment',
+      Account: key.address,
+      Destination: carol.classicAddress,
+      Amount: '3000000',
+      Fee: '10',
+      Sequence: Number(prepared.sequenceFromChain),
+    });
+    await ops.broadcast(ep, { signedTx: other.tx_blob, txHash: other.hash });
+    node.closeLedger();
+    // A window that starts before the node's first ledger (1000): it cannot say ours is in none.
+    const lls = node.validatedLedgerIndex;
+    expect(lls - LEDGER_WINDOW).toBeLessThan(1000);
+    expect(await ops.status(ep, { ...signed, expiry: { kind: 'ledger', value: BigInt(lls) } })).toEqual({
+      state: 'pending',
+    });
+  });
+
   it('says what the key can spend: the balance above the reserve (available)', async () => {
     node.setAccount(key.address, { ownerCount: 2 });
     const { prepared } = await prepareAndSign();

@@ -415,6 +415,10 @@ export async function xrpTransferStatus(
   if (again.error === undefined && again.status !== 'error' && again.validated === true) {
     return validatedStatus(ep, again);
   }
+  // The node could not search every ledger up to LastLedgerSequence (history missing): ours may
+  // be the one that used the Sequence. Calling it failed could make the agent pay twice; it stays
+  // pending (it holds a Sequence the chain has passed anyway) until a node with the history answers.
+  if (again.searched_all === false) return { state: 'pending' };
   return {
     state: 'failed',
     reason: `its sequence (${ours.sequence}) was consumed by another transaction: it is in no ledger up to its LastLedgerSequence ${lls}`,
