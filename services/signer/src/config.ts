@@ -24,7 +24,7 @@ export const configShape = {
   CHAIN_RPC_URLS: env
     .string(
       'Node endpoints of the seeded chains for this install, as comma-separated `name=url` pairs ' +
-        '(`ethereum=https://…,bitcoin=https://blockstream.info/api`; each family\'s protocol in ' +
+        "(`ethereum=https://…,bitcoin=https://blockstream.info/api`; each family's protocol in " +
         'docs/chains.md); applied to the registry at every start (an admin can ' +
         'change them later with PATCH /v1/admin/chains/{id}, until the next start). Empty: the seeds ' +
         'keep the URL they have (none at first).',
