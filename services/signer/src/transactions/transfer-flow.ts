@@ -6,9 +6,8 @@ import {
   type Logger,
   type Transaction,
   UnavailableError,
-  describeError,
 } from '@custos/service-kit';
-import { failClosed, writeSignerAudit } from '../audit/signer-audit.js';
+import { writeSignerAudit } from '../audit/signer-audit.js';
 import type { ChainRecord } from '../chains/chain-types.js';
 import {
   type ChainAdapter,
@@ -25,7 +24,7 @@ import type { IntentScope } from '../intents/intent-context.js';
 import type { KeyLoader } from '../keys/key-loader.js';
 import { transferDetails } from './tx-fns.js';
 import { txAudit } from './tx-records.js';
-import { ANSWER_MARGIN_MS, type SendBudget, recordAndSend } from './tx-send.js';
+import { ANSWER_MARGIN_MS, type SendBudget, signAndSend } from './tx-send.js';
 import {
   type HeldClaim,
   InputsTakenError,
@@ -226,44 +225,20 @@ export async function submitTransfer(
       ),
   );
   onRecorded();
-  const giveBack = async (message: string, o: { unclaim?: boolean } = {}): Promise<TxRecord> => {
-    const t = await failClosed(logger, 'agent.transaction.failed', () =>
-      store.failBeforeBroadcast(
-        row.id,
-        message,
-        (tx, r) => deps.audit(tx, 'agent.transaction.failed', r, { error: message }),
-        o,
-      ),
-    );
-    return t ?? row;
-  };
-  if (outOfTime()) {
-    await giveBack('the request ran out of time before signing', { unclaim: true });
-    throw tooLate();
-  }
-  let signed: SignedTransfer;
-  try {
-    signed = await deps.loader.withKey(scope.key, (pk) =>
-      signChecked(scope, ops, pk, prepared, row.nonce !== null ? BigInt(row.nonce) : undefined),
-    );
-    if (!signed.signedTx || !signed.txHash) throw new Error('the adapter returned no signed transaction');
-  } catch (err) {
-    logger.error({ tx_id: row.id, err: describeError(err) }, 'signing a transfer failed');
-    await giveBack('the transaction could not be signed', { unclaim: true });
-    throw err instanceof CustosError ? err : new UnavailableError('the transaction could not be signed');
-  }
-  return recordAndSend({
+  return signAndSend({
     store,
     logger,
     actor: p,
     row,
-    signed,
     budget,
     nodeTimeoutMs: deps.rpcTimeoutMs,
     chainName: scope.chain.name,
-    audit: (tx, action, r) => deps.audit(tx, action, r),
-    giveBack,
-    send: () => ops.broadcast(ep, signed),
+    audit: deps.audit,
+    sign: () =>
+      deps.loader.withKey(scope.key, (pk) =>
+        signChecked(scope, ops, pk, prepared, row.nonce !== null ? BigInt(row.nonce) : undefined),
+      ),
+    send: (signed) => ops.broadcast(ep, signed),
     verdictOf: (err) => (err instanceof ChainRpcError ? err : undefined),
   });
 }

@@ -1,4 +1,10 @@
-import { type Logger, type Transaction, UnavailableError, describeError } from '@custos/service-kit';
+import {
+  CustosError,
+  type Logger,
+  type Transaction,
+  UnavailableError,
+  describeError,
+} from '@custos/service-kit';
 import type { AgentPrincipal } from '@custos/auth';
 import { failClosed } from '../audit/signer-audit.js';
 import { writeBroadcast } from './tx-records.js';
@@ -28,15 +34,63 @@ export interface NodeVerdict {
 }
 
 /**
- * The end every submission shares, EVM or not, once its row is `pending` and its bytes are signed:
- * the signature is recorded with its audit record (fail-closed), the send attempt is recorded
- * before the call (recovery re-sends only what may have reached the node), the broadcast is waited
- * on until ANSWER_MARGIN_MS before the caller's deadline, and its outcome recorded: `broadcast`
- * (with its event), `failed` through `giveBack` when the node refused the bytes, or left `signed`
- * for the watcher when the node gave no usable answer. Any end short of the node gives back what
- * the row holds (nonce, sequence, inputs) and its Idempotency-Key claim.
+ * The end every submission shares, EVM or not, once its row is `pending` holding what it needs
+ * (nonce, sequence, inputs): with enough time left the bytes are signed, the signature recorded with
+ * its audit record (fail-closed), the send attempt recorded before the call (recovery re-sends only
+ * what may have reached the node), the broadcast waited on until ANSWER_MARGIN_MS before the
+ * caller's deadline, and its outcome recorded: `broadcast` (with its event), `failed` when the node
+ * refused the bytes, or left `signed` for the watcher when the node gave no usable answer. Any end
+ * short of the node gives back what the row holds and, when the request answers an error, its
+ * Idempotency-Key claim.
  */
-export async function recordAndSend(o: {
+export async function signAndSend(o: {
+  store: Pick<TxStore, 'markSigned' | 'markSendAttempted' | 'markBroadcast' | 'failBeforeBroadcast'>;
+  logger: Logger;
+  actor: AgentPrincipal;
+  row: TxRecord;
+  budget: SendBudget;
+  /** The per-call timeout of the node: signing needs two calls' room, the broadcast one. */
+  nodeTimeoutMs: number;
+  chainName: string;
+  audit: (tx: Transaction, action: string, t: TxRecord, extra?: Record<string, unknown>) => Promise<string>;
+  /** Signs the row's transaction (with the key loader). */
+  sign: () => Promise<{ signedTx: string; txHash: string }>;
+  send: (signed: { signedTx: string; txHash: string }) => Promise<unknown>;
+  /** The node's verdict on a failed send; undefined when the failure is not the node's answer. */
+  verdictOf: (err: unknown) => NodeVerdict | undefined;
+}): Promise<TxRecord> {
+  const { store, logger, row, budget } = o;
+  const giveBack = async (message: string, g: { unclaim?: boolean } = {}): Promise<TxRecord> => {
+    const t = await failClosed(logger, 'agent.transaction.failed', () =>
+      store.failBeforeBroadcast(
+        row.id,
+        message,
+        (tx, r) => o.audit(tx, 'agent.transaction.failed', r, { error: message }),
+        g,
+      ),
+    );
+    return t ?? row;
+  };
+  if (budget.cancelled() || budget.deadline - Date.now() < 2 * o.nodeTimeoutMs + ANSWER_MARGIN_MS) {
+    await giveBack('the request ran out of time before signing', { unclaim: true });
+    throw new UnavailableError(
+      'the request ran out of time before the transaction was signed; nothing was signed or sent',
+    );
+  }
+  let signed: { signedTx: string; txHash: string };
+  try {
+    signed = await o.sign();
+    if (!signed.signedTx || !signed.txHash) throw new Error('no signed transaction came back');
+  } catch (err) {
+    logger.error({ tx_id: row.id, err: describeError(err) }, 'signing a transaction failed');
+    await giveBack('the transaction could not be signed', { unclaim: true });
+    throw err instanceof CustosError ? err : new UnavailableError('the transaction could not be signed');
+  }
+  return recordAndSend({ ...o, signed, giveBack, send: () => o.send(signed) });
+}
+
+/** From signed bytes to the node: the second half of signAndSend. */
+async function recordAndSend(o: {
   store: Pick<TxStore, 'markSigned' | 'markSendAttempted' | 'markBroadcast'>;
   logger: Logger;
   actor: AgentPrincipal;

@@ -9,7 +9,6 @@ import {
   NotFoundError,
   type Transaction,
   UnavailableError,
-  describeError,
   isUuid,
 } from '@custos/service-kit';
 import { failClosed, writeSignerAudit } from '../audit/signer-audit.js';
@@ -40,7 +39,7 @@ import {
 import { submitTransfer, transfersOf } from './transfer-flow.js';
 import type { TransferInput } from '../keys/chain-adapter.js';
 import { txAudit } from './tx-records.js';
-import { ANSWER_MARGIN_MS, type SendBudget, recordAndSend } from './tx-send.js';
+import { ANSWER_MARGIN_MS, type SendBudget, signAndSend } from './tx-send.js';
 import type { HeldClaim, TxStore } from './tx-store.js';
 import type { TxRecord } from './tx-types.js';
 
@@ -286,44 +285,20 @@ export class TransactionService {
     onRecorded();
     // From here the row holds a nonce: any end short of the node gives it back.
     // `unclaim`: the request answers an error, so its Idempotency-Key claim goes back with the nonce.
-    const giveBack = async (message: string, o: { unclaim?: boolean } = {}): Promise<TxRecord> => {
-      const t = await failClosed(logger, `${ACTION}.failed`, () =>
-        store.failBeforeBroadcast(
-          row.id,
-          message,
-          (tx, r) => this.audit(tx, p, 'agent.transaction.failed', r, { error: message }),
-          o,
-        ),
-      );
-      return t ?? row;
-    };
-    if (outOfTime()) {
-      await giveBack('the request ran out of time before signing', { unclaim: true });
-      throw new UnavailableError(
-        'the request ran out of time before the transaction was signed; nothing was signed or sent',
-      );
-    }
-    let signed: { signedTx: string; txHash: string };
-    try {
-      const unsigned = buildEvmTransaction({ ...filled, nonce: row.nonce! });
-      signed = await this.deps.intents.loader.withKey(scope.key, (pk) => signEvmTransaction(pk, unsigned));
-    } catch (err) {
-      logger.error({ tx_id: row.id, err: describeError(err) }, 'signing a transaction failed');
-      await giveBack('the transaction could not be signed', { unclaim: true });
-      throw err instanceof CustosError ? err : new UnavailableError('the transaction could not be signed');
-    }
-    return recordAndSend({
+    return signAndSend({
       store,
       logger,
       actor: p,
       row,
-      signed,
       budget,
       nodeTimeoutMs: rpcTimeout,
       chainName: scope.chain.name,
-      audit: (tx, action, r) => this.audit(tx, p, action, r),
-      giveBack,
-      send: () => rpc.sendRawTransaction(signed.signedTx),
+      audit: (tx, action, r, extra) => this.audit(tx, p, action, r, extra),
+      sign: () => {
+        const unsigned = buildEvmTransaction({ ...filled, nonce: row.nonce! });
+        return this.deps.intents.loader.withKey(scope.key, (pk) => signEvmTransaction(pk, unsigned));
+      },
+      send: (signed) => rpc.sendRawTransaction(signed.signedTx),
       verdictOf: (err) => (err instanceof EvmRpcError ? err : undefined),
     });
   }
