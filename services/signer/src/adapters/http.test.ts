@@ -1,4 +1,4 @@
-import { type Server, createServer } from 'node:http';
+import { type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ChainRecord } from '../chains/chain-types.js';
 import { ChainRpcError, type ChainEndpoint } from '../keys/chain-adapter.js';
@@ -9,7 +9,7 @@ import { chainHttp, chainJson } from './http.js';
 const chain = { name: 'test-chain' } as ChainRecord;
 let server: Server;
 let base: string;
-let handler: (path: string, res: import('node:http').ServerResponse) => void;
+let handler: (path: string, res: ServerResponse) => void;
 
 beforeAll(async () => {
   server = createServer((req, res) => handler(req.url ?? '', res));
