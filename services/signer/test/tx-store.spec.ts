@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { createDatabase, createLogger, createPool, migrateSchema } from '@custos/service-kit';
 import { createTestDatabase } from '@custos/service-kit/testing';
 import { SCHEMA } from '../src/db/schema';
-import { InputsTakenError, OverspendError, TxStore } from '../src/transactions/tx-store';
+import { BALANCE_LAG_MS, InputsTakenError, OverspendError, TxStore } from '../src/transactions/tx-store';
 
 const logger = createLogger({ service: 'signer-test', level: 'silent' });
 
@@ -171,7 +171,7 @@ describe('transaction store in Postgres', () => {
     expect(await store.inputsInUse(keyId, 'bitcoin-regtest')).toContain(`${'ef'.repeat(32)}:0`);
   });
 
-  it('parallel transfers of an account key cannot together spend more than the chain says it has; sent ones no longer count', async () => {
+  it('parallel transfers of an account key cannot together spend more than the chain says it has', async () => {
     const keyId = randomUUID();
     const chain = 'solana-devnet';
     const row = () => ({ ...transferOf(keyId, chain), family: 'solana', valueWei: '300', fee: '5' });
@@ -213,42 +213,78 @@ describe('transaction store in Postgres', () => {
         },
       ),
     ).rejects.toBeInstanceOf(OverspendError);
-    // Given to the node before the balance was read, a transfer is in that balance: it no longer
-    // counts; given to it after the read, it does.
-    const first = (won[0] as PromiseFulfilledResult<Awaited<ReturnType<TxStore['insertTransfer']>>>).value;
-    await store.markSigned(first.id, { signedTx: 'aa', txHash: `h${first.id}` }, async () => undefined);
-    await store.markSendAttempted(first.id);
-    await store.markBroadcast(first.id, async () => undefined);
-    const readAt = await store.dbNow();
-    await expect(
-      store.insertTransfer(row(), undefined, [], undefined, {
-        ...spend,
-        available: { native: 925n },
-        readAt,
-      }),
-    ).resolves.toMatchObject({ status: 'pending' });
-    // Another given to the node after that read: counted (2 × 305 + 5 in flight), so 305 more is refused.
-    const late = await store.insertTransfer(row(), undefined, [], undefined, {
-      ...spend,
-      available: { native: 10_000n },
+  });
+
+  it('in flight: a transfer broadcast within BALANCE_LAG_MS before the balance read still counts, one broadcast earlier does not; expected fees count, not fee limits; an empty token_mint is native', async () => {
+    const keyId = randomUUID();
+    const chain = 'tron-nile';
+    const row = (extra: Record<string, unknown> = {}) => ({
+      ...transferOf(keyId, chain),
+      family: 'tron',
+      valueWei: '300',
+      fee: '5',
+      ...extra,
+    });
+    const check = (native: bigint, available: bigint, readAt: Date) => ({
+      native,
+      available: { native: available },
       readAt,
     });
-    const [second] = await pool
-      .query(
-        `SELECT id FROM signer.transactions WHERE key_id = $1 AND status = 'pending' AND id <> $2 ORDER BY created_at LIMIT 1`,
-        [keyId, late.id],
-      )
-      .then((r) => r.rows as { id: string }[]);
-    void second;
-    await store.markSigned(late.id, { signedTx: 'bb', txHash: `h${late.id}` }, async () => undefined);
-    await store.markSendAttempted(late.id);
-    await store.markBroadcast(late.id, async () => undefined);
+    const sent = async (id: string, secondsAgo: number) => {
+      await store.markSigned(id, { signedTx: 'aa', txHash: `h${id}` }, async () => undefined);
+      await store.markSendAttempted(id);
+      await store.markBroadcast(id, async () => undefined);
+      await pool.query(
+        `UPDATE signer.transactions SET broadcast_at = now() - make_interval(secs => $2) WHERE id = $1`,
+        [id, secondsAgo],
+      );
+    };
+    const a = await store.insertTransfer(row(), undefined, [], undefined);
+    await sent(a.id, 1); // broadcast 1 s before the read: the balance may not show it yet
     await expect(
-      store.insertTransfer(row(), undefined, [], undefined, {
-        ...spend,
-        available: { native: 925n },
-        readAt,
-      }),
+      store.insertTransfer(row(), undefined, [], undefined, check(305n, 609n, await store.dbNow())),
+    ).rejects.toBeInstanceOf(OverspendError);
+    await pool.query(
+      `UPDATE signer.transactions SET broadcast_at = now() - make_interval(secs => $2) WHERE id = $1`,
+      [a.id, (BALANCE_LAG_MS + 5_000) / 1000],
+    );
+    const b = await store.insertTransfer(
+      row(),
+      undefined,
+      [],
+      undefined,
+      check(305n, 609n, await store.dbNow()),
+    );
+    expect(b.status).toBe('pending');
+    await sent(b.id, 60);
+    // A TRC-20 transfer in flight counts its expected burn (7), not its fee limit (100,000,005).
+    const trc = await store.insertTransfer(
+      row({ valueWei: '10', fee: '100000005', details: { token_mint: 'TToken', expected_fee: '7' } }),
+      undefined,
+      [],
+      undefined,
+      {
+        native: 7n,
+        token: 10n,
+        tokenMint: 'TToken',
+        available: { native: 1_000n, token: 10n },
+        readAt: await store.dbNow(),
+      },
+    );
+    expect(trc.status).toBe('pending');
+    await expect(
+      store.insertTransfer(row(), undefined, [], undefined, check(305n, 312n, await store.dbNow())),
+    ).resolves.toMatchObject({ status: 'pending' }); // 7 + 305 ≤ 312
+    // A row stored with an empty token_mint counts its value as native.
+    await store.insertTransfer(row({ details: { token_mint: '' } }), undefined, [], undefined);
+    await expect(
+      store.insertTransfer(
+        row(),
+        undefined,
+        [],
+        undefined,
+        check(305n, 7n + 305n + 305n + 304n, await store.dbNow()),
+      ),
     ).rejects.toBeInstanceOf(OverspendError);
   });
 

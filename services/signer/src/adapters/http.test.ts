@@ -69,7 +69,13 @@ it("never puts the endpoint's path (where providers keep their key) in a failure
     ),
   );
   expect(down.message).toMatch(/could not be reached/);
-  for (const e of [slow, down]) expect(e.message).not.toContain('SECRET-PROVIDER-KEY');
+  handler = (path, res) => {
+    res.statusCode = 404;
+    res.end(`Cannot POST ${path}`); // a provider's error page echoing the path
+  };
+  const echoed = await failure(chainHttp(ep(), { method: 'POST', path: 'tx', body: '00' }));
+  expect(echoed.message).toContain('Cannot POST /…/tx');
+  for (const e of [slow, down, echoed]) expect(e.message).not.toContain('SECRET-PROVIDER-KEY');
 });
 
 it('aborts an answer larger than 4 MiB as it streams (a failed call, not a refusal)', async () => {

@@ -96,7 +96,11 @@ export async function chainHttp(
     // Never the URL or its path: providers put their API key there (Alchemy, QuickNode …).
     throw new ChainRpcError(`the ${ep.chain.name} node ${why} (${o.method})`);
   }
-  const text = await readCapped(ep, res);
+  // A provider's error page may echo the path, where its API key lives: never carried further.
+  const basePath = new URL(ep.url).pathname.replace(/\/+$/, '');
+  const secretPath = basePath.length > 1 ? basePath : undefined;
+  const raw = await readCapped(ep, res);
+  const text = res.status >= 400 && secretPath ? raw.split(secretPath).join('/…') : raw;
   if (NOT_A_REFUSAL.has(res.status) || res.status >= 500) {
     throw new ChainRpcError(`the ${ep.chain.name} node answered ${res.status}: ${short(text)}`, {
       status: res.status,

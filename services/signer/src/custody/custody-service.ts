@@ -16,7 +16,7 @@ import type { ChainService } from '../chains/chain-service.js';
 import type { ChainRecord } from '../chains/chain-types.js';
 import { outbox } from '../db/schema.js';
 import { type ChainAdapter, type ChainAdapters, adapterFor } from '../keys/chain-adapter.js';
-import { agentIdOf, keyDetails } from '../keys/key-fns.js';
+import { agentIdOf, keyDetails, onNetwork } from '../keys/key-fns.js';
 import type { KeyLoader } from '../keys/key-loader.js';
 import type { KeyStore } from '../keys/key-store.js';
 import type { SigningKeyRecord } from '../keys/key-types.js';
@@ -134,7 +134,7 @@ export class CustodyService {
             ),
           ),
         );
-        return { key, privateKey: Buffer.from(privateKey) };
+        return { key: onNetwork(adapter, key, chain), privateKey: Buffer.from(privateKey) };
       } finally {
         privateKey.fill(0);
       }
@@ -235,7 +235,10 @@ export class CustodyService {
         }
         // The replaced version no longer signs: its opened copy (if this replica holds one) is zeroed now.
         if (r.previous) this.deps.loader.forget(r.previous.id);
-        return r;
+        return {
+          key: onNetwork(adapter, r.key, chain),
+          previous: r.previous && onNetwork(adapter, r.previous, chain),
+        };
       } finally {
         privateKey.fill(0);
       }

@@ -141,7 +141,9 @@ export const transactions = signerSchema.table(
     /**
      * The chain's head when the watcher first found this broadcast transaction's nonce passed with
      * no receipt and the node not knowing it; it is concluded dropped only if still so some blocks
-     * later (a load-balanced endpoint's backends may disagree for a moment).
+     * later (a load-balanced endpoint's backends may disagree for a moment). For a non-EVM
+     * transfer: when (epoch ms) the watcher first found it expired (concluded only if it still is a
+     * while later).
      */
     dropSeenBlock: bigint('drop_seen_block', { mode: 'bigint' }),
     /**

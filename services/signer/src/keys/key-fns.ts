@@ -1,5 +1,7 @@
 import { InvalidArgumentError, isUuid } from '@custos/service-kit';
 import { keyNameOf } from '../chains/chain-fns.js';
+import type { ChainRecord } from '../chains/chain-types.js';
+import { type ChainAdapter, addressOn } from './chain-adapter.js';
 import type { SigningKeyRecord } from './key-types.js';
 
 /** An agent id from a path: a UUID, lower-cased. */
@@ -47,4 +49,12 @@ export function sortKeys(keys: SigningKeyRecord[]): SigningKeyRecord[] {
       a.family.localeCompare(b.family) ||
       b.keyVersion - a.keyVersion,
   );
+}
+
+/**
+ * The key as an answer about `chain`: its address in the chain's network form (Bitcoin `bcrt1` on
+ * a regtest chain, Cardano `addr_test` on preprod); the stored and listed form is mainnet's.
+ */
+export function onNetwork(adapter: ChainAdapter, k: SigningKeyRecord, chain: ChainRecord): SigningKeyRecord {
+  return k.address ? { ...k, address: addressOn(adapter, k, chain) } : k;
 }

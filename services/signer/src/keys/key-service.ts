@@ -9,18 +9,10 @@ import type { ChainRecord } from '../chains/chain-types.js';
 import { outbox } from '../db/schema.js';
 import type { IdentityClient } from '../peers/identity-client.js';
 import type { VaultCryptoClient } from '../peers/vault-crypto-client.js';
-import { type ChainAdapter, type ChainAdapters, adapterFor, addressOn } from './chain-adapter.js';
-import { agentIdOf, creatableCustody, keyDetails, sortKeys } from './key-fns.js';
+import { type ChainAdapter, type ChainAdapters, adapterFor } from './chain-adapter.js';
+import { agentIdOf, creatableCustody, keyDetails, onNetwork, sortKeys } from './key-fns.js';
 import type { KeyStore } from './key-store.js';
 import type { SigningKeyRecord } from './key-types.js';
-
-/**
- * The key as an answer about `chain`: its address in the chain's network form (Bitcoin `bcrt1` on
- * a regtest chain, Cardano `addr_test` on preprod); the stored and listed form is mainnet's.
- */
-function onNetwork(adapter: ChainAdapter, k: SigningKeyRecord, chain: ChainRecord): SigningKeyRecord {
-  return k.address ? { ...k, address: addressOn(adapter, k, chain) } : k;
-}
 
 function manager(p: Principal, what: string): OrgAdmin {
   requireHumanAdmin(p, what);

@@ -214,7 +214,10 @@ export async function submitTransfer(
           data: '0x',
           txType: 0,
           fee: pr.fee.toString(),
-          details: transferDetails(input, pr.details),
+          details: {
+            ...transferDetails(input, pr.details),
+            ...(pr.expectedFee !== undefined ? { expected_fee: pr.expectedFee.toString() } : {}),
+          },
           expiryKind: pr.expiry?.kind ?? null,
           expiryValue: pr.expiry ? pr.expiry.value.toString() : null,
         },

@@ -170,7 +170,8 @@ export function transferInputOf(req: {
   if (rate !== undefined) out.feeRateSatPerVbyte = rate;
   const limit = num(req.feeLimitSun, 'fee_limit_sun');
   if (limit !== undefined) out.feeLimitSun = limit;
-  if (req.tokenMint !== undefined) out.tokenMint = req.tokenMint;
+  // An empty token_mint is no token (as the adapters read it): never stored as one.
+  if (req.tokenMint !== undefined && req.tokenMint !== '') out.tokenMint = req.tokenMint;
   if (req.tokenDecimals !== undefined) out.tokenDecimals = req.tokenDecimals;
   const ttl = num(req.ttl, 'ttl');
   if (ttl !== undefined) out.ttl = ttl;

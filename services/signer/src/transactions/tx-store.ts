@@ -30,6 +30,12 @@ export class InputsTakenError extends Error {
   }
 }
 
+/**
+ * How long after a broadcast a node's balance may still not show it (Solana reads at `confirmed`,
+ * Tron at the head block): transfers broadcast this long before the balance was read still count.
+ */
+export const BALANCE_LAG_MS = 5_000;
+
 /** A transfer would spend, with the key's others not yet sent, more than the chain says it has. */
 export class OverspendError extends Error {
   constructor(
@@ -220,8 +226,10 @@ export class TxStore {
    * Refuses (OverspendError) a transfer that, with the key's transfers on the chain not yet given
    * to the node (`pending`, `signed`), spends more than is available. Runs under a transaction-scoped
    * advisory lock of the key and chain, held until the new row commits, so parallel transfers are
-   * checked one after another. Transfers given to the node before the balance was read are not
-   * counted (the balance reflects them once the node applied them); those given to it since are.
+   * checked one after another. Transfers given to the node since BALANCE_LAG_MS before the balance
+   * was read count too (the balance may not show them yet): conservative, a transfer the balance
+   * already shows may count twice for those seconds. A fee is counted as the transfer expects to pay
+   * it (`details.expected_fee`, Tron TRC-20's dry-run burn) when that is less than its most.
    */
   private async checkSpend(tx: Transaction, keyId: string, chainName: string, s: SpendCheck): Promise<void> {
     await tx.execute(
@@ -229,13 +237,14 @@ export class TxStore {
     );
     const r = await tx.execute(sql`
       select
-        coalesce(sum(coalesce(fee, 0)), 0)
-          + coalesce(sum(value_wei) filter (where details->>'token_mint' is null), 0) as native,
+        coalesce(sum(coalesce((details->>'expected_fee')::numeric, fee, 0)), 0)
+          + coalesce(sum(value_wei) filter (where nullif(details->>'token_mint', '') is null), 0) as native,
         coalesce(sum(value_wei) filter (where details->>'token_mint' = ${s.tokenMint ?? ''}), 0) as token
       from ${transactions}
       where key_id = ${keyId} and chain_name = ${chainName}
         and (status in ('pending', 'signed')
-          or (status in ('broadcast', 'confirmed') and broadcast_at >= ${s.readAt.toISOString()}::timestamptz))`);
+          or (status in ('broadcast', 'confirmed')
+            and broadcast_at >= ${s.readAt.toISOString()}::timestamptz - ${`${BALANCE_LAG_MS} milliseconds`}::interval))`);
     const row = (r as unknown as { rows: { native: string; token: string }[] }).rows[0]!;
     const native = BigInt(row.native);
     if (native + s.native > s.available.native)

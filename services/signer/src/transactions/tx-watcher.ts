@@ -354,7 +354,13 @@ export class TxWatcher {
           signedTx: t.signedTx ?? '',
           ...(expiry ? { expiry } : {}),
         });
-        const arrived = st.state === 'pending' || st.state === 'confirmed' || st.state === 'failed';
+        // `expired` counts as arrived here: the first send may have landed and a lagging backend
+        // answered; once `broadcast`, the held expiry of followTransfer decides (and frees what it holds).
+        const arrived =
+          st.state === 'pending' ||
+          st.state === 'confirmed' ||
+          st.state === 'failed' ||
+          st.state === 'expired';
         if (!arrived) {
           if (!err.rejected) throw err;
           // A chain with a deadline (blockhash, ledger, ttl, expiration) decides by it: a refusal
