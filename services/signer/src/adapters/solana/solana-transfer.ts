@@ -1,17 +1,5 @@
 import { InvalidArgumentError } from '@custos/service-kit';
 import {
-  ACCOUNT_SIZE,
-  AccountState,
-  TOKEN_2022_PROGRAM_ID,
-  TOKEN_PROGRAM_ID,
-  createAssociatedTokenAccountIdempotentInstruction,
-  createTransferCheckedInstruction,
-  getAssociatedTokenAddressSync,
-  unpackAccount,
-  unpackMint,
-  // @ts-expect-error TS1479: the package is ESM-typed but ships CommonJS (its `require` condition), which runs
-} from '@solana/spl-token';
-import {
   PublicKey,
   SystemProgram,
   Transaction,
@@ -34,6 +22,8 @@ import {
   parseTransferAmount,
 } from '../../keys/chain-adapter.js';
 import { forget, keypairOf, solanaNetworkOf, solanaPublicKey } from './solana-keys.js';
+import { spl } from './spl-token.js';
+import type * as SplToken from '@solana/spl-token' with { 'resolution-mode': 'import' };
 import {
   type SolanaAccount,
   accountInfo,
@@ -47,6 +37,18 @@ import {
   sendTransaction,
   signatureStatus,
 } from './solana-node.js';
+
+const {
+  ACCOUNT_SIZE,
+  AccountState,
+  TOKEN_2022_PROGRAM_ID,
+  TOKEN_PROGRAM_ID,
+  createAssociatedTokenAccountIdempotentInstruction,
+  createTransferCheckedInstruction,
+  getAssociatedTokenAddressSync,
+  unpackAccount,
+  unpackMint,
+} = spl;
 
 /** The SPL Memo program (v2: checks that the accounts it names signed). */
 export const MEMO_PROGRAM_ID = new PublicKey('MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr');
@@ -250,7 +252,7 @@ export async function prepareSolanaTransfer(
         );
       }
       const dst = tokenAccountOf(destination, destAcc);
-      if (dst.isFrozen || (dst as { state?: AccountState }).state === AccountState.Frozen) {
+      if (dst.isFrozen || (dst as { state?: SplToken.AccountState }).state === AccountState.Frozen) {
         throw new InvalidArgumentError('to', "the recipient's token account for this mint is frozen");
       }
     } else {
