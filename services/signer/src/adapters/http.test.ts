@@ -74,8 +74,28 @@ it("never puts the endpoint's path (where providers keep their key) in a failure
     res.end(`Cannot POST ${path}`); // a provider's error page echoing the path
   };
   const echoed = await failure(chainHttp(ep(), { method: 'POST', path: 'tx', body: '00' }));
-  expect(echoed.message).toContain('Cannot POST /…/tx');
-  for (const e of [slow, down, echoed]) expect(e.message).not.toContain('SECRET-PROVIDER-KEY');
+  expect(echoed.message).toContain('Cannot POST /v2/…/tx');
+  // A key in the query string, or echoed alone; a short route segment is left as it is.
+  handler = (path, res) => {
+    res.statusCode = 401;
+    res.end(`invalid api key SECRET-QUERY-KEY-456 for ${path} (see /apidocs)`);
+  };
+  const q = await failure(
+    chainHttp(
+      {
+        chain,
+        url: `${base.replace('/v2/SECRET-PROVIDER-KEY-123', '/api')}?api-key=SECRET-QUERY-KEY-456`,
+        timeoutMs: 2000,
+      },
+      { method: 'GET', path: 'x' },
+    ),
+  );
+  expect(q.message).toContain('invalid api key … for /api/x');
+  expect(q.message).toContain('/apidocs');
+  for (const e of [slow, down, echoed, q]) {
+    expect(e.message).not.toContain('SECRET-PROVIDER-KEY');
+    expect(e.message).not.toContain('SECRET-QUERY-KEY');
+  }
 });
 
 it('aborts an answer larger than 4 MiB as it streams (a failed call, not a refusal)', async () => {

@@ -41,6 +41,39 @@ async function readCapped(ep: ChainEndpoint, res: Response): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/**
+ * `text` with the parts of the endpoint's URL that may be a provider's key replaced by `…`: its
+ * credentials, path segments of 12 characters or more and query values of 8 or more (as written
+ * and percent-decoded). Short segments (`/api`, `/v2`) stay: they are routes, not keys.
+ */
+export function redactEndpoint(ep: ChainEndpoint, text: string): string {
+  let u: URL;
+  try {
+    u = new URL(ep.url);
+  } catch {
+    return text;
+  }
+  const secrets = new Set<string>();
+  const add = (v: string, min: number) => {
+    if (v.length < min) return;
+    secrets.add(v);
+    try {
+      secrets.add(decodeURIComponent(v));
+    } catch {
+      // not percent-encoded text: the raw form is enough
+    }
+  };
+  add(u.username, 1);
+  add(u.password, 1);
+  for (const seg of u.pathname.split('/')) add(seg, 12);
+  for (const [, v] of u.searchParams) add(v, 8);
+  let out = text;
+  for (const secret of [...secrets].sort((a, b) => b.length - a.length)) {
+    if (secret) out = out.split(secret).join('…');
+  }
+  return out;
+}
+
 /** The message of a node's error answer, shortened (it goes into logs and error messages). */
 function short(text: string): string {
   const t = text.replace(/\s+/g, ' ').trim();
@@ -96,11 +129,9 @@ export async function chainHttp(
     // Never the URL or its path: providers put their API key there (Alchemy, QuickNode …).
     throw new ChainRpcError(`the ${ep.chain.name} node ${why} (${o.method})`);
   }
-  // A provider's error page may echo the path, where its API key lives: never carried further.
-  const basePath = new URL(ep.url).pathname.replace(/\/+$/, '');
-  const secretPath = basePath.length > 1 ? basePath : undefined;
   const raw = await readCapped(ep, res);
-  const text = res.status >= 400 && secretPath ? raw.split(secretPath).join('/…') : raw;
+  // A provider's error page may echo its API key (in the URL's path, query or credentials).
+  const text = res.status >= 400 ? redactEndpoint(ep, raw) : raw;
   if (NOT_A_REFUSAL.has(res.status) || res.status >= 500) {
     throw new ChainRpcError(`the ${ep.chain.name} node answered ${res.status}: ${short(text)}`, {
       status: res.status,
@@ -158,7 +189,7 @@ export async function jsonRpc<T = unknown>(ep: ChainEndpoint, method: string, pa
   });
   if (body.error) {
     throw new JsonRpcError(
-      `${method}: ${short(String(body.error.message))} (${body.error.code})`,
+      `${method}: ${short(redactEndpoint(ep, String(body.error.message)))} (${body.error.code})`,
       body.error.code,
       body.error.data,
     );

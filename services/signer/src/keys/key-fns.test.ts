@@ -1,5 +1,7 @@
 import { InvalidArgumentError } from '@custos/service-kit';
-import { agentIdOf, creatableCustody, keyDetails, sortKeys } from './key-fns.js';
+import { CHAIN_ADAPTERS } from '../adapters/registry.js';
+import type { ChainRecord } from '../chains/chain-types.js';
+import { agentIdOf, creatableCustody, keyDetails, onNetwork, sortKeys } from './key-fns.js';
 import type { SigningKeyRecord } from './key-types.js';
 
 const key = (over: Partial<SigningKeyRecord>): SigningKeyRecord => ({
@@ -55,5 +57,32 @@ describe('key rules', () => {
       key({ id: 'mid', keyVersion: 2, isActive: false }),
     ]);
     expect(sorted.map((k) => k.id)).toEqual(['new', 'mid', 'old']);
+  });
+});
+
+describe('onNetwork', () => {
+  const chainOf = (name: string, family: ChainRecord['family'], isTestnet: boolean) =>
+    ({ name, family, isTestnet }) as ChainRecord;
+  it("answers a key's address in the named chain's network form; keeps a key without one as it is", () => {
+    const btc = CHAIN_ADAPTERS.bitcoin!;
+    const g = btc.generate();
+    const k = key({ family: 'bitcoin', publicKey: g.publicKey, address: g.address });
+    g.privateKey.fill(0);
+    expect(k.address).toMatch(/^bc1q/);
+    expect(onNetwork(btc, k, chainOf('bitcoin-regtest', 'bitcoin', true)).address).toMatch(/^bcrt1q/);
+    expect(onNetwork(btc, k, chainOf('bitcoin-testnet', 'bitcoin', true)).address).toMatch(/^tb1q/);
+    expect(onNetwork(btc, k, chainOf('bitcoin', 'bitcoin', false))).toEqual(k);
+    const ada = CHAIN_ADAPTERS.cardano!;
+    const c = ada.generate();
+    c.privateKey.fill(0);
+    const ck = key({ family: 'cardano', publicKey: c.publicKey, address: c.address });
+    expect(onNetwork(ada, ck, chainOf('cardano-preprod', 'cardano', true)).address).toMatch(/^addr_test1/);
+    expect(
+      onNetwork(
+        btc,
+        key({ family: 'bitcoin', publicKey: '', address: '' }),
+        chainOf('bitcoin-regtest', 'bitcoin', true),
+      ).address,
+    ).toBe('');
   });
 });

@@ -102,14 +102,13 @@ async function prepareAndRecord(
   scope: IntentScope,
   ep: ChainEndpoint,
   input: TransferInput,
-  store: Pick<TxStore, 'inputsInUse' | 'dbNow'>,
+  store: Pick<TxStore, 'inputsInUse'>,
   logger: Logger,
   beforeRecord: () => void,
-  record: (p: PreparedTransfer, readAt: Date) => Promise<TxRecord>,
+  record: (p: PreparedTransfer) => Promise<TxRecord>,
 ): Promise<{ prepared: PreparedTransfer; row: TxRecord }> {
   const from = addressOn(scope.adapter, scope.key, scope.chain);
   for (let attempt = 1; ; attempt++) {
-    const readAt = await store.dbNow();
     const prepared = await onChain(logger, scope.chain, PREPARE, () =>
       ops.prepare(
         {
@@ -123,7 +122,7 @@ async function prepareAndRecord(
     );
     beforeRecord();
     try {
-      return { prepared, row: await record(prepared, readAt) };
+      return { prepared, row: await record(prepared) };
     } catch (err) {
       if (err instanceof OverspendError) {
         throw insufficientFunds(
@@ -142,14 +141,13 @@ async function prepareAndRecord(
 }
 
 /** What a transfer spends, for the in-flight check (none when the adapter reports no `available`). */
-export function spendOf(input: TransferInput, p: PreparedTransfer, readAt: Date): SpendCheck | undefined {
+export function spendOf(input: TransferInput, p: PreparedTransfer): SpendCheck | undefined {
   if (!p.available) return undefined;
   const token = input.tokenMint !== undefined && input.tokenMint !== '';
   return {
     native: (p.expectedFee ?? p.fee) + (token ? 0n : p.value),
     ...(token ? { token: p.value, tokenMint: input.tokenMint! } : {}),
     available: p.available,
-    readAt,
   };
 }
 
@@ -198,7 +196,7 @@ export async function submitTransfer(
     () => {
       if (outOfTime()) throw tooLate();
     },
-    (pr, readAt) =>
+    (pr) =>
       store.insertTransfer(
         {
           id: randomUUID(),
@@ -224,7 +222,7 @@ export async function submitTransfer(
         pr.sequenceFromChain !== undefined ? Number(pr.sequenceFromChain) : undefined,
         pr.inputs,
         held,
-        spendOf(input, pr, readAt),
+        spendOf(input, pr),
       ),
   );
   onRecorded();

@@ -10,6 +10,7 @@ import {
   decodeCursor,
   encodeCursor,
   evmRequestOf,
+  transferInputOf,
   refuseUnsupported,
   requestHash,
 } from './tx-fns.js';
@@ -79,5 +80,34 @@ describe('tx-fns', () => {
     expect(decodeCursor(encodeCursor({ id }))).toBe(id);
     expect(fieldOf(() => decodeCursor('zzz'))).toBe('cursor');
     expect(fieldOf(() => decodeCursor(Buffer.from(`tx:${id}'`).toString('base64url')))).toBe('cursor');
+  });
+});
+
+describe('transferInputOf', () => {
+  it('carries the chain fields as given; an empty token_mint is no token; int64 text must be a safe integer', () => {
+    expect(
+      transferInputOf({
+        to: 'r1',
+        value: '5',
+        memo: 'm',
+        destinationTag: '7',
+        tokenMint: '',
+        ttl: '99',
+        data: '0x',
+      }),
+    ).toEqual({ to: 'r1', value: '5', memo: 'm', destinationTag: 7, ttl: 99 });
+    expect(
+      transferInputOf({ to: 'T1', value: '1', tokenMint: 'TMint', tokenDecimals: 6, feeLimitSun: '10' }),
+    ).toEqual({
+      to: 'T1',
+      value: '1',
+      tokenMint: 'TMint',
+      tokenDecimals: 6,
+      feeLimitSun: 10,
+    });
+    expect(transferInputOf({ to: 'x', value: '1', data: '0xab' }).data).toBe('0xab');
+    expect(
+      fieldOf(() => transferInputOf({ to: 'x', value: '1', feeRateSatPerVbyte: '9007199254740993' })),
+    ).toBe('fee_rate_sat_per_vbyte');
   });
 });

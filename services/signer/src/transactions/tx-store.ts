@@ -30,12 +30,6 @@ export class InputsTakenError extends Error {
   }
 }
 
-/**
- * How long after a broadcast a node's balance may still not show it (Solana reads at `confirmed`,
- * Tron at the head block): transfers broadcast this long before the balance was read still count.
- */
-export const BALANCE_LAG_MS = 5_000;
-
 /** A transfer would spend, with the key's others not yet sent, more than the chain says it has. */
 export class OverspendError extends Error {
   constructor(
@@ -56,11 +50,6 @@ export interface SpendCheck {
   token?: bigint;
   tokenMint?: string;
   available: { native: bigint; token?: bigint };
-  /**
-   * The database's time just before the adapter read the balance (`dbNow`): transfers given to the
-   * node since then are not in that balance and count as spending too.
-   */
-  readAt: Date;
 }
 
 /** How long an Idempotency-Key is remembered (DECISIONS.md: 24 h). */
@@ -226,10 +215,11 @@ export class TxStore {
    * Refuses (OverspendError) a transfer that, with the key's transfers on the chain not yet given
    * to the node (`pending`, `signed`), spends more than is available. Runs under a transaction-scoped
    * advisory lock of the key and chain, held until the new row commits, so parallel transfers are
-   * checked one after another. Transfers given to the node since BALANCE_LAG_MS before the balance
-   * was read count too (the balance may not show them yet): conservative, a transfer the balance
-   * already shows may count twice for those seconds. A fee is counted as the transfer expects to pay
-   * it (`details.expected_fee`, Tron TRC-20's dry-run burn) when that is less than its most.
+   * checked one after another. Broadcast transfers count until the watcher settles them (a node's
+   * balance may not show an accepted transfer until it is included — a minute on Solana under
+   * load): conservative, a transfer the balance already shows may count twice meanwhile. A fee
+   * counts as the transfer expects to pay it (`details.expected_fee`, Tron TRC-20's dry-run burn)
+   * when that is less than its most.
    */
   private async checkSpend(tx: Transaction, keyId: string, chainName: string, s: SpendCheck): Promise<void> {
     await tx.execute(
@@ -237,14 +227,14 @@ export class TxStore {
     );
     const r = await tx.execute(sql`
       select
-        coalesce(sum(coalesce((details->>'expected_fee')::numeric, fee, 0)), 0)
+        coalesce(sum(
+          case when details->>'expected_fee' ~ '^[0-9]{1,78}$'
+            then least((details->>'expected_fee')::numeric, coalesce(fee, 0))
+            else coalesce(fee, 0) end), 0)
           + coalesce(sum(value_wei) filter (where nullif(details->>'token_mint', '') is null), 0) as native,
         coalesce(sum(value_wei) filter (where details->>'token_mint' = ${s.tokenMint ?? ''}), 0) as token
       from ${transactions}
-      where key_id = ${keyId} and chain_name = ${chainName}
-        and (status in ('pending', 'signed')
-          or (status in ('broadcast', 'confirmed')
-            and broadcast_at >= ${s.readAt.toISOString()}::timestamptz - ${`${BALANCE_LAG_MS} milliseconds`}::interval))`);
+      where key_id = ${keyId} and chain_name = ${chainName} and status in ('pending', 'signed', 'broadcast')`);
     const row = (r as unknown as { rows: { native: string; token: string }[] }).rows[0]!;
     const native = BigInt(row.native);
     if (native + s.native > s.available.native)
@@ -253,13 +243,6 @@ export class TxStore {
       const token = BigInt(row.token);
       if (token + s.token > s.available.token) throw new OverspendError('token', token, s.available.token);
     }
-  }
-
-  /** The database's clock (the in-flight check compares broadcast times with it). */
-  async dbNow(): Promise<Date> {
-    const r = await this.db.execute(sql`select now() as now`);
-    const v = (r as unknown as { rows: { now: Date | string }[] }).rows[0]!.now;
-    return v instanceof Date ? v : new Date(v);
   }
 
   /** The inputs the key's transactions on the chain hold (not to be spent by another). */
