@@ -391,8 +391,14 @@ describe('transaction store in Postgres', () => {
     expect(new Set(mine).size).toBe(mine.length);
     expect(mine.sort()).toEqual([...ids].sort());
     expect((await store.leaseForWatch(100, 60_000)).filter((t) => ids.includes(t.id))).toEqual([]);
-    const settled = await store.settle(ids[0]!, { ok: true, blockNumber: 7n, gasUsed: 21000n });
+    // The receipt's record is written with it, once (a second settle of the row finds nothing).
+    const recorded: string[] = [];
+    const record = async (_tx: unknown, t: { status: string }) => {
+      recorded.push(t.status);
+    };
+    const settled = await store.settle(ids[0]!, { ok: true, blockNumber: 7n, gasUsed: 21000n }, record);
     expect(settled).toMatchObject({ status: 'confirmed', blockNumber: 7n, gasUsed: '21000' });
-    expect(await store.settle(ids[0]!, { ok: false, blockNumber: 8n, gasUsed: 1n })).toBeUndefined();
+    expect(await store.settle(ids[0]!, { ok: false, blockNumber: 8n, gasUsed: 1n }, record)).toBeUndefined();
+    expect(recorded).toEqual(['confirmed']);
   });
 });

@@ -204,6 +204,26 @@ describe('signer: transactions on anvil (shared mesh)', () => {
     expect(await chain.getBalance(to)).toBe(ETH / 100n);
     const receipt = await chain.getTransactionReceipt(r.body['tx_hash'] as string);
     expect(receipt?.blockNumber).toBe(done['block_number']);
+    // The receipt is on record: agent.transaction.confirmed (system), with the block and gas used.
+    let confirmedRecord: Body | undefined;
+    await waitFor(
+      async () => {
+        const a = await call('GET', '/v1/audit/events?limit=1000&action=agent.transaction.confirmed', {
+          token: owner.token,
+        });
+        confirmedRecord = (a.body['events'] as Body[] | undefined)?.find(
+          (e) => e['resource_id'] === r.body['id'],
+        );
+        return confirmedRecord !== undefined;
+      },
+      30_000,
+      200,
+    );
+    expect(confirmedRecord).toMatchObject({
+      actor_type: 'system',
+      resource_type: 'transaction',
+      details: { block: String(done['block_number']), gas_used: '21000', tx_hash: r.body['tx_hash'] },
+    });
 
     const withSigned = await getTx(agent, r.body['id'] as string, '?include_signed_tx=true');
     expect(withSigned.body['signed_tx']).toBe(signedTx);

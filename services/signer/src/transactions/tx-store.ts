@@ -577,19 +577,23 @@ export class TxStore {
   async settle(
     id: string,
     r: { ok: boolean; blockNumber: bigint; gasUsed: bigint },
+    after?: (tx: Transaction, t: TxRecord) => Promise<unknown>,
   ): Promise<TxRecord | undefined> {
-    const [t] = await this.db
-      .update(transactions)
-      .set({
-        status: r.ok ? 'confirmed' : 'failed',
-        blockNumber: r.blockNumber,
-        gasUsed: r.gasUsed.toString(),
-        confirmedAt: sql`now()`,
-        watchAfter: null,
-        ...(r.ok ? {} : { errorMessage: 'the transaction reverted on chain (receipt status 0)' }),
-      })
-      .where(and(eq(transactions.id, id), eq(transactions.status, 'broadcast')))
-      .returning();
-    return t;
+    return this.db.transaction(async (tx) => {
+      const [t] = await tx
+        .update(transactions)
+        .set({
+          status: r.ok ? 'confirmed' : 'failed',
+          blockNumber: r.blockNumber,
+          gasUsed: r.gasUsed.toString(),
+          confirmedAt: sql`now()`,
+          watchAfter: null,
+          ...(r.ok ? {} : { errorMessage: 'the transaction reverted on chain (receipt status 0)' }),
+        })
+        .where(and(eq(transactions.id, id), eq(transactions.status, 'broadcast')))
+        .returning();
+      if (t && after) await after(tx, t);
+      return t;
+    });
   }
 }

@@ -399,11 +399,22 @@ export class TxWatcher {
             await this.deps.store.watchLater(t.id, this.o.intervalMs);
             return;
           }
-          await this.deps.store.settle(t.id, {
-            ok: r.status === 1,
-            blockNumber: r.blockNumber,
-            gasUsed: r.gasUsed,
-          });
+          // Recorded with the receipt, as the other families' outcomes are.
+          await this.deps.store.settle(
+            t.id,
+            { ok: r.status === 1, blockNumber: r.blockNumber, gasUsed: r.gasUsed },
+            (tx, row) =>
+              systemAudit(
+                tx,
+                row.status === 'confirmed' ? 'agent.transaction.confirmed' : 'agent.transaction.failed',
+                row,
+                {
+                  block: r.blockNumber.toString(),
+                  gas_used: r.gasUsed.toString(),
+                  ...(row.status === 'confirmed' ? {} : { error: row.errorMessage }),
+                },
+              ),
+          );
           settled += 1;
         } catch (err) {
           this.deps.logger.warn(
