@@ -515,15 +515,9 @@ export async function startCardanoResponder(
     return { status: 200, json: hash };
   }
 
-  function txJson(t: CardanoSubmittedTx): unknown {
-    const b = t.block!;
+  /** A transaction's content as Blockfrost describes it (`/txs/{hash}` and `/mempool/{hash}` share it). */
+  function txContent(t: CardanoSubmittedTx) {
     return {
-      hash: t.hash,
-      block: b.hash,
-      block_height: b.height,
-      block_time: b.time,
-      slot: b.slot,
-      index: b.index,
       output_amount: amountJson(
         t.outputs.reduce((s, x) => s + x.lovelace, 0n),
         t.outputs.reduce<Record<string, bigint>>((s, x) => {
@@ -546,6 +540,19 @@ export async function startCardanoResponder(
       asset_mint_or_burn_count: 0,
       redeemer_count: 0,
       valid_contract: true,
+    };
+  }
+
+  function txJson(t: CardanoSubmittedTx): unknown {
+    const b = t.block!;
+    return {
+      hash: t.hash,
+      block: b.hash,
+      block_height: b.height,
+      block_time: b.time,
+      slot: b.slot,
+      index: b.index,
+      ...txContent(t),
     };
   }
 
@@ -649,28 +656,7 @@ export async function startCardanoResponder(
       return {
         status: 200,
         json: {
-          tx: {
-            hash: h,
-            output_amount: amountJson(
-              t.outputs.reduce((s, x) => s + x.lovelace, 0n),
-              {},
-            ),
-            fees: t.fee.toString(),
-            deposit: '0',
-            size: t.size,
-            invalid_before: null,
-            invalid_hereafter: t.ttl !== undefined ? t.ttl.toString() : null,
-            utxo_count: t.inputs.length + t.outputs.length,
-            withdrawal_count: 0,
-            mir_cert_count: 0,
-            delegation_count: 0,
-            stake_cert_count: 0,
-            pool_update_count: 0,
-            pool_retire_count: 0,
-            asset_mint_or_burn_count: 0,
-            redeemer_count: 0,
-            valid_contract: true,
-          },
+          tx: { hash: h, ...txContent(t) },
           inputs: t.inputs.map((i) => ({
             address: i.address,
             tx_hash: i.txHash,

@@ -2,7 +2,7 @@ import { Router } from 'express';
 import { z } from 'zod/v4';
 import type { Transaction } from '@custos/proto/custos/signer/v1/transactions';
 import { TransactionServiceClient } from '@custos/proto/custos/signer/v1/transactions';
-import { unaryCaller } from '@custos/service-kit';
+import { canonicalJson, unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { AgentParams } from './agent-schemas.js';
 import { type Guards, declareRoute } from './routes.js';
@@ -218,23 +218,16 @@ const SubmitBody = bodyOf({
     .describe("Refused: the agent's own key for the chain signs"),
   approval_id: z.string().max(100).optional().describe('Refused until approvals exist'),
   ...TRANSFER_FIELDS,
-  xrpl_tx_json: z.record(z.string(), z.unknown()).optional().describe('Non-EVM: refused on EVM chains'),
-  raw_transaction: z.string().max(262144).optional().describe('Non-EVM: refused on EVM chains'),
-  tron_transaction: z.record(z.string(), z.unknown()).optional().describe('Non-EVM: refused on EVM chains'),
+  xrpl_tx_json: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe('Not supported yet: refused, 400 naming it'),
+  raw_transaction: z.string().max(262144).optional().describe('Not supported yet: refused, 400 naming it'),
+  tron_transaction: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe('Not supported yet: refused, 400 naming it'),
 });
-
-/** Keys sorted at every level: the canonical JSON of the body, for the Idempotency-Key's hash. */
-function canonicalJson(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
-  if (v && typeof v === 'object') {
-    const o = v as Record<string, unknown>;
-    return `{${Object.keys(o)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(v) ?? 'null';
-}
 
 const includeSignedTx = queryString
   .optional()

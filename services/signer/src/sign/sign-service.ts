@@ -24,9 +24,8 @@ import {
   signDigest,
 } from './sign-fns.js';
 import type { SignStore } from './sign-store.js';
-import { addressOn } from '../keys/chain-adapter.js';
-import { PREPARE, endpointOf, onChain, signChecked, transfersOf } from '../transactions/transfer-flow.js';
-import { refuseTransferFieldsOnEvm, transferDetails, transferInputOf } from '../transactions/tx-fns.js';
+import { refuseTransferFieldsOnEvm } from '../transactions/tx-fns.js';
+import { signTransferOnly } from './sign-transfer.js';
 import type { TxStore } from '../transactions/tx-store.js';
 import {
   type IntentType,
@@ -36,11 +35,9 @@ import {
   type SignIntentResult,
 } from './sign-types.js';
 
-/**
- * The least time left before the caller's deadline for a signature to be recorded (one database
- * commit): with less, the signature is dropped and the answer is 503 (nothing recorded).
- */
-export const RECORD_MARGIN_MS = 1_000;
+import { RECORD_MARGIN_MS } from './sign-types.js';
+
+export { RECORD_MARGIN_MS };
 
 /**
  * The audit action of a signature of each intent type (a refusal is `agent.sign.refused`), spelled
@@ -94,7 +91,21 @@ export class SignService {
             `only \`transaction\` intents are signed on ${scope.chain.family} chains (${intent} is EVM's)`,
           );
         }
-        return this.transfer(scope, input, budget);
+        return signTransferOnly(
+          {
+            store: this.deps.store,
+            inputs: this.deps.inputs,
+            loader: this.deps.intents.loader,
+            logger: this.deps.logger,
+            rpcTimeoutMs: this.deps.rpcTimeoutMs ?? 10_000,
+          },
+          scope,
+          input,
+          {
+            inTime: (marginMs, step) => this.inTime(budget, marginMs, step),
+            auditDetails: this.scopeDetails(scope, 'transaction'),
+          },
+        );
       }
       // The other families' transfer fields mean nothing here: refused, never signed without them.
       refuseTransferFieldsOnEvm(input);
@@ -265,124 +276,6 @@ export class SignService {
       status: 'sign_only',
       nonce,
       transactionId: id,
-    };
-  }
-
-  /**
-   * A sign-only transfer on a non-EVM chain: prepared from the chain's state as a submission is
-   * (the adapter reads balances, UTXOs, fees, blockhash or sequence), signed, stored `sign_only`
-   * with its record and `agent.transaction.signed`, never broadcast. It holds nothing: its inputs
-   * are not reserved and a sequence is the chain's next or the Transactions API's next when that is
-   * ahead (read only), so a sign-only transfer and a later submission may spend the same outputs.
-   */
-  private async transfer(
-    scope: IntentScope,
-    input: SignIntentInput,
-    budget: SignBudget,
-  ): Promise<SignIntentResult> {
-    const evmOnly: [unknown, string][] = [
-      [input.txType, 'tx_type'],
-      [input.nonce, 'nonce'],
-      [input.gasLimit, 'gas_limit'],
-      [input.gasPrice, 'gas_price'],
-      [input.maxFeePerGas, 'max_fee_per_gas'],
-      [input.maxPriorityFeePerGas, 'max_priority_fee_per_gas'],
-    ];
-    for (const [v, name] of evmOnly) {
-      if (v !== undefined) {
-        throw new InvalidArgumentError(name, `is an EVM field; ${scope.chain.family} chains do not take it`);
-      }
-    }
-    const ops = transfersOf(scope.adapter, scope.chain);
-    const t = ops.parse(transferInputOf(input), scope.chain);
-    const ep = endpointOf(scope.chain, this.deps.rpcTimeoutMs ?? 10_000);
-    const from = addressOn(scope.adapter, scope.key, scope.chain);
-    const keyView = { address: scope.key.address, publicKey: scope.key.publicKey };
-    const prepared = await onChain(this.deps.logger, scope.chain, PREPARE, () =>
-      ops.prepare(
-        {
-          endpoint: ep,
-          key: keyView,
-          from,
-          inputsInUse: () => this.deps.inputs.inputsInUse(scope.key.id, scope.chain.name),
-        },
-        t,
-      ),
-    );
-    let sequence: bigint | undefined;
-    if (prepared.sequenceFromChain !== undefined) {
-      const stored = await this.deps.store.nextNonce(scope.key.id, scope.chain.chainId);
-      sequence =
-        stored !== undefined && BigInt(stored) > prepared.sequenceFromChain
-          ? BigInt(stored)
-          : prepared.sequenceFromChain;
-    }
-    this.inTime(budget, 0, 'signing');
-    const signed = await this.deps.intents.loader.withKey(scope.key, (pk) =>
-      signChecked(scope, ops, pk, prepared, sequence),
-    );
-    this.inTime(budget, RECORD_MARGIN_MS, 'recording the transaction');
-    const id = randomUUID();
-    const details = transferDetails(t, prepared.details);
-    const nonce = sequence !== undefined ? Number(sequence) : null;
-    const record = auditOf(
-      scope.agent,
-      'agent.sign.transaction',
-      { type: 'agent', id: scope.agent.agentId },
-      {
-        ...this.scopeDetails(scope, 'transaction'),
-        from,
-        tx_id: id,
-        tx_hash: signed.txHash,
-        to: prepared.to,
-        value_wei: prepared.value.toString(),
-        fee: prepared.fee.toString(),
-        ...(nonce !== null ? { sequence: nonce } : {}),
-        details,
-      },
-    );
-    await failClosed(this.deps.logger, record.action, () =>
-      this.deps.store.recordSignOnly(
-        {
-          id,
-          orgId: scope.agent.orgId,
-          agentId: scope.agent.agentId,
-          keyId: scope.key.id,
-          chainName: scope.chain.name,
-          chainId: scope.chain.chainId,
-          fromAddress: from,
-          toAddress: prepared.to,
-          valueWei: prepared.value,
-          data: '0x',
-          nonce,
-          gasLimit: null,
-          txType: 0,
-          maxFeePerGas: null,
-          maxPriorityFeePerGas: null,
-          gasPrice: null,
-          txHash: signed.txHash,
-          signedTx: signed.signedTx,
-          family: scope.chain.family,
-          fee: prepared.fee,
-          details,
-        },
-        record,
-      ),
-    );
-    return {
-      intentType: 'transaction',
-      chain: scope.chain.name,
-      from,
-      signature: '',
-      signedTx: signed.signedTx,
-      txHash: signed.txHash,
-      messageHash: null,
-      typedDataHash: null,
-      txType: null,
-      status: 'sign_only',
-      nonce,
-      transactionId: id,
-      fee: prepared.fee.toString(),
     };
   }
 

@@ -65,3 +65,9 @@ export type SignBudget = SubmitBudget;
 
 /** No deadline, never cancelled. */
 export const NO_SIGN_BUDGET: SignBudget = NO_BUDGET;
+
+/**
+ * The least time left before the caller's deadline for a signature to be recorded (one database
+ * commit): with less, the signature is dropped and the answer is 503 (nothing recorded).
+ */
+export const RECORD_MARGIN_MS = 1_000;

@@ -7,7 +7,6 @@ import {
   type Transaction,
   UnavailableError,
 } from '@custos/service-kit';
-import { writeSignerAudit } from '../audit/signer-audit.js';
 import type { ChainRecord } from '../chains/chain-types.js';
 import {
   type ChainAdapter,
@@ -23,7 +22,6 @@ import {
 import type { IntentScope } from '../intents/intent-context.js';
 import type { KeyLoader } from '../keys/key-loader.js';
 import { transferDetails } from './tx-fns.js';
-import { txAudit } from './tx-records.js';
 import { ANSWER_MARGIN_MS, type SendBudget, signAndSend } from './tx-send.js';
 import {
   type HeldClaim,
@@ -263,14 +261,4 @@ export function signChecked(
     key: { address: scope.key.address, publicKey: scope.key.publicKey },
     ...(sequence !== undefined ? { sequence } : {}),
   });
-}
-
-/** Writes a signer audit record of a transfer (system actor: the watcher's outcomes). */
-export function systemAudit(
-  tx: Transaction,
-  action: string,
-  t: TxRecord,
-  extra: Record<string, unknown> = {},
-) {
-  return writeSignerAudit(tx, txAudit('system', action, t, extra));
 }

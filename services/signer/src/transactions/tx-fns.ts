@@ -198,18 +198,24 @@ export function refuseTransferFieldsOnEvm(req: SubmitTransactionRequest | Transf
 
 /** EVM's fields on another family's chain: 400 naming the first present. */
 export function refuseEvmFields(
-  req: Pick<
-    SubmitTransactionRequest,
-    'gasLimit' | 'maxFeePerGas' | 'maxPriorityFeePerGas' | 'gasPrice' | 'txType' | 'simulateFirst'
-  >,
+  req: {
+    gasLimit?: unknown;
+    maxFeePerGas?: unknown;
+    maxPriorityFeePerGas?: unknown;
+    gasPrice?: unknown;
+    txType?: unknown;
+    nonce?: unknown;
+    simulateFirst?: boolean;
+  },
   family: string,
 ): void {
   const present: [unknown, string][] = [
+    [req.txType, 'tx_type'],
+    [req.nonce, 'nonce'],
     [req.gasLimit, 'gas_limit'],
+    [req.gasPrice, 'gas_price'],
     [req.maxFeePerGas, 'max_fee_per_gas'],
     [req.maxPriorityFeePerGas, 'max_priority_fee_per_gas'],
-    [req.gasPrice, 'gas_price'],
-    [req.txType, 'tx_type'],
   ];
   for (const [v, name] of present) {
     if (v !== undefined)

@@ -60,3 +60,13 @@ export async function writeBroadcast(tx: Transaction, actor: TxActor, t: TxRecor
     },
   });
 }
+
+/** Writes the record of `action` on transaction `t` by signer itself (the watcher, recovery). */
+export function systemAudit(
+  tx: Transaction,
+  action: string,
+  t: TxRecord,
+  extra: Record<string, unknown> = {},
+): Promise<string> {
+  return writeSignerAudit(tx, txAudit('system', action, t, extra));
+}

@@ -1,10 +1,9 @@
 import { type Logger, describeError } from '@custos/service-kit';
 import type { ChainService } from '../chains/chain-service.js';
-import { writeSignerAudit } from '../audit/signer-audit.js';
 import { type EvmRpcPool, type EvmTxRpc, EvmRpcError } from '../evm/index.js';
 import { type ChainAdapters, ChainRpcError, type TransferOps } from '../keys/chain-adapter.js';
-import { endpointOf, systemAudit } from './transfer-flow.js';
-import { txAudit, writeBroadcast } from './tx-records.js';
+import { endpointOf } from './transfer-flow.js';
+import { systemAudit, writeBroadcast } from './tx-records.js';
 import type { TxStore } from './tx-store.js';
 import type { TxRecord } from './tx-types.js';
 
@@ -133,7 +132,7 @@ export class TxWatcher {
     let done = 0;
     for (const t of await store.leaseStale('pending', this.o.staleMs, this.o.batch, lease)) {
       const r = await store.failBeforeBroadcast(t.id, 'abandoned before it was signed', (tx, row) =>
-        writeSignerAudit(tx, txAudit('system', 'agent.transaction.failed', row, { error: 'abandoned' })),
+        systemAudit(tx, 'agent.transaction.failed', row, { error: 'abandoned' }),
       );
       if (r) done += 1;
     }
@@ -143,7 +142,7 @@ export class TxWatcher {
         if (t.sendAttemptedAt === null) {
           // Its request stopped before giving it to the node: never sent, so the nonce goes back.
           const r = await store.failBeforeBroadcast(t.id, 'abandoned before it was sent', (tx, row) =>
-            writeSignerAudit(tx, txAudit('system', 'agent.transaction.failed', row, { error: 'abandoned' })),
+            systemAudit(tx, 'agent.transaction.failed', row, { error: 'abandoned' }),
           );
           if (r) done += 1;
           return;
@@ -193,14 +192,13 @@ export class TxWatcher {
         const r = await this.deps.store.failBeforeBroadcast(
           t.id,
           message,
-          (tx, row) =>
-            writeSignerAudit(tx, txAudit('system', 'agent.transaction.failed', row, { error: message })),
+          (tx, row) => systemAudit(tx, 'agent.transaction.failed', row, { error: message }),
           { giveBack: false },
         );
         return !!r;
       }
       const r = await this.deps.store.failBeforeBroadcast(t.id, message, (tx, row) =>
-        writeSignerAudit(tx, txAudit('system', 'agent.transaction.failed', row, { error: message })),
+        systemAudit(tx, 'agent.transaction.failed', row, { error: message }),
       );
       return !!r;
     }
@@ -368,7 +366,7 @@ export class TxWatcher {
           if (st.state === 'unknown' && expiry) throw err;
           const message = `broadcast failed: ${err.message}`;
           const r = await this.deps.store.failBeforeBroadcast(t.id, message, (tx, row) =>
-            writeSignerAudit(tx, txAudit('system', 'agent.transaction.failed', row, { error: message })),
+            systemAudit(tx, 'agent.transaction.failed', row, { error: message }),
           );
           return !!r;
         }
