@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import * as CSL from '@emurgo/cardano-serialization-lib-nodejs';
+import { type ResponderAnswer, type ResponderRequest, serve } from './server.js';
 
 /**
  * A local Cardano node as Blockfrost serves it (`/api/v0`): a UTxO set, a tip that tests advance,
@@ -159,7 +158,7 @@ export interface CardanoResponder {
   /** Stop answering (requests hang until `hang(false)` or close). */
   hang(on: boolean): void;
   /** Every request seen: method, path (without `/api/v0`), headers. */
-  requests: { method: string; path: string; headers: IncomingMessage['headers'] }[];
+  requests: { method: string; path: string; headers: ResponderRequest['headers'] }[];
   close(): Promise<void>;
 }
 
@@ -283,7 +282,8 @@ export async function startCardanoResponder(
   let hanging = false;
   let mempoolEndpoints = true;
   let after: ((r: { method: string; path: string }) => void) | undefined;
-  const hung: ServerResponse[] = [];
+  /** Requests held while the node hangs: each call drops its connection. */
+  const hung: Array<() => void> = [];
 
   const newHash = (): string => randomBytes(32).toString('hex');
   const pushBlock = (slot: number, txs: string[]): CardanoBlock => {
@@ -687,55 +687,36 @@ export async function startCardanoResponder(
     return err(404, 'Invalid path. Please check https://docs.blockfrost.io/');
   }
 
-  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const u = new URL(req.url ?? '/', 'http://localhost');
-      let path = u.pathname;
-      const answer = (a: { status: number; json: unknown }): void => {
-        res.writeHead(a.status, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(a.json, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)));
-        after?.({ method: req.method ?? 'GET', path });
-      };
-      if (hanging) {
-        hung.push(res);
-        return;
+  const handle = (req: ResponderRequest): ResponderAnswer | Promise<ResponderAnswer> => {
+    if (hanging) return new Promise((resolve) => hung.push(() => resolve({ status: 0, drop: true })));
+    const { method, path } = req;
+    requests.push({ method, path, headers: req.headers });
+    const answer = (a: ResponderAnswer): ResponderAnswer => {
+      after?.({ method, path });
+      return a;
+    };
+    if (o.projectId !== undefined) {
+      const pid = req.headers.project_id;
+      if (pid === undefined) {
+        return answer(err(403, 'Missing project token. Please include project_id in your request.'));
       }
-      if (!path.startsWith(PREFIX)) return answer(err(404, 'Invalid path.'));
-      path = path.slice(PREFIX.length) || '/';
-      requests.push({ method: req.method ?? 'GET', path, headers: req.headers });
-      if (o.projectId !== undefined) {
-        const pid = req.headers.project_id;
-        if (pid === undefined) {
-          return answer(err(403, 'Missing project token. Please include project_id in your request.'));
-        }
-        if (pid !== o.projectId) return answer(err(403, 'Invalid project token.'));
-      }
-      if (failures.times > 0) {
-        failures.times--;
-        return answer(err(failures.status, 'An unexpected response was received from the backend.'));
-      }
-      try {
-        answer(
-          route(
-            req.method ?? 'GET',
-            path,
-            u.searchParams,
-            Buffer.concat(chunks),
-            String(req.headers['content-type'] ?? ''),
-          ),
-        );
-      } catch (e) {
-        answer(err(500, e instanceof Error ? e.message : String(e)));
-      }
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(o.port ?? 0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
+      if (pid !== o.projectId) return answer(err(403, 'Invalid project token.'));
+    }
+    if (failures.times > 0) {
+      failures.times--;
+      return answer(err(failures.status, 'An unexpected response was received from the backend.'));
+    }
+    try {
+      return answer(route(method, path, req.query, req.rawBody, String(req.headers['content-type'] ?? '')));
+    } catch (e) {
+      return answer(err(500, e instanceof Error ? e.message : String(e)));
+    }
+  };
+  const running = await serve(handle, { prefix: PREFIX, ...(o.port ? { port: o.port } : {}) });
+  const port = running.port;
 
   return {
-    url: `http://127.0.0.1:${port}${PREFIX}`,
+    url: running.url,
     port,
     networkId,
     parameters,
@@ -758,14 +739,12 @@ export async function startCardanoResponder(
     },
     hang: (on) => {
       hanging = on;
-      if (!on) for (const r of hung.splice(0)) r.destroy();
+      if (!on) for (const drop of hung.splice(0)) drop();
     },
     requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const r of hung.splice(0)) r.destroy();
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: () => {
+      for (const drop of hung.splice(0)) drop();
+      return running.close();
+    },
   };
 }

@@ -17,8 +17,11 @@ export interface ResponderRequest {
 /** A handler's answer: a status and a JSON value (or raw text with `text`). */
 export interface ResponderAnswer {
   status: number;
+  /** JSON to answer (bigints are written as decimal strings). */
   json?: unknown;
   text?: string;
+  /** Drop the connection without an answer (a node that went away mid-request). */
+  drop?: boolean;
 }
 
 /** A running responder. */
@@ -59,12 +62,18 @@ export async function serve(
         } catch (err) {
           a = { status: 500, text: err instanceof Error ? err.message : String(err) };
         }
+        if (a.drop) {
+          res.destroy();
+          return;
+        }
         if (a.text !== undefined) {
           res.writeHead(a.status, { 'content-type': 'text/plain' });
           res.end(a.text);
         } else {
           res.writeHead(a.status, { 'content-type': 'application/json' });
-          res.end(JSON.stringify(a.json ?? null));
+          res.end(
+            JSON.stringify(a.json ?? null, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)),
+          );
         }
       })();
     });
