@@ -263,7 +263,7 @@ describe('transactions against anvil and Postgres', () => {
         );
       return { scope, submit };
     };
-    const watcher = (intervalMs = 20) =>
+    const watcher = (intervalMs = 20, leaseMs?: number) =>
       new TxWatcher(
         {
           store,
@@ -271,7 +271,7 @@ describe('transactions against anvil and Postgres', () => {
           rpc: rpcPool,
           logger,
         },
-        { intervalMs, batch: 50, staleMs: 0, rpcTimeoutMs: RPC_TIMEOUT },
+        { intervalMs, batch: 50, staleMs: 0, rpcTimeoutMs: RPC_TIMEOUT, leaseMs },
       );
     const held = async (keyId: string) =>
       (
@@ -303,6 +303,38 @@ describe('transactions against anvil and Postgres', () => {
         [r.tx.id],
       );
       expect(events.rows.length).toBe(1); // the broadcast event, once, by the watcher
+    });
+
+    it("a round renews its rows' lease while a chain call hangs; a stopped replica's lease runs out soon", async () => {
+      const w = await funded();
+      const { submit } = rig(w);
+      const r = await submit();
+      expect(r.tx.status).toBe('broadcast');
+      const wt = watcher(20, 600);
+      const other = async () => (await store.leaseForWatch(100, 600)).map((t) => t.id);
+      // The receipt call hangs for RPC_TIMEOUT (1.5 s), well past the 600 ms lease: another replica
+      // looking meanwhile never gets the row.
+      modes.set('eth_getTransactionReceipt', 'hang');
+      const round = wt.round();
+      await new Promise((res) => setTimeout(res, 1_000));
+      expect(await other()).not.toContain(r.tx.id);
+      // …and the lease it holds is short (renewed, not sized for the worst round): a replica killed
+      // now would leave the row for at most the lease.
+      const { rows } = await pool.query<{ left_ms: number }>(
+        'SELECT extract(epoch FROM watch_after - now()) * 1000 AS left_ms FROM signer.transactions WHERE id = $1',
+        [r.tx.id],
+      );
+      expect(Number(rows[0]!.left_ms)).toBeLessThanOrEqual(600);
+      expect(await round).toBe(0);
+      modes.clear();
+      // A replica that leased the row and died (no renewal): the row is back once its lease runs out.
+      await new Promise((res) => setTimeout(res, 150));
+      expect(await other()).toContain(r.tx.id);
+      await wt.round();
+      expect((await store.byId(r.tx.id))!.status).toBe('broadcast');
+      await new Promise((res) => setTimeout(res, 700));
+      expect(await wt.round()).toBeGreaterThanOrEqual(1);
+      expect((await store.byId(r.tx.id))!.status).toBe('confirmed');
     });
 
     it('no answer to the broadcast (timeout): `signed`, nonce held; the watcher sends the same bytes and it is mined', async () => {

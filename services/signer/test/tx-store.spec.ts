@@ -375,6 +375,29 @@ describe('transaction store in Postgres', () => {
     expect(await store.claim(agentId, 'kept', 'h1')).toMatchObject({ kind: 'done', tx: { id: t2.id } });
   });
 
+  it('renewing leases moves those still running; a row whose lease ran out is left to the next round', async () => {
+    const keyId = randomUUID();
+    const [held, lapsed] = [
+      await store.allocateAndInsert(rowOf(keyId), 0, undefined),
+      await store.allocateAndInsert(rowOf(keyId), 1, undefined),
+    ];
+    await pool.query(
+      `UPDATE signer.transactions SET status = 'broadcast',
+         watch_after = CASE WHEN id = $1 THEN now() + interval '1 second' ELSE now() - interval '1 second' END
+       WHERE id IN ($1, $2)`,
+      [held.id, lapsed.id],
+    );
+    await store.renewLease([held.id, lapsed.id], 60_000);
+    const after = await pool.query<{ id: string; ahead: boolean }>(
+      `SELECT id, watch_after > now() + interval '50 seconds' AS ahead FROM signer.transactions WHERE id IN ($1, $2)`,
+      [held.id, lapsed.id],
+    );
+    expect(Object.fromEntries(after.rows.map((r) => [r.id, r.ahead]))).toEqual({
+      [held.id]: true,
+      [lapsed.id]: false,
+    });
+  });
+
   it("two watchers' leases never share a row, and a leased row waits for its lease", async () => {
     const keyId = randomUUID();
     const ids: string[] = [];

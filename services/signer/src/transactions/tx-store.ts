@@ -1,4 +1,4 @@
-import { type SQLWrapper, and, asc, desc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm';
+import { type SQLWrapper, and, asc, desc, eq, gt, inArray, isNull, lt, or, sql } from 'drizzle-orm';
 import { randomUUID } from 'node:crypto';
 import { ConflictError, type Database, type Transaction } from '@custos/service-kit';
 import { isUniqueViolation } from '../chains/chain-store.js';
@@ -479,6 +479,18 @@ export class TxStore {
       .limit(batch)
       .for('update', { skipLocked: true });
     return this.lease(due, leaseMs);
+  }
+
+  /**
+   * Keeps rows leased while a round still works on them: their lease moves to `leaseMs` from now.
+   * A row whose lease already ran out is left to whoever leases it next.
+   */
+  async renewLease(ids: string[], leaseMs: number): Promise<void> {
+    if (ids.length === 0) return;
+    await this.db
+      .update(transactions)
+      .set({ watchAfter: sql`now() + ${`${leaseMs} milliseconds`}::interval` })
+      .where(and(inArray(transactions.id, ids), gt(transactions.watchAfter, sql`now()`)));
   }
 
   /** Not mined yet: look again after `delayMs`. */

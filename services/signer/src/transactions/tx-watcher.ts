@@ -18,8 +18,10 @@ export interface WatcherOptions {
    * that never finished (signer stopped): the watcher finishes it.
    */
   staleMs: number;
-  /** EVM_RPC_TIMEOUT_MS: the lease of a row outlasts the worst round of chain calls on it. */
+  /** EVM_RPC_TIMEOUT_MS: how long one call to a chain's node may take. */
   rpcTimeoutMs?: number;
+  /** How long a leased row stays out of other rounds (renewed while a round works on it). */
+  leaseMs?: number;
 }
 
 /**
@@ -106,17 +108,34 @@ export class TxWatcher {
   }
 
   /**
-   * How long a leased row stays out of other rounds: longer than the worst round on it, so no
-   * other replica acts on it meanwhile. Recovery: up to eight chain calls per row, each up to the
-   * RPC timeout, for each of the batch's turns at the concurrency limit. Receipts (all rows at
-   * once): up to twenty chain calls per row (EVM makes five; non-EVM status checks look at inputs).
+   * How long a leased row stays out of other rounds. Short, so that rows a stopped (or killed)
+   * replica held come back soon; a round that is still working on its rows renews their lease every
+   * third of it (`keepLeased`), however long its chain calls take, so no other replica acts on them.
    */
-  private leaseMs(kind: 'recover' | 'receipts'): number {
-    const rpc = this.o.rpcTimeoutMs ?? 10_000;
-    // Non-EVM status checks make more calls than EVM's (Bitcoin and Cardano look at each input):
-    // rounds lease for up to 20 calls per row, recovery for 8 (a resend, then a status).
-    const worst = kind === 'recover' ? 8 * rpc * Math.ceil(this.o.batch / RECOVER_CONCURRENCY) : 20 * rpc;
-    return Math.max(30_000, this.o.intervalMs * 5, worst + 5_000);
+  private leaseMs(): number {
+    return this.o.leaseMs ?? Math.max(30_000, this.o.intervalMs * 5);
+  }
+
+  /**
+   * Runs `work` while renewing the lease of the rows in `held` (the work removes a row when it is
+   * done with it). A renewal that fails is logged: the rows come back when their lease runs out.
+   */
+  private async keepLeased<T>(held: Set<string>, work: () => Promise<T>): Promise<T> {
+    const lease = this.leaseMs();
+    const timer = setInterval(
+      () => {
+        if (held.size === 0) return;
+        this.deps.store
+          .renewLease([...held], lease)
+          .catch((err) => this.deps.logger.warn({ err: describeError(err) }, 'renewing leases failed'));
+      },
+      Math.floor(lease / 3),
+    );
+    try {
+      return await work();
+    } finally {
+      clearInterval(timer);
+    }
   }
 
   /**
@@ -127,7 +146,7 @@ export class TxWatcher {
    * no receipt of it, it ends `failed` and gives its nonce back.
    */
   async recover(): Promise<number> {
-    const lease = this.leaseMs('recover');
+    const lease = this.leaseMs();
     const { store } = this.deps;
     let done = 0;
     for (const t of await store.leaseStale('pending', this.o.staleMs, this.o.batch, lease)) {
@@ -137,24 +156,29 @@ export class TxWatcher {
       if (r) done += 1;
     }
     const signed = await store.leaseStale('signed', this.o.staleMs, this.o.batch, lease);
-    await eachLimited(signed, RECOVER_CONCURRENCY, async (t) => {
-      try {
-        if (t.sendAttemptedAt === null) {
-          // Its request stopped before giving it to the node: never sent, so the nonce goes back.
-          const r = await store.failBeforeBroadcast(t.id, 'abandoned before it was sent', (tx, row) =>
-            systemAudit(tx, 'agent.transaction.failed', row, { error: 'abandoned' }),
+    const held = new Set(signed.map((t) => t.id));
+    await this.keepLeased(held, () =>
+      eachLimited(signed, RECOVER_CONCURRENCY, async (t) => {
+        try {
+          if (t.sendAttemptedAt === null) {
+            // Its request stopped before giving it to the node: never sent, so the nonce goes back.
+            const r = await store.failBeforeBroadcast(t.id, 'abandoned before it was sent', (tx, row) =>
+              systemAudit(tx, 'agent.transaction.failed', row, { error: 'abandoned' }),
+            );
+            if (r) done += 1;
+            return;
+          }
+          if (t.family !== 'evm' ? await this.resendTransfer(t) : await this.resend(t)) done += 1;
+        } catch (err) {
+          this.deps.logger.warn(
+            { tx_id: t.id, err: describeError(err) },
+            're-sending a signed transaction failed; retried later',
           );
-          if (r) done += 1;
-          return;
+        } finally {
+          held.delete(t.id);
         }
-        if (t.family !== 'evm' ? await this.resendTransfer(t) : await this.resend(t)) done += 1;
-      } catch (err) {
-        this.deps.logger.warn(
-          { tx_id: t.id, err: describeError(err) },
-          're-sending a signed transaction failed; retried later',
-        );
-      }
-    });
+      }),
+    );
     return done;
   }
 
@@ -378,50 +402,54 @@ export class TxWatcher {
 
   /** One round: lease due rows, look up their receipts, record what is mined. Returns how many settled. */
   async round(): Promise<number> {
-    const lease = this.leaseMs('receipts');
-    const rows = await this.deps.store.leaseForWatch(this.o.batch, lease);
+    const rows = await this.deps.store.leaseForWatch(this.o.batch, this.leaseMs());
+    const held = new Set(rows.map((t) => t.id));
     let settled = 0;
-    await Promise.all(
-      rows.map(async (t) => {
-        try {
-          if (t.family !== 'evm') {
-            if (await this.followTransfer(t)) settled += 1;
-            return;
+    await this.keepLeased(held, () =>
+      Promise.all(
+        rows.map(async (t) => {
+          try {
+            if (t.family !== 'evm') {
+              if (await this.followTransfer(t)) settled += 1;
+              return;
+            }
+            const chain = await this.deps.chains.resolve(t.chainName, 'chain', true);
+            const rpc = this.deps.rpc.forChain(chain);
+            const r = await rpc.receipt(t.txHash!);
+            if (!r) {
+              const since = t.broadcastAt ? Date.now() - new Date(t.broadcastAt).getTime() : 0;
+              if (since > this.o.intervalMs * 5) await this.checkUnmined(t, rpc);
+              await this.deps.store.watchLater(t.id, this.o.intervalMs);
+              return;
+            }
+            // Recorded with the receipt, as the other families' outcomes are.
+            await this.deps.store.settle(
+              t.id,
+              { ok: r.status === 1, blockNumber: r.blockNumber, gasUsed: r.gasUsed },
+              (tx, row) =>
+                systemAudit(
+                  tx,
+                  row.status === 'confirmed' ? 'agent.transaction.confirmed' : 'agent.transaction.failed',
+                  row,
+                  {
+                    block: r.blockNumber.toString(),
+                    gas_used: r.gasUsed.toString(),
+                    ...(row.status === 'confirmed' ? {} : { error: row.errorMessage }),
+                  },
+                ),
+            );
+            settled += 1;
+          } catch (err) {
+            this.deps.logger.warn(
+              { tx_id: t.id, err: describeError(err) },
+              'receipt check failed; retried later',
+            );
+            await this.deps.store.watchLater(t.id, this.o.intervalMs * 5).catch(() => undefined);
+          } finally {
+            held.delete(t.id);
           }
-          const chain = await this.deps.chains.resolve(t.chainName, 'chain', true);
-          const rpc = this.deps.rpc.forChain(chain);
-          const r = await rpc.receipt(t.txHash!);
-          if (!r) {
-            const since = t.broadcastAt ? Date.now() - new Date(t.broadcastAt).getTime() : 0;
-            if (since > this.o.intervalMs * 5) await this.checkUnmined(t, rpc);
-            await this.deps.store.watchLater(t.id, this.o.intervalMs);
-            return;
-          }
-          // Recorded with the receipt, as the other families' outcomes are.
-          await this.deps.store.settle(
-            t.id,
-            { ok: r.status === 1, blockNumber: r.blockNumber, gasUsed: r.gasUsed },
-            (tx, row) =>
-              systemAudit(
-                tx,
-                row.status === 'confirmed' ? 'agent.transaction.confirmed' : 'agent.transaction.failed',
-                row,
-                {
-                  block: r.blockNumber.toString(),
-                  gas_used: r.gasUsed.toString(),
-                  ...(row.status === 'confirmed' ? {} : { error: row.errorMessage }),
-                },
-              ),
-          );
-          settled += 1;
-        } catch (err) {
-          this.deps.logger.warn(
-            { tx_id: t.id, err: describeError(err) },
-            'receipt check failed; retried later',
-          );
-          await this.deps.store.watchLater(t.id, this.o.intervalMs * 5).catch(() => undefined);
-        }
-      }),
+        }),
+      ),
     );
     return settled;
   }
