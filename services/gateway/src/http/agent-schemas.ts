@@ -272,6 +272,8 @@ function policyMessage(p: NonNullable<Settings['action_approval_policy']>): Acti
           requireCredentialTypes: r.approval.require_credential_types ?? [],
         },
         expirySecs: int64(r.expiry_secs),
+        skipWhen: [],
+        requireWhen: [],
       };
     }),
   };

@@ -190,6 +190,8 @@ export function signRoutes(peers: Peers, guards: Guards): Router {
             ? { maxPriorityFeePerGas: body.max_priority_fee_per_gas }
             : {}),
           ...transferFieldsOf(body),
+          approvalId: '',
+          canonicalBody: '',
         },
         // A transaction intent may ask the chain (EVM_RPC_TIMEOUT_MS per call): longer than the
         // default peer deadline, so the caller is not told 503 while signer goes on to sign.

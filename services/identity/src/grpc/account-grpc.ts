@@ -79,7 +79,7 @@ export function accountGrpc(deps: {
     async confirmUserStepUp(req) {
       // The calling service (allow-listed: vault-crypto) verified the user's access token itself.
       await deps.reauth.confirmUserStepUp(req.userId, req.orgId, req.purpose, req.credential);
-      return {};
+      return { method: '' };
     },
     async undoEmailChange(req) {
       const email = await deps.emailChange.undo(req.token);

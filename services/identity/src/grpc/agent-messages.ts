@@ -58,6 +58,8 @@ function policyMessage(p: ActionApprovalPolicy): ApprovalPolicyMessage {
         actionKinds: c.actionKinds ?? [],
       })),
       riskTier: r.riskTier,
+      skipWhen: [],
+      requireWhen: [],
       approval: r.approval && {
         minApprovals: r.approval.minApprovals,
         requiredRoles: r.approval.requiredRoles ?? [],

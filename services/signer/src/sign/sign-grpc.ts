@@ -43,6 +43,7 @@ export function signInputOf(req: SignIntentRequest): SignIntentInput {
 /** The result on the wire: empty strings for null text, absent for null numbers. */
 export function signResponseOf(r: SignIntentResult): SignIntentResponse {
   return {
+    approvalId: '',
     intentType: r.intentType,
     chain: r.chain,
     from: r.from,

@@ -6,24 +6,321 @@
 
 /* eslint-disable */
 import {
+  type CallOptions,
   type ChannelCredentials,
   Client,
   type ClientOptions,
+  type ClientUnaryCall,
+  type handleUnaryCall,
   makeGenericClientConstructor,
+  type Metadata,
+  type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import {
+  ConsumeApprovalRequest,
+  ConsumeApprovalResponse,
+  CreateApprovalRequest,
+  CreateApprovalResponse,
+  DecideApprovalRequest,
+  DecideApprovalResponse,
+  ExecutePendingApprovalRequest,
+  ExecutePendingApprovalResponse,
+  GetApprovalRequest,
+  GetApprovalResponse,
+  ListApprovalsRequest,
+  ListApprovalsResponse,
+  RequestApprovalRequest,
+  RequestApprovalResponse,
+} from "./messages.pb.js";
 
 /**
- * ApprovalsService: approval requests, decisions and consensus. RPCs arrive with the approvals issue.
- * Every service also serves grpc.health.v1.Health.
+ * ApprovalsService: approval requests, decisions and consensus (M-of-N) pending approvals, and the
+ * single use of an approval (SPEC.md §2.5, §3, §4.5, §8). Calls for a person carry the caller's
+ * bearer JWT in the `authorization` metadata (a token identity minted for approvals); the service
+ * verifies it itself and never takes a principal from a request body. The calls signer makes for
+ * its own platform-created approvals (CreateApproval, ConsumeApproval) are authorized by signer's
+ * certificate and refused for every other caller. Every service also serves grpc.health.v1.Health.
  */
 export type ApprovalsServiceService = typeof ApprovalsServiceService;
-export const ApprovalsServiceService = {} as const;
+export const ApprovalsServiceService = {
+  /**
+   * RequestApproval: an agent asks a human (`POST /v1/approvals/request`). Agents only (a human is
+   * PERMISSION_DENIED). `action` is a control-plane action or a business `namespace.verb`; the
+   * platform-created actions are INVALID_ARGUMENT naming `action`. The enforced tier is the higher
+   * of the declared tier and the tier derived from the agent's `action_approval_policy`.
+   */
+  requestApproval: {
+    path: "/custos.approvals.v1.ApprovalsService/RequestApproval",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: RequestApprovalRequest): Buffer =>
+      Buffer.from(RequestApprovalRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RequestApprovalRequest => RequestApprovalRequest.decode(value),
+    responseSerialize: (value: RequestApprovalResponse): Buffer =>
+      Buffer.from(RequestApprovalResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RequestApprovalResponse => RequestApprovalResponse.decode(value),
+  },
+  /**
+   * CreateApproval: a platform-created approval (signer: `agent_transaction`, `agent_sign_intent`),
+   * with the server-computed preview and the rule that asked for it. Signer only.
+   */
+  createApproval: {
+    path: "/custos.approvals.v1.ApprovalsService/CreateApproval",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: CreateApprovalRequest): Buffer =>
+      Buffer.from(CreateApprovalRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateApprovalRequest => CreateApprovalRequest.decode(value),
+    responseSerialize: (value: CreateApprovalResponse): Buffer =>
+      Buffer.from(CreateApprovalResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateApprovalResponse => CreateApprovalResponse.decode(value),
+  },
+  /** GetApproval: one approval, for the agent that it concerns and the humans of its org. */
+  getApproval: {
+    path: "/custos.approvals.v1.ApprovalsService/GetApproval",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: GetApprovalRequest): Buffer => Buffer.from(GetApprovalRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetApprovalRequest => GetApprovalRequest.decode(value),
+    responseSerialize: (value: GetApprovalResponse): Buffer => Buffer.from(GetApprovalResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetApprovalResponse => GetApprovalResponse.decode(value),
+  },
+  /** ListApprovals: the org's approvals (humans only), pending first, newest first within a status. */
+  listApprovals: {
+    path: "/custos.approvals.v1.ApprovalsService/ListApprovals",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ListApprovalsRequest): Buffer => Buffer.from(ListApprovalsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListApprovalsRequest => ListApprovalsRequest.decode(value),
+    responseSerialize: (value: ListApprovalsResponse): Buffer =>
+      Buffer.from(ListApprovalsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListApprovalsResponse => ListApprovalsResponse.decode(value),
+  },
+  /**
+   * DecideApproval: a human of the org approves or rejects. Tier 2 needs a step-up credential,
+   * tier 3 a second factor (TOTP); a consensus approval records one vote per human; a decided,
+   * executed or expired approval is FAILED_PRECONDITION (409).
+   */
+  decideApproval: {
+    path: "/custos.approvals.v1.ApprovalsService/DecideApproval",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: DecideApprovalRequest): Buffer =>
+      Buffer.from(DecideApprovalRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DecideApprovalRequest => DecideApprovalRequest.decode(value),
+    responseSerialize: (value: DecideApprovalResponse): Buffer =>
+      Buffer.from(DecideApprovalResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DecideApprovalResponse => DecideApprovalResponse.decode(value),
+  },
+  /**
+   * ExecutePendingApproval: a human of the org holding one of the requirement's `required_roles`
+   * executes an approved consensus approval, minting the single-use token that satisfies the
+   * signing gate (the approval becomes `executed`, usable once).
+   */
+  executePendingApproval: {
+    path: "/custos.approvals.v1.ApprovalsService/ExecutePendingApproval",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ExecutePendingApprovalRequest): Buffer =>
+      Buffer.from(ExecutePendingApprovalRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ExecutePendingApprovalRequest => ExecutePendingApprovalRequest.decode(value),
+    responseSerialize: (value: ExecutePendingApprovalResponse): Buffer =>
+      Buffer.from(ExecutePendingApprovalResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ExecutePendingApprovalResponse =>
+      ExecutePendingApprovalResponse.decode(value),
+  },
+  /**
+   * ConsumeApproval: uses an approval once, for the target it was raised for (one conditional
+   * update in the database). Anything else (another agent, another target, not approved, not
+   * executed when consensus, used, expired) is PERMISSION_DENIED with problem type
+   * `approval_required`. Signer only.
+   */
+  consumeApproval: {
+    path: "/custos.approvals.v1.ApprovalsService/ConsumeApproval",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ConsumeApprovalRequest): Buffer =>
+      Buffer.from(ConsumeApprovalRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ConsumeApprovalRequest => ConsumeApprovalRequest.decode(value),
+    responseSerialize: (value: ConsumeApprovalResponse): Buffer =>
+      Buffer.from(ConsumeApprovalResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ConsumeApprovalResponse => ConsumeApprovalResponse.decode(value),
+  },
+} as const;
 
 export interface ApprovalsServiceServer extends UntypedServiceImplementation {
+  /**
+   * RequestApproval: an agent asks a human (`POST /v1/approvals/request`). Agents only (a human is
+   * PERMISSION_DENIED). `action` is a control-plane action or a business `namespace.verb`; the
+   * platform-created actions are INVALID_ARGUMENT naming `action`. The enforced tier is the higher
+   * of the declared tier and the tier derived from the agent's `action_approval_policy`.
+   */
+  requestApproval: handleUnaryCall<RequestApprovalRequest, RequestApprovalResponse>;
+  /**
+   * CreateApproval: a platform-created approval (signer: `agent_transaction`, `agent_sign_intent`),
+   * with the server-computed preview and the rule that asked for it. Signer only.
+   */
+  createApproval: handleUnaryCall<CreateApprovalRequest, CreateApprovalResponse>;
+  /** GetApproval: one approval, for the agent that it concerns and the humans of its org. */
+  getApproval: handleUnaryCall<GetApprovalRequest, GetApprovalResponse>;
+  /** ListApprovals: the org's approvals (humans only), pending first, newest first within a status. */
+  listApprovals: handleUnaryCall<ListApprovalsRequest, ListApprovalsResponse>;
+  /**
+   * DecideApproval: a human of the org approves or rejects. Tier 2 needs a step-up credential,
+   * tier 3 a second factor (TOTP); a consensus approval records one vote per human; a decided,
+   * executed or expired approval is FAILED_PRECONDITION (409).
+   */
+  decideApproval: handleUnaryCall<DecideApprovalRequest, DecideApprovalResponse>;
+  /**
+   * ExecutePendingApproval: a human of the org holding one of the requirement's `required_roles`
+   * executes an approved consensus approval, minting the single-use token that satisfies the
+   * signing gate (the approval becomes `executed`, usable once).
+   */
+  executePendingApproval: handleUnaryCall<ExecutePendingApprovalRequest, ExecutePendingApprovalResponse>;
+  /**
+   * ConsumeApproval: uses an approval once, for the target it was raised for (one conditional
+   * update in the database). Anything else (another agent, another target, not approved, not
+   * executed when consensus, used, expired) is PERMISSION_DENIED with problem type
+   * `approval_required`. Signer only.
+   */
+  consumeApproval: handleUnaryCall<ConsumeApprovalRequest, ConsumeApprovalResponse>;
 }
 
 export interface ApprovalsServiceClient extends Client {
+  /**
+   * RequestApproval: an agent asks a human (`POST /v1/approvals/request`). Agents only (a human is
+   * PERMISSION_DENIED). `action` is a control-plane action or a business `namespace.verb`; the
+   * platform-created actions are INVALID_ARGUMENT naming `action`. The enforced tier is the higher
+   * of the declared tier and the tier derived from the agent's `action_approval_policy`.
+   */
+  requestApproval(
+    request: RequestApprovalRequest,
+    callback: (error: ServiceError | null, response: RequestApprovalResponse) => void,
+  ): ClientUnaryCall;
+  requestApproval(
+    request: RequestApprovalRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RequestApprovalResponse) => void,
+  ): ClientUnaryCall;
+  requestApproval(
+    request: RequestApprovalRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RequestApprovalResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * CreateApproval: a platform-created approval (signer: `agent_transaction`, `agent_sign_intent`),
+   * with the server-computed preview and the rule that asked for it. Signer only.
+   */
+  createApproval(
+    request: CreateApprovalRequest,
+    callback: (error: ServiceError | null, response: CreateApprovalResponse) => void,
+  ): ClientUnaryCall;
+  createApproval(
+    request: CreateApprovalRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateApprovalResponse) => void,
+  ): ClientUnaryCall;
+  createApproval(
+    request: CreateApprovalRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateApprovalResponse) => void,
+  ): ClientUnaryCall;
+  /** GetApproval: one approval, for the agent that it concerns and the humans of its org. */
+  getApproval(
+    request: GetApprovalRequest,
+    callback: (error: ServiceError | null, response: GetApprovalResponse) => void,
+  ): ClientUnaryCall;
+  getApproval(
+    request: GetApprovalRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetApprovalResponse) => void,
+  ): ClientUnaryCall;
+  getApproval(
+    request: GetApprovalRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetApprovalResponse) => void,
+  ): ClientUnaryCall;
+  /** ListApprovals: the org's approvals (humans only), pending first, newest first within a status. */
+  listApprovals(
+    request: ListApprovalsRequest,
+    callback: (error: ServiceError | null, response: ListApprovalsResponse) => void,
+  ): ClientUnaryCall;
+  listApprovals(
+    request: ListApprovalsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListApprovalsResponse) => void,
+  ): ClientUnaryCall;
+  listApprovals(
+    request: ListApprovalsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListApprovalsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * DecideApproval: a human of the org approves or rejects. Tier 2 needs a step-up credential,
+   * tier 3 a second factor (TOTP); a consensus approval records one vote per human; a decided,
+   * executed or expired approval is FAILED_PRECONDITION (409).
+   */
+  decideApproval(
+    request: DecideApprovalRequest,
+    callback: (error: ServiceError | null, response: DecideApprovalResponse) => void,
+  ): ClientUnaryCall;
+  decideApproval(
+    request: DecideApprovalRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DecideApprovalResponse) => void,
+  ): ClientUnaryCall;
+  decideApproval(
+    request: DecideApprovalRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DecideApprovalResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * ExecutePendingApproval: a human of the org holding one of the requirement's `required_roles`
+   * executes an approved consensus approval, minting the single-use token that satisfies the
+   * signing gate (the approval becomes `executed`, usable once).
+   */
+  executePendingApproval(
+    request: ExecutePendingApprovalRequest,
+    callback: (error: ServiceError | null, response: ExecutePendingApprovalResponse) => void,
+  ): ClientUnaryCall;
+  executePendingApproval(
+    request: ExecutePendingApprovalRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ExecutePendingApprovalResponse) => void,
+  ): ClientUnaryCall;
+  executePendingApproval(
+    request: ExecutePendingApprovalRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ExecutePendingApprovalResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * ConsumeApproval: uses an approval once, for the target it was raised for (one conditional
+   * update in the database). Anything else (another agent, another target, not approved, not
+   * executed when consensus, used, expired) is PERMISSION_DENIED with problem type
+   * `approval_required`. Signer only.
+   */
+  consumeApproval(
+    request: ConsumeApprovalRequest,
+    callback: (error: ServiceError | null, response: ConsumeApprovalResponse) => void,
+  ): ClientUnaryCall;
+  consumeApproval(
+    request: ConsumeApprovalRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ConsumeApprovalResponse) => void,
+  ): ClientUnaryCall;
+  consumeApproval(
+    request: ConsumeApprovalRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ConsumeApprovalResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const ApprovalsServiceClient = makeGenericClientConstructor(

@@ -162,8 +162,10 @@ export interface ConfirmUserStepUpRequest {
   credential: string;
 }
 
-/** ConfirmUserStepUpResponse has no fields: the step-up is confirmed. */
+/** ConfirmUserStepUpResponse: the step-up is confirmed, with the credential the user proved. */
 export interface ConfirmUserStepUpResponse {
+  /** `reauth_token`, `password` or `totp`. */
+  method: string;
 }
 
 /** UndoEmailChangeRequest carries the token mailed to the replaced address. */
@@ -1515,11 +1517,14 @@ export const ConfirmUserStepUpRequest: MessageFns<ConfirmUserStepUpRequest> = {
 };
 
 function createBaseConfirmUserStepUpResponse(): ConfirmUserStepUpResponse {
-  return {};
+  return { method: "" };
 }
 
 export const ConfirmUserStepUpResponse: MessageFns<ConfirmUserStepUpResponse> = {
-  encode(_: ConfirmUserStepUpResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+  encode(message: ConfirmUserStepUpResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.method !== "") {
+      writer.uint32(10).string(message.method);
+    }
     return writer;
   },
 
@@ -1530,6 +1535,14 @@ export const ConfirmUserStepUpResponse: MessageFns<ConfirmUserStepUpResponse> = 
     while (reader.pos < end) {
       const tag = reader.uint32();
       switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.method = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -1539,20 +1552,24 @@ export const ConfirmUserStepUpResponse: MessageFns<ConfirmUserStepUpResponse> = 
     return message;
   },
 
-  fromJSON(_: any): ConfirmUserStepUpResponse {
-    return {};
+  fromJSON(object: any): ConfirmUserStepUpResponse {
+    return { method: isSet(object.method) ? globalThis.String(object.method) : "" };
   },
 
-  toJSON(_: ConfirmUserStepUpResponse): unknown {
+  toJSON(message: ConfirmUserStepUpResponse): unknown {
     const obj: any = {};
+    if (message.method !== "") {
+      obj.method = message.method;
+    }
     return obj;
   },
 
   create<I extends Exact<DeepPartial<ConfirmUserStepUpResponse>, I>>(base?: I): ConfirmUserStepUpResponse {
     return ConfirmUserStepUpResponse.fromPartial(base ?? ({} as any));
   },
-  fromPartial<I extends Exact<DeepPartial<ConfirmUserStepUpResponse>, I>>(_: I): ConfirmUserStepUpResponse {
+  fromPartial<I extends Exact<DeepPartial<ConfirmUserStepUpResponse>, I>>(object: I): ConfirmUserStepUpResponse {
     const message = createBaseConfirmUserStepUpResponse();
+    message.method = object.method ?? "";
     return message;
   },
 };

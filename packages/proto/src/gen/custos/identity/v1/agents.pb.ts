@@ -124,7 +124,31 @@ export interface ApprovalRule {
     | ApprovalRequirement
     | undefined;
   /** Seconds the approval request stays open; absent means the default. */
-  expirySecs?: string | undefined;
+  expirySecs?:
+    | string
+    | undefined;
+  /** Whether the agent's creator may approve its actions (consensus; default false). */
+  selfApprovalAllowed?:
+    | boolean
+    | undefined;
+  /**
+   * The rule does not apply when every condition of any of these sets matches (the reference's
+   * `skip_when`).
+   */
+  skipWhen: ApprovalConditionSet[];
+  /**
+   * When set, the rule applies only when every condition of at least one set matches
+   * (`require_when`).
+   */
+  requireWhen: ApprovalConditionSet[];
+}
+
+/**
+ * ApprovalConditionSet is a set of conditions that match together (the reference's
+ * FlatConditionSet, its `value_above` in gwei carried as `threshold_gwei`).
+ */
+export interface ApprovalConditionSet {
+  conditions: ApprovalCondition[];
 }
 
 /** ActionApprovalPolicy lists the rules that put an agent's actions in front of humans. */
@@ -1412,7 +1436,15 @@ export const ApprovalRequirement_PerRoleMinimumsEntry: MessageFns<ApprovalRequir
 };
 
 function createBaseApprovalRule(): ApprovalRule {
-  return { conditions: [], riskTier: 0, approval: undefined, expirySecs: undefined };
+  return {
+    conditions: [],
+    riskTier: 0,
+    approval: undefined,
+    expirySecs: undefined,
+    selfApprovalAllowed: undefined,
+    skipWhen: [],
+    requireWhen: [],
+  };
 }
 
 export const ApprovalRule: MessageFns<ApprovalRule> = {
@@ -1428,6 +1460,15 @@ export const ApprovalRule: MessageFns<ApprovalRule> = {
     }
     if (message.expirySecs !== undefined) {
       writer.uint32(32).int64(message.expirySecs);
+    }
+    if (message.selfApprovalAllowed !== undefined) {
+      writer.uint32(40).bool(message.selfApprovalAllowed);
+    }
+    for (const v of message.skipWhen) {
+      ApprovalConditionSet.encode(v!, writer.uint32(50).fork()).join();
+    }
+    for (const v of message.requireWhen) {
+      ApprovalConditionSet.encode(v!, writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -1471,6 +1512,30 @@ export const ApprovalRule: MessageFns<ApprovalRule> = {
           message.expirySecs = reader.int64().toString();
           continue;
         }
+        case 5: {
+          if (tag !== 40) {
+            break;
+          }
+
+          message.selfApprovalAllowed = reader.bool();
+          continue;
+        }
+        case 6: {
+          if (tag !== 50) {
+            break;
+          }
+
+          message.skipWhen.push(ApprovalConditionSet.decode(reader, reader.uint32()));
+          continue;
+        }
+        case 7: {
+          if (tag !== 58) {
+            break;
+          }
+
+          message.requireWhen.push(ApprovalConditionSet.decode(reader, reader.uint32()));
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -1488,6 +1553,15 @@ export const ApprovalRule: MessageFns<ApprovalRule> = {
       riskTier: isSet(object.riskTier) ? globalThis.Number(object.riskTier) : 0,
       approval: isSet(object.approval) ? ApprovalRequirement.fromJSON(object.approval) : undefined,
       expirySecs: isSet(object.expirySecs) ? globalThis.String(object.expirySecs) : undefined,
+      selfApprovalAllowed: isSet(object.selfApprovalAllowed)
+        ? globalThis.Boolean(object.selfApprovalAllowed)
+        : undefined,
+      skipWhen: globalThis.Array.isArray(object?.skipWhen)
+        ? object.skipWhen.map((e: any) => ApprovalConditionSet.fromJSON(e))
+        : [],
+      requireWhen: globalThis.Array.isArray(object?.requireWhen)
+        ? object.requireWhen.map((e: any) => ApprovalConditionSet.fromJSON(e))
+        : [],
     };
   },
 
@@ -1505,6 +1579,15 @@ export const ApprovalRule: MessageFns<ApprovalRule> = {
     if (message.expirySecs !== undefined) {
       obj.expirySecs = message.expirySecs;
     }
+    if (message.selfApprovalAllowed !== undefined) {
+      obj.selfApprovalAllowed = message.selfApprovalAllowed;
+    }
+    if (message.skipWhen?.length) {
+      obj.skipWhen = message.skipWhen.map((e) => ApprovalConditionSet.toJSON(e));
+    }
+    if (message.requireWhen?.length) {
+      obj.requireWhen = message.requireWhen.map((e) => ApprovalConditionSet.toJSON(e));
+    }
     return obj;
   },
 
@@ -1519,6 +1602,71 @@ export const ApprovalRule: MessageFns<ApprovalRule> = {
       ? ApprovalRequirement.fromPartial(object.approval)
       : undefined;
     message.expirySecs = object.expirySecs ?? undefined;
+    message.selfApprovalAllowed = object.selfApprovalAllowed ?? undefined;
+    message.skipWhen = object.skipWhen?.map((e) => ApprovalConditionSet.fromPartial(e)) || [];
+    message.requireWhen = object.requireWhen?.map((e) => ApprovalConditionSet.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseApprovalConditionSet(): ApprovalConditionSet {
+  return { conditions: [] };
+}
+
+export const ApprovalConditionSet: MessageFns<ApprovalConditionSet> = {
+  encode(message: ApprovalConditionSet, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.conditions) {
+      ApprovalCondition.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ApprovalConditionSet {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseApprovalConditionSet();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.conditions.push(ApprovalCondition.decode(reader, reader.uint32()));
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): ApprovalConditionSet {
+    return {
+      conditions: globalThis.Array.isArray(object?.conditions)
+        ? object.conditions.map((e: any) => ApprovalCondition.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ApprovalConditionSet): unknown {
+    const obj: any = {};
+    if (message.conditions?.length) {
+      obj.conditions = message.conditions.map((e) => ApprovalCondition.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ApprovalConditionSet>, I>>(base?: I): ApprovalConditionSet {
+    return ApprovalConditionSet.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ApprovalConditionSet>, I>>(object: I): ApprovalConditionSet {
+    const message = createBaseApprovalConditionSet();
+    message.conditions = object.conditions?.map((e) => ApprovalCondition.fromPartial(e)) || [];
     return message;
   },
 };

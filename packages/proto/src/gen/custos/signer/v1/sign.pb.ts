@@ -18,6 +18,7 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { Summary } from "../../approvals/v1/messages.pb.js";
 
 /**
  * SignIntentRequest is one intent of an agent on its own key. Fields not used by the intent type
@@ -85,7 +86,23 @@ export interface SignIntentRequest {
   feeLimitSun?: string | undefined;
   tokenMint?: string | undefined;
   tokenDecimals?: number | undefined;
-  ttl?: string | undefined;
+  ttl?:
+    | string
+    | undefined;
+  /**
+   * The approval a held sign intent was granted (the reference's `approval_id`): the same request
+   * again with it signs once and uses the approval. Empty when not given.
+   */
+  approvalId: string;
+  /** The agent's own words for the approver, absent when not given. */
+  summary?:
+    | Summary
+    | undefined;
+  /**
+   * The canonical JSON of the request body (sorted keys, without `approval_id`): what an approval
+   * for this intent is bound to.
+   */
+  canonicalBody: string;
 }
 
 /** SignIntentResponse is the reference SignIntentResponse; empty strings stand for null. */
@@ -120,6 +137,8 @@ export interface SignIntentResponse {
   transactionId: string;
   /** transaction, non-EVM chains: the most it pays in fees, in the native base unit. */
   fee: string;
+  /** When `status` is `awaiting_approval`: the approval a human must grant first (nothing signed). */
+  approvalId: string;
 }
 
 function createBaseSignIntentRequest(): SignIntentRequest {
@@ -146,6 +165,9 @@ function createBaseSignIntentRequest(): SignIntentRequest {
     tokenMint: undefined,
     tokenDecimals: undefined,
     ttl: undefined,
+    approvalId: "",
+    summary: undefined,
+    canonicalBody: "",
   };
 }
 
@@ -216,6 +238,15 @@ export const SignIntentRequest: MessageFns<SignIntentRequest> = {
     }
     if (message.ttl !== undefined) {
       writer.uint32(176).int64(message.ttl);
+    }
+    if (message.approvalId !== "") {
+      writer.uint32(186).string(message.approvalId);
+    }
+    if (message.summary !== undefined) {
+      Summary.encode(message.summary, writer.uint32(194).fork()).join();
+    }
+    if (message.canonicalBody !== "") {
+      writer.uint32(202).string(message.canonicalBody);
     }
     return writer;
   },
@@ -403,6 +434,30 @@ export const SignIntentRequest: MessageFns<SignIntentRequest> = {
           message.ttl = reader.int64().toString();
           continue;
         }
+        case 23: {
+          if (tag !== 186) {
+            break;
+          }
+
+          message.approvalId = reader.string();
+          continue;
+        }
+        case 24: {
+          if (tag !== 194) {
+            break;
+          }
+
+          message.summary = Summary.decode(reader, reader.uint32());
+          continue;
+        }
+        case 25: {
+          if (tag !== 202) {
+            break;
+          }
+
+          message.canonicalBody = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -438,6 +493,9 @@ export const SignIntentRequest: MessageFns<SignIntentRequest> = {
       tokenMint: isSet(object.tokenMint) ? globalThis.String(object.tokenMint) : undefined,
       tokenDecimals: isSet(object.tokenDecimals) ? globalThis.Number(object.tokenDecimals) : undefined,
       ttl: isSet(object.ttl) ? globalThis.String(object.ttl) : undefined,
+      approvalId: isSet(object.approvalId) ? globalThis.String(object.approvalId) : "",
+      summary: isSet(object.summary) ? Summary.fromJSON(object.summary) : undefined,
+      canonicalBody: isSet(object.canonicalBody) ? globalThis.String(object.canonicalBody) : "",
     };
   },
 
@@ -509,6 +567,15 @@ export const SignIntentRequest: MessageFns<SignIntentRequest> = {
     if (message.ttl !== undefined) {
       obj.ttl = message.ttl;
     }
+    if (message.approvalId !== "") {
+      obj.approvalId = message.approvalId;
+    }
+    if (message.summary !== undefined) {
+      obj.summary = Summary.toJSON(message.summary);
+    }
+    if (message.canonicalBody !== "") {
+      obj.canonicalBody = message.canonicalBody;
+    }
     return obj;
   },
 
@@ -539,6 +606,11 @@ export const SignIntentRequest: MessageFns<SignIntentRequest> = {
     message.tokenMint = object.tokenMint ?? undefined;
     message.tokenDecimals = object.tokenDecimals ?? undefined;
     message.ttl = object.ttl ?? undefined;
+    message.approvalId = object.approvalId ?? "";
+    message.summary = (object.summary !== undefined && object.summary !== null)
+      ? Summary.fromPartial(object.summary)
+      : undefined;
+    message.canonicalBody = object.canonicalBody ?? "";
     return message;
   },
 };
@@ -558,6 +630,7 @@ function createBaseSignIntentResponse(): SignIntentResponse {
     nonce: undefined,
     transactionId: "",
     fee: "",
+    approvalId: "",
   };
 }
 
@@ -601,6 +674,9 @@ export const SignIntentResponse: MessageFns<SignIntentResponse> = {
     }
     if (message.fee !== "") {
       writer.uint32(106).string(message.fee);
+    }
+    if (message.approvalId !== "") {
+      writer.uint32(114).string(message.approvalId);
     }
     return writer;
   },
@@ -716,6 +792,14 @@ export const SignIntentResponse: MessageFns<SignIntentResponse> = {
           message.fee = reader.string();
           continue;
         }
+        case 14: {
+          if (tag !== 114) {
+            break;
+          }
+
+          message.approvalId = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -740,6 +824,7 @@ export const SignIntentResponse: MessageFns<SignIntentResponse> = {
       nonce: isSet(object.nonce) ? globalThis.String(object.nonce) : undefined,
       transactionId: isSet(object.transactionId) ? globalThis.String(object.transactionId) : "",
       fee: isSet(object.fee) ? globalThis.String(object.fee) : "",
+      approvalId: isSet(object.approvalId) ? globalThis.String(object.approvalId) : "",
     };
   },
 
@@ -784,6 +869,9 @@ export const SignIntentResponse: MessageFns<SignIntentResponse> = {
     if (message.fee !== "") {
       obj.fee = message.fee;
     }
+    if (message.approvalId !== "") {
+      obj.approvalId = message.approvalId;
+    }
     return obj;
   },
 
@@ -805,6 +893,7 @@ export const SignIntentResponse: MessageFns<SignIntentResponse> = {
     message.nonce = object.nonce ?? undefined;
     message.transactionId = object.transactionId ?? "";
     message.fee = object.fee ?? "";
+    message.approvalId = object.approvalId ?? "";
     return message;
   },
 };

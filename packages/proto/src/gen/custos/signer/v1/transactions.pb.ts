@@ -18,6 +18,7 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { Summary } from "../../approvals/v1/messages.pb.js";
 
 /**
  * Transaction is one transaction of an agent (reference TransactionResponse and more). Amounts are
@@ -74,6 +75,11 @@ export interface Transaction {
    * fee_rate_sat_per_vbyte, fee_limit_sun, ttl, inputs …), as decimal or text values. Never a secret.
    */
   details: { [key: string]: string };
+  /**
+   * The approval this transaction waits for (status `awaiting_approval`) or was resumed with;
+   * empty when none.
+   */
+  approvalId: string;
 }
 
 export interface Transaction_DetailsEntry {
@@ -123,7 +129,14 @@ export interface SubmitTransactionRequest {
   feeLimitSun?: string | undefined;
   tokenMint?: string | undefined;
   tokenDecimals?: number | undefined;
-  ttl?: string | undefined;
+  ttl?:
+    | string
+    | undefined;
+  /**
+   * The agent's own words for the approver (`summary`), absent when not given: shown beside the
+   * server's preview, which flags where they disagree.
+   */
+  summary?: Summary | undefined;
 }
 
 /**
@@ -195,6 +208,7 @@ function createBaseTransaction(): Transaction {
     family: "",
     fee: "",
     details: {},
+    approvalId: "",
   };
 }
 
@@ -290,6 +304,9 @@ export const Transaction: MessageFns<Transaction> = {
     Object.entries(message.details).forEach(([key, value]) => {
       Transaction_DetailsEntry.encode({ key: key as any, value }, writer.uint32(242).fork()).join();
     });
+    if (message.approvalId !== "") {
+      writer.uint32(250).string(message.approvalId);
+    }
     return writer;
   },
 
@@ -543,6 +560,14 @@ export const Transaction: MessageFns<Transaction> = {
           }
           continue;
         }
+        case 31: {
+          if (tag !== 250) {
+            break;
+          }
+
+          message.approvalId = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -589,6 +614,7 @@ export const Transaction: MessageFns<Transaction> = {
           return acc;
         }, {})
         : {},
+      approvalId: isSet(object.approvalId) ? globalThis.String(object.approvalId) : "",
     };
   },
 
@@ -690,6 +716,9 @@ export const Transaction: MessageFns<Transaction> = {
         });
       }
     }
+    if (message.approvalId !== "") {
+      obj.approvalId = message.approvalId;
+    }
     return obj;
   },
 
@@ -733,6 +762,7 @@ export const Transaction: MessageFns<Transaction> = {
       }
       return acc;
     }, {});
+    message.approvalId = object.approvalId ?? "";
     return message;
   },
 };
@@ -838,6 +868,7 @@ function createBaseSubmitTransactionRequest(): SubmitTransactionRequest {
     tokenMint: undefined,
     tokenDecimals: undefined,
     ttl: undefined,
+    summary: undefined,
   };
 }
 
@@ -911,6 +942,9 @@ export const SubmitTransactionRequest: MessageFns<SubmitTransactionRequest> = {
     }
     if (message.ttl !== undefined) {
       writer.uint32(184).int64(message.ttl);
+    }
+    if (message.summary !== undefined) {
+      Summary.encode(message.summary, writer.uint32(194).fork()).join();
     }
     return writer;
   },
@@ -1106,6 +1140,14 @@ export const SubmitTransactionRequest: MessageFns<SubmitTransactionRequest> = {
           message.ttl = reader.int64().toString();
           continue;
         }
+        case 24: {
+          if (tag !== 194) {
+            break;
+          }
+
+          message.summary = Summary.decode(reader, reader.uint32());
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -1144,6 +1186,7 @@ export const SubmitTransactionRequest: MessageFns<SubmitTransactionRequest> = {
       tokenMint: isSet(object.tokenMint) ? globalThis.String(object.tokenMint) : undefined,
       tokenDecimals: isSet(object.tokenDecimals) ? globalThis.Number(object.tokenDecimals) : undefined,
       ttl: isSet(object.ttl) ? globalThis.String(object.ttl) : undefined,
+      summary: isSet(object.summary) ? Summary.fromJSON(object.summary) : undefined,
     };
   },
 
@@ -1218,6 +1261,9 @@ export const SubmitTransactionRequest: MessageFns<SubmitTransactionRequest> = {
     if (message.ttl !== undefined) {
       obj.ttl = message.ttl;
     }
+    if (message.summary !== undefined) {
+      obj.summary = Summary.toJSON(message.summary);
+    }
     return obj;
   },
 
@@ -1249,6 +1295,9 @@ export const SubmitTransactionRequest: MessageFns<SubmitTransactionRequest> = {
     message.tokenMint = object.tokenMint ?? undefined;
     message.tokenDecimals = object.tokenDecimals ?? undefined;
     message.ttl = object.ttl ?? undefined;
+    message.summary = (object.summary !== undefined && object.summary !== null)
+      ? Summary.fromPartial(object.summary)
+      : undefined;
     return message;
   },
 };
