@@ -1,0 +1,9 @@
+export {
+  type RuleFacts,
+  type RuleMatch,
+  approvalRuleJson,
+  conditionMatches,
+  isConsensus,
+  matchApprovalPolicy,
+  ruleMatches,
+} from './match-fns.js';
