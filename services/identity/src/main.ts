@@ -130,14 +130,15 @@ runDataService({
         extraJwks: federationKey && [federationKey.publicJwk],
       }),
       // Users' requests come through the gateway; the public keys are read by every token verifier.
-      // signer asks whether an agent is in the org of a caller whose token it verified itself.
-      { default: ['gateway'], methods: { getJwks: JWKS_READERS, getOrgAgent: ['signer'] } },
+      // signer asks whether an agent is in the org of a caller whose token it verified itself;
+      // approvals reads an agent's action_approval_policy and creator (derived tier, self-approval).
+      { default: ['gateway'], methods: { getJwks: JWKS_READERS, getOrgAgent: ['signer', 'approvals'] } },
     );
     // Step-up checks of actions another service owns: vault-crypto's org key rotation, signer's
-    // export and import of agents' signing keys.
+    // export and import of agents' signing keys, approvals' decisions of tier 2 and 3.
     rt.grpc.add(AccountServiceService, accountGrpc({ ...people.account, verifier }), {
       default: ['gateway'],
-      methods: { confirmUserStepUp: ['vault-crypto', 'signer'] },
+      methods: { confirmUserStepUp: ['vault-crypto', 'signer', 'approvals'] },
     });
     rt.grpc.add(OrgServiceService, orgsGrpc({ ...people.orgs, verifier }), gatewayOnly);
     rt.grpc.add(MfaServiceService, mfaGrpc({ mfa: people.mfa, verifier }), gatewayOnly);

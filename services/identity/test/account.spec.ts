@@ -245,7 +245,31 @@ describe('account rules against Postgres', () => {
         reauth.confirmUserStepUp(p.userId, p.orgId, 'org.encryption_key.rotate', 'Wrong-1-password'),
       ),
     ).toMatchObject({ kind: 'permission_denied', type: 'step_up_required' });
-    await reauth.confirmUserStepUp(p.userId, p.orgId, 'org.encryption_key.rotate', PASSWORD);
+    expect(await reauth.confirmUserStepUp(p.userId, p.orgId, 'org.encryption_key.rotate', PASSWORD)).toBe(
+      'password',
+    );
+  });
+
+  it('names the credential a step-up for another service proved: rat_ token, TOTP code or password', async () => {
+    const p = await user({ password: true });
+    const code = await enrolTotp(p);
+    const rat = (
+      await reauth.reauthenticate(p, {
+        purpose: 'approval.decide',
+        password: PASSWORD,
+        totpCode: '',
+        passkeyAssertionPresent: false,
+      })
+    ).token;
+    expect(await reauth.confirmUserStepUp(p.userId, p.orgId, 'approval.decide', rat)).toBe('reauth_token');
+    const now = code();
+    expect(await reauth.confirmUserStepUp(p.userId, p.orgId, 'approval.decide', now)).toBe('totp');
+    // A spent code proves nothing, and names no method: it is refused.
+    expect(await refusal(reauth.confirmUserStepUp(p.userId, p.orgId, 'approval.decide', now))).toMatchObject({
+      kind: 'permission_denied',
+      type: 'step_up_required',
+    });
+    expect(await reauth.confirmUserStepUp(p.userId, p.orgId, 'approval.decide', PASSWORD)).toBe('password');
   });
 
   it('refuses password re-auth and change-password for an account without a password', async () => {

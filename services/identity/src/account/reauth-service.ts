@@ -161,30 +161,31 @@ export class ReauthService {
 
   /**
    * ConfirmUserStepUp: the same check for a user another service verified the access token of
-   * (vault-crypto); the user must be live and of `orgId`.
+   * (vault-crypto, signer, approvals); the user must be live and of `orgId`. Answers the kind of
+   * credential that was checked, so a caller can ask for a stronger one (approvals' tier 3: TOTP).
    */
   async confirmUserStepUp(
     userId: string,
     orgId: string,
     rawPurpose: unknown,
     credential: unknown,
-  ): Promise<void> {
+  ): Promise<StepUpMethod> {
     const purpose = normalizePurpose(rawPurpose);
     const user = isUuid(userId) ? await this.users.findById(userId) : undefined;
     if (!user || user.orgId !== orgId) throw new UnauthenticatedError();
-    await this.confirmFor(user, purpose, credential);
+    return this.confirmFor(user, purpose, credential);
   }
 
   /**
    * The step-up check: a `rat_` token of this user and purpose (consumed, once), a current TOTP
    * code when TOTP is enrolled (spent, once), or the password (under the re-auth lockout). Anything
-   * else is a 403 `step_up_required`, audited as `auth.reauth_failed`.
+   * else is a 403 `step_up_required`, audited as `auth.reauth_failed`. Answers the method checked.
    */
   private async confirmFor(
     user: { id: string; orgId: string; passwordHash: string | null },
     purpose: string,
     credential: unknown,
-  ): Promise<void> {
+  ): Promise<StepUpMethod> {
     if (typeof credential !== 'string' || credential === '') {
       throw stepUpRequired(
         purpose,
@@ -211,7 +212,7 @@ export class ReauthService {
           `the re-auth token is invalid, expired, already used, or not for purpose ${purpose}`,
         );
       }
-      return;
+      return 'reauth_token';
     }
     if (method === 'totp') {
       if (
@@ -220,7 +221,7 @@ export class ReauthService {
         ))
       )
         throw stepUpRequired(purpose, 'the TOTP code is not correct or was used already');
-      return;
+      return 'totp';
     }
     const hash = user.passwordHash;
     if (!hash) {
@@ -234,6 +235,7 @@ export class ReauthService {
       throw stepUpRequired(purpose, 'the password is not correct');
     }
     await upgradePasswordHash(this.users, this.logger, user.id, hash, credential);
+    return 'password';
   }
 
   /** Checks a password of a signed-in user under the re-auth lockout (see checkUnderLockout). */

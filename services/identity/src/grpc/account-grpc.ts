@@ -77,9 +77,10 @@ export function accountGrpc(deps: {
       return {};
     },
     async confirmUserStepUp(req) {
-      // The calling service (allow-listed: vault-crypto) verified the user's access token itself.
-      await deps.reauth.confirmUserStepUp(req.userId, req.orgId, req.purpose, req.credential);
-      return { method: '' };
+      // The calling service (allow-listed: vault-crypto, signer, approvals) verified the user's
+      // access token itself; it learns which credential was proved.
+      const method = await deps.reauth.confirmUserStepUp(req.userId, req.orgId, req.purpose, req.credential);
+      return { method };
     },
     async undoEmailChange(req) {
       const email = await deps.emailChange.undo(req.token);
