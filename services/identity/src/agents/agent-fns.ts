@@ -9,6 +9,7 @@ import {
   type NullableSetting,
   SCREENING_MODES,
 } from './agent-types.js';
+import { checkApprovalPolicy } from './approval-policy-fns.js';
 
 /**
  * The name of every setting in the API, in audit records and in stored settings (the order is the
@@ -133,6 +134,7 @@ export function checkAgentChange(
   oneOf('execution_guardrails.enforcement', s.executionGuardrails?.enforcement, ENFORCEMENT_MODES);
   s.scopes?.forEach((p, i) => SCOPE.test(p) || refuse(`scopes[${i}]`, 'must be a secret-path pattern'));
   s.vaultIds?.forEach((v, i) => isUuid(v) || refuse(`vault_ids[${i}]`, 'must be a UUID'));
+  if (s.actionApprovalPolicy) checkApprovalPolicy(s.actionApprovalPolicy);
   if (s.apiKeyExpiresAt) {
     const at = Date.parse(s.apiKeyExpiresAt);
     if (Number.isNaN(at)) refuse('api_key_expires_at', 'must be an ISO 8601 date-time');

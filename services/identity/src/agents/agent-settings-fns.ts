@@ -3,6 +3,7 @@ import type {
   ActionApprovalPolicy,
   AgentSettings,
   ApprovalCondition,
+  ApprovalConditionSet,
   ApprovalRule,
   ChainGuardrail,
 } from './agent-types.js';
@@ -75,16 +76,40 @@ function guardrailFromStored(v: unknown): ChainGuardrail {
   return g;
 }
 
-function ruleFromStored(v: Json): ApprovalRule {
-  const conditions = (Array.isArray(v['conditions']) ? v['conditions'] : [])
+function conditionsFromStored(v: unknown): ApprovalCondition[] {
+  return (Array.isArray(v) ? v : [])
     .filter(isObject)
     .map((c) => unpick(c, CONDITION_NAMES) as unknown as ApprovalCondition);
+}
+
+/** Stored `skip_when` / `require_when`: a list of `{conditions: [...]}`; sets left empty are dropped. */
+function setsFromStored(v: unknown): ApprovalConditionSet[] {
+  if (!Array.isArray(v)) return [];
+  return v
+    .filter(isObject)
+    .map((set) => ({ conditions: conditionsFromStored(set['conditions']) }))
+    .filter((set) => set.conditions.length > 0);
+}
+
+function setsToStored(sets: ApprovalConditionSet[]): Json[] {
+  return sets.map((set) => ({
+    conditions: set.conditions.map((c) => pick(c as unknown as Json, CONDITION_NAMES)),
+  }));
+}
+
+function ruleFromStored(v: Json): ApprovalRule {
+  const conditions = conditionsFromStored(v['conditions']);
   const rule: ApprovalRule = { conditions, riskTier: num(v['risk_tier']) ?? 1 };
   if (isObject(v['approval'])) {
     rule.approval = unpick(v['approval'], REQUIREMENT_NAMES) as unknown as ApprovalRule['approval'];
   }
   const expiry = num(v['expiry_secs']);
   if (expiry !== undefined) rule.expirySecs = expiry;
+  if (typeof v['self_approval_allowed'] === 'boolean') rule.selfApprovalAllowed = v['self_approval_allowed'];
+  const skipWhen = setsFromStored(v['skip_when']);
+  if (skipWhen.length) rule.skipWhen = skipWhen;
+  const requireWhen = setsFromStored(v['require_when']);
+  if (requireWhen.length) rule.requireWhen = requireWhen;
   return rule;
 }
 
@@ -130,6 +155,9 @@ export function settingsToStored(s: AgentSettings): Json {
       risk_tier: r.riskTier,
       ...(r.approval ? { approval: pick(r.approval as unknown as Json, REQUIREMENT_NAMES) } : {}),
       ...(r.expirySecs !== undefined ? { expiry_secs: r.expirySecs } : {}),
+      ...(r.selfApprovalAllowed !== undefined ? { self_approval_allowed: r.selfApprovalAllowed } : {}),
+      ...(r.skipWhen?.length ? { skip_when: setsToStored(r.skipWhen) } : {}),
+      ...(r.requireWhen?.length ? { require_when: setsToStored(r.requireWhen) } : {}),
     })),
   };
   out['per_chain_guardrails'] = Object.fromEntries(

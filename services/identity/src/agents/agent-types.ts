@@ -52,12 +52,23 @@ export interface ApprovalRequirement {
   requireCredentialTypes?: string[];
 }
 
+/** Conditions that match together (the reference's FlatConditionSet). */
+export interface ApprovalConditionSet {
+  conditions: ApprovalCondition[];
+}
+
 /** A rule that sends an agent's matching actions to humans (DECISIONS.md, consensus vocabulary). */
 export interface ApprovalRule {
   conditions: ApprovalCondition[];
   riskTier: number;
   approval?: ApprovalRequirement;
   expirySecs?: number;
+  /** Whether the agent's creator may vote on its actions (consensus); absent means no. */
+  selfApprovalAllowed?: boolean;
+  /** The rule does not apply when any of these sets fully matches; absent or empty: never skipped. */
+  skipWhen?: ApprovalConditionSet[];
+  /** When non-empty, the rule applies only when one of these sets fully matches. */
+  requireWhen?: ApprovalConditionSet[];
 }
 
 /** The approval rules of an agent. */

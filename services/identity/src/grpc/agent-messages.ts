@@ -3,6 +3,7 @@ import type {
   AgentFields,
   Agent as AgentMessage,
   ApprovalCondition as ConditionMessage,
+  ApprovalConditionSet as ConditionSetMessage,
   ChainGuardrail as GuardrailMessage,
 } from '@custos/proto/custos/identity/v1/agents';
 import { InvalidArgumentError } from '@custos/service-kit';
@@ -13,6 +14,7 @@ import type {
   AgentChange,
   AgentSettings,
   ApprovalCondition,
+  ApprovalConditionSet,
   ChainGuardrail,
 } from '../agents/agent-types.js';
 
@@ -42,24 +44,35 @@ function guardrailOf(m: GuardrailMessage): ChainGuardrail {
   return g;
 }
 
+function conditionMessage(c: ApprovalCondition): ConditionMessage {
+  return {
+    type: c.type,
+    thresholdWei: c.thresholdWei,
+    thresholdGwei: int64(c.thresholdGwei),
+    chains: c.chains ?? [],
+    addresses: c.addresses ?? [],
+    selectors: c.selectors ?? [],
+    thresholdRaw: c.thresholdRaw,
+    intentTypes: c.intentTypes ?? [],
+    actions: c.actions ?? [],
+    actionKinds: c.actionKinds ?? [],
+  };
+}
+
+const setsMessage = (sets: ApprovalConditionSet[] | undefined): ConditionSetMessage[] =>
+  (sets ?? []).map((set) => ({ conditions: set.conditions.map(conditionMessage) }));
+
+const setsOf = (sets: ConditionSetMessage[]): ApprovalConditionSet[] =>
+  sets.map((set) => ({ conditions: set.conditions.map(conditionOf) }));
+
 function policyMessage(p: ActionApprovalPolicy): ApprovalPolicyMessage {
   return {
     rules: p.rules.map((r) => ({
-      conditions: r.conditions.map((c) => ({
-        type: c.type,
-        thresholdWei: c.thresholdWei,
-        thresholdGwei: int64(c.thresholdGwei),
-        chains: c.chains ?? [],
-        addresses: c.addresses ?? [],
-        selectors: c.selectors ?? [],
-        thresholdRaw: c.thresholdRaw,
-        intentTypes: c.intentTypes ?? [],
-        actions: c.actions ?? [],
-        actionKinds: c.actionKinds ?? [],
-      })),
+      conditions: r.conditions.map(conditionMessage),
       riskTier: r.riskTier,
-      skipWhen: [],
-      requireWhen: [],
+      selfApprovalAllowed: r.selfApprovalAllowed,
+      skipWhen: setsMessage(r.skipWhen),
+      requireWhen: setsMessage(r.requireWhen),
       approval: r.approval && {
         minApprovals: r.approval.minApprovals,
         requiredRoles: r.approval.requiredRoles ?? [],
@@ -112,6 +125,9 @@ function policyOf(m: ApprovalPolicyMessage): ActionApprovalPolicy {
           }
         : {}),
       ...(r.expirySecs !== undefined ? { expirySecs: Number(r.expirySecs) } : {}),
+      ...(r.selfApprovalAllowed !== undefined ? { selfApprovalAllowed: r.selfApprovalAllowed } : {}),
+      ...(r.skipWhen.length ? { skipWhen: setsOf(r.skipWhen) } : {}),
+      ...(r.requireWhen.length ? { requireWhen: setsOf(r.requireWhen) } : {}),
     })),
   };
 }
