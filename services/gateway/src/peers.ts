@@ -23,7 +23,15 @@ export interface Peers {
   /** Opens a client for another gRPC service of a peer (closed with the others). */
   client<C extends Client>(
     ctor: new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>) => C,
-    peer: 'identity' | 'vault-crypto' | 'policy' | 'billing' | 'audit' | 'webhook-dispatcher' | 'signer',
+    peer:
+      | 'identity'
+      | 'vault-crypto'
+      | 'policy'
+      | 'billing'
+      | 'audit'
+      | 'webhook-dispatcher'
+      | 'signer'
+      | 'approvals',
   ): C;
   close(): void;
 }
@@ -107,6 +115,7 @@ export function connectPeers(
     audit: config.AUDIT_ADDR,
     'webhook-dispatcher': config.WEBHOOK_DISPATCHER_ADDR,
     signer: config.SIGNER_ADDR,
+    approvals: config.APPROVALS_ADDR,
   };
   return {
     health,

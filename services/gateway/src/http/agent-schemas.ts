@@ -4,6 +4,7 @@ import type {
   Agent,
   AgentFields,
   ApprovalCondition,
+  ApprovalConditionSet,
 } from '@custos/proto/custos/identity/v1/agents';
 import { isUuid } from '@custos/service-kit';
 import { bodyOf, dateTime, idParam, jsonObject } from './schemas.js';
@@ -47,6 +48,37 @@ const ApprovalConditionSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('action_kind_in'), action_kinds: list('action kind') }),
   z.strictObject({ type: z.literal('always') }),
 ]);
+/**
+ * The reference's FlatConditionSet (skip_when / require_when entries): each field present is one
+ * condition, all must match; `always: true` matches whatever else. Carried as an
+ * ApprovalConditionSet (value_above, in gwei, as a `value_above` condition's threshold_gwei).
+ */
+const FlatConditionSetSchema = z
+  .strictObject({
+    value_above: z
+      .string()
+      .regex(/^\d{1,18}$/, 'must be a whole number of gwei as a decimal string')
+      .optional()
+      .describe('Native value threshold in gwei (numeric string)'),
+    chain_in: list('chain').optional(),
+    to_address_in: list('address').optional(),
+    function_selector_in: list('selector').optional(),
+    erc20_amount_above: z
+      .string()
+      .regex(/^\d{1,78}$/, 'must be a decimal integer')
+      .optional()
+      .describe('ERC-20 raw token amount threshold (numeric string)'),
+    intent_type_in: list('intent type').optional(),
+    always: z.boolean().optional().describe('When true, this entry always matches'),
+    action_in: list('action').optional(),
+    action_kind_in: list('action kind').optional(),
+  })
+  .refine((set) => Object.entries(set).some(([k, v]) => v !== undefined && (k !== 'always' || v === true)), {
+    message: 'must name at least one condition (or always: true)',
+  });
+type FlatConditionSet = z.infer<typeof FlatConditionSetSchema>;
+const conditionSets = z.array(FlatConditionSetSchema).max(20);
+
 const ApprovalPolicySchema = z.strictObject({
   rules: z
     .array(
@@ -64,6 +96,16 @@ const ApprovalPolicySchema = z.strictObject({
           })
           .optional(),
         expiry_secs: z.number().int().min(60).max(2_592_000).optional(),
+        self_approval_allowed: z
+          .boolean()
+          .optional()
+          .describe("Whether the agent's creator may vote on its approvals (default false)"),
+        skip_when: conditionSets
+          .optional()
+          .describe('The rule does not apply when every condition of any entry matches'),
+        require_when: conditionSets
+          .optional()
+          .describe('When set, the rule applies only when every condition of some entry matches'),
       }),
     )
     .max(50),
@@ -219,6 +261,67 @@ function conditionJson(c: ApprovalCondition): Record<string, unknown> {
   return out;
 }
 
+const noList = { chains: [], addresses: [], selectors: [], intentTypes: [], actions: [], actionKinds: [] };
+
+/** A FlatConditionSet as the proto carries it: one condition per field given. */
+export function conditionSetMessage(set: FlatConditionSet): ApprovalConditionSet {
+  const conditions: ApprovalCondition[] = [];
+  const add = (type: string, fields: Partial<ApprovalCondition>) =>
+    conditions.push({ ...noList, type, ...fields });
+  if (set.value_above !== undefined) add('value_above', { thresholdGwei: set.value_above });
+  if (set.chain_in !== undefined) add('chain_in', { chains: set.chain_in });
+  if (set.to_address_in !== undefined) add('to_address_in', { addresses: set.to_address_in });
+  if (set.function_selector_in !== undefined)
+    add('function_selector_in', { selectors: set.function_selector_in });
+  if (set.erc20_amount_above !== undefined)
+    add('erc20_amount_above', { thresholdRaw: set.erc20_amount_above });
+  if (set.intent_type_in !== undefined) add('intent_type_in', { intentTypes: set.intent_type_in });
+  if (set.action_in !== undefined) add('action_in', { actions: set.action_in });
+  if (set.action_kind_in !== undefined) add('action_kind_in', { actionKinds: set.action_kind_in });
+  if (set.always === true) add('always', {});
+  return { conditions };
+}
+
+/** An ApprovalConditionSet back in the FlatConditionSet shape. */
+export function conditionSetJson(set: ApprovalConditionSet): FlatConditionSet {
+  const out: FlatConditionSet = {};
+  for (const c of set.conditions) {
+    switch (c.type) {
+      case 'value_above':
+        // Sets made here carry gwei; a wei threshold is shown in gwei when it is whole gwei.
+        if (c.thresholdGwei !== undefined) out.value_above = c.thresholdGwei;
+        else if (c.thresholdWei !== undefined && /^\d+$/.test(c.thresholdWei))
+          out.value_above = String(BigInt(c.thresholdWei) / 1_000_000_000n);
+        break;
+      case 'chain_in':
+        out.chain_in = c.chains;
+        break;
+      case 'to_address_in':
+        out.to_address_in = c.addresses;
+        break;
+      case 'function_selector_in':
+        out.function_selector_in = c.selectors;
+        break;
+      case 'erc20_amount_above':
+        if (c.thresholdRaw !== undefined) out.erc20_amount_above = c.thresholdRaw;
+        break;
+      case 'intent_type_in':
+        out.intent_type_in = c.intentTypes;
+        break;
+      case 'action_in':
+        out.action_in = c.actions;
+        break;
+      case 'action_kind_in':
+        out.action_kind_in = c.actionKinds;
+        break;
+      case 'always':
+        out.always = true;
+        break;
+    }
+  }
+  return out;
+}
+
 function policyJson(p: ActionApprovalPolicy): AgentJson['action_approval_policy'] {
   return {
     rules: p.rules.map((r) => ({
@@ -243,6 +346,9 @@ function policyJson(p: ActionApprovalPolicy): AgentJson['action_approval_policy'
           }
         : {}),
       ...(r.expirySecs !== undefined ? { expiry_secs: Number(r.expirySecs) } : {}),
+      ...(r.selfApprovalAllowed !== undefined ? { self_approval_allowed: r.selfApprovalAllowed } : {}),
+      ...(r.skipWhen.length ? { skip_when: r.skipWhen.map(conditionSetJson) } : {}),
+      ...(r.requireWhen.length ? { require_when: r.requireWhen.map(conditionSetJson) } : {}),
     })),
   };
 }
@@ -272,8 +378,9 @@ function policyMessage(p: NonNullable<Settings['action_approval_policy']>): Acti
           requireCredentialTypes: r.approval.require_credential_types ?? [],
         },
         expirySecs: int64(r.expiry_secs),
-        skipWhen: [],
-        requireWhen: [],
+        selfApprovalAllowed: r.self_approval_allowed,
+        skipWhen: (r.skip_when ?? []).map(conditionSetMessage),
+        requireWhen: (r.require_when ?? []).map(conditionSetMessage),
       };
     }),
   };

@@ -8,6 +8,7 @@ import type { IdentityKeys } from '@custos/auth';
 import { accountRoutes } from './account-routes.js';
 import { accessLog } from './access-log.js';
 import { agentRoutes } from './agent-routes.js';
+import { approvalRoutes } from './approval-routes.js';
 import { auditRoutes } from './audit-routes.js';
 import { authRoutes } from './auth-routes.js';
 import { authenticate, humanOnly } from './authenticate.js';
@@ -166,6 +167,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(custodyRoutes(deps.peers, guards));
   app.use(signRoutes(deps.peers, guards));
   app.use(transactionRoutes(deps.peers, guards));
+  app.use(approvalRoutes(deps.peers, guards));
 
   app.use(pageRoutes(deps));
   app.use(openApiRoutes(ROUTE_TABLE));

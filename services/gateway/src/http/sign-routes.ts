@@ -2,9 +2,10 @@ import { Router } from 'express';
 import { z } from 'zod/v4';
 import type { SignIntentResponse as SignReply } from '@custos/proto/custos/signer/v1/sign';
 import { SignServiceClient } from '@custos/proto/custos/signer/v1/sign';
-import { unaryCaller } from '@custos/service-kit';
+import { canonicalJson, unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { AgentParams } from './agent-schemas.js';
+import { SummarySchema, summaryMessage } from './approval-schemas.js';
 import { type Guards, declareRoute } from './routes.js';
 import { SIGNER_CHAIN_DEADLINE_MS, TRANSFER_FIELDS, transferFieldsOf } from './transaction-routes.js';
 import { bodyOf, chainAmount, safeCount } from './schemas.js';
@@ -143,7 +144,34 @@ const SignBody = bodyOf({
     .describe('transaction (type 2): wei (from the chain when absent, capped by max_fee_per_gas_gwei)'),
   max_priority_fee_per_gas: chainAmount.optional().describe('transaction (type 2): wei'),
   ...TRANSFER_FIELDS,
+  approval_id: z
+    .string()
+    .min(1, 'is required')
+    .max(100)
+    .optional()
+    .describe(
+      'Resume an intent held for approval: the same body plus the approval granted for it (used once); otherwise 403 `approval_required`',
+    ),
+  summary: SummarySchema.optional().describe("The agent's own words for the approver"),
 });
+
+/** A sign intent held for a human (202): nothing was signed. */
+export const SignAwaitingApprovalResponse = z.object({
+  status: z.literal('awaiting_approval'),
+  approval_id: z.string().describe('The approval a human must grant; resume with the same body and it'),
+  intent_type: z.string(),
+  chain: z.string(),
+  from: z.string(),
+});
+
+/**
+ * The text an approval of a sign intent is bound to: the body's canonical JSON without
+ * `approval_id` (so the resume, the same body plus the approval, names the same intent).
+ */
+export function signCanonicalBody(raw: unknown): string {
+  const { approval_id: _omit, ...rest } = (raw ?? {}) as Record<string, unknown>;
+  return canonicalJson(rest);
+}
 
 /**
  * Sign intents of agents (spec §4.4, reference `signIntent`). Signer decides who may: only the
@@ -166,9 +194,16 @@ export function signRoutes(peers: Peers, guards: Guards): Router {
       tag: 'signing',
       params: AgentParams,
       body: SignBody,
-      responses: { 200: { description: 'The signature', schema: SignIntentResponse } },
+      responses: {
+        200: { description: 'The signature', schema: SignIntentResponse },
+        202: {
+          description:
+            "A rule of the agent's action_approval_policy matched (action `agent_sign_intent`): nothing signed; once a human approved, send the same body with `approval_id`",
+          schema: SignAwaitingApprovalResponse,
+        },
+      },
     },
-    async (_req, res, { params, body }) => {
+    async (req, res, { params, body }) => {
       const r = await call(
         signer.signIntent,
         {
@@ -190,13 +225,24 @@ export function signRoutes(peers: Peers, guards: Guards): Router {
             ? { maxPriorityFeePerGas: body.max_priority_fee_per_gas }
             : {}),
           ...transferFieldsOf(body),
-          approvalId: '',
-          canonicalBody: '',
+          approvalId: body.approval_id ?? '',
+          ...(body.summary !== undefined ? { summary: summaryMessage(body.summary) } : {}),
+          canonicalBody: signCanonicalBody(req.body),
         },
         // A transaction intent may ask the chain (EVM_RPC_TIMEOUT_MS per call): longer than the
         // default peer deadline, so the caller is not told 503 while signer goes on to sign.
         { deadline: Date.now() + SIGNER_CHAIN_DEADLINE_MS },
       );
+      if (r.status === 'awaiting_approval') {
+        res.status(202).json({
+          status: 'awaiting_approval',
+          approval_id: r.approvalId,
+          intent_type: r.intentType,
+          chain: r.chain,
+          from: r.from,
+        });
+        return;
+      }
       res.json(signBody(r));
     },
   );

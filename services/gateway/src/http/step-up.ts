@@ -26,6 +26,7 @@ export const STEP_UP_PURPOSES = {
   orgKeyRotate: 'org.encryption_key.rotate',
   agentSigningKeyExport: 'agent.signing_key.export',
   agentSigningKeyImport: 'agent.signing_key.import',
+  approvalDecide: 'approval.decide',
 } as const;
 
 /** One of the STEP_UP_PURPOSES. */

@@ -5,6 +5,7 @@ import { TransactionServiceClient } from '@custos/proto/custos/signer/v1/transac
 import { canonicalJson, unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { AgentParams } from './agent-schemas.js';
+import { SummarySchema, summaryMessage } from './approval-schemas.js';
 import { type Guards, declareRoute } from './routes.js';
 import { bodyOf, chainAmount, dateTime, idParam, intQuery, must, queryString, safeCount } from './schemas.js';
 
@@ -37,8 +38,19 @@ export const TransactionResponse = z.object({
   max_priority_fee_per_gas: z.string().nullable().describe('Wei (type 2)'),
   gas_price: z.string().nullable().describe('Wei (type 0)'),
   status: z
-    .enum(['pending', 'signed', 'sign_only', 'broadcast', 'confirmed', 'failed', 'simulation_failed'])
-    .describe('`confirmed`/`failed` follow the receipt'),
+    .enum([
+      'awaiting_approval',
+      'pending',
+      'signed',
+      'sign_only',
+      'broadcast',
+      'confirmed',
+      'failed',
+      'simulation_failed',
+    ])
+    .describe(
+      '`confirmed`/`failed` follow the receipt; `awaiting_approval`: held for a human (nothing signed), resumed with `resume_tx_id`',
+    ),
   tx_hash: z.string().nullable(),
   signed_tx: z
     .string()
@@ -64,6 +76,12 @@ export const TransactionResponse = z.object({
   details: z
     .record(z.string(), z.string())
     .describe('Non-EVM: memo, destination_tag, token_mint, fee rate, inputs … (empty for EVM)'),
+  approval_id: z
+    .string()
+    .nullable()
+    .describe(
+      'The approval the transaction waits for (`awaiting_approval`) or was resumed with; null when none',
+    ),
 });
 
 type TransactionJson = z.infer<typeof TransactionResponse>;
@@ -96,6 +114,7 @@ function txBody(t: Transaction, withSignedTx: boolean): TransactionJson {
     family: (t.family || 'evm') as TransactionJson['family'],
     fee: t.fee || null,
     details: t.details,
+    approval_id: t.approvalId || null,
   };
   if (body.family !== 'evm') {
     body.data = null;
@@ -209,14 +228,23 @@ const SubmitBody = bodyOf({
     .string()
     .max(100)
     .optional()
-    .describe('Resume a transaction awaiting approval (approvals: not yet)'),
+    .describe(
+      'Resume a transaction awaiting approval: its id, with the same body; its approval must be approved (consensus: executed) and unused, else 403 `approval_required`',
+    ),
+  summary: SummarySchema.optional().describe(
+    "The agent's own words for the approver, shown beside the server's preview (which flags where they disagree)",
+  ),
   nonce: z.number().int().optional().describe('Refused: nonces are allocated by the service'),
   signing_key_path: z
     .string()
     .max(500)
     .optional()
     .describe("Refused: the agent's own key for the chain signs"),
-  approval_id: z.string().max(100).optional().describe('Refused until approvals exist'),
+  approval_id: z
+    .string()
+    .max(100)
+    .optional()
+    .describe('Refused: a held transaction is resumed with `resume_tx_id`'),
   ...TRANSFER_FIELDS,
   xrpl_tx_json: z
     .record(z.string(), z.unknown())
@@ -267,6 +295,11 @@ export function transactionRoutes(peers: Peers, guards: Guards): Router {
             'Signed and broadcast; `failed` when the node refused it (nonce given back); `signed` when the broadcast got no definite answer (the node may have it: signer sends the same bytes again later)',
           schema: TransactionResponse,
         },
+        202: {
+          description:
+            "A rule of the agent's action_approval_policy matched: `awaiting_approval` with `approval_id`, nothing signed and no nonce taken; resume with the same body and `resume_tx_id` once a human approved",
+          schema: TransactionResponse,
+        },
         200: {
           description: 'The transaction made earlier with the same Idempotency-Key',
           schema: TransactionResponse,
@@ -301,13 +334,20 @@ export function transactionRoutes(peers: Peers, guards: Guards): Router {
           unsupportedFields: unsupported,
           canonicalBody: canonicalJson(req.body),
           ...transferFieldsOf(body),
+          ...(body.summary !== undefined ? { summary: summaryMessage(body.summary) } : {}),
         },
         // Signer's worst case makes several chain calls (EVM_RPC_TIMEOUT_MS each): the default
         // peer deadline would answer 503 while signer goes on to sign and broadcast.
         { deadline: Date.now() + SIGNER_CHAIN_DEADLINE_MS },
       );
       const t = must(r.transaction, 'transaction');
-      const status = r.replayed ? 200 : t.status === 'simulation_failed' ? 422 : 201;
+      const status = r.replayed
+        ? 200
+        : t.status === 'awaiting_approval'
+          ? 202
+          : t.status === 'simulation_failed'
+            ? 422
+            : 201;
       res.status(status).json(txBody(t, true));
     },
   );
