@@ -57,7 +57,8 @@ const FlatConditionSetSchema = z
   .strictObject({
     value_above: z
       .string()
-      .regex(/^\d{1,18}$/, 'must be a whole number of gwei as a decimal string')
+      .regex(/^\d{1,16}$/, 'must be a whole number of gwei as a decimal string')
+      .refine((v) => Number(v) <= Number.MAX_SAFE_INTEGER, 'must be at most 9007199254740991 gwei')
       .optional()
       .describe('Native value threshold in gwei (numeric string)'),
     chain_in: list('chain').optional(),

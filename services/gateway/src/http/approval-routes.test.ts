@@ -700,6 +700,7 @@ describe('action_approval_policy: self_approval_allowed, skip_when, require_when
     [{ always: false }, 'always false alone'],
     [{ value_above: '1.5' }, 'fractional gwei'],
     [{ value_above: 5 }, 'a number'],
+    [{ value_above: '9007199254740992' }, 'gwei beyond a safe integer'],
     [{ threshold_gwei: 5 }, 'an unknown field'],
   ])('refuses %j (%s)', (set) => {
     const r = UpdateAgentBody.safeParse({
