@@ -11,7 +11,10 @@ import { VaultCryptoServiceClient } from '@custos/proto/custos/vault_crypto/v1/s
 import { createGrpcClient } from '@custos/service-kit';
 import { configShape } from './config.js';
 import { SCHEMA } from './db/schema.js';
+import { startApprovalCreatedConsumer } from './events/approval-created-consumer.js';
 import { startShareEmailRequestedConsumer } from './events/share-email-requested-consumer.js';
+import { AgentStore } from './agents/agent-store.js';
+import { OrgStore } from './orgs/org-store.js';
 import { loadFederationKey } from './federation/federation-fns.js';
 import { accountGrpc } from './grpc/account-grpc.js';
 import { JWKS_READERS, gatewayOnly } from './grpc/caller.js';
@@ -113,6 +116,16 @@ runDataService({
       logger: rt.logger,
     });
     rt.onShutdown('share-mail', () => shareMail.stop());
+    // Notices of new approvals to the org's humans, announced by the approvals service's outbox.
+    const approvalMail = startApprovalCreatedConsumer({
+      events,
+      db,
+      notifier,
+      orgs: new OrgStore(db),
+      agents: new AgentStore(db, pool),
+      logger: rt.logger,
+    });
+    rt.onShutdown('approval-mail', () => approvalMail.stop());
 
     const { verifier } = tokens;
     rt.grpc.add(

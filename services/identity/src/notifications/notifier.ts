@@ -1,5 +1,6 @@
 import type { Mailer } from './mailer.js';
 import {
+  approvalRequestedEmail,
   emailChangeCodeEmail,
   emailChangedNoticeEmail,
   orgInviteEmail,
@@ -70,5 +71,25 @@ export class Notifier {
     const { linkSecret, ...rest } = share;
     const link = `${this.publicBaseUrl}/v1/share/${rest.shareId}?key=${encodeURIComponent(linkSecret)}`;
     return this.mailer.send({ to, ...shareLinkEmail({ ...rest, link }) });
+  }
+
+  /** The notice of a new approval request, with the link to it in the app. */
+  approvalRequested(
+    to: string,
+    approval: {
+      approvalId: string;
+      action: string;
+      riskTier: number;
+      kind: 'single' | 'consensus';
+      title: string;
+      agentName: string;
+      targetType: string;
+      targetId: string;
+      expiresAt: Date | undefined;
+    },
+  ): Promise<void> {
+    const { approvalId, ...rest } = approval;
+    const link = `${this.publicBaseUrl}/approvals/${encodeURIComponent(approvalId)}`;
+    return this.mailer.send({ to, ...approvalRequestedEmail({ ...rest, link }) });
   }
 }

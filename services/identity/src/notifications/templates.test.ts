@@ -1,4 +1,5 @@
 import {
+  approvalRequestedEmail,
   describeDuration,
   emailChangeCodeEmail,
   emailChangedNoticeEmail,
@@ -107,5 +108,51 @@ describe('templates', () => {
       expect(m.text).not.toMatch(/<[a-z]+[ >]/i);
       expect(m.text.endsWith('\n-- \nCustos\n')).toBe(true);
     }
+  });
+});
+
+describe('approval requested', () => {
+  const input = {
+    link: 'https://app.custos.test/approvals/6f1c1a52-8d8e-4c58-9a8e-2f1b7c1d9e01',
+    action: 'agent_transaction',
+    riskTier: 3,
+    kind: 'consensus' as const,
+    title: 'Pay invoice 42',
+    agentName: 'Payroll bot',
+    targetType: 'transaction',
+    targetId: 'tx-1',
+    expiresAt: new Date('2030-01-02T00:00:00Z'),
+  };
+
+  it('names the agent, action, tier and what deciding needs, and links to the approval', () => {
+    const m = approvalRequestedEmail(input);
+    expect(m.template).toBe('approval_requested');
+    expect(m.subject).toBe('Approval requested: agent_transaction (tier 3)');
+    expect(m.text).toContain(`\n${input.link}\n`);
+    expect(m.text).toContain('The agent "Payroll bot"');
+    expect(m.text).toContain('Risk tier:  3 (deciding needs a TOTP code from your authenticator)');
+    expect(m.text).toContain('Target:     transaction tx-1');
+    expect(m.text).toContain('\n    "Pay invoice 42"\n');
+    expect(m.text).toContain('Wed, 02 Jan 2030 00:00:00 GMT');
+  });
+
+  it('keeps the agent’s words out of the subject and to one shortened, visible line each', () => {
+    const m = approvalRequestedEmail({
+      ...input,
+      title: `Urgent\r\nBcc: x@evil.test\n\nClick https://evil.test \u202eabc\u200b${'y'.repeat(500)}`,
+      agentName: 'Bot\nSubject: hi',
+      targetId: 'a\r\nb',
+      expiresAt: undefined,
+    });
+    expect(m.subject).toBe('Approval requested: agent_transaction (tier 3)');
+    const titleLine = m.text.split('\n').find((l) => l.includes('Urgent'))!;
+    expect(titleLine.startsWith('    "Urgent Bcc: x@evil.test Click https://evil.test abcyyy')).toBe(true);
+    expect(titleLine.endsWith('..."')).toBe(true);
+    expect(titleLine.length).toBe(4 + 2 + 200);
+    expect(m.text).not.toMatch(/[\u202e\u200b\r]/);
+    expect(m.text).toContain('The agent "Bot Subject: hi"');
+    expect(m.text).toContain('Target:     transaction a b');
+    expect(m.text).not.toContain('expires on');
+    expect(approvalRequestedEmail({ ...input, title: ' \n ' }).text).toContain('"(no title)"');
   });
 });

@@ -30,14 +30,16 @@ export function describeDuration(seconds: number): string {
  * Text another user chose (an org name, a display name): one line, no control characters, at most
  * 100 characters, so it cannot forge headers or lines of our message.
  */
-function userText(value: string, fallback: string): string {
+function userText(value: string, fallback: string, max = 100): string {
   const clean = String(value ?? '')
     // eslint-disable-next-line no-control-regex
     .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ')
+    // Bidirectional overrides and zero-width characters: they make shown text read differently.
+    .replace(/[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]+/g, '')
     .replace(/\s+/g, ' ')
     .trim();
   if (!clean) return fallback;
-  return clean.length > 100 ? `${clean.slice(0, 97)}...` : clean;
+  return clean.length > max ? `${clean.slice(0, max - 3)}...` : clean;
 }
 
 /** The e-mail that confirms a new account's address: a link, and the bare token for API clients. */
@@ -206,6 +208,63 @@ export function shareLinkEmail(input: {
   return {
     template: 'share-link',
     subject: 'A secret was shared with you',
+    text: lines.join('\n') + SIGNATURE,
+  };
+}
+
+/** What each risk tier asks of the human who decides (the approvals design). */
+const TIER_PROOF: Record<number, string> = {
+  1: 'a signed-in member of the organization',
+  2: 'a step-up: your password, a TOTP code or a re-auth token',
+  3: 'a TOTP code from your authenticator',
+};
+
+/**
+ * The notice of a new approval request to a human of the org. The title, agent name and target
+ * are the agent's (or its creator's) words: each is shown as one plain, shortened line, quoted
+ * where it is free text, and never in the subject (which carries only the validated action and
+ * tier), so an agent cannot forge headers, links or lines of our message.
+ */
+export function approvalRequestedEmail(input: {
+  link: string;
+  action: string;
+  riskTier: number;
+  kind: 'single' | 'consensus';
+  title: string;
+  agentName: string;
+  targetType: string;
+  targetId: string;
+  expiresAt: Date | undefined;
+}): MailContent {
+  const title = userText(input.title, '(no title)', 200);
+  const agent = userText(input.agentName, 'an agent');
+  const target = [userText(input.targetType, '', 64), userText(input.targetId, '', 200)]
+    .filter(Boolean)
+    .join(' ');
+  const lines = [
+    `The agent "${agent}" of your Custos organization asks for a human decision.`,
+    '',
+    `Action:     ${input.action}`,
+    `Risk tier:  ${input.riskTier} (deciding needs ${TIER_PROOF[input.riskTier] ?? 'a step-up'})`,
+    `Decision:   ${input.kind === 'consensus' ? 'several approvers (consensus)' : 'one approver'}`,
+  ];
+  if (target) lines.push(`Target:     ${target}`);
+  lines.push(
+    '',
+    "In the agent's words (not checked by Custos):",
+    `    "${title}"`,
+    '',
+    'Review what it asks and decide here:',
+    '',
+    input.link,
+    '',
+  );
+  if (input.expiresAt && !Number.isNaN(input.expiresAt.getTime()))
+    lines.push(`The request expires on ${input.expiresAt.toUTCString()}; undecided, it is refused.`);
+  lines.push('Approve only what you expected: the page shows what Custos computed from the request itself.');
+  return {
+    template: 'approval_requested',
+    subject: `Approval requested: ${input.action} (tier ${input.riskTier})`,
     text: lines.join('\n') + SIGNATURE,
   };
 }
