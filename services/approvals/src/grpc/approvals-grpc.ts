@@ -1,0 +1,97 @@
+import { type IdentityKeys, currentCaller } from '@custos/auth';
+import type { ApprovalsServiceServer } from '@custos/proto/custos/approvals/v1/service';
+import { type AsyncService, InvalidArgumentError, type RpcAccess } from '@custos/service-kit';
+import type { ApprovalService } from '../approvals/approval-service.js';
+import { approvalMessage, requirementOf, summaryOf } from './approvals-messages.js';
+
+/**
+ * Who may call ApprovalsService: the gateway for people and agents (their tokens are verified
+ * here); signer alone for the approvals it raises for its transactions and sign intents and for
+ * using them once.
+ */
+export const approvalsAccess: RpcAccess<ApprovalsServiceServer> = {
+  default: ['gateway'],
+  methods: { createApproval: ['signer'], consumeApproval: ['signer'] },
+};
+
+/** int64 `expiry_secs` (a decimal string on the wire) as a number; 400 when it is not an integer. */
+function expirySecsOf(raw: string): number {
+  const n = Number(raw === '' ? '0' : raw);
+  if (!Number.isSafeInteger(n))
+    throw new InvalidArgumentError('expiry_secs', 'expiry_secs must be an integer');
+  return n;
+}
+
+/** gRPC adapter of ApprovalsService: verify the caller, decode, call the rules, encode. */
+export function approvalsGrpc(deps: {
+  keys: IdentityKeys;
+  approvals: ApprovalService;
+}): AsyncService<ApprovalsServiceServer> {
+  const caller = () => currentCaller(deps.keys);
+  return {
+    async requestApproval(req) {
+      const a = await deps.approvals.request(await caller(), {
+        action: req.action,
+        targetType: req.targetType,
+        targetId: req.targetId,
+        summary: summaryOf(req.summary),
+        payload: req.payload,
+        reason: req.reason,
+        declaredRiskTier: req.declaredRiskTier,
+      });
+      return { approval: approvalMessage(a) };
+    },
+    async createApproval(req) {
+      // Signer's certificate is the authorization (the allow-list admits no one else).
+      const a = await deps.approvals.create({
+        orgId: req.orgId,
+        agentId: req.agentId,
+        agentCreatedBy: req.agentCreatedBy,
+        action: req.action,
+        targetType: req.targetType,
+        targetId: req.targetId,
+        summary: summaryOf(req.summary),
+        payload: req.payload,
+        preview: req.preview,
+        rule: req.rule,
+        riskTier: req.riskTier,
+        requirement: requirementOf(req.requirement),
+        expirySecs: expirySecsOf(req.expirySecs),
+      });
+      return { approval: approvalMessage(a) };
+    },
+    async getApproval(req) {
+      return { approval: approvalMessage(await deps.approvals.get(await caller(), req.approvalId)) };
+    },
+    async listApprovals(req) {
+      const list = await deps.approvals.list(await caller(), {
+        status: req.status,
+        agentId: req.agentId,
+        limit: req.limit,
+      });
+      return { approvals: list.map(approvalMessage) };
+    },
+    async decideApproval(req) {
+      const a = await deps.approvals.decide(await caller(), req.approvalId, {
+        decision: req.decision,
+        reason: req.reason,
+        credential: req.credential,
+      });
+      return { approval: approvalMessage(a) };
+    },
+    async executePendingApproval(req) {
+      return { approval: approvalMessage(await deps.approvals.execute(await caller(), req.approvalId)) };
+    },
+    async consumeApproval(req) {
+      const a = await deps.approvals.consume({
+        approvalId: req.approvalId,
+        orgId: req.orgId,
+        agentId: req.agentId,
+        action: req.action,
+        targetType: req.targetType,
+        targetId: req.targetId,
+      });
+      return { approval: approvalMessage(a) };
+    },
+  };
+}
