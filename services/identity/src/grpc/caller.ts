@@ -19,6 +19,7 @@ export const JWKS_READERS: readonly MeshService[] = [
   'webhook-dispatcher',
   'billing',
   'signer',
+  'approvals',
 ];
 
 /**
