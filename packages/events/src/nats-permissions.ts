@@ -35,7 +35,10 @@ export const NATS_SERVICES = {
   identity: {
     publishes: [],
     audits: true,
-    consumers: [{ durable: 'identity-share-mail', filter: 'share.email_requested' }],
+    consumers: [
+      { durable: 'identity-share-mail', filter: 'share.email_requested' },
+      { durable: 'identity-approval-mail', filter: 'approval.created' },
+    ],
   },
   'vault-crypto': { publishes: ['share.email_requested'], audits: true, consumers: [] },
   policy: { publishes: ['policy.created', 'policy.updated', 'policy.deleted'], audits: true, consumers: [] },
@@ -44,7 +47,19 @@ export const NATS_SERVICES = {
     audits: true,
     consumers: [],
   },
-  approvals: { publishes: [], audits: true, consumers: [] },
+  approvals: {
+    publishes: [
+      'approval.created',
+      'approval.decided',
+      'pending_approval.created',
+      'pending_approval.approved',
+      'pending_approval.rejected',
+      'pending_approval.executed',
+      'pending_approval.expired',
+    ],
+    audits: true,
+    consumers: [],
+  },
   // audit appends the records it makes itself (RecordEvent) directly, never through NATS.
   audit: {
     publishes: [],
