@@ -18,6 +18,11 @@ export const configShape = {
   VAULT_CRYPTO_ADDR: env
     .address("host:port of the vault-crypto service (it seals agents' private keys).")
     .default('127.0.0.1:50052'),
+  APPROVALS_ADDR: env
+    .address(
+      'host:port of the approvals service (transactions and sign intents an approval rule sends to humans).',
+    )
+    .default('127.0.0.1:50055'),
   GRPC_DEADLINE_MS: env
     .int('Deadline of a call to a peer service, in milliseconds.', 100, 60000)
     .default(5000),

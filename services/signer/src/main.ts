@@ -31,6 +31,10 @@ import { SignServiceService } from '@custos/proto/custos/signer/v1/sign';
 import { signAccess, signGrpc } from './sign/sign-grpc.js';
 import { SignService } from './sign/sign-service.js';
 import { SignStore } from './sign/sign-store.js';
+import { ApprovalsServiceClient } from '@custos/proto/custos/approvals/v1/service';
+import { ApprovalsClient } from './peers/approvals-client.js';
+import { ApprovalGate } from './approvals/approval-gate.js';
+import { PreviewRpcPool } from './preview/index.js';
 
 // Composition root of signer: the chains registry and agents' signing keys (transactions and sign
 // intents come with their issue, on the same ChainAdapter).
@@ -51,9 +55,16 @@ runDataService({
       deadlineMs: c.GRPC_DEADLINE_MS,
       peer: 'identity',
     });
+    // Approvals (issue 19): signer asks for the approvals its agents' rules need, and uses them once.
+    const approvals = createGrpcClient(ApprovalsServiceClient, c.APPROVALS_ADDR, {
+      tls: rt.tls,
+      deadlineMs: c.GRPC_DEADLINE_MS,
+      peer: 'approvals',
+    });
     rt.onShutdown('peers', async () => {
       vaultCrypto.close();
       identity.close();
+      approvals.close();
     });
     const chains = new ChainService(new ChainStore(db), rt.logger);
     await chains.bootstrap({ rpcUrls: c.CHAIN_RPC_URLS ?? '', localRpcUrl: c.LOCAL_EVM_RPC_URL ?? '' });
@@ -105,6 +116,13 @@ runDataService({
       logger: rt.logger,
     });
     const evmRpc = new EvmRpcPool(c.EVM_RPC_TIMEOUT_MS);
+    const previewRpc = new PreviewRpcPool(Math.min(c.EVM_RPC_TIMEOUT_MS, 5000));
+    const gate = new ApprovalGate({
+      approvals: new ApprovalsClient(approvals),
+      preview: previewRpc,
+      logger: rt.logger,
+      previewTimeoutMs: Math.min(c.EVM_RPC_TIMEOUT_MS, 5000),
+    });
     const txStore = new TxStore(db);
     const transactions = new TransactionService({
       intents,
@@ -114,6 +132,7 @@ runDataService({
       logger: rt.logger,
       rpcTimeoutMs: c.EVM_RPC_TIMEOUT_MS,
       staleClaimMs: c.TX_RECOVER_AFTER_SECONDS * 1000,
+      gate,
     });
     rt.grpc.add(TransactionServiceService, transactionGrpc({ keys, transactions }), transactionAccess);
     // Sign intents (POST /v1/agents/{id}/sign) on the same Intents API checks and chain access.
@@ -124,6 +143,7 @@ runDataService({
       logger: rt.logger,
       inputs: txStore,
       rpcTimeoutMs: c.EVM_RPC_TIMEOUT_MS,
+      gate,
     });
     rt.grpc.add(SignServiceService, signGrpc({ keys, sign }), signAccess);
     const watcher = new TxWatcher(
@@ -139,6 +159,7 @@ runDataService({
     rt.onShutdown('transaction watcher', async () => {
       await watcher.stop();
       evmRpc.close();
+      previewRpc.close();
     });
   },
 });

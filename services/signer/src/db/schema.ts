@@ -158,6 +158,21 @@ export const transactions = signerSchema.table(
     /** Non-EVM: until when the chain may include it (`block_height`, `ledger`, `slot`, `time_ms`). */
     expiryKind: text('expiry_kind'),
     expiryValue: numeric('expiry_value', { precision: 78, scale: 0 }),
+    /**
+     * The approval (approvals service) a transaction `awaiting_approval` waits for, kept once the
+     * resume consumed it and the row went on.
+     */
+    approvalId: uuid('approval_id'),
+    /**
+     * The canonical hash of the submission body without `resume_tx_id` (as an Idempotency-Key's):
+     * a resume must send the same body as the held transaction.
+     */
+    requestHash: text('request_hash'),
+    /**
+     * When a transaction `awaiting_approval` was resumed (its approval consumed, a nonce taken): the
+     * recovery scan measures a resumed row's age from here, not from `created_at`.
+     */
+    resumedAt: timestamp('resumed_at', { withTimezone: true }),
   },
   (t) => [
     index('transactions_agent_created').on(t.agentId, t.createdAt.desc(), t.id.desc()),
@@ -173,9 +188,13 @@ export const transactions = signerSchema.table(
       .where(sql`${t.status} in ('pending', 'signed')`),
     check(
       'transactions_status_known',
-      sql`${t.status} in ('pending', 'signed', 'sign_only', 'broadcast', 'confirmed', 'failed', 'simulation_failed')`,
+      sql`${t.status} in ('awaiting_approval', 'pending', 'signed', 'sign_only', 'broadcast', 'confirmed', 'failed', 'simulation_failed')`,
     ),
     check('transactions_nonce_held_has_nonce', sql`not ${t.nonceHeld} or ${t.nonce} is not null`),
+    check(
+      'transactions_awaiting_has_no_nonce',
+      sql`${t.status} <> 'awaiting_approval' or (${t.nonce} is null and not ${t.nonceHeld})`,
+    ),
   ],
 );
 

@@ -37,13 +37,16 @@ export function signInputOf(req: SignIntentRequest): SignIntentInput {
     const v = req[k];
     if (v !== undefined) (input as unknown as Record<string, unknown>)[k] = v;
   }
+  if (req.approvalId) input.approvalId = req.approvalId;
+  if (req.summary) input.summary = req.summary;
+  if (req.canonicalBody) input.canonicalBody = req.canonicalBody;
   return input;
 }
 
 /** The result on the wire: empty strings for null text, absent for null numbers. */
 export function signResponseOf(r: SignIntentResult): SignIntentResponse {
   return {
-    approvalId: '',
+    approvalId: r.approvalId ?? '',
     intentType: r.intentType,
     chain: r.chain,
     from: r.from,

@@ -9,7 +9,17 @@ import {
   PermissionDeniedError,
   UnavailableError,
 } from '@custos/service-kit';
+import type { RuleFacts } from '@custos/approval-rules';
+import { canonicalJson } from '@custos/service-kit';
 import { failClosed } from '../audit/signer-audit.js';
+import type { ApprovalGate } from '../approvals/approval-gate.js';
+import {
+  SIGN_ACTION,
+  evmTxFacts,
+  signIntentTarget,
+  summaryOr,
+  transferFacts,
+} from '../approvals/approval-fns.js';
 import { fillEvmTransaction, evmCapsOf } from '../evm/evm-fill.js';
 import { type EvmRpc, type EvmRpcPool, EvmRpcError } from '../evm/evm-rpc.js';
 import { buildEvmTransaction, signEvmTransaction } from '../evm/evm-tx.js';
@@ -24,7 +34,8 @@ import {
   signDigest,
 } from './sign-fns.js';
 import type { SignStore } from './sign-store.js';
-import { refuseTransferFieldsOnEvm } from '../transactions/tx-fns.js';
+import { refuseTransferFieldsOnEvm, transferInputOf } from '../transactions/tx-fns.js';
+import { addressOn } from '../keys/chain-adapter.js';
 import { signTransferOnly } from './sign-transfer.js';
 import type { TxStore } from '../transactions/tx-store.js';
 import {
@@ -51,6 +62,24 @@ export const SIGN_ACTIONS = {
 } as const satisfies Record<IntentType, `agent.sign.${IntentType}`>;
 
 /**
+ * The approval step of a sign request: given the intent's facts (and, for a transaction, what the
+ * approver's preview is computed from), returns the approval used (a resume), undefined when no
+ * rule asks for one, or throws AwaitingApproval after asking humans.
+ */
+type ApprovalStep = (
+  facts: RuleFacts & { from?: string },
+  preview: { from: string; to: string; valueWei: bigint; data: string } | undefined,
+) => Promise<string | undefined>;
+
+/** Ends a sign request `awaiting_approval` (not an error: the answer is 202 with the approval). */
+class AwaitingApproval extends Error {
+  constructor(readonly result: SignIntentResult) {
+    super('awaiting approval');
+    this.name = 'AwaitingApproval';
+  }
+}
+
+/**
  * Sign intents of agents (`POST /v1/agents/{id}/sign`): a signature over an EIP-191 message,
  * EIP-712 typed data or a raw digest, or a transaction signed and not broadcast. Every request
  * passes the Intents API checks of IntentContext first; every refusal is audited
@@ -68,8 +97,90 @@ export class SignService {
       inputs: Pick<TxStore, 'inputsInUse'>;
       /** EVM_RPC_TIMEOUT_MS: the per-call timeout of non-EVM node calls. */
       rpcTimeoutMs?: number;
+      /** The approval gate (issue 19); absent: a matching approval rule is 503, nothing signed. */
+      gate?: ApprovalGate;
     },
   ) {}
+
+  /**
+   * The approval step of one sign request, run with the intent's facts just before the key is used:
+   * a rule of the agent's policy that matches (and no `approval_id`) asks humans and ends the
+   * request `awaiting_approval` (AwaitingApproval, nothing signed); an `approval_id` is used once
+   * for this very body (403 `approval_required` otherwise), and the rule is not evaluated again.
+   */
+  private approvalStep(scope: IntentScope, intent: IntentType, input: SignIntentInput): ApprovalStep {
+    return async (facts, preview) => {
+      const gate = this.deps.gate;
+      const target = () => {
+        const { approvalId: _a, canonicalBody: _c, agentId: _g, ...body } = input;
+        return signIntentTarget(input.canonicalBody || canonicalJson(body));
+      };
+      if (input.approvalId) {
+        if (!gate) throw new UnavailableError('approvals are not configured on this signer');
+        await gate.consume(scope, {
+          approvalId: input.approvalId,
+          action: SIGN_ACTION,
+          targetType: 'sign_intent',
+          targetId: target(),
+        });
+        return input.approvalId.toLowerCase();
+      }
+      const full: RuleFacts = {
+        action: SIGN_ACTION,
+        intentType: intent,
+        chain: scope.chain.name,
+        ...(scope.chain.family === 'evm' ? { chainId: scope.chain.chainId.toString() } : {}),
+        ...facts,
+      };
+      const match = gate?.match(scope, full);
+      if (!match) return undefined;
+      const targetId = target();
+      const p = preview
+        ? await gate!.preview(scope, preview, match, input.summary)
+        : {
+            intent_type: intent,
+            chain: scope.chain.name,
+            chain_id: scope.chain.chainId.toString(),
+            from: scope.key.address,
+            rule: match.ruleJson,
+            risk_tier: match.tier,
+            summary: input.summary ?? null,
+            flags: [],
+          };
+      const approval = await gate!
+        .create(scope, {
+          action: SIGN_ACTION,
+          targetType: 'sign_intent',
+          targetId,
+          summary: summaryOr(input.summary, `Sign ${intent} on ${scope.chain.name}`),
+          payload: { intent_type: intent, chain: scope.chain.name, request_hash: targetId },
+          preview: p,
+          match,
+        })
+        .catch((err: unknown) => {
+          this.deps.logger.warn({ err: String(err) }, 'the approval of a sign intent could not be asked for');
+          throw new UnavailableError('the approval could not be requested; nothing was signed');
+        });
+      const record = auditOf(
+        scope.agent,
+        'agent.sign.awaiting_approval',
+        { type: 'agent', id: scope.agent.agentId },
+        {
+          ...this.scopeDetails(scope, intent),
+          approval_id: approval.id,
+          target_id: targetId,
+          risk_tier: match.tier,
+          rule_index: match.ruleIndex,
+        },
+      );
+      await failClosed(this.deps.logger, record.action, () => this.deps.store.recordSignature(record));
+      throw new AwaitingApproval({
+        ...this.empty(scope, intent, { signature: '', from: facts.from ?? scope.key.address }),
+        status: 'awaiting_approval',
+        approvalId: approval.id,
+      });
+    };
+  }
 
   /**
    * Signs one intent of agent `input.agentId`, which must be the caller, within `budget`: a request
@@ -84,6 +195,25 @@ export class SignService {
     return this.deps.intents.audited(p, 'agent.sign', input.agentId, async () => {
       const scope = await this.deps.intents.open(p, input.agentId, input.chain);
       const intent = parseIntentType(input.intentType);
+      const step = this.approvalStep(scope, intent, input);
+      try {
+        const r = await this.signIntent(scope, intent, input, budget, step);
+        return r;
+      } catch (err) {
+        if (err instanceof AwaitingApproval) return err.result;
+        throw err;
+      }
+    });
+  }
+
+  private async signIntent(
+    scope: IntentScope,
+    intent: IntentType,
+    input: SignIntentInput,
+    budget: SignBudget,
+    step: ApprovalStep,
+  ): Promise<SignIntentResult> {
+    {
       if (scope.chain.family !== 'evm') {
         if (intent !== 'transaction') {
           throw new InvalidArgumentError(
@@ -102,8 +232,12 @@ export class SignService {
           scope,
           input,
           {
-            inTime: (marginMs, step) => this.inTime(budget, marginMs, step),
+            inTime: (marginMs, what) => this.inTime(budget, marginMs, what),
             auditDetails: this.scopeDetails(scope, 'transaction'),
+            beforeSign: async () => {
+              const from = addressOn(scope.adapter, scope.key, scope.chain);
+              return step({ ...transferFacts(scope.chain, transferInputOf(input), {}), from }, undefined);
+            },
           },
         );
       }
@@ -111,21 +245,22 @@ export class SignService {
       refuseTransferFieldsOnEvm(input);
       switch (intent) {
         case 'personal_sign':
-          return this.personalSign(scope, input, budget);
+          return this.personalSign(scope, input, budget, step);
         case 'typed_data':
-          return this.typedData(scope, input, budget);
+          return this.typedData(scope, input, budget, step);
         case 'eip712_digest':
-          return this.digest(scope, input, budget);
+          return this.digest(scope, input, budget, step);
         case 'transaction':
-          return this.transaction(scope, input, budget);
+          return this.transaction(scope, input, budget, step);
       }
-    });
+    }
   }
 
   private async personalSign(
     scope: IntentScope,
     input: SignIntentInput,
     budget: SignBudget,
+    step: ApprovalStep,
   ): Promise<SignIntentResult> {
     if (!scope.settings.messageSigningEnabled) {
       throw new PermissionDeniedError(
@@ -135,21 +270,25 @@ export class SignService {
     }
     const message = parseMessage(input.message);
     const messageHash = personalMessageHash(message);
+    const approvalId = await step({}, undefined);
     const s = await this.signHash(scope, messageHash, budget);
     await this.audit(scope, 'agent.sign.personal_sign', {
       message_hash: messageHash,
       message_bytes: message.length,
+      ...(approvalId ? { approval_id: approvalId } : {}),
     });
-    return { ...this.empty(scope, 'personal_sign', s), messageHash };
+    return { ...this.empty(scope, 'personal_sign', s), messageHash, approvalId: approvalId ?? null };
   }
 
   private async typedData(
     scope: IntentScope,
     input: SignIntentInput,
     budget: SignBudget,
+    step: ApprovalStep,
   ): Promise<SignIntentResult> {
     // eip712_domain_allowlist / eip712_default_policy are guardrails (issue 20), not enforced here yet.
     const { doc, hash } = parseTypedData(input.typedDataJson, scope.chain.chainId);
+    const approvalId = await step({}, undefined);
     const s = await this.signHash(scope, hash, budget);
     const d = doc.domain;
     await this.audit(scope, 'agent.sign.typed_data', {
@@ -161,14 +300,16 @@ export class SignService {
         ...(d.chainId != null ? { chain_id: String(d.chainId) } : {}),
         ...(d.verifyingContract != null ? { verifying_contract: String(d.verifyingContract) } : {}),
       },
+      ...(approvalId ? { approval_id: approvalId } : {}),
     });
-    return { ...this.empty(scope, 'typed_data', s), typedDataHash: hash };
+    return { ...this.empty(scope, 'typed_data', s), typedDataHash: hash, approvalId: approvalId ?? null };
   }
 
   private async digest(
     scope: IntentScope,
     input: SignIntentInput,
     budget: SignBudget,
+    step: ApprovalStep,
   ): Promise<SignIntentResult> {
     if (!scope.settings.rawSigningEnabled) {
       throw new PermissionDeniedError(
@@ -177,15 +318,20 @@ export class SignService {
       );
     }
     const hash = parseDigest(input.hash);
+    const approvalId = await step({}, undefined);
     const s = await this.signHash(scope, hash, budget);
-    await this.audit(scope, 'agent.sign.eip712_digest', { typed_data_hash: hash });
-    return { ...this.empty(scope, 'eip712_digest', s), typedDataHash: hash };
+    await this.audit(scope, 'agent.sign.eip712_digest', {
+      typed_data_hash: hash,
+      ...(approvalId ? { approval_id: approvalId } : {}),
+    });
+    return { ...this.empty(scope, 'eip712_digest', s), typedDataHash: hash, approvalId: approvalId ?? null };
   }
 
   private async transaction(
     scope: IntentScope,
     input: SignIntentInput,
     budget: SignBudget,
+    step: ApprovalStep,
   ): Promise<SignIntentResult> {
     const f = parseTxIntent(input, scope.chain.nativeDecimals);
     const from = scope.key.address;
@@ -211,6 +357,15 @@ export class SignService {
     const nonce = f.nonce ?? (await this.defaultNonce(scope, rpc));
     const { clamped, ...fields } = filled;
     const unsigned = buildEvmTransaction({ ...fields, nonce });
+    const approvalId = await step(
+      evmTxFacts(scope.chain, { to: fields.to, value: fields.value, data: fields.data }, {}),
+      {
+        from,
+        to: fields.to ?? '',
+        valueWei: fields.value,
+        data: fields.data,
+      },
+    );
     // The chain calls above may take EVM_RPC_TIMEOUT_MS each: signed and stored only in time.
     this.inTime(budget, 0, 'signing');
     const signed = await this.deps.intents.loader.withKey(scope.key, (pk) =>
@@ -255,6 +410,7 @@ export class SignService {
           }
         : { gas_price: fields.gasPrice?.toString() }),
       ...(clamped.length ? { clamped_to_caps: clamped } : {}),
+      ...(approvalId ? { approval_id: approvalId } : {}),
     };
     const record = auditOf(
       scope.agent,
@@ -276,6 +432,7 @@ export class SignService {
       status: 'sign_only',
       nonce,
       transactionId: id,
+      approvalId: approvalId ?? null,
     };
   }
 

@@ -33,6 +33,8 @@ export async function signTransferOnly(
     inTime: (marginMs: number, step: string) => void;
     /** What every signature's record names (chain, key, address). */
     auditDetails: Record<string, unknown>;
+    /** The approval step (issue 19), just before the key is used: the approval used, if any. */
+    beforeSign?: () => Promise<string | undefined>;
   },
 ): Promise<SignIntentResult> {
   refuseEvmFields(input, scope.chain.family);
@@ -60,6 +62,7 @@ export async function signTransferOnly(
         ? BigInt(stored)
         : prepared.sequenceFromChain;
   }
+  const approvalId = o.beforeSign ? await o.beforeSign() : undefined;
   o.inTime(0, 'signing');
   const signed = await deps.loader.withKey(scope.key, (pk) =>
     signChecked(scope, ops, pk, prepared, sequence),
@@ -82,6 +85,7 @@ export async function signTransferOnly(
       fee: prepared.fee.toString(),
       ...(nonce !== null ? { sequence: nonce } : {}),
       details,
+      ...(approvalId ? { approval_id: approvalId } : {}),
     },
   );
   await failClosed(deps.logger, record.action, () =>
@@ -126,5 +130,6 @@ export async function signTransferOnly(
     nonce,
     transactionId: id,
     fee: prepared.fee.toString(),
+    approvalId: approvalId ?? null,
   };
 }

@@ -1,3 +1,4 @@
+import type { Summary } from '@custos/proto/custos/approvals/v1/messages';
 import { NO_BUDGET, type SubmitBudget } from '../transactions/tx-service.js';
 
 /** The intent types of `POST /v1/agents/{id}/sign` on an EVM chain (reference SignIntentRequest). */
@@ -33,6 +34,12 @@ export interface SignIntentInput {
   tokenMint?: string;
   tokenDecimals?: number;
   ttl?: string;
+  /** A resume: the approval the agent got for this same request (issue 19). */
+  approvalId?: string;
+  /** The agent's own words for the approver. */
+  summary?: Summary;
+  /** The canonical JSON of the body without `approval_id`, as the gateway received it. */
+  canonicalBody?: string;
 }
 
 /** What a signed intent answers (reference SignIntentResponse); null where the intent has none. */
@@ -46,13 +53,15 @@ export interface SignIntentResult {
   messageHash: string | null;
   typedDataHash: string | null;
   txType: number | null;
-  /** `sign_only` for a transaction; null otherwise. */
-  status: 'sign_only' | null;
+  /** `sign_only` for a transaction; `awaiting_approval` when a rule sends it to humans; null otherwise. */
+  status: 'sign_only' | 'awaiting_approval' | null;
   nonce: number | null;
   /** transaction: the id of its `sign_only` record; null otherwise. */
   transactionId: string | null;
   /** transaction on a non-EVM chain: the most it pays in fees (native base unit); null otherwise. */
   fee?: string | null;
+  /** The approval asked for (awaiting_approval) or used (a resume); absent otherwise. */
+  approvalId?: string | null;
 }
 
 /**

@@ -102,7 +102,7 @@ async function prepareAndRecord(
   input: TransferInput,
   store: Pick<TxStore, 'inputsInUse'>,
   logger: Logger,
-  beforeRecord: () => void,
+  beforeRecord: () => void | Promise<void>,
   record: (p: PreparedTransfer) => Promise<TxRecord>,
 ): Promise<{ prepared: PreparedTransfer; row: TxRecord }> {
   const from = addressOn(scope.adapter, scope.key, scope.chain);
@@ -118,7 +118,7 @@ async function prepareAndRecord(
         input,
       ),
     );
-    beforeRecord();
+    await beforeRecord();
     try {
       return { prepared, row: await record(prepared) };
     } catch (err) {
@@ -172,8 +172,10 @@ export async function submitTransfer(
   held: HeldClaim | undefined,
   budget: SendBudget,
   onRecorded: () => void,
+  resume?: { id: string; approve: () => Promise<void> },
 ): Promise<TxRecord> {
   const { store, logger } = deps;
+  let approved = false;
   const ops = transfersOf(scope.adapter, scope.chain);
   const ep = endpointOf(scope.chain, deps.rpcTimeoutMs);
   const p = scope.agent;
@@ -191,13 +193,18 @@ export async function submitTransfer(
     input,
     store,
     logger,
-    () => {
+    async () => {
       if (outOfTime()) throw tooLate();
+      // A resume uses its approval once, after the chain was read and before the row is recorded.
+      if (resume && !approved) {
+        await resume.approve();
+        approved = true;
+      }
     },
     (pr) =>
       store.insertTransfer(
         {
-          id: randomUUID(),
+          id: resume?.id ?? randomUUID(),
           orgId: p.orgId,
           agentId: p.agentId,
           keyId: scope.key.id,
@@ -221,6 +228,7 @@ export async function submitTransfer(
         pr.inputs,
         held,
         spendOf(input, pr),
+        resume?.id,
       ),
   );
   onRecorded();

@@ -109,7 +109,7 @@ const iso = (d: Date | null) => (d ? d.toISOString() : '');
 /** A stored transaction as the wire carries it; `signed_tx` only when asked for. */
 export function transactionMessage(t: TxRecord, includeSignedTx: boolean): Transaction {
   return {
-    approvalId: '',
+    approvalId: t.approvalId ?? '',
     id: t.id,
     agentId: t.agentId,
     keyId: t.keyId,

@@ -11,7 +11,17 @@ import {
   UnavailableError,
   isUuid,
 } from '@custos/service-kit';
+import type { RuleMatch } from '@custos/approval-rules';
 import { failClosed, writeSignerAudit } from '../audit/signer-audit.js';
+import type { ApprovalGate } from '../approvals/approval-gate.js';
+import {
+  TX_ACTION,
+  approvalRequestHash,
+  evmTxFacts,
+  summaryOr,
+  transferFacts,
+} from '../approvals/approval-fns.js';
+import { approvalRequired } from '../peers/approvals-client.js';
 import {
   type EvmRpcPool,
   EvmRpcError,
@@ -34,13 +44,14 @@ import {
   refuseTransferFieldsOnEvm,
   refuseUnsupported,
   requestHash,
+  transferDetails,
   transferInputOf,
 } from './tx-fns.js';
 import { submitTransfer, transfersOf } from './transfer-flow.js';
-import type { TransferInput } from '../keys/chain-adapter.js';
+import { type TransferInput, addressOn } from '../keys/chain-adapter.js';
 import { txAudit } from './tx-records.js';
 import { ANSWER_MARGIN_MS, type SendBudget, signAndSend } from './tx-send.js';
-import type { HeldClaim, TxStore } from './tx-store.js';
+import { type HeldClaim, ResumeLostError, type TxStore } from './tx-store.js';
 import type { TxRecord } from './tx-types.js';
 
 /** The audit and event action of a submission. */
@@ -88,6 +99,8 @@ export class TransactionService {
       rpcTimeoutMs?: number;
       /** TX_RECOVER_AFTER_SECONDS in ms: an Idempotency-Key claim with no transaction this old is taken over. */
       staleClaimMs?: number;
+      /** The approval gate (issue 19); absent: a matching approval rule is 503, nothing signed. */
+      gate?: ApprovalGate;
     },
   ) {}
 
@@ -103,10 +116,6 @@ export class TransactionService {
       const scope = await intents.open(p, rawAgentId, chainRef, req.chain ? 'chain' : 'chain_id');
       checkChainAgrees(req, scope.chain);
       refuseUnsupported(req, scope.chain);
-      if (req.resumeTxId) {
-        // Approvals (issue 19) do not exist yet: no transaction can be awaiting one.
-        throw new InvalidArgumentError('resume_tx_id', 'names no transaction awaiting approval');
-      }
       let evmReq: ReturnType<typeof evmRequestOf> | undefined;
       let transfer: TransferInput | undefined;
       if (scope.chain.family === 'evm') {
@@ -142,10 +151,38 @@ export class TransactionService {
         held = { key, claimId: c.claimId };
       }
       let recorded = false;
+      let consumed = false;
+      let resume: (TxRecord & { approvalId: string }) | undefined;
       try {
         const onRecorded = () => {
           recorded = true;
         };
+        if (req.resumeTxId) {
+          // A held transaction goes on once its approval is used; its rule is not evaluated again.
+          const row = isUuid(req.resumeTxId)
+            ? await this.deps.store.byId(req.resumeTxId.toLowerCase())
+            : undefined;
+          resume = this.gate().checkResume(scope, row, approvalRequestHash(req));
+        } else {
+          const facts = evmReq ? evmTxFacts(scope.chain, evmReq) : transferFacts(scope.chain, transfer!);
+          const match = this.deps.gate?.match(scope, facts);
+          if (match) {
+            const tx = await this.hold(scope, req, evmReq, transfer, match, held, onRecorded);
+            return { tx, replayed: false };
+          }
+        }
+        const held2 = resume;
+        const approve = held2
+          ? async () => {
+              await this.gate().consume(scope, {
+                approvalId: held2.approvalId,
+                action: TX_ACTION,
+                targetType: 'transaction',
+                targetId: held2.id,
+              });
+              consumed = true;
+            }
+          : undefined;
         const tx = transfer
           ? await submitTransfer(
               {
@@ -160,9 +197,39 @@ export class TransactionService {
               held,
               budget,
               onRecorded,
+              held2 && approve ? { id: held2.id, approve } : undefined,
             )
-          : await this.run(scope, req, evmReq!, held, budget, onRecorded);
+          : await this.run(
+              scope,
+              req,
+              evmReq!,
+              held,
+              budget,
+              onRecorded,
+              held2 && approve ? { id: held2.id, approve } : undefined,
+            );
         return { tx, replayed: false };
+      } catch (err) {
+        if (err instanceof ResumeLostError) {
+          throw approvalRequired('the transaction is no longer awaiting approval', resume?.approvalId);
+        }
+        if (consumed && resume) {
+          // The approval is used: the held transaction cannot wait for it any more.
+          const why = err instanceof CustosError ? err.detail : 'an internal error';
+          await this.deps.store
+            .failAwaiting(
+              resume.id,
+              `the approval was used, but the transaction failed before it was signed: ${why}`,
+              (t, row) => this.audit(t, scope.agent, 'agent.transaction.failed', row, { reason: why }),
+            )
+            .catch((e: unknown) =>
+              this.deps.logger.error(
+                { err: String(e), tx_id: resume!.id },
+                'a resumed transaction was not marked failed',
+              ),
+            );
+        }
+        throw err;
       } finally {
         if (held && !recorded)
           await this.deps.store.unclaim(scope.agent.agentId, held).catch(() => undefined);
@@ -177,6 +244,7 @@ export class TransactionService {
     key: HeldClaim | undefined,
     budget: SubmitBudget,
     onRecorded: () => void,
+    resume?: { id: string; approve: () => Promise<void> },
   ): Promise<TxRecord> {
     const { store, logger } = this.deps;
     const p = scope.agent;
@@ -229,7 +297,7 @@ export class TransactionService {
           store.insertFinal(
             {
               ...base,
-              id: randomUUID(),
+              id: resume?.id ?? randomUUID(),
               status: 'simulation_failed',
               errorMessage: sim.reason,
               gasLimit: evmReq.gasLimit?.toString() ?? null,
@@ -237,6 +305,7 @@ export class TransactionService {
             key,
             (tx, row) =>
               this.audit(tx, p, 'agent.transaction.simulation_failed', row, { reason: sim.reason }),
+            resume?.id,
           ),
         );
         onRecorded();
@@ -270,10 +339,12 @@ export class TransactionService {
       );
     }
     const pending = await chainCall('pending nonce', () => rpc.pendingNonce(scope.key.address));
+    // A resume uses its approval last, once everything the chain had to say is known.
+    if (resume) await resume.approve();
     const row = await store.allocateAndInsert(
       {
         ...base,
-        id: randomUUID(),
+        id: resume?.id ?? randomUUID(),
         gasLimit: filled.gasLimit.toString(),
         maxFeePerGas: filled.maxFeePerGas?.toString() ?? null,
         maxPriorityFeePerGas: filled.maxPriorityFeePerGas?.toString() ?? null,
@@ -281,6 +352,7 @@ export class TransactionService {
       },
       pending,
       key,
+      resume?.id,
     );
     onRecorded();
     // From here the row holds a nonce: any end short of the node gives it back.
@@ -301,6 +373,93 @@ export class TransactionService {
       send: (signed) => rpc.sendRawTransaction(signed.signedTx),
       verdictOf: (err) => (err instanceof EvmRpcError ? err : undefined),
     });
+  }
+
+  private gate(): ApprovalGate {
+    if (!this.deps.gate) throw new UnavailableError('approvals are not configured on this signer');
+    return this.deps.gate;
+  }
+
+  /**
+   * A submission a rule sends to humans: recorded `awaiting_approval` (no nonce, nothing signed,
+   * its Idempotency-Key linked), then the approval asked for with the server's preview. When it
+   * cannot be asked for, the row ends `failed` and the answer is 503.
+   */
+  private async hold(
+    scope: IntentScope,
+    req: SubmitTransactionRequest,
+    evmReq: ReturnType<typeof evmRequestOf> | undefined,
+    transfer: TransferInput | undefined,
+    match: RuleMatch,
+    key: HeldClaim | undefined,
+    onRecorded: () => void,
+  ): Promise<TxRecord> {
+    const { store, logger } = this.deps;
+    const gate = this.gate();
+    const p = scope.agent;
+    const id = randomUUID();
+    const facts = evmReq ? undefined : transferFacts(scope.chain, transfer!);
+    const from = evmReq ? scope.key.address : addressOn(scope.adapter, scope.key, scope.chain);
+    const to = evmReq ? (evmReq.to ?? '') : transfer!.to;
+    const value = evmReq ? evmReq.value : facts!.valueWei || facts!.erc20Amount || 0n;
+    const data = evmReq ? evmReq.data : '0x';
+    const row = await failClosed(logger, `${ACTION}.awaiting_approval`, () =>
+      store.insertFinal(
+        {
+          id,
+          orgId: p.orgId,
+          agentId: p.agentId,
+          keyId: scope.key.id,
+          chainName: scope.chain.name,
+          chainId: scope.chain.chainId,
+          family: scope.chain.family,
+          fromAddress: from,
+          toAddress: evmReq ? evmReq.to : transfer!.to,
+          valueWei: value.toString(),
+          data,
+          txType: evmReq ? evmReq.type : 0,
+          gasLimit: evmReq?.gasLimit?.toString() ?? null,
+          ...(transfer ? { details: transferDetails(transfer, {}) } : {}),
+          status: 'awaiting_approval',
+          requestHash: approvalRequestHash(req),
+        },
+        key,
+        (tx, r) =>
+          this.audit(tx, p, 'agent.transaction.awaiting_approval', r, {
+            risk_tier: match.tier,
+            rule_index: match.ruleIndex,
+          }),
+      ),
+    );
+    onRecorded();
+    try {
+      const preview = await gate.preview(scope, { from, to, valueWei: value, data }, match, req.summary);
+      const approval = await gate.create(scope, {
+        action: TX_ACTION,
+        targetType: 'transaction',
+        targetId: id,
+        summary: summaryOr(
+          req.summary,
+          `Transaction on ${scope.chain.name} to ${to || '(contract creation)'}`,
+        ),
+        payload: { chain: scope.chain.name, to, value: req.value ?? '0', data: req.data ?? '' },
+        preview,
+        match,
+      });
+      return (await store.setApproval(id, approval.id)) ?? { ...row, approvalId: approval.id };
+    } catch (err) {
+      logger.warn(
+        { err: String(err), tx_id: id },
+        'the approval of a held transaction could not be asked for',
+      );
+      const reason = 'the approval could not be requested (approvals service unavailable)';
+      await store
+        .failAwaiting(id, reason, (tx, r) => this.audit(tx, p, 'agent.transaction.failed', r, { reason }), {
+          unclaim: true,
+        })
+        .catch(() => undefined);
+      throw new UnavailableError('the approval could not be requested; nothing was signed');
+    }
   }
 
   private audit(

@@ -52,6 +52,17 @@ export interface SpendCheck {
   available: { native: bigint; token?: bigint };
 }
 
+/**
+ * The transaction `awaiting_approval` a resume names is no longer awaiting (another resume took it
+ * on meanwhile): nothing was recorded.
+ */
+export class ResumeLostError extends Error {
+  constructor(readonly txId: string) {
+    super(`transaction ${txId} is no longer awaiting approval`);
+    this.name = 'ResumeLostError';
+  }
+}
+
 /** How long an Idempotency-Key is remembered (DECISIONS.md: 24 h). */
 const IDEMPOTENCY_TTL = sql`interval '24 hours'`;
 
@@ -139,17 +150,75 @@ export class TxStore {
     }
   }
 
-  /** Records a transaction that got no nonce (simulation_failed), with its record, in one transaction. */
+  /**
+   * Records a transaction that gets no nonce (simulation_failed, awaiting_approval), with its
+   * record, in one transaction. With `resumeId`: the row `awaiting_approval` of that id becomes it.
+   */
   async insertFinal(
     row: NewTx,
     idempotencyKey: HeldClaim | undefined,
     after: (tx: Transaction, t: TxRecord) => Promise<unknown>,
+    resumeId?: string,
   ): Promise<TxRecord> {
     return this.db.transaction(async (tx) => {
-      const [t] = await tx.insert(transactions).values(row).returning();
-      await this.link(tx, row.agentId, idempotencyKey, t!.id);
-      await after(tx, t!);
+      const t = await this.place(tx, row, resumeId);
+      await this.link(tx, row.agentId, idempotencyKey, t.id);
+      await after(tx, t);
+      return t;
+    });
+  }
+
+  /**
+   * Writes a new row, or with `resumeId` turns the row of that id, still `awaiting_approval`, into
+   * it (same id and creation time; `resumed_at` set). ResumeLostError when that row is no longer
+   * awaiting: the caller's database transaction rolls back.
+   */
+  private async place(tx: Transaction, values: NewTx, resumeId: string | undefined): Promise<TxRecord> {
+    if (!resumeId) {
+      const [t] = await tx.insert(transactions).values(values).returning();
       return t!;
+    }
+    const { id: _id, createdAt: _createdAt, ...set } = values;
+    const [t] = await tx
+      .update(transactions)
+      .set({ ...set, resumedAt: sql`now()` })
+      .where(and(eq(transactions.id, resumeId), eq(transactions.status, 'awaiting_approval')))
+      .returning();
+    if (!t) throw new ResumeLostError(resumeId);
+    return t;
+  }
+
+  /** Names the approval a transaction `awaiting_approval` waits for. */
+  async setApproval(id: string, approvalId: string): Promise<TxRecord | undefined> {
+    const [t] = await this.db
+      .update(transactions)
+      .set({ approvalId })
+      .where(and(eq(transactions.id, id), eq(transactions.status, 'awaiting_approval')))
+      .returning();
+    return t;
+  }
+
+  /**
+   * Ends a transaction still `awaiting_approval` as `failed` (its approval could not be asked for,
+   * or was used and the resume failed before a nonce was taken), with its record, in one
+   * transaction. `unclaim`: its Idempotency-Key claims go back (the request answers an error).
+   */
+  async failAwaiting(
+    id: string,
+    message: string,
+    after: (tx: Transaction, t: TxRecord) => Promise<unknown>,
+    o: { unclaim?: boolean } = {},
+  ): Promise<TxRecord | undefined> {
+    return this.db.transaction(async (tx) => {
+      const [t] = await tx
+        .update(transactions)
+        .set({ status: 'failed', errorMessage: message })
+        .where(and(eq(transactions.id, id), eq(transactions.status, 'awaiting_approval')))
+        .returning();
+      if (!t) return undefined;
+      if (o.unclaim) await tx.delete(txIdempotency).where(eq(txIdempotency.txId, t.id));
+      await after(tx, t);
+      return t;
     });
   }
 
@@ -162,8 +231,9 @@ export class TxStore {
     row: Omit<NewTx, 'nonce' | 'nonceHeld' | 'status'>,
     chainPending: number,
     idempotencyKey: HeldClaim | undefined,
+    resumeId?: string,
   ): Promise<TxRecord> {
-    return this.db.transaction((tx) => this.allocateIn(tx, row, chainPending, idempotencyKey));
+    return this.db.transaction((tx) => this.allocateIn(tx, row, chainPending, idempotencyKey, resumeId));
   }
 
   /**
@@ -178,19 +248,16 @@ export class TxStore {
     inputs: readonly string[],
     idempotencyKey: HeldClaim | undefined,
     spend?: SpendCheck,
+    resumeId?: string,
   ): Promise<TxRecord> {
     try {
       return await this.db.transaction(async (tx) => {
         if (spend) await this.checkSpend(tx, row.keyId, row.chainName, spend);
         let t: TxRecord;
         if (chainSequence !== undefined) {
-          t = await this.allocateIn(tx, row, chainSequence, idempotencyKey);
+          t = await this.allocateIn(tx, row, chainSequence, idempotencyKey, resumeId);
         } else {
-          const [r] = await tx
-            .insert(transactions)
-            .values({ ...row, status: 'pending' })
-            .returning();
-          t = r!;
+          t = await this.place(tx, { ...row, status: 'pending' }, resumeId);
           await this.link(tx, row.agentId, idempotencyKey, t.id);
         }
         if (inputs.length > 0) {
@@ -259,6 +326,7 @@ export class TxStore {
     row: Omit<NewTx, 'nonce' | 'nonceHeld' | 'status'>,
     chainPending: number,
     idempotencyKey: HeldClaim | undefined,
+    resumeId: string | undefined,
   ): Promise<TxRecord> {
     {
       const where = and(eq(nonces.keyId, row.keyId), eq(nonces.chainId, row.chainId));
@@ -291,12 +359,13 @@ export class TxStore {
         .update(nonces)
         .set({ nextNonce: a.next, updatedAt: sql`now()` })
         .where(where);
-      const [t] = await tx
-        .insert(transactions)
-        .values({ ...row, nonce: a.nonce, nonceHeld: true, status: 'pending' })
-        .returning();
-      await this.link(tx, row.agentId, idempotencyKey, t!.id);
-      return t!;
+      const t = await this.place(
+        tx,
+        { ...row, nonce: a.nonce, nonceHeld: true, status: 'pending' },
+        resumeId,
+      );
+      await this.link(tx, row.agentId, idempotencyKey, t.id);
+      return t;
     }
   }
 
@@ -372,7 +441,11 @@ export class TxStore {
       .where(
         and(
           eq(transactions.status, status),
-          lt(transactions.createdAt, sql`now() - ${`${staleMs} milliseconds`}::interval`),
+          // A resumed row (approvals) is as old as its resume, not as its hold.
+          lt(
+            sql`coalesce(${transactions.resumedAt}, ${transactions.createdAt})`,
+            sql`now() - ${`${staleMs} milliseconds`}::interval`,
+          ),
           or(isNull(transactions.watchAfter), lt(transactions.watchAfter, sql`now()`)),
         ),
       )

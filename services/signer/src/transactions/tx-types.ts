@@ -5,6 +5,7 @@ export type TxRecord = typeof transactions.$inferSelect;
 
 /** A transaction's state. */
 export type TxStatus =
+  | 'awaiting_approval'
   | 'pending'
   | 'signed'
   | 'sign_only'

@@ -1,0 +1,213 @@
+import { type RuleFacts, type RuleMatch, matchApprovalPolicy } from '@custos/approval-rules';
+import type { Approval, Requirement, Summary } from '@custos/proto/custos/approvals/v1/messages';
+import { CustosError, type Logger, UnavailableError, describeError, isUuid } from '@custos/service-kit';
+import type { IntentScope } from '../intents/intent-context.js';
+import { type Approvals, approvalRequired } from '../peers/approvals-client.js';
+import { type PreviewRpc, type PreviewSummary, buildPreview } from '../preview/index.js';
+import type { TxRecord } from '../transactions/tx-types.js';
+
+/** The chain access of previews (PreviewRpcPool); absent: previews without simulation. */
+export interface PreviewChains {
+  forChain(chain: { name: string; rpcUrl: string; chainId: bigint }): PreviewRpc;
+}
+
+/** What the approver's preview of a held transaction is computed from. */
+export interface HeldTx {
+  from: string;
+  to: string;
+  valueWei: bigint;
+  data: string;
+}
+
+function requirementOf(m: RuleMatch): Requirement | undefined {
+  const r = m.requirement;
+  if (!r) return undefined;
+  return {
+    minApprovals: r.minApprovals,
+    requiredRoles: r.requiredRoles,
+    perRoleMinimums: r.perRoleMinimums,
+    requireCredentialTypes: r.requireCredentialTypes,
+    selfApprovalAllowed: r.selfApprovalAllowed,
+  };
+}
+
+const previewSummary = (s: Summary | undefined): PreviewSummary | undefined =>
+  s
+    ? { title: s.title, body: s.body, fields: s.fields.map((f) => ({ label: f.label, value: f.value })) }
+    : undefined;
+
+/**
+ * Signer's side of approvals (issue 19): which of an agent's actions its action_approval_policy
+ * sends to humans, the platform-created approval (with the server's preview and the deciding rule)
+ * for those, and the single use of an approved one on resume. The approvals service decides and
+ * consumes; signer only asks.
+ */
+export class ApprovalGate {
+  constructor(
+    private readonly deps: {
+      approvals?: Approvals | undefined;
+      preview?: PreviewChains | undefined;
+      logger: Logger;
+      /** Bound of each chain call of a preview. */
+      previewTimeoutMs?: number;
+    },
+  ) {}
+
+  /** The deciding rule of the agent's policy for these facts, or undefined (no human needed). */
+  match(scope: IntentScope, facts: RuleFacts): RuleMatch | undefined {
+    return matchApprovalPolicy(scope.settings.actionApprovalPolicy, facts);
+  }
+
+  private client(): Approvals {
+    if (!this.deps.approvals) {
+      throw new UnavailableError('approvals are not reachable from this signer; nothing was signed');
+    }
+    return this.deps.approvals;
+  }
+
+  /** The approver's preview of a transaction, computed here (never a failure: a minimal one at worst). */
+  async preview(
+    scope: IntentScope,
+    t: HeldTx,
+    match: RuleMatch,
+    summary: Summary | undefined,
+  ): Promise<Record<string, unknown>> {
+    let rpc: PreviewRpc | undefined;
+    if (scope.chain.family === 'evm' && this.deps.preview && scope.chain.rpcUrl) {
+      try {
+        rpc = this.deps.preview.forChain(scope.chain);
+      } catch {
+        rpc = undefined;
+      }
+    }
+    const input = {
+      chain: {
+        name: scope.chain.name,
+        chainId: scope.chain.chainId,
+        family: scope.chain.family,
+        nativeSymbol: scope.chain.nativeCurrency,
+        decimals: scope.chain.nativeDecimals,
+      },
+      from: t.from,
+      to: t.to,
+      valueWei: t.valueWei,
+      data: t.data || '0x',
+      summary: previewSummary(summary),
+      rule: match.ruleJson,
+      tier: match.tier,
+    };
+    try {
+      return await buildPreview(input, rpc, { timeoutMs: this.deps.previewTimeoutMs ?? 5000 });
+    } catch (err) {
+      this.deps.logger.warn(
+        { err: describeError(err) },
+        'approval preview failed; a minimal one is attached',
+      );
+      return {
+        chain: input.chain.name,
+        chain_id: String(input.chain.chainId),
+        from: t.from,
+        to: t.to,
+        value_wei: t.valueWei.toString(),
+        call: null,
+        token_transfer: null,
+        simulation: null,
+        rule: match.ruleJson,
+        risk_tier: match.tier,
+        summary: input.summary ?? null,
+        flags: [],
+      };
+    }
+  }
+
+  /** Asks humans: the platform-created approval of `target`; its id. */
+  async create(
+    scope: IntentScope,
+    o: {
+      action: string;
+      targetType: 'transaction' | 'sign_intent';
+      targetId: string;
+      summary: Summary;
+      payload: Record<string, unknown>;
+      preview: Record<string, unknown> | undefined;
+      match: RuleMatch;
+    },
+  ): Promise<Approval> {
+    const requirement = requirementOf(o.match);
+    return this.client().create({
+      orgId: scope.agent.orgId,
+      agentId: scope.agent.agentId,
+      agentCreatedBy: scope.settings.createdBy ?? '',
+      action: o.action,
+      targetType: o.targetType,
+      targetId: o.targetId,
+      summary: o.summary,
+      payload: o.payload,
+      preview: o.preview,
+      rule: o.match.ruleJson,
+      riskTier: o.match.tier,
+      ...(requirement ? { requirement } : {}),
+      expirySecs: String(o.match.expirySecs ?? 0),
+    });
+  }
+
+  /**
+   * Uses the approval once for its target (approvals' conditional update decides between racing
+   * resumes): 403 `approval_required` naming it when refused; 503 when approvals cannot answer.
+   */
+  async consume(
+    scope: IntentScope,
+    o: { approvalId: string; action: string; targetType: 'transaction' | 'sign_intent'; targetId: string },
+  ): Promise<Approval> {
+    if (!isUuid(o.approvalId)) throw approvalRequired('approval_id names no approval');
+    try {
+      return await this.client().consume({
+        approvalId: o.approvalId.toLowerCase(),
+        orgId: scope.agent.orgId,
+        agentId: scope.agent.agentId,
+        action: o.action,
+        targetType: o.targetType,
+        targetId: o.targetId,
+      });
+    } catch (err) {
+      if (err instanceof CustosError && err.kind === 'permission_denied') throw err;
+      this.deps.logger.warn({ err: describeError(err) }, 'approvals did not answer ConsumeApproval');
+      if (err instanceof CustosError && err.kind === 'unavailable') throw err;
+      throw new UnavailableError('the approval could not be checked; nothing was signed');
+    }
+  }
+
+  /**
+   * The held transaction a resume names, when it may be resumed by this request: this agent's, in
+   * this org, still `awaiting_approval`, made from the same body (`requestHash`), on the same key.
+   * Anything else is 403 `approval_required` (naming the approval only to its own agent).
+   */
+  checkResume(
+    scope: IntentScope,
+    row: TxRecord | undefined,
+    requestHash: string,
+  ): TxRecord & { approvalId: string } {
+    const mine = row && row.orgId === scope.agent.orgId && row.agentId === scope.agent.agentId;
+    if (!row || !mine)
+      throw approvalRequired('resume_tx_id names no transaction of this agent awaiting approval');
+    if (row.status !== 'awaiting_approval' || !row.approvalId) {
+      throw approvalRequired(
+        `transaction ${row.id} is not awaiting approval (it is ${row.status})`,
+        row.approvalId,
+      );
+    }
+    if (row.requestHash !== requestHash) {
+      throw approvalRequired(
+        'the body differs from the transaction awaiting approval: resume with the same body and resume_tx_id',
+        row.approvalId,
+      );
+    }
+    if (row.keyId !== scope.key.id || row.chainName !== scope.chain.name) {
+      throw approvalRequired(
+        "the agent's signing key changed since the transaction was held: submit it again",
+        row.approvalId,
+      );
+    }
+    return row as TxRecord & { approvalId: string };
+  }
+}
