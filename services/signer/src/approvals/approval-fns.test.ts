@@ -1,0 +1,119 @@
+import { Interface, Wallet } from 'ethers';
+import type { SubmitTransactionRequest } from '@custos/proto/custos/signer/v1/transactions';
+import { canonicalJson } from '@custos/service-kit';
+import {
+  approvalRequestHash,
+  erc20AmountOf,
+  evmTxFacts,
+  selectorOf,
+  summaryOr,
+  transferFacts,
+} from './approval-fns.js';
+
+const ERC20 = new Interface([
+  'function transfer(address to, uint256 amount)',
+  'function approve(address spender, uint256 amount)',
+  'function transferFrom(address from, address to, uint256 amount)',
+  'function mint(address to, uint256 amount)',
+]);
+const A = Wallet.createRandom().address;
+const B = Wallet.createRandom().address;
+
+describe('approval facts', () => {
+  it('selectorOf: 0x + 8 lowercase hex when data has 4 bytes or more', () => {
+    expect(selectorOf('0xA9059CBB00')).toBe('0xa9059cbb');
+    expect(selectorOf('0xa9059c')).toBeUndefined();
+    expect(selectorOf('')).toBeUndefined();
+    expect(selectorOf('0x')).toBeUndefined();
+    expect(selectorOf('0xzz059cbb')).toBeUndefined();
+  });
+
+  it('erc20AmountOf decodes transfer, approve and transferFrom; not other calls or malformed data', () => {
+    expect(erc20AmountOf(ERC20.encodeFunctionData('transfer', [A, 5n]))).toBe(5n);
+    expect(erc20AmountOf(ERC20.encodeFunctionData('approve', [A, 2n ** 256n - 1n]))).toBe(2n ** 256n - 1n);
+    expect(erc20AmountOf(ERC20.encodeFunctionData('transferFrom', [A, B, 7n]))).toBe(7n);
+    expect(erc20AmountOf(ERC20.encodeFunctionData('mint', [A, 5n]))).toBeUndefined();
+    const t = ERC20.encodeFunctionData('transfer', [A, 5n]);
+    expect(erc20AmountOf(t.slice(0, -2))).toBeUndefined(); // truncated
+    expect(erc20AmountOf(`${t}00`)).toBeUndefined(); // trailing bytes
+    expect(erc20AmountOf(undefined)).toBeUndefined();
+  });
+
+  it('evmTxFacts: chain name and id, to, value, selector and amount', () => {
+    const data = ERC20.encodeFunctionData('transfer', [A, 9n]);
+    expect(evmTxFacts({ name: 'anvil', chainId: 31337n }, { to: B, value: 3n, data })).toEqual({
+      action: 'agent_transaction',
+      intentType: 'transaction',
+      chain: 'anvil',
+      chainId: '31337',
+      to: B,
+      valueWei: 3n,
+      selector: '0xa9059cbb',
+      erc20Amount: 9n,
+    });
+    expect(evmTxFacts({ name: 'anvil', chainId: 1n }, { to: null, value: 0n, data: '0x' })).toEqual({
+      action: 'agent_transaction',
+      intentType: 'transaction',
+      chain: 'anvil',
+      chainId: '1',
+      valueWei: 0n,
+    });
+  });
+
+  it('transferFacts: native value in base units; a token transfer moves no native value', () => {
+    const chain = { name: 'bitcoin', nativeDecimals: 8 };
+    expect(transferFacts(chain, { to: 'bc1q', value: '0.5' })).toMatchObject({
+      valueWei: 50_000_000n,
+      to: 'bc1q',
+    });
+    expect(transferFacts(chain, { to: 'bc1q', value: '1000' })).toMatchObject({ valueWei: 1000n });
+    const token = transferFacts(
+      { name: 'solana', nativeDecimals: 9 },
+      {
+        to: 'x',
+        value: '1.5',
+        tokenMint: 'M',
+        tokenDecimals: 6,
+      },
+    );
+    expect(token).toMatchObject({ valueWei: 0n, erc20Amount: 1_500_000n });
+    expect(transferFacts(chain, { to: 'x', value: 'junk' }).valueWei).toBeUndefined();
+  });
+});
+
+describe('approvalRequestHash', () => {
+  const req = (body: Record<string, unknown>, extra: Partial<SubmitTransactionRequest> = {}) =>
+    ({ canonicalBody: canonicalJson(body), ...extra }) as SubmitTransactionRequest;
+
+  it('is the hash of the body without resume_tx_id', () => {
+    const body = { chain: 'anvil', to: A, value: '1', summary: { title: 't' } };
+    const h = approvalRequestHash(req(body));
+    expect(approvalRequestHash(req({ ...body, resume_tx_id: 'x' }))).toBe(h);
+    expect(approvalRequestHash(req({ ...body, value: '2' }))).not.toBe(h);
+    expect(approvalRequestHash(req({ ...body, summary: { title: 'u' } }))).not.toBe(h);
+    expect(approvalRequestHash(req({ ...body, to: B }))).not.toBe(h);
+  });
+
+  it('without a body text: from the fields, resume_tx_id left out', () => {
+    const f = {
+      chain: 'anvil',
+      to: A,
+      value: '1',
+      unsupportedFields: [],
+    } as unknown as SubmitTransactionRequest;
+    const h = approvalRequestHash(f);
+    expect(approvalRequestHash({ ...f, resumeTxId: 'abc' })).toBe(h);
+    expect(approvalRequestHash({ ...f, value: '2' })).not.toBe(h);
+  });
+});
+
+describe('summaryOr', () => {
+  it("keeps the agent's summary, else titles it", () => {
+    expect(summaryOr({ title: 'T', body: 'B', fields: [] }, 'x')).toEqual({
+      title: 'T',
+      body: 'B',
+      fields: [],
+    });
+    expect(summaryOr(undefined, 'x')).toEqual({ title: 'x', body: '', fields: [] });
+  });
+});

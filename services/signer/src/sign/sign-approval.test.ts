@@ -1,0 +1,246 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { AuditRecordInput } from '@custos/events';
+import type {
+  Approval,
+  ConsumeApprovalRequest,
+  CreateApprovalRequest,
+} from '@custos/proto/custos/approvals/v1/messages';
+import type { ApprovalRule } from '@custos/proto/custos/identity/v1/agents';
+import { CustosError, type Logger, canonicalJson } from '@custos/service-kit';
+import { Transaction, Wallet, hexlify, toUtf8Bytes, verifyMessage } from 'ethers';
+import { ApprovalGate } from '../approvals/approval-gate.js';
+import type { EvmRpc } from '../evm/evm-rpc.js';
+import type { IntentContext, IntentScope } from '../intents/intent-context.js';
+import { type Approvals, approvalRequired } from '../peers/approvals-client.js';
+import { SignService } from './sign-service.js';
+import { signResponseOf } from './sign-grpc.js';
+import type { SignOnlyTxRow, SignStore } from './sign-store.js';
+import type { SignIntentInput } from './sign-types.js';
+
+// The approval gate of sign intents (issue 19), SignService with its edges faked (key, store, chain,
+// and the approvals peer): a matching rule answers awaiting_approval with nothing signed; a resume
+// with approval_id consumes it for the sha256 of the canonical body, then signs; a refusal is 403.
+
+const PK = Buffer.from('4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318', 'hex');
+const ADDRESS = new Wallet(`0x${PK.toString('hex')}`).address;
+const AGENT = '11111111-1111-4111-8111-111111111111';
+const ORG = '22222222-2222-4222-8222-222222222222';
+const TO = '0x000000000000000000000000000000000000dEaD';
+const logger = { warn() {}, error() {}, info() {}, debug() {} } as unknown as Logger;
+
+const cond = (c: Record<string, unknown>) => ({
+  chains: [],
+  addresses: [],
+  selectors: [],
+  intentTypes: [],
+  actions: [],
+  actionKinds: [],
+  ...c,
+});
+const rule = (conditions: ReturnType<typeof cond>[], riskTier = 1): ApprovalRule => ({
+  conditions,
+  riskTier,
+  skipWhen: [],
+  requireWhen: [],
+});
+
+class FakeApprovals implements Approvals {
+  created: CreateApprovalRequest[] = [];
+  consumed: ConsumeApprovalRequest[] = [];
+  refuse = false;
+  async create(r: CreateApprovalRequest): Promise<Approval> {
+    this.created.push(r);
+    return { id: randomUUID() } as Approval;
+  }
+  async consume(r: ConsumeApprovalRequest): Promise<Approval> {
+    this.consumed.push(r);
+    if (this.refuse) throw approvalRequired('the approval is not approved', r.approvalId);
+    return { id: r.approvalId } as Approval;
+  }
+}
+
+function rig(rules: ApprovalRule[]) {
+  const scope = {
+    agent: { kind: 'agent', agentId: AGENT, orgId: ORG, intentsApiEnabled: true },
+    settings: {
+      messageSigningEnabled: true,
+      rawSigningEnabled: true,
+      createdBy: 'c0ffee00-0000-4000-8000-000000000000',
+      actionApprovalPolicy: { rules },
+    },
+    chain: { name: 'anvil', chainId: 31337n, family: 'evm', nativeDecimals: 18, rpcUrl: '' },
+    key: { id: '33333333-3333-4333-8333-333333333333', address: ADDRESS, keyVersion: 1, custody: 'server' },
+  } as unknown as IntentScope;
+  const audits: AuditRecordInput[] = [];
+  const rows: SignOnlyTxRow[] = [];
+  let loads = 0;
+  const intents = {
+    audited: (_p: unknown, _a: string, _id: string, step: () => Promise<unknown>) => step(),
+    open: async () => scope,
+    loader: {
+      withKey: async (_k: unknown, fn: (pk: Buffer) => unknown) => {
+        loads++;
+        return fn(Buffer.from(PK));
+      },
+    },
+  } as unknown as IntentContext;
+  const store = {
+    async nextNonce() {
+      return undefined;
+    },
+    async recordSignature(r: AuditRecordInput) {
+      audits.push(r);
+    },
+    async recordSignOnly(row: SignOnlyTxRow, r: AuditRecordInput) {
+      rows.push(row);
+      audits.push(r);
+    },
+  } as unknown as SignStore;
+  const rpc: EvmRpc = {
+    feeData: async () => ({ maxFeePerGas: 3n, maxPriorityFeePerGas: 1n, gasPrice: 2n }),
+    estimateGas: async () => 21000n,
+    call: async () => ({ ok: true, data: '0x' }),
+    pendingNonce: async () => 4,
+    sendRawTransaction: async () => {
+      throw new Error('never');
+    },
+    receipt: async () => null,
+  };
+  const approvals = new FakeApprovals();
+  const gate = new ApprovalGate({ approvals, logger });
+  const service = new SignService({
+    intents,
+    store,
+    rpc: { forChain: () => rpc },
+    logger,
+    inputs: { inputsInUse: async () => new Set<string>() },
+    gate,
+  });
+  const sign = (input: Partial<SignIntentInput>) => {
+    const full = { agentId: AGENT, chain: 'anvil', intentType: 'personal_sign', ...input } as SignIntentInput;
+    // As the gateway sends it: the canonical JSON of the body without approval_id.
+    const { agentId: _a, approvalId: _b, ...body } = full;
+    full.canonicalBody = canonicalJson({ ...body, intent_type: full.intentType });
+    return service.sign(scope.agent, full);
+  };
+  return { sign, approvals, audits, rows, loads: () => loads };
+}
+
+const MESSAGE = hexlify(toUtf8Bytes('pay 5 to bob'));
+const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+
+describe('SignService approval gate', () => {
+  it('a matching rule (intent_type_in): awaiting_approval with the approval id, nothing signed, audited', async () => {
+    const r = rig([rule([cond({ type: 'intent_type_in', intentTypes: ['personal_sign'] })], 2)]);
+    const out = await r.sign({ message: MESSAGE, summary: { title: 'Sign for bob', body: '', fields: [] } });
+    expect(out).toMatchObject({
+      status: 'awaiting_approval',
+      signature: '',
+      intentType: 'personal_sign',
+      from: ADDRESS,
+    });
+    expect(out.approvalId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(signResponseOf(out)).toMatchObject({
+      status: 'awaiting_approval',
+      approvalId: out.approvalId,
+      signature: '',
+    });
+    expect(r.loads()).toBe(0);
+    expect(r.approvals.created).toHaveLength(1);
+    expect(r.approvals.created[0]).toMatchObject({
+      orgId: ORG,
+      agentId: AGENT,
+      action: 'agent_sign_intent',
+      targetType: 'sign_intent',
+      riskTier: 2,
+      summary: { title: 'Sign for bob' },
+    });
+    expect(r.approvals.created[0]!.targetId).toMatch(/^[0-9a-f]{64}$/);
+    expect(r.audits.map((a) => a.action)).toEqual(['agent.sign.awaiting_approval']);
+    expect(r.audits[0]!.metadata).toMatchObject({ approval_id: out.approvalId, risk_tier: 2 });
+  });
+
+  it('no matching rule: signed as before, no approval asked', async () => {
+    const r = rig([rule([cond({ type: 'intent_type_in', intentTypes: ['typed_data'] })])]);
+    const out = await r.sign({ message: MESSAGE });
+    expect(verifyMessage('pay 5 to bob', out.signature)).toBe(ADDRESS);
+    expect(r.approvals.created).toHaveLength(0);
+    expect(r.approvals.consumed).toHaveLength(0);
+  });
+
+  it('resume with approval_id: consumed for the same target (sha256 of the canonical body), then signed and audited with it', async () => {
+    const r = rig([rule([cond({ type: 'always' })])]);
+    const held = await r.sign({ message: MESSAGE });
+    const target = r.approvals.created[0]!.targetId;
+    const out = await r.sign({ message: MESSAGE, approvalId: held.approvalId! });
+    expect(verifyMessage('pay 5 to bob', out.signature)).toBe(ADDRESS);
+    expect(out.approvalId).toBe(held.approvalId);
+    expect(r.approvals.consumed).toEqual([
+      {
+        approvalId: held.approvalId,
+        orgId: ORG,
+        agentId: AGENT,
+        action: 'agent_sign_intent',
+        targetType: 'sign_intent',
+        targetId: target,
+      },
+    ]);
+    expect(r.approvals.created).toHaveLength(1); // the rule is not evaluated again
+    expect(r.audits.at(-1)).toMatchObject({
+      action: 'agent.sign.personal_sign',
+      metadata: { approval_id: held.approvalId },
+    });
+  });
+
+  it('a different body on resume names another target; a refused consume is 403 approval_required and nothing is signed', async () => {
+    const r = rig([rule([cond({ type: 'always' })])]);
+    const held = await r.sign({ message: MESSAGE });
+    r.approvals.refuse = true;
+    const err = await r
+      .sign({ message: hexlify(toUtf8Bytes('pay 500 to eve')), approvalId: held.approvalId! })
+      .then(
+        () => undefined,
+        (e: unknown) => e as CustosError,
+      );
+    expect(err).toBeInstanceOf(CustosError);
+    expect(err).toMatchObject({ kind: 'permission_denied', type: 'approval_required' });
+    expect(err!.extensions).toEqual({ approval_request_id: held.approvalId });
+    expect(r.approvals.consumed[0]!.targetId).not.toBe(r.approvals.created[0]!.targetId);
+    expect(r.loads()).toBe(0);
+    expect(r.audits.map((a) => a.action)).toEqual(['agent.sign.awaiting_approval']);
+    // a malformed approval id never reaches the peer
+    const bad = await r
+      .sign({ message: MESSAGE, approvalId: 'nope' })
+      .catch((e: unknown) => e as CustosError);
+    expect(bad).toMatchObject({ type: 'approval_required' });
+    expect(r.approvals.consumed).toHaveLength(1);
+  });
+
+  it('transaction intents: facts of the transaction (value_above) decide, the preview names the transaction; the resume signs it', async () => {
+    const r = rig([rule([cond({ type: 'value_above', thresholdWei: '1000' })], 3)]);
+    const small = await r.sign({ intentType: 'transaction', to: TO, value: '1000', gasLimit: '21000' });
+    expect(small.status).toBe('sign_only');
+    const body = { intentType: 'transaction', to: TO, value: '1001', gasLimit: '21000' };
+    const held = await r.sign(body);
+    expect(held).toMatchObject({ status: 'awaiting_approval', signedTx: null });
+    expect(r.rows).toHaveLength(1);
+    expect(r.approvals.created[0]).toMatchObject({ riskTier: 3 });
+    expect(r.approvals.created[0]!.preview).toMatchObject({ to: TO, value_wei: '1001', from: ADDRESS });
+    const out = await r.sign({ ...body, approvalId: held.approvalId! });
+    expect(out.status).toBe('sign_only');
+    expect(Transaction.from(out.signedTx!).value).toBe(1001n);
+    expect(r.approvals.consumed[0]!.targetId).toBe(r.approvals.created[0]!.targetId);
+    expect(r.approvals.consumed[0]!.targetId).toBe(
+      sha(
+        canonicalJson({
+          chain: 'anvil',
+          gasLimit: '21000',
+          intentType: 'transaction',
+          intent_type: 'transaction',
+          to: TO,
+          value: '1001',
+        }),
+      ),
+    );
+  });
+});
