@@ -20,6 +20,10 @@ import { ANSWER_MARGIN_MS, TransactionService, type SubmitBudget } from '../src/
 import { TxStore } from '../src/transactions/tx-store';
 import { TxWatcher } from '../src/transactions/tx-watcher';
 import type { TxRecord } from '../src/transactions/tx-types';
+import { ApprovalGate } from '../src/approvals/approval-gate';
+import type { Approvals } from '../src/peers/approvals-client';
+import type { Approval, ConsumeApprovalRequest } from '@custos/proto/custos/approvals/v1/messages';
+import type { ApprovalRule } from '@custos/proto/custos/identity/v1/agents';
 
 // The non-EVM transfer flow (TransactionService.submit → submitTransfer → recordAndSend, then
 // TxWatcher's recover/round) on its failure paths, against real Postgres and the real XRP Ledger
@@ -215,7 +219,10 @@ describe('non-EVM transfers against the XRP Ledger and Bitcoin responders and Po
   }
 
   /** A key of the family, its scope, and a TransactionService whose store may be wrapped. */
-  const agent = (chain: ChainRecord, o: { store?: TxStore } = {}): Agent => {
+  const agent = (
+    chain: ChainRecord,
+    o: { store?: TxStore; rules?: ApprovalRule[]; approvals?: Approvals } = {},
+  ): Agent => {
     const adapter = (chain.family === 'xrp' ? xrpAdapter : bitcoinAdapter) as ChainAdapter;
     const g = adapter.generate();
     const key = {
@@ -230,7 +237,7 @@ describe('non-EVM transfers against the XRP Ledger and Bitcoin responders and Po
     };
     const scope = {
       agent: { kind: 'agent', agentId: randomUUID(), orgId: randomUUID(), intentsApiEnabled: true },
-      settings: {},
+      settings: o.rules ? { createdBy: randomUUID(), actionApprovalPolicy: { rules: o.rules } } : {},
       chain,
       key,
       adapter,
@@ -248,6 +255,7 @@ describe('non-EVM transfers against the XRP Ledger and Bitcoin responders and Po
       logger,
       rpcTimeoutMs: RPC_TIMEOUT,
       staleClaimMs: 60_000,
+      ...(o.approvals ? { gate: new ApprovalGate({ approvals: o.approvals, logger }) } : {}),
     });
     const from = adapter.addressFor ? adapter.addressFor(key, chain) : key.address;
     return {
@@ -331,7 +339,7 @@ describe('non-EVM transfers against the XRP Ledger and Bitcoin responders and Po
       .ins.map((i) => `${Buffer.from(i.hash).reverse().toString('hex')}:${i.index}`)
       .sort();
   const xrpSequenceOf = (blob: string) => (decode(blob) as { Sequence: number }).Sequence;
-  const xrpAgent = (drops = 50_000_000n, o: { store?: TxStore } = {}) => {
+  const xrpAgent = (drops = 50_000_000n, o: Parameters<typeof agent>[1] = {}) => {
     const a = agent(XRP, o);
     xrpNode.fund(a.from, drops);
     return a;
@@ -744,6 +752,72 @@ describe('non-EVM transfers against the XRP Ledger and Bitcoin responders and Po
       const sent = xrpNode.transactions.filter((t) => t.tx.Account === a.from).map((t) => t.engineResult);
       expect({ sent, rows: rows.length }).toEqual({ sent: ['tesSUCCESS'], rows: 1 });
       expect(err).toMatchObject({ kind: 'invalid_argument', field: 'value', type: 'insufficient_funds' });
+    });
+  });
+  describe('7. transfers held for approval (issue 19; a fake approvals peer)', () => {
+    const always: ApprovalRule = {
+      conditions: [
+        {
+          type: 'always',
+          chains: [],
+          addresses: [],
+          selectors: [],
+          intentTypes: [],
+          actions: [],
+          actionKinds: [],
+        },
+      ],
+      riskTier: 1,
+      skipWhen: [],
+      requireWhen: [],
+    };
+    const fakeApprovals = () => {
+      const consumed: ConsumeApprovalRequest[] = [];
+      const approvals: Approvals = {
+        create: async () => ({ id: randomUUID() }) as Approval,
+        consume: async (r) => {
+          consumed.push(r);
+          return { id: r.approvalId } as Approval;
+        },
+      };
+      return { approvals, consumed };
+    };
+
+    it('XRP: held with no Sequence and nothing sent; the resume takes a Sequence for the same row and it confirms', async () => {
+      const f = fakeApprovals();
+      const a = xrpAgent(50_000_000n, { rules: [always], approvals: f.approvals });
+      const to = Wallet.generate().classicAddress;
+      const held = await a.submit({ to });
+      expect(held.tx).toMatchObject({
+        status: 'awaiting_approval',
+        nonce: null,
+        family: 'xrp',
+        valueWei: '2000000',
+      });
+      expect(xrpProxy.seen.filter((s) => s === 'submit')).toEqual([]);
+      const r = await a.submit({ to, resumeTxId: held.tx.id });
+      expect(r.tx).toMatchObject({ id: held.tx.id, status: 'broadcast', approvalId: held.tx.approvalId });
+      expect(r.tx.nonce).not.toBeNull();
+      expect(xrpSequenceOf(r.tx.signedTx!)).toBe(r.tx.nonce);
+      expect(f.consumed).toHaveLength(1);
+      xrpNode.closeLedger();
+      await due(r.tx.id);
+      await watcher().round();
+      expect((await row(r.tx.id)).status).toBe('confirmed');
+    });
+
+    it('Bitcoin: held with no inputs; the resume holds its inputs for the same row', async () => {
+      const f = fakeApprovals();
+      const a = agent(BTC, { rules: [always], approvals: f.approvals });
+      btcNode.fund(a.from, 200_000);
+      const to = otherBtcAddress();
+      const held = await a.submit({ to });
+      expect(held.tx.status).toBe('awaiting_approval');
+      expect(await inputsOf(held.tx.id)).toEqual([]);
+      const r = await a.submit({ to, resumeTxId: held.tx.id });
+      expect(r.tx).toMatchObject({ id: held.tx.id, status: 'broadcast' });
+      expect(await inputsOf(held.tx.id)).toEqual(outpointsOf(r.tx.signedTx!));
+      expect(f.consumed).toHaveLength(1);
     });
   });
 });
