@@ -2,6 +2,8 @@ import { Interface, Wallet } from 'ethers';
 import type { SubmitTransactionRequest } from '@custos/proto/custos/signer/v1/transactions';
 import { canonicalJson } from '@custos/service-kit';
 import {
+  PAYLOAD_DATA_MAX,
+  approvalPayload,
   approvalRequestHash,
   erc20AmountOf,
   evmTxFacts,
@@ -115,5 +117,21 @@ describe('summaryOr', () => {
       fields: [],
     });
     expect(summaryOr(undefined, 'x')).toEqual({ title: 'x', body: '', fields: [] });
+  });
+});
+
+describe('approvalPayload', () => {
+  it('carries the call data as sent, or its size and hash when it is too long for the approval', () => {
+    expect(approvalPayload('anvil', A, '1', '0xabcd')).toEqual({
+      chain: 'anvil',
+      to: A,
+      value: '1',
+      data: '0xabcd',
+    });
+    const long = `0x${'ab'.repeat(PAYLOAD_DATA_MAX)}`;
+    const p = approvalPayload('anvil', A, '1', long);
+    expect(p).toMatchObject({ data_truncated: true, data_bytes: PAYLOAD_DATA_MAX });
+    expect(p['data_keccak256']).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(p).not.toHaveProperty('data');
   });
 });

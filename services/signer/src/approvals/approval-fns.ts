@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Interface, dataLength } from 'ethers';
+import { Interface, dataLength, keccak256 } from 'ethers';
 import type { RuleFacts } from '@custos/approval-rules';
 import type { Summary } from '@custos/proto/custos/approvals/v1/messages';
 import type { SubmitTransactionRequest } from '@custos/proto/custos/signer/v1/transactions';
@@ -126,4 +126,30 @@ export function signIntentTarget(canonicalBody: string): string {
 export function summaryOr(s: Summary | undefined, title: string): Summary {
   if (s && s.title) return { title: s.title, body: s.body ?? '', fields: s.fields ?? [] };
   return { title, body: s?.body ?? '', fields: s?.fields ?? [] };
+}
+
+/** The largest call data (hex characters) an approval's payload carries as is (approvals keeps 64 KiB). */
+export const PAYLOAD_DATA_MAX = 32 * 1024;
+
+/**
+ * The payload of a transaction's approval: `{chain, to, value, data}` as the agent sent them. Longer
+ * call data is left out (`data_truncated`), its size and keccak-256 named instead; the preview
+ * decodes it for the approver either way.
+ */
+export function approvalPayload(
+  chain: string,
+  to: string,
+  value: string,
+  data: string,
+): Record<string, unknown> {
+  const payload: Record<string, unknown> = { chain, to, value };
+  if (data.length <= PAYLOAD_DATA_MAX) payload['data'] = data;
+  else {
+    payload['data_truncated'] = true;
+    if (/^0x([0-9a-fA-F]{2})*$/.test(data)) {
+      payload['data_bytes'] = (data.length - 2) / 2;
+      payload['data_keccak256'] = keccak256(data);
+    }
+  }
+  return payload;
 }

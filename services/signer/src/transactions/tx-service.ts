@@ -16,6 +16,7 @@ import { failClosed, writeSignerAudit } from '../audit/signer-audit.js';
 import type { ApprovalGate } from '../approvals/approval-gate.js';
 import {
   TX_ACTION,
+  approvalPayload,
   approvalRequestHash,
   evmTxFacts,
   summaryOr,
@@ -442,7 +443,7 @@ export class TransactionService {
           req.summary,
           `Transaction on ${scope.chain.name} to ${to || '(contract creation)'}`,
         ),
-        payload: { chain: scope.chain.name, to, value: req.value ?? '0', data: req.data ?? '' },
+        payload: approvalPayload(scope.chain.name, to, req.value ?? '0', req.data ?? ''),
         preview,
         match,
       });
