@@ -7,7 +7,7 @@ import type {
 } from '@custos/proto/custos/approvals/v1/messages';
 import type { ApprovalRule } from '@custos/proto/custos/identity/v1/agents';
 import { CustosError, type Logger, canonicalJson } from '@custos/service-kit';
-import { Transaction, Wallet, hexlify, toUtf8Bytes, verifyMessage } from 'ethers';
+import { Transaction, Wallet, hashMessage, hexlify, toUtf8Bytes, verifyMessage } from 'ethers';
 import { ApprovalGate } from '../approvals/approval-gate.js';
 import type { EvmRpc } from '../evm/evm-rpc.js';
 import type { IntentContext, IntentScope } from '../intents/intent-context.js';
@@ -156,6 +156,15 @@ describe('SignService approval gate', () => {
       summary: { title: 'Sign for bob' },
     });
     expect(r.approvals.created[0]!.targetId).toMatch(/^[0-9a-f]{64}$/);
+    // The approver sees what would be signed: the message's text and hash, the rule and tier.
+    expect(r.approvals.created[0]!.preview).toMatchObject({
+      intent_type: 'personal_sign',
+      from: ADDRESS,
+      message_text: 'pay 5 to bob',
+      message_hash: hashMessage('pay 5 to bob'),
+      risk_tier: 2,
+      rule: { risk_tier: 2 },
+    });
     expect(r.audits.map((a) => a.action)).toEqual(['agent.sign.awaiting_approval']);
     expect(r.audits[0]!.metadata).toMatchObject({ approval_id: out.approvalId, risk_tier: 2 });
   });

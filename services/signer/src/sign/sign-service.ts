@@ -69,7 +69,17 @@ export const SIGN_ACTIONS = {
 type ApprovalStep = (
   facts: RuleFacts & { from?: string },
   preview: { from: string; to: string; valueWei: bigint; data: string } | undefined,
+  /** What the approver is shown of a message or typed data (hashes, the text when readable). */
+  details?: Record<string, unknown>,
 ) => Promise<string | undefined>;
+
+/** A message's text for the approver when it is printable UTF-8 (at most 2,000 characters), else null. */
+function readableText(bytes: Uint8Array): string | null {
+  const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
+  // eslint-disable-next-line no-control-regex
+  if (text.includes('\uFFFD') || /[\u0000-\u0008\u000E-\u001F\u007F]/.test(text)) return null;
+  return text.length > 2000 ? `${text.slice(0, 2000)}…` : text;
+}
 
 /** Ends a sign request `awaiting_approval` (not an error: the answer is 202 with the approval). */
 class AwaitingApproval extends Error {
@@ -109,7 +119,7 @@ export class SignService {
    * for this very body (403 `approval_required` otherwise), and the rule is not evaluated again.
    */
   private approvalStep(scope: IntentScope, intent: IntentType, input: SignIntentInput): ApprovalStep {
-    return async (facts, preview) => {
+    return async (facts, preview, details = {}) => {
       const gate = this.deps.gate;
       const target = () => {
         const { approvalId: _a, canonicalBody: _c, agentId: _g, ...body } = input;
@@ -141,7 +151,8 @@ export class SignService {
             intent_type: intent,
             chain: scope.chain.name,
             chain_id: scope.chain.chainId.toString(),
-            from: scope.key.address,
+            from: facts.from ?? scope.key.address,
+            ...details,
             rule: match.ruleJson,
             risk_tier: match.tier,
             summary: input.summary ?? null,
@@ -153,7 +164,7 @@ export class SignService {
           targetType: 'sign_intent',
           targetId,
           summary: summaryOr(input.summary, `Sign ${intent} on ${scope.chain.name}`),
-          payload: { intent_type: intent, chain: scope.chain.name, request_hash: targetId },
+          payload: { intent_type: intent, chain: scope.chain.name, request_hash: targetId, ...details },
           preview: p,
           match,
         })
@@ -270,7 +281,11 @@ export class SignService {
     }
     const message = parseMessage(input.message);
     const messageHash = personalMessageHash(message);
-    const approvalId = await step({}, undefined);
+    const approvalId = await step({}, undefined, {
+      message_hash: messageHash,
+      message_bytes: message.length,
+      message_text: readableText(message),
+    });
     const s = await this.signHash(scope, messageHash, budget);
     await this.audit(scope, 'agent.sign.personal_sign', {
       message_hash: messageHash,
@@ -288,7 +303,17 @@ export class SignService {
   ): Promise<SignIntentResult> {
     // eip712_domain_allowlist / eip712_default_policy are guardrails (issue 20), not enforced here yet.
     const { doc, hash } = parseTypedData(input.typedDataJson, scope.chain.chainId);
-    const approvalId = await step({}, undefined);
+    const approvalId = await step({}, undefined, {
+      typed_data_hash: hash,
+      primary_type: doc.primaryType.slice(0, 100),
+      domain: {
+        ...(doc.domain.name != null ? { name: String(doc.domain.name).slice(0, 100) } : {}),
+        ...(doc.domain.chainId != null ? { chain_id: String(doc.domain.chainId) } : {}),
+        ...(doc.domain.verifyingContract != null
+          ? { verifying_contract: String(doc.domain.verifyingContract) }
+          : {}),
+      },
+    });
     const s = await this.signHash(scope, hash, budget);
     const d = doc.domain;
     await this.audit(scope, 'agent.sign.typed_data', {
@@ -318,7 +343,7 @@ export class SignService {
       );
     }
     const hash = parseDigest(input.hash);
-    const approvalId = await step({}, undefined);
+    const approvalId = await step({}, undefined, { typed_data_hash: hash });
     const s = await this.signHash(scope, hash, budget);
     await this.audit(scope, 'agent.sign.eip712_digest', {
       typed_data_hash: hash,
