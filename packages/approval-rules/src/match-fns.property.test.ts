@@ -128,6 +128,42 @@ describe('matchApprovalPolicy properties', () => {
     );
   });
 
+  it('among rules that all match, the deciding one is the reference order: tier, consensus, approvals, first', () => {
+    const alwaysRule = fc.record({
+      riskTier: fc.integer({ min: 1, max: 3 }),
+      approval: fc.option(requirement, { nil: undefined }),
+    });
+    fc.assert(
+      fc.property(fc.array(alwaysRule, { minLength: 1, maxLength: 8 }), facts, (rs, f) => {
+        const rules: ApprovalRule[] = rs.map((r) => ({
+          ...r,
+          conditions: [
+            {
+              type: 'always',
+              chains: [],
+              addresses: [],
+              selectors: [],
+              intentTypes: [],
+              actions: [],
+              actionKinds: [],
+            },
+          ],
+          skipWhen: [],
+          requireWhen: [],
+        }));
+        const score = (r: ApprovalRule) =>
+          r.riskTier * 1_000 +
+          (isConsensus(r.approval) ? 100 : 0) +
+          Math.max(1, r.approval?.minApprovals ?? 1);
+        let best = 0;
+        rules.forEach((r, i) => {
+          if (score(r) > score(rules[best]!)) best = i;
+        });
+        return matchApprovalPolicy({ rules }, f)?.ruleIndex === best;
+      }),
+    );
+  });
+
   it('expirySecs is the smallest expiry of the matching rules; requirement iff the deciding rule is a consensus', () => {
     fc.assert(
       fc.property(policy, facts, (p, f) => {
