@@ -93,6 +93,7 @@ export const REDIS_SERVICES = {
   'webhook-dispatcher': REVOCATION_READER,
   billing: REVOCATION_READER,
   signer: REVOCATION_READER,
+  approvals: REVOCATION_READER,
 } as const satisfies Record<string, RedisServiceUse>;
 
 /** A service that connects to Redis. */
