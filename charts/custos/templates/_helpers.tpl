@@ -120,7 +120,7 @@ Whether a service uses Redis: the gateway's rate limits; identity mirrors token 
 the services that verify tokens read them. (dict root name) → "true" or ""
 */}}
 {{- define "custos.usesRedis" -}}
-{{- if has .name (list "gateway" "identity" "vault-crypto" "policy" "signer" "billing" "audit" "webhook-dispatcher") }}true{{ end -}}
+{{- if has .name (list "gateway" "identity" "vault-crypto" "policy" "signer" "approvals" "billing" "audit" "webhook-dispatcher") }}true{{ end -}}
 {{- end -}}
 
 {{/* Name of the Secret the chart creates for shared values given inline (keys, SMTP URL, ...). */}}
@@ -631,6 +631,11 @@ issuer and audience from its own configuration, never from a peer's answer. */ -
 {{- end -}}
 {{- if eq .name "billing" -}}
 {{- $_ := set $plain "BILLING_DEFAULT_PLAN" $root.Values.billing.defaultPlan -}}
+{{- end -}}
+{{- if eq .name "approvals" -}}
+{{- $ap := $root.Values.approvals | default dict -}}
+{{- $_ := set $plain "APPROVAL_TTL_SECONDS" (include "custos.optionalInt" $ap.ttlSeconds) -}}
+{{- $_ := set $plain "APPROVAL_SWEEP_INTERVAL_MS" (include "custos.optionalInt" $ap.sweepIntervalMs) -}}
 {{- end -}}
 {{- if eq .name "signer" -}}
 {{- if $root.Values.signer.chainRpcUrlsExistingSecret -}}

@@ -39,7 +39,7 @@ export const ALLOWED_CALLERS: Record<ServiceName, ServiceName[]> = {
   'vault-crypto': ['gateway', 'signer', 'identity'],
   policy: ['gateway', 'vault-crypto', 'identity', 'signer'],
   signer: ['gateway'],
-  approvals: ['gateway', 'signer', 'billing'],
+  approvals: ['gateway', 'signer'],
   audit: ['gateway'],
   'webhook-dispatcher': ['gateway'],
   billing: ['gateway', 'identity', 'vault-crypto', 'signer'],
@@ -94,13 +94,14 @@ export const NATS_SERVICES = DATABASE_SERVICES;
 /** Each service's NATS user (nats.users.<s>.user). */
 export const NATS_USERS: Record<string, string> = DATABASE_ROLES;
 
-/** The services that use Redis: the gateway's rate limits, identity's revocations and their readers. */
+/** The services that use Redis: the gateway's rate limits, identity's revocations and their readers (every service that verifies tokens). */
 export const REDIS_SERVICES: ServiceName[] = [
   'gateway',
   'identity',
   'vault-crypto',
   'policy',
   'signer',
+  'approvals',
   'audit',
   'webhook-dispatcher',
   'billing',

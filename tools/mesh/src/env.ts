@@ -68,6 +68,9 @@ export const PROFILE_DEFAULTS: Readonly<Record<MeshProfile, Readonly<Record<stri
     AUTH_RATE_LIMIT_BURST: '1000000',
     // Every spec signs up its own users; the signup modes have their own spec with a private mesh.
     SIGNUP_MODE: 'open',
+    // An approval past its expiry is marked `expired` within a second, not half a minute (the e2e
+    // expiry test waits for it).
+    APPROVAL_SWEEP_INTERVAL_MS: '1000',
   },
   bench: {
     LOG_LEVEL: 'info',

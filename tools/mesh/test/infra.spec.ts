@@ -84,8 +84,8 @@ describe('startMeshInfra: the mesh’s own nats-server and redis-server', () => 
     expect(infra.envOf('webhook-dispatcher')).toMatchObject({ REDIS_URL: redis.urls['webhook-dispatcher'] });
     expect(loginOf(infra.envOf('identity')['REDIS_URL']!).user).toBe('custos_identity');
     expect(loginOf(infra.envOf('signer')['REDIS_URL']!).user).toBe('custos_signer');
-    // approvals does not use Redis: the mesh-wide (test user's) URL is taken away from it.
-    expect(infra.envOf('approvals')).toHaveProperty('REDIS_URL', undefined);
+    // approvals reads token revocations as its own user too.
+    expect(loginOf(infra.envOf('approvals')['REDIS_URL']!).user).toBe('custos_approvals');
     const urls = Object.values(redis.urls);
     expect(new Set(urls).size).toBe(urls.length);
     expect(urls).not.toContain(redis.testUrl);
