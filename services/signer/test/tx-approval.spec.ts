@@ -119,7 +119,7 @@ describe('the approval gate of transactions (Postgres + anvil)', () => {
     return w;
   };
 
-  const rig = (w: Wallet, o: { rules?: ApprovalRule[]; orgId?: string } = {}) => {
+  const rig = (w: Wallet, o: { rules?: ApprovalRule[]; orgId?: string; store?: TxStore } = {}) => {
     const scope = {
       agent: {
         kind: 'agent',
@@ -152,7 +152,7 @@ describe('the approval gate of transactions (Postgres + anvil)', () => {
     const approvals = new FakeApprovals();
     const service = new TransactionService({
       intents,
-      store,
+      store: o.store ?? store,
       rpc: rpcPool,
       identity: { requireAgentInOrg: async () => undefined },
       logger,
@@ -328,6 +328,29 @@ describe('the approval gate of transactions (Postgres + anvil)', () => {
     const err = await refusal(submit({ resumeTxId: held.tx.id }));
     expect(err.kind).toBe('unavailable');
     expect(await row(held.tx.id)).toMatchObject({ status: 'awaiting_approval', nonce: null });
+    expect(await sentBy(w)).toBe(0);
+  });
+
+  it('a failure after the approval was consumed, before a nonce was recorded: the row ends failed (the approval covered one attempt), nothing sent', async () => {
+    const w = await funded();
+    const broken = Object.assign(Object.create(store), {
+      allocateAndInsert: async () => {
+        throw new Error('database connection lost');
+      },
+    }) as TxStore;
+    const { submit, approvals } = rig(w, { store: broken });
+    const held = await submit();
+    const err = await submit({ resumeTxId: held.tx.id }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(Error);
+    expect(approvals.consumed).toHaveLength(1);
+    const r = await pool.query('SELECT status, error_message, nonce FROM signer.transactions WHERE id = $1', [
+      held.tx.id,
+    ]);
+    expect(r.rows[0]).toMatchObject({ status: 'failed', nonce: null });
+    expect(r.rows[0].error_message).toMatch(/approval was used/);
     expect(await sentBy(w)).toBe(0);
   });
 
