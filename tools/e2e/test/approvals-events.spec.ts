@@ -222,7 +222,7 @@ describe('approvals: events to webhooks, and expiry (private mesh)', () => {
     });
     await chain.send('anvil_setBalance', [agent.address, `0x${(100n * ETH).toString(16)}`]);
     const to = randomAddress();
-    const body = { chain: 'anvil', to, value: '1' };
+    const body = { chain: 'anvil', to, value: '1.0' };
     const held = await submitTx(mesh, agent, body);
     expect({ status: held.status, body: held.body }).toMatchObject({
       status: 202,

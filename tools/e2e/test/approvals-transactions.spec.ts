@@ -113,7 +113,7 @@ describe('approvals: transactions and sign intents that need a human (shared mes
     const body = {
       chain: 'anvil',
       to,
-      value: '2',
+      value: '2.0', // a fractional part: ETH (an integer string is wei)
       summary: { title: 'Pay the supplier', fields: [{ label: 'Recipient', value: to }] },
     };
     let txId: string;
@@ -297,7 +297,7 @@ describe('approvals: transactions and sign intents that need a human (shared mes
 
   it("a resume naming another agent's transaction, another body or an unknown transaction is 403 and changes nothing", async () => {
     const to = randomAddress();
-    const body = { chain: 'anvil', to, value: '3' };
+    const body = { chain: 'anvil', to, value: '3.0' };
     const { tx, approvalId } = await held(agent, body);
     expect((await decide(mesh, owner.token, approvalId, 'approve', PASSWORD)).status).toBe(200);
     const nonceA = await settledNonce(chain, agent.address);
@@ -351,7 +351,7 @@ describe('approvals: transactions and sign intents that need a human (shared mes
 
   it('tier 3 needs TOTP: a password or a rat_ is refused (403), a TOTP code of an enrolled human approves', async () => {
     const to = randomAddress();
-    const body = { chain: 'anvil', to, value: '6' };
+    const body = { chain: 'anvil', to, value: '6.0' };
     const { tx, approvalId } = await held(agent, body);
     expect((await getApproval(mesh, admin1.token, approvalId)).body).toMatchObject({
       risk_tier: 3,
