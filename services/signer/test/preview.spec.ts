@@ -151,6 +151,8 @@ describe('preview against anvil', () => {
         { address: to, before_wei: '0', after_wei: '1000000000000000000', delta_wei: '1000000000000000000' },
       ],
     });
+    // What approvals stores as a protobuf Struct: plain JSON (no bigint, no undefined).
+    expect(JSON.parse(JSON.stringify(p))).toStrictEqual(p);
     // A preview simulates: nothing was sent.
     expect(await chain.getBalance(to)).toBe(0n);
   });
@@ -167,6 +169,7 @@ describe('preview against anvil', () => {
     expect((p.simulation as { return_data: string }).return_data.slice(0, 10)).toBe('0x08c379a0');
     expect(p.call).toMatchObject({ selector: '0xdeadbeef', name: null, contract: reverter });
     expect(p.flags).toEqual([{ code: 'simulation_reverted', detail: expect.stringContaining('nope') }]);
+    expect(JSON.parse(JSON.stringify(p))).toStrictEqual(p);
   });
 
   it('transferFrom on a contract that says it is ERC-721 is an NFT transfer', async () => {
