@@ -25,14 +25,15 @@ import { type MailSpool, readMailSpool, startMailSpool } from '../src/mail-spool
 import { type Mesh, startMesh } from '../src/mesh';
 import { SMTP_PASSWORD, SMTP_USER } from '../src/profiles';
 
-// Issue 19: approval events reach a webhook, signed; approvals expire (APPROVAL_TTL_SECONDS, swept
+// Issue 19: approval events reach a webhook, signed; approvals expire (a rule's expiry_secs, swept
 // by the approvals service) and an expired one is never used. A private mesh: the webhook
-// dispatcher must be allowed to deliver to loopback, and the TTL is seconds, not a day.
+// dispatcher must be allowed to deliver to loopback. The expiring approvals are made first (the
+// shortest expiry a rule takes is 60 s) and the webhook test runs while they age.
 
 type User = Awaited<ReturnType<typeof quickUser>>;
 type Body = Record<string, unknown>;
 
-const TTL_SECONDS = 15;
+const EXPIRY_SECS = 60;
 
 describe('approvals: events to webhooks, and expiry (private mesh)', () => {
   let mesh: Mesh;
@@ -42,6 +43,61 @@ describe('approvals: events to webhooks, and expiry (private mesh)', () => {
   let spool: MailSpool;
   let smtp: SmtpCapture;
   let spoolDir: string;
+  let expiring: Awaited<ReturnType<typeof startExpiring>>;
+
+  /**
+   * An agent whose rules give 60 s to decide and use: a transaction held and approved at once (so
+   * only the clock stops its resume), and a requested approval nobody decides.
+   */
+  async function startExpiring() {
+    const owner = await quickUser(mesh);
+    const agent = await anvilAgent(mesh, owner, {
+      action_approval_policy: {
+        rules: [
+          {
+            conditions: [{ type: 'value_above', threshold_wei: String(ETH / 10n) }],
+            risk_tier: 1,
+            expiry_secs: EXPIRY_SECS,
+          },
+          {
+            conditions: [{ type: 'action_in', actions: ['docs.publish'] }],
+            risk_tier: 1,
+            expiry_secs: EXPIRY_SECS,
+          },
+        ],
+      },
+    });
+    await chain.send('anvil_setBalance', [agent.address, `0x${(100n * ETH).toString(16)}`]);
+    const to = randomAddress();
+    const body = { chain: 'anvil', to, value: '1.0' };
+    const held = await submitTx(mesh, agent, body);
+    expect({ status: held.status, body: held.body }).toMatchObject({
+      status: 202,
+      body: { status: 'awaiting_approval' },
+    });
+    const approvalId = held.body['approval_id'] as string;
+    const approved = await decide(mesh, owner.token, approvalId, 'approve');
+    expect({ status: approved.status, body: approved.body }).toMatchObject({
+      status: 200,
+      body: { status: 'approved' },
+    });
+    const asked = await api(mesh, 'POST', '/v1/approvals/request', {
+      token: agent.token,
+      body: { action: 'docs.publish', target_type: 'doc', target_id: 'd-1', summary: { title: 'Publish' } },
+    });
+    expect(asked.status).toBe(202);
+    return {
+      owner,
+      agent,
+      to,
+      body,
+      txId: held.body['id'] as string,
+      approvalId,
+      pendingId: asked.body['id'] as string,
+      approved: approved.body,
+      pending: asked.body,
+    };
+  }
 
   beforeAll(async () => {
     anvil = await startMeshAnvil();
@@ -61,11 +117,11 @@ describe('approvals: events to webhooks, and expiry (private mesh)', () => {
         WEBHOOK_ALLOW_HTTP: 'true',
         WEBHOOK_ALLOWED_CIDRS: '127.0.0.2/32',
         WEBHOOK_WORKER_INTERVAL_MS: '40',
-        APPROVAL_TTL_SECONDS: String(TTL_SECONDS),
         APPROVAL_SWEEP_INTERVAL_MS: '500',
       },
     });
     chain = anvilOf(mesh);
+    expiring = await startExpiring();
   }, 120_000);
   afterAll(async () => {
     chain?.destroy();
@@ -214,39 +270,18 @@ describe('approvals: events to webhooks, and expiry (private mesh)', () => {
   });
 
   it('an approved transaction past expires_at cannot be resumed; the sweeper marks it (and a pending one) expired, audited', async () => {
-    const owner = await quickUser(mesh);
-    const agent = await anvilAgent(mesh, owner, {
-      action_approval_policy: {
-        rules: [{ conditions: [{ type: 'value_above', threshold_wei: String(ETH / 10n) }], risk_tier: 1 }],
-      },
-    });
-    await chain.send('anvil_setBalance', [agent.address, `0x${(100n * ETH).toString(16)}`]);
-    const to = randomAddress();
-    const body = { chain: 'anvil', to, value: '1.0' };
-    const held = await submitTx(mesh, agent, body);
-    expect({ status: held.status, body: held.body }).toMatchObject({
-      status: 202,
-      body: { status: 'awaiting_approval' },
-    });
-    const approvalId = held.body['approval_id'] as string;
-    const approval = await getApproval(mesh, owner.token, approvalId);
-    const expiresAt = Date.parse(approval.body['expires_at'] as string);
-    const createdAt = Date.parse(approval.body['created_at'] as string);
-    expect(Math.abs(expiresAt - createdAt - TTL_SECONDS * 1000)).toBeLessThan(2_000);
-    expect((await decide(mesh, owner.token, approvalId, 'approve')).body['status']).toBe('approved');
-    // A pending one of the same agent, never decided.
-    const asked = await api(mesh, 'POST', '/v1/approvals/request', {
-      token: agent.token,
-      body: { action: 'docs.publish', target_type: 'doc', target_id: 'd-1', summary: { title: 'Publish' } },
-    });
-    expect(asked.status).toBe(202);
-    const pendingId = asked.body['id'] as string;
+    const { owner, agent, to, body, txId, approvalId, pendingId } = expiring;
+    // The rule's expiry_secs, not the 24 h default.
+    for (const a of [expiring.approved, expiring.pending]) {
+      const lifetime = Date.parse(a['expires_at'] as string) - Date.parse(a['created_at'] as string);
+      expect(Math.abs(lifetime - EXPIRY_SECS * 1000)).toBeLessThan(2_000);
+    }
+    const expiresAt = Date.parse(expiring.approved['expires_at'] as string);
     const nonce0 = await settledNonce(chain, agent.address);
 
     // Past expires_at (the server's clock: wait a little beyond it).
-    const wait = Math.max(0, expiresAt + 1_500 - Date.now());
-    await new Promise((r) => setTimeout(r, wait));
-    const resumed = await submitTx(mesh, agent, { ...body, resume_tx_id: held.body['id'] });
+    await new Promise((r) => setTimeout(r, Math.max(0, expiresAt + 1_500 - Date.now())));
+    const resumed = await submitTx(mesh, agent, { ...body, resume_tx_id: txId });
     expect({ status: resumed.status, body: resumed.body }).toMatchObject({
       status: 403,
       body: { type: 'approval_required', approval_request_id: approvalId },
@@ -264,11 +299,12 @@ describe('approvals: events to webhooks, and expiry (private mesh)', () => {
           `approval ${id} not expired: ${JSON.stringify((await getApproval(mesh, owner.token, id)).body)}`,
         );
       });
-      await auditRecords(mesh, owner.token, 'approval.expired', (e) => JSON.stringify(e).includes(id));
+      const rec = await auditRecords(mesh, owner.token, 'approval.expired', (e) => e['resource_id'] === id);
+      expect(rec[0]).toMatchObject({ actor_type: 'system', resource_type: 'approval' });
     }
     expectProblem(await decide(mesh, owner.token, pendingId, 'approve'), 409);
     // Expired stays refused, and nothing was sent.
-    const again = await submitTx(mesh, agent, { ...body, resume_tx_id: held.body['id'] });
+    const again = await submitTx(mesh, agent, { ...body, resume_tx_id: txId });
     expect(again.status).toBe(403);
     expect(await settledNonce(chain, agent.address)).toBe(nonce0);
   });

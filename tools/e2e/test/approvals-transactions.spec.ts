@@ -263,16 +263,19 @@ describe('approvals: transactions and sign intents that need a human (shared mes
       body: { status: 'approved', credential_type: 'reauth_token' },
     });
     const key = randomUUID();
+    const nonce0 = await settledNonce(chain, agent.address);
     const first = await submitTx(mesh, agent, { ...body, resume_tx_id: tx['id'] }, key);
     expect(first.status).toBe(201);
     const replay = await submitTx(mesh, agent, { ...body, resume_tx_id: tx['id'] }, key);
+    // A repeat answers the same transaction (200, as any Idempotency-Key repeat), not a 403.
     expect({ status: replay.status, id: replay.body['id'], hash: replay.body['tx_hash'] }).toEqual({
-      status: 201,
+      status: 200,
       id: tx['id'],
       hash: first.body['tx_hash'],
     });
     await settledTx(mesh, agent, tx['id'] as string);
     expect(await balance(to)).toBe((125n * ETH) / 100n);
+    expect(await settledNonce(chain, agent.address)).toBe(nonce0 + 1);
   });
 
   it('50 parallel resumes of one approved transaction: exactly one 201, the rest 403, one transaction on the chain', async () => {
