@@ -22,7 +22,7 @@ import {
   submitTx,
 } from '../src/approvals';
 import { invitedMember } from '../src/members';
-import { type Mesh, sharedMesh } from '../src/mesh';
+import { type Mesh, sharedMail, sharedMesh } from '../src/mesh';
 
 // Issue 19: transactions and sign intents that need a human (the agent's action_approval_policy),
 // decided with the right proof of presence, resumed once and only once; consensus 2-of-3 admins;
@@ -395,6 +395,18 @@ describe('approvals: transactions and sign intents that need a human (shared mes
         approvals_count: 0,
         requirement: { min_approvals: 2, required_roles: ['admin'], self_approval_allowed: false },
       });
+      // Every human of the org is told, with a link to the approval; another org's human is not.
+      const smtp = sharedMail();
+      for (const u of [owner, admin1, admin2, member]) {
+        const mail = await smtp.waitForMessage(
+          (m) => m.recipients.includes(u.email) && m.text.includes(approvalId),
+          15_000,
+        );
+        expect(mail.text).toContain(`https://custos.test/approvals/${approvalId}`);
+      }
+      expect(
+        smtp.messages.filter((m) => m.recipients.includes(stranger.email) && m.text.includes(approvalId)),
+      ).toEqual([]);
 
       // A member's role is not required; the owner created the agent (no self-approval) and is no admin.
       expectProblem(await decide(mesh, member.token, approvalId, 'approve'), 403);
