@@ -208,8 +208,7 @@ export class SignService {
       const intent = parseIntentType(input.intentType);
       const step = this.approvalStep(scope, intent, input);
       try {
-        const r = await this.signIntent(scope, intent, input, budget, step);
-        return r;
+        return await this.signIntent(scope, intent, input, budget, step);
       } catch (err) {
         if (err instanceof AwaitingApproval) return err.result;
         throw err;
@@ -224,46 +223,44 @@ export class SignService {
     budget: SignBudget,
     step: ApprovalStep,
   ): Promise<SignIntentResult> {
-    {
-      if (scope.chain.family !== 'evm') {
-        if (intent !== 'transaction') {
-          throw new InvalidArgumentError(
-            'intent_type',
-            `only \`transaction\` intents are signed on ${scope.chain.family} chains (${intent} is EVM's)`,
-          );
-        }
-        return signTransferOnly(
-          {
-            store: this.deps.store,
-            inputs: this.deps.inputs,
-            loader: this.deps.intents.loader,
-            logger: this.deps.logger,
-            rpcTimeoutMs: this.deps.rpcTimeoutMs ?? 10_000,
-          },
-          scope,
-          input,
-          {
-            inTime: (marginMs, what) => this.inTime(budget, marginMs, what),
-            auditDetails: this.scopeDetails(scope, 'transaction'),
-            beforeSign: async () => {
-              const from = addressOn(scope.adapter, scope.key, scope.chain);
-              return step({ ...transferFacts(scope.chain, transferInputOf(input), {}), from }, undefined);
-            },
-          },
+    if (scope.chain.family !== 'evm') {
+      if (intent !== 'transaction') {
+        throw new InvalidArgumentError(
+          'intent_type',
+          `only \`transaction\` intents are signed on ${scope.chain.family} chains (${intent} is EVM's)`,
         );
       }
-      // The other families' transfer fields mean nothing here: refused, never signed without them.
-      refuseTransferFieldsOnEvm(input);
-      switch (intent) {
-        case 'personal_sign':
-          return this.personalSign(scope, input, budget, step);
-        case 'typed_data':
-          return this.typedData(scope, input, budget, step);
-        case 'eip712_digest':
-          return this.digest(scope, input, budget, step);
-        case 'transaction':
-          return this.transaction(scope, input, budget, step);
-      }
+      return signTransferOnly(
+        {
+          store: this.deps.store,
+          inputs: this.deps.inputs,
+          loader: this.deps.intents.loader,
+          logger: this.deps.logger,
+          rpcTimeoutMs: this.deps.rpcTimeoutMs ?? 10_000,
+        },
+        scope,
+        input,
+        {
+          inTime: (marginMs, what) => this.inTime(budget, marginMs, what),
+          auditDetails: this.scopeDetails(scope, 'transaction'),
+          beforeSign: async () => {
+            const from = addressOn(scope.adapter, scope.key, scope.chain);
+            return step({ ...transferFacts(scope.chain, transferInputOf(input), {}), from }, undefined);
+          },
+        },
+      );
+    }
+    // The other families' transfer fields mean nothing here: refused, never signed without them.
+    refuseTransferFieldsOnEvm(input);
+    switch (intent) {
+      case 'personal_sign':
+        return this.personalSign(scope, input, budget, step);
+      case 'typed_data':
+        return this.typedData(scope, input, budget, step);
+      case 'eip712_digest':
+        return this.digest(scope, input, budget, step);
+      case 'transaction':
+        return this.transaction(scope, input, budget, step);
     }
   }
 

@@ -172,14 +172,14 @@ export class TransactionService {
             return { tx, replayed: false };
           }
         }
-        const held2 = resume;
-        const approve = held2
+        const resumed = resume;
+        const approve = resumed
           ? async () => {
               await this.gate().consume(scope, {
-                approvalId: held2.approvalId,
+                approvalId: resumed.approvalId,
                 action: TX_ACTION,
                 targetType: 'transaction',
-                targetId: held2.id,
+                targetId: resumed.id,
               });
               consumed = true;
             }
@@ -198,7 +198,7 @@ export class TransactionService {
               held,
               budget,
               onRecorded,
-              held2 && approve ? { id: held2.id, approve } : undefined,
+              resumed && approve ? { id: resumed.id, approve } : undefined,
             )
           : await this.run(
               scope,
@@ -207,7 +207,7 @@ export class TransactionService {
               held,
               budget,
               onRecorded,
-              held2 && approve ? { id: held2.id, approve } : undefined,
+              resumed && approve ? { id: resumed.id, approve } : undefined,
             );
         return { tx, replayed: false };
       } catch (err) {
