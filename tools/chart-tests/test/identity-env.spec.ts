@@ -149,6 +149,7 @@ describe.each([
   it('REDIS_URL goes to the gateway, identity and the services that check revocations, each its own', () => {
     const withRedis = SERVICES.filter((s) => envOf(objects, s).has('REDIS_URL'));
     expect(withRedis.sort()).toEqual([
+      'approvals',
       'audit',
       'billing',
       'gateway',
