@@ -37,6 +37,9 @@ describe('mayRecord', () => {
     expect(mayRecord('vault-crypto', 'secret.read')).toBe(true);
     expect(mayRecord('webhook-dispatcher', 'secret.read')).toBe(false);
     expect(mayRecord('identity', 'auth.login')).toBe(true);
+    expect(mayRecord('approvals', 'approval.decided')).toBe(true);
+    expect(mayRecord('signer', 'approval.consumed')).toBe(false);
+    expect(mayRecord('approvals', 'agent.transaction.confirmed')).toBe(false);
     expect(mayRecord('policy', 'auth.login')).toBe(false);
     expect(mayRecord('webhook-dispatcher', 'webhook.created')).toBe(true);
     expect(mayRecord('vault-crypto', 'nothing.known')).toBe(false);

@@ -37,6 +37,8 @@ export const ACTION_PRODUCERS: Readonly<Record<string, string>> = {
   'agent.transaction': 'signer',
   // signer: agents' sign intents (`agent.sign.<intent_type>`, `agent.sign.refused`)
   'agent.sign': 'signer',
+  // approvals: approval requests, decisions, consensus execution, use and expiry
+  approval: 'approvals',
 };
 
 /** The producer name of a record the audit service made itself (RecordEvent). */
