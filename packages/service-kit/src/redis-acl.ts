@@ -56,7 +56,7 @@ const REVOCATION_READER: RedisServiceUse = {
   readOnly: [REDIS_KEY_PATTERNS.revoked],
 };
 
-/** Every service that connects to Redis (approvals does not), with what it does there. */
+/** Every service that connects to Redis, with what it does there. */
 export const REDIS_SERVICES = {
   // The token bucket (services/gateway/src/http/rate-limit.ts): EVALSHA, EVAL on a new connection
   // or after NOSCRIPT; HMGET, HSET and PEXPIRE inside the script, which Redis checks against this
