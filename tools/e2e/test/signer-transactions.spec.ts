@@ -698,7 +698,13 @@ describe('signer: transactions on anvil (shared mesh)', () => {
           400,
           { field: 'destination_tag' },
         ],
-        ['resume', await send(agent, { ...ok, resume_tx_id: randomUUID() }), 400, { field: 'resume_tx_id' }],
+        // A resume naming no held transaction of this agent (issue 19): no approval covers it.
+        [
+          'resume',
+          await send(agent, { ...ok, resume_tx_id: randomUUID() }),
+          403,
+          { type: 'approval_required' },
+        ],
         // A chain of a family the agent has no key for: 404 naming the key (every family signs since issue 18).
         ['bitcoin', await send(agent, { ...ok, chain: 'bitcoin' }), 404, {}],
       ];
@@ -718,21 +724,12 @@ describe('signer: transactions on anvil (shared mesh)', () => {
         'intents_other_agent',
         'intents_api_disabled',
         'client_tss_refused',
+        'approval_required',
       ]) {
         expect(reasons).toContain(t);
       }
       const fields = records.map((e) => (e['details'] as Body)['field']);
-      for (const f of [
-        'chain',
-        'chain_id',
-        'to',
-        'value',
-        'data',
-        'tx_type',
-        'nonce',
-        'memo',
-        'resume_tx_id',
-      ]) {
+      for (const f of ['chain', 'chain_id', 'to', 'value', 'data', 'tx_type', 'nonce', 'memo']) {
         expect(fields).toContain(f);
       }
       const human = records.find((e) => (e['details'] as Body)['reason'] === 'intents_agent_only')!;
