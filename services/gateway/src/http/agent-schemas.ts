@@ -78,6 +78,8 @@ const FlatConditionSetSchema = z
     message: 'must name at least one condition (or always: true)',
   });
 type FlatConditionSet = z.infer<typeof FlatConditionSetSchema>;
+/** The org roles a consensus can ask for. */
+const OrgRole = z.enum(['owner', 'admin', 'member']);
 const conditionSets = z.array(FlatConditionSetSchema).max(20);
 
 const ApprovalPolicySchema = z.strictObject({
@@ -89,11 +91,23 @@ const ApprovalPolicySchema = z.strictObject({
         approval: z
           .strictObject({
             min_approvals: z.number().int().min(1).max(100),
-            required_roles: strings(20, 64).optional(),
-            per_role_minimums: z.record(z.string().max(64), z.number().int().min(1).max(100)).optional(),
-            require_credential_types: z
-              .array(z.enum(['password', 'passkey', 'totp', 'biometric', 'api_key']))
-              .optional(),
+            required_roles: z.array(OrgRole).max(3).optional(),
+            per_role_minimums: z.partialRecord(OrgRole, z.number().int().min(1).max(100)).optional(),
+            // What a vote can prove today: a password or a TOTP code sent as X-Auth-Confirm.
+            require_credential_types: z.array(z.enum(['password', 'totp'])).optional(),
+          })
+          .superRefine((a, ctx) => {
+            // A minimum for a role that may not vote could never be met.
+            if (!a.required_roles?.length) return;
+            for (const role of Object.keys(a.per_role_minimums ?? {})) {
+              if (!a.required_roles.includes(role as z.infer<typeof OrgRole>)) {
+                ctx.addIssue({
+                  code: 'custom',
+                  path: ['per_role_minimums', role],
+                  message: 'names a role that is not in required_roles',
+                });
+              }
+            }
           })
           .optional(),
         expiry_secs: z.number().int().min(60).max(2_592_000).optional(),
@@ -332,15 +346,20 @@ function policyJson(p: ActionApprovalPolicy): AgentJson['action_approval_policy'
         ? {
             approval: {
               min_approvals: r.approval.minApprovals,
-              ...(r.approval.requiredRoles.length ? { required_roles: r.approval.requiredRoles } : {}),
+              // Identity keeps only what the schema takes (roles, credential types): cast back.
+              ...(r.approval.requiredRoles.length
+                ? { required_roles: r.approval.requiredRoles as Array<z.infer<typeof OrgRole>> }
+                : {}),
               ...(Object.keys(r.approval.perRoleMinimums).length
-                ? { per_role_minimums: r.approval.perRoleMinimums }
+                ? {
+                    per_role_minimums: r.approval.perRoleMinimums as Partial<
+                      Record<z.infer<typeof OrgRole>, number>
+                    >,
+                  }
                 : {}),
               ...(r.approval.requireCredentialTypes.length
                 ? {
-                    require_credential_types: r.approval.requireCredentialTypes as Array<
-                      'password' | 'passkey' | 'totp' | 'biometric' | 'api_key'
-                    >,
+                    require_credential_types: r.approval.requireCredentialTypes as Array<'password' | 'totp'>,
                   }
                 : {}),
             },

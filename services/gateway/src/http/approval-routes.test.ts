@@ -406,6 +406,12 @@ describe('approvals routes and the approval parts of transactions and sign inten
         'summary.fields[0].value',
       );
       await expect400(await request({ ...good, summary: { title: 't', colour: 'red' } }), 'summary.colour');
+      // Blank text is no title or label (the service trims and requires them too).
+      await expect400(await request({ ...good, summary: { title: '   ' } }), 'summary.title');
+      await expect400(
+        await request({ ...good, summary: { title: 't', fields: [{ label: ' ', value: 'v' }] } }),
+        'summary.fields[0].label',
+      );
     });
 
     it('takes a payload object up to 64 KiB of JSON, refuses larger, arrays and strings', async () => {
@@ -413,6 +419,8 @@ describe('approvals routes and the approval parts of transactions and sign inten
       expect((await request({ ...good, payload: big(65_536) })).status).toBe(202);
       calls.splice(0);
       await expect400(await request({ ...good, payload: big(65_537) }), 'payload');
+      // Counted in bytes of UTF-8, as the approvals service counts: 'é' is two.
+      await expect400(await request({ ...good, payload: { x: 'é'.repeat(32_765) } }), 'payload');
       await expect400(await request({ ...good, payload: [1] }), 'payload');
       await expect400(await request({ ...good, payload: 'text' }), 'payload');
     });
@@ -599,6 +607,10 @@ describe('approvals routes and the approval parts of transactions and sign inten
 
     it('checks the summary shape (400 naming the field)', async () => {
       await expect400(await send('POST', path, 'agent', { ...tx, summary: { title: '' } }), 'summary.title');
+      await expect400(
+        await send('POST', path, 'agent', { ...tx, summary: { title: ' \t' } }),
+        'summary.title',
+      );
     });
   });
 
@@ -683,6 +695,30 @@ describe('action_approval_policy: self_approval_allowed, skip_when, require_when
       actionApprovalPolicy: fields.actionApprovalPolicy,
     } as never).action_approval_policy;
     expect(shown).toEqual(policy);
+  });
+
+  it('takes only org roles and the credential types a vote can prove; a minimum needs its role', () => {
+    const withApproval = (approval: Record<string, unknown>) => ({
+      action_approval_policy: { rules: [{ conditions: [{ type: 'always' }], risk_tier: 2, approval }] },
+    });
+    const issues = (approval: Record<string, unknown>) =>
+      UpdateAgentBody.safeParse(withApproval(approval)).error?.issues.map((i) => i.path.join('.')) ?? [];
+    expect(
+      issues({ min_approvals: 2, required_roles: ['admin', 'owner'], per_role_minimums: { admin: 1 } }),
+    ).toEqual([]);
+    expect(issues({ min_approvals: 2, required_roles: ['finance'] })).toEqual([
+      'action_approval_policy.rules.0.approval.required_roles.0',
+    ]);
+    expect(issues({ min_approvals: 2, per_role_minimums: { Admin: 1 } })).toEqual([
+      'action_approval_policy.rules.0.approval.per_role_minimums.Admin',
+    ]);
+    expect(issues({ min_approvals: 2, required_roles: ['admin'], per_role_minimums: { member: 1 } })).toEqual(
+      ['action_approval_policy.rules.0.approval.per_role_minimums.member'],
+    );
+    expect(issues({ min_approvals: 2, require_credential_types: ['passkey'] })).toEqual([
+      'action_approval_policy.rules.0.approval.require_credential_types.0',
+    ]);
+    expect(issues({ min_approvals: 2, require_credential_types: ['totp', 'password'] })).toEqual([]);
   });
 
   it('shows none of them on a rule without them', () => {

@@ -9,10 +9,21 @@ import { dateTime } from './schemas.js';
 /** What the requester says the action is: a title, a body and labelled fields. */
 export const SummarySchema = z
   .strictObject({
-    title: z.string().min(1, 'is required').max(200),
+    title: z
+      .string()
+      .max(200)
+      .refine((v) => v.trim() !== '', 'is required (not blank)'),
     body: z.string().max(4000).optional(),
     fields: z
-      .array(z.strictObject({ label: z.string().max(100), value: z.string().max(1000) }))
+      .array(
+        z.strictObject({
+          label: z
+            .string()
+            .max(100)
+            .refine((v) => v.trim() !== '', 'is required (not blank)'),
+          value: z.string().max(1000),
+        }),
+      )
       .max(50)
       .optional(),
   })
@@ -23,14 +34,14 @@ export function summaryMessage(s: z.output<typeof SummarySchema>): Summary {
   return { title: s.title, body: s.body ?? '', fields: s.fields ?? [] };
 }
 
-/** The largest `payload` taken, as JSON text. */
-export const PAYLOAD_MAX_CHARS = 65_536;
+/** The largest `payload` taken, in bytes of UTF-8 JSON text (as the approvals service counts). */
+export const PAYLOAD_MAX_BYTES = 65_536;
 
-/** A free-form JSON object of at most PAYLOAD_MAX_CHARS characters of JSON text. */
+/** A free-form JSON object of at most PAYLOAD_MAX_BYTES bytes of JSON text. */
 export const PayloadSchema = z
   .record(z.string(), z.unknown(), { error: 'must be a JSON object' })
-  .refine((v) => JSON.stringify(v).length <= PAYLOAD_MAX_CHARS, {
-    message: `must be a JSON object of at most ${PAYLOAD_MAX_CHARS} characters`,
+  .refine((v) => Buffer.byteLength(JSON.stringify(v), 'utf8') <= PAYLOAD_MAX_BYTES, {
+    message: `must be a JSON object of at most ${PAYLOAD_MAX_BYTES} bytes of JSON`,
   });
 
 /** The decisions `POST /v1/approvals/{id}/decide` takes (stored as `approved` or `rejected`). */
