@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { ApprovalService } from '../src/approvals/approval-service';
 import { agent, approvalsTestKit, human, refusal, rule, transactionApproval } from './approval-test-kit';
 
 // Requests and decisions against real Postgres; identity is a fake peer (tier proofs, the agent's
@@ -83,6 +84,10 @@ describe('approvals: request and decide', () => {
         'summary.title',
       );
       expect((await refusal(ask(a, { targetType: '' }))).field).toBe('target_type');
+      // The gateway's published limits: target_type 1-100, target_id 1-500.
+      expect((await refusal(ask(a, { targetType: 'x'.repeat(101) }))).field).toBe('target_type');
+      expect((await refusal(ask(a, { targetId: '' }))).field).toBe('target_id');
+      expect((await refusal(ask(a, { targetId: 'x'.repeat(501) }))).field).toBe('target_id');
       expect((await refusal(ask(a, { reason: 'x'.repeat(1001) }))).field).toBe('reason');
       expect((await refusal(ask(a, { payload: { big: 'x'.repeat(70_000) } }))).field).toBe('payload');
       // An agent identity does not know (another org's): 404, nothing stored.
@@ -211,6 +216,47 @@ describe('approvals: request and decide', () => {
         'audit:approval.requested',
       ]);
     });
+
+    it('takes the longest target_type and target_id the gateway publishes (100, 500)', async () => {
+      const org = randomUUID();
+      const r = await ask(newAgent(org), { targetType: 't'.repeat(100), targetId: 'i'.repeat(500) });
+      expect([r.targetType.length, r.targetId.length]).toEqual([100, 500]);
+    });
+
+    it('a consensus no vote could meet is not blamed on fields the agent never sent, and stores nothing', async () => {
+      const org = randomUUID();
+      const always = [{ type: 'always' }] as Parameters<typeof rule>[0]['conditions'];
+      const consensusRule = (riskTier: number, approval: Record<string, unknown>) => ({
+        conditions: always,
+        riskTier,
+        approval: {
+          minApprovals: 2,
+          requiredRoles: [],
+          perRoleMinimums: {},
+          requireCredentialTypes: [],
+          ...approval,
+        },
+      });
+      const before = await count();
+      // A stored rule naming a role approvals does not know (or credential types no vote carries):
+      // 422, the policy is at fault.
+      for (const bad of [
+        { requiredRoles: ['finance'] },
+        { perRoleMinimums: { finance: 1 } },
+        { requireCredentialTypes: ['passkey'] },
+      ]) {
+        const e = await refusal(ask(newAgent(org, [consensusRule(2, bad)])));
+        expect([e.httpStatus, e.field]).toEqual([422, undefined]);
+        expect(e.detail).toMatch(/action_approval_policy rule 0/);
+      }
+      // A tier 2 rule asking for a password vote, raised to tier 3 by the agent (a tier 3 vote
+      // carries only TOTP): the declared tier is at fault.
+      const pw = newAgent(org, [consensusRule(2, { requireCredentialTypes: ['password'] })]);
+      const e = await refusal(ask(pw, { declaredRiskTier: 3 }));
+      expect([e.httpStatus, e.field]).toEqual([400, 'declared_risk_tier']);
+      expect(await count()).toBe(before);
+      expect((await ask(pw, { declaredRiskTier: 2 })).kind).toBe('consensus');
+    });
   });
 
   describe('Get and List', () => {
@@ -248,6 +294,39 @@ describe('approvals: request and decide', () => {
       expect((await refusal(kit.service.list(h, { status: '', agentId: '', limit: 501 }))).field).toBe(
         'limit',
       );
+    });
+
+    it('shows an unswept approval past its expiry as expired (Get, List and its status filter)', async () => {
+      const org = randomUUID();
+      const a = newAgent(org);
+      const h = human(org);
+      const open = await ask(a);
+      const due = await ask(a);
+      const approved = await ask(a);
+      await kit.service.decide(h, approved.id, { decision: 'approve', reason: '', credential: '' });
+      const rejected = await ask(a);
+      await kit.service.decide(h, rejected.id, { decision: 'reject', reason: '', credential: '' });
+      for (const id of [due.id, approved.id, rejected.id]) await kit.expireNow(id);
+      expect((await kit.service.get(h, due.id)).status).toBe('expired');
+      expect((await kit.service.get(a, approved.id)).status).toBe('expired');
+      expect((await kit.service.get(h, rejected.id)).status).toBe('rejected');
+      expect((await kit.service.get(h, open.id)).status).toBe('pending');
+      const all = await kit.service.list(h, { status: '', agentId: '', limit: 0 });
+      // Pending first (only the one still open), then newest first.
+      expect(all.map((x) => [x.id, x.status])).toEqual([
+        [open.id, 'pending'],
+        [rejected.id, 'rejected'],
+        [approved.id, 'expired'],
+        [due.id, 'expired'],
+      ]);
+      const list = async (status: string) =>
+        (await kit.service.list(h, { status, agentId: '', limit: 0 })).map((x) => x.id);
+      expect(await list('pending')).toEqual([open.id]);
+      expect(await list('approved')).toEqual([]);
+      expect(await list('expired')).toEqual([approved.id, due.id]);
+      // Reading changes nothing: the sweeper still records the expiry.
+      expect((await kit.row(due.id))['status']).toBe('pending');
+      expect((await kit.row(approved.id))['status']).toBe('approved');
     });
   });
 
@@ -343,6 +422,7 @@ describe('approvals: request and decide', () => {
         'step_up_required',
         'approval.decide',
       ]);
+      expect(challenge.extensions['accepted']).toBe('reauth_token,password,totp');
       const wrong = await refusal(
         kit.service.decide(h, r.id, { decision: 'approve', reason: '', credential: 'guess' }),
       );
@@ -370,14 +450,19 @@ describe('approvals: request and decide', () => {
       const org = randomUUID();
       const r = await ask(newAgent(org), { declaredRiskTier: 3 });
       const h = human(org);
-      expect(
-        (await refusal(kit.service.decide(h, r.id, { decision: 'approve', reason: '', credential: '' })))
-          .httpStatus,
-      ).toBe(401);
+      const challenge = await refusal(
+        kit.service.decide(h, r.id, { decision: 'approve', reason: '', credential: '' }),
+      );
+      // The challenge names what tier 3 takes: a TOTP code only.
+      expect([challenge.httpStatus, challenge.type, challenge.extensions]).toEqual([
+        401,
+        'step_up_required',
+        { purpose: 'approval.decide', risk_tier: '3', accepted: 'totp' },
+      ]);
       const pw = await refusal(
         kit.service.decide(h, r.id, { decision: 'approve', reason: '', credential: 'pw:secret' }),
       );
-      expect([pw.httpStatus, pw.type]).toEqual([403, 'step_up_required']);
+      expect([pw.httpStatus, pw.type, pw.extensions['accepted']]).toEqual([403, 'step_up_required', 'totp']);
       expect(pw.detail).toMatch(/TOTP/);
       const calls = kit.identity.stepUps.length;
       const rat = await refusal(
@@ -406,6 +491,44 @@ describe('approvals: request and decide', () => {
         ).httpStatus,
       ).toBe(409);
       expect((await kit.row(r.id))['status']).toBe('pending');
+    });
+
+    it('expiry is judged on the database clock: a service clock that lags does not reopen it (409)', async () => {
+      const org = randomUUID();
+      const lagging = new ApprovalService({
+        store: kit.store,
+        identity: kit.identity,
+        settings: { ttlSeconds: 86400 },
+        clock: () => new Date(Date.now() - 7 * 86_400_000),
+      });
+      const r = await ask(newAgent(org));
+      await kit.expireNow(r.id);
+      const e = await refusal(
+        lagging.decide(human(org), r.id, { decision: 'approve', reason: '', credential: '' }),
+      );
+      expect([e.httpStatus, e.detail]).toEqual([409, expect.stringMatching(/expired/)]);
+      expect((await kit.row(r.id))['status']).toBe('pending');
+      expect(await kit.recordsOf(r.id)).toEqual(['approval.created', 'audit:approval.requested']);
+      // A consensus vote that does not settle it: refused all the same, no vote recorded.
+      const c = await kit.service.create(
+        transactionApproval(org, agent(org).agentId, {
+          requirement: {
+            minApprovals: 3,
+            requiredRoles: [],
+            perRoleMinimums: {},
+            requireCredentialTypes: [],
+            selfApprovalAllowed: false,
+          },
+        }),
+      );
+      await lagging.decide(human(org), c.id, { decision: 'approve', reason: '', credential: '' });
+      await kit.expireNow(c.id);
+      const late = await refusal(
+        lagging.decide(human(org), c.id, { decision: 'approve', reason: '', credential: '' }),
+      );
+      expect([late.httpStatus, late.detail]).toEqual([409, expect.stringMatching(/expired/)]);
+      expect((await kit.store.votes(c.id)).length).toBe(1);
+      expect((await kit.payloadsOf(c.id, 'approval.decided')).length).toBe(1);
     });
   });
 

@@ -35,9 +35,14 @@ describe('approvals: create, execute, consume, expire', () => {
     return { created, use, org, agent: a };
   }
 
-  async function consensusApproval(org: string, requirement: Record<string, unknown> = {}) {
+  async function consensusApproval(
+    org: string,
+    requirement: Record<string, unknown> = {},
+    agentCreatedBy = '',
+  ) {
     const a = agent(org);
     const input = transactionApproval(org, a.agentId, {
+      agentCreatedBy,
       requirement: {
         minApprovals: 2,
         requiredRoles: ['admin'],
@@ -94,11 +99,58 @@ describe('approvals: create, execute, consume, expire', () => {
         [{ orgId: 'x' }, 'org_id'],
         [{ agentId: 'x' }, 'agent_id'],
         [{ expirySecs: -1 }, 'expiry_secs'],
+        [{ targetId: 'x'.repeat(501) }, 'target_id'],
+        // A consensus no vote could meet: a tier 3 vote carries only TOTP; no vote is a passkey.
+        [
+          {
+            riskTier: 3,
+            requirement: {
+              minApprovals: 2,
+              requiredRoles: [],
+              perRoleMinimums: {},
+              requireCredentialTypes: ['password'],
+              selfApprovalAllowed: false,
+            },
+          },
+          'requirement.require_credential_types',
+        ],
+        [
+          {
+            requirement: {
+              minApprovals: 2,
+              requiredRoles: [],
+              perRoleMinimums: {},
+              requireCredentialTypes: ['passkey'],
+              selfApprovalAllowed: false,
+            },
+          },
+          'requirement.require_credential_types',
+        ],
+        [
+          {
+            requirement: {
+              minApprovals: 2,
+              requiredRoles: ['admin'],
+              perRoleMinimums: { owner: 1 },
+              requireCredentialTypes: [],
+              selfApprovalAllowed: false,
+            },
+          },
+          'requirement.per_role_minimums',
+        ],
       ];
+      const stored = await kit.pool.query('SELECT count(*) AS n FROM approvals.approvals');
       for (const [over, field] of cases) {
         const e = await refusal(kit.service.create(transactionApproval(org, a.agentId, over)));
         expect([e.httpStatus, e.field]).toEqual([400, field]);
       }
+      expect((await kit.pool.query('SELECT count(*) AS n FROM approvals.approvals')).rows).toEqual(
+        stored.rows,
+      );
+      expect(
+        (await kit.service.create(transactionApproval(org, a.agentId, { targetId: 'x'.repeat(500) })))
+          .targetId,
+      ).toHaveLength(500);
       const sign = await kit.service.create(
         transactionApproval(org, a.agentId, {
           action: 'agent_sign_intent',
@@ -212,6 +264,24 @@ describe('approvals: create, execute, consume, expire', () => {
       );
       const results = await Promise.allSettled(Array.from({ length: 20 }, () => kit.service.consume(use)));
       expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    });
+
+    it("the agent's creator may not execute it unless self-approval is allowed (403, nothing changed)", async () => {
+      const org = randomUUID();
+      const creator = human(org, 'admin');
+      const { created } = await consensusApproval(org, {}, creator.userId);
+      await decide(human(org, 'admin'), created.id);
+      await decide(human(org, 'admin'), created.id);
+      const e = await refusal(kit.service.execute(creator, created.id));
+      expect([e.httpStatus, e.detail]).toEqual([403, expect.stringMatching(/self-approval/)]);
+      expect((await kit.row(created.id))['status']).toBe('approved');
+      expect(await kit.payloadsOf(created.id, 'pending_approval.executed')).toHaveLength(0);
+      expect((await kit.service.execute(human(org, 'admin'), created.id)).status).toBe('executed');
+      // With self-approval allowed the creator executes it.
+      const { created: own } = await consensusApproval(org, { selfApprovalAllowed: true }, creator.userId);
+      await decide(human(org, 'admin'), own.id);
+      await decide(creator, own.id);
+      expect((await kit.service.execute(creator, own.id)).executedBy).toBe(creator.userId);
     });
 
     it('parallel executions: one wins, the rest 409; a single approval is never executed (409)', async () => {

@@ -14,6 +14,7 @@ import {
   requireOpen,
   tally,
   valueWeiOf,
+  votableCredentialTypes,
   voterRefusal,
 } from './approval-fns';
 import type { Requirement } from './approval-types';
@@ -207,7 +208,8 @@ describe('tally', () => {
         fc.constantFrom('owner', 'admin', 'member'),
         fc.integer({ min: 0, max: 3 }),
       ),
-      requireCredentialTypes: fc.subarray(['password', 'totp', 'reauth_token']),
+      // What identity stores in require_credential_types (its CREDENTIAL_TYPES).
+      requireCredentialTypes: fc.subarray(['password', 'totp']),
       selfApprovalAllowed: fc.boolean(),
     });
     fc.assert(
@@ -244,20 +246,58 @@ describe('who may vote and execute', () => {
       voterRefusal({ ...r, selfApprovalAllowed: true }, { userId: 'c', role: 'admin' }, 'c'),
     ).toBeUndefined();
     expect(voterRefusal(req(), { userId: 'u', role: 'member' }, null)).toBeUndefined();
-    expect(executorRefusal(r, 'member')).toMatch(/admin/);
-    expect(executorRefusal(r, 'admin')).toBeUndefined();
-    expect(executorRefusal(req(), 'member')).toBeUndefined();
+    expect(executorRefusal(r, { userId: 'u1', role: 'member' }, 'c')).toMatch(/admin/);
+    expect(executorRefusal(r, { userId: 'u1', role: 'admin' }, 'c')).toBeUndefined();
+    expect(executorRefusal(req(), { userId: 'u1', role: 'member' }, null)).toBeUndefined();
   });
 
-  it('checks a requirement: min_approvals >= 1, known roles', () => {
-    expect(fieldOf(() => checkRequirement(req({ minApprovals: 0 })))).toBe('requirement.min_approvals');
-    expect(fieldOf(() => checkRequirement(req({ requiredRoles: ['boss'] })))).toBe(
+  it('refuses the agent creator as executor unless self-approval is allowed', () => {
+    const r = req({ requiredRoles: ['admin'] });
+    expect(executorRefusal(r, { userId: 'c', role: 'admin' }, 'c')).toMatch(/self-approval/);
+    expect(executorRefusal(req(), { userId: 'c', role: 'owner' }, 'c')).toMatch(/self-approval/);
+    expect(
+      executorRefusal({ ...r, selfApprovalAllowed: true }, { userId: 'c', role: 'admin' }, 'c'),
+    ).toBeUndefined();
+  });
+
+  it('checks a requirement: min_approvals >= 1, known roles, naming the field at fault', () => {
+    expect(fieldOf(() => checkRequirement(req({ minApprovals: 0 }), 1))).toBe('requirement.min_approvals');
+    expect(fieldOf(() => checkRequirement(req({ requiredRoles: ['boss'] }), 1))).toBe(
       'requirement.required_roles',
     );
-    expect(fieldOf(() => checkRequirement(req({ perRoleMinimums: { admin: -1 } })))).toBe(
+    expect(fieldOf(() => checkRequirement(req({ perRoleMinimums: { admin: -1 } }), 1))).toBe(
       'requirement.per_role_minimums',
     );
-    expect(checkRequirement(req({ requiredRoles: ['admin', 'admin'] })).requiredRoles).toEqual(['admin']);
+    // An unknown role in per_role_minimums names per_role_minimums, not required_roles.
+    expect(fieldOf(() => checkRequirement(req({ perRoleMinimums: { boss: 1 } }), 1))).toBe(
+      'requirement.per_role_minimums',
+    );
+    // A minimum of a role that may not vote can never be met.
+    expect(
+      fieldOf(() => checkRequirement(req({ requiredRoles: ['admin'], perRoleMinimums: { owner: 1 } }), 1)),
+    ).toBe('requirement.per_role_minimums');
+    expect(
+      fieldOf(() => checkRequirement(req({ requiredRoles: ['admin'], perRoleMinimums: { admin: 2 } }), 1)),
+    ).toBeUndefined();
+    expect(checkRequirement(req({ requiredRoles: ['admin', 'admin'] }), 1).requiredRoles).toEqual(['admin']);
+  });
+
+  it('refuses credential types no vote at the tier can carry', () => {
+    const types = (t: string[], tier: number) =>
+      fieldOf(() => checkRequirement(req({ requireCredentialTypes: t }), tier));
+    for (const t of ['passkey', 'biometric', 'api_key', 'sms'])
+      for (const tier of [1, 2, 3]) expect(types([t], tier)).toBe('requirement.require_credential_types');
+    expect(types(['password'], 3)).toBe('requirement.require_credential_types');
+    expect(types(['reauth_token', 'password'], 3)).toBe('requirement.require_credential_types');
+    expect(types(['session'], 2)).toBe('requirement.require_credential_types');
+    expect(types(['password', 'totp'], 3)).toBeUndefined();
+    expect(types(['password'], 2)).toBeUndefined();
+    expect(types(['session'], 1)).toBeUndefined();
+    expect(types([], 3)).toBeUndefined();
+    // What a vote at each tier records is exactly what proofSatisfies lets through.
+    for (const tier of [1, 2, 3])
+      for (const m of ['session', 'password', 'totp', 'reauth_token'] as const)
+        expect(votableCredentialTypes(tier).includes(m)).toBe(proofSatisfies(tier, m));
   });
 });
 
@@ -280,5 +320,7 @@ describe('tier proofs', () => {
     for (const status of ['approved', 'rejected', 'expired', 'executed'] as const)
       expect(() => requireOpen({ status, expiresAt: later }, now)).toThrow(ConflictError);
     expect(() => requireOpen({ status: 'pending', expiresAt: now }, now)).toThrow(ConflictError);
+    // The database's clock wins over a service clock that lags.
+    expect(() => requireOpen({ status: 'pending', expiresAt: later }, now, false)).toThrow(ConflictError);
   });
 });

@@ -32,8 +32,9 @@ export const MAX_FIELDS = 50;
 export const MAX_FIELD_LABEL_LENGTH = 100;
 export const MAX_FIELD_VALUE_LENGTH = 1000;
 export const MAX_REASON_LENGTH = 1000;
-export const MAX_TARGET_TYPE_LENGTH = 64;
-export const MAX_TARGET_ID_LENGTH = 256;
+/** The gateway's published limits of `target_type` (1-100) and `target_id` (1-500). */
+export const MAX_TARGET_TYPE_LENGTH = 100;
+export const MAX_TARGET_ID_LENGTH = 500;
 /** The largest payload, preview or rule kept with an approval (its JSON text). */
 export const MAX_JSON_BYTES = 64 * 1024;
 
@@ -77,7 +78,7 @@ export function decisionOf(raw: string): Decision {
 }
 
 /** A required short text of at most `max` characters. */
-function requiredText(value: string, field: string, max: number): string {
+export function requiredText(value: string, field: string, max: number): string {
   if (value.trim() === '') throw new InvalidArgumentError(field, `${field} is required`);
   if (value.length > max) throw new InvalidArgumentError(field, `${field} must be at most ${max} characters`);
   return value;
@@ -177,18 +178,54 @@ export function factsOfRequest(action: string, payload: Record<string, unknown> 
   return facts;
 }
 
-/** Checks a consensus requirement: at least one approval, known roles, non-negative minimums. */
-export function checkRequirement(r: Requirement): Requirement {
+/**
+ * The credential types a vote at each tier can carry (what `prove` records): tier 1 the session
+ * or any step-up sent, tier 2 a step-up (rat_ token, password or TOTP), tier 3 a TOTP code.
+ */
+export function votableCredentialTypes(tier: number): readonly CredentialType[] {
+  if (tier <= 1) return ['session', 'reauth_token', 'password', 'totp'];
+  if (tier === 2) return ['reauth_token', 'password', 'totp'];
+  return ['totp'];
+}
+
+/**
+ * Checks a consensus requirement: at least one approval, known roles (a per-role minimum only for
+ * a role that may vote), non-negative minimums, and credential types a vote at `tier` can carry
+ * (a requirement no vote can meet would hold the approval pending until it expires).
+ */
+export function checkRequirement(r: Requirement, tier: number): Requirement {
   if (!Number.isInteger(r.minApprovals) || r.minApprovals < 1 || r.minApprovals > 100)
     throw new InvalidArgumentError('requirement.min_approvals', 'min_approvals must be from 1 to 100');
-  for (const role of [...r.requiredRoles, ...Object.keys(r.perRoleMinimums)]) {
+  for (const role of r.requiredRoles) {
     if (!(ORG_ROLES as readonly string[]).includes(role))
-      throw new InvalidArgumentError('requirement.required_roles', `unknown role ${role}`);
+      throw new InvalidArgumentError(
+        'requirement.required_roles',
+        `unknown role ${role} in required_roles: roles are ${ORG_ROLES.join(', ')}`,
+      );
   }
-  for (const n of Object.values(r.perRoleMinimums)) {
+  for (const [role, n] of Object.entries(r.perRoleMinimums)) {
+    if (!(ORG_ROLES as readonly string[]).includes(role))
+      throw new InvalidArgumentError(
+        'requirement.per_role_minimums',
+        `unknown role ${role} in per_role_minimums: roles are ${ORG_ROLES.join(', ')}`,
+      );
+    if (r.requiredRoles.length > 0 && !r.requiredRoles.includes(role))
+      throw new InvalidArgumentError(
+        'requirement.per_role_minimums',
+        `per_role_minimums names ${role}, which is not in required_roles (its members may not vote)`,
+      );
     if (!Number.isInteger(n) || n < 0 || n > 100)
       throw new InvalidArgumentError('requirement.per_role_minimums', 'a role minimum must be from 0 to 100');
   }
+  const votable = votableCredentialTypes(tier);
+  if (
+    r.requireCredentialTypes.length > 0 &&
+    !r.requireCredentialTypes.some((t) => (votable as readonly string[]).includes(t))
+  )
+    throw new InvalidArgumentError(
+      'requirement.require_credential_types',
+      `no vote on a tier ${tier} approval can carry ${r.requireCredentialTypes.join(', ')}: a vote carries ${votable.join(', ')}`,
+    );
   return {
     minApprovals: r.minApprovals,
     requiredRoles: [...new Set(r.requiredRoles)],
@@ -247,10 +284,20 @@ export function voterRefusal(
   return undefined;
 }
 
-/** Why a human may not execute a consensus approval (a role outside `required_roles`), or undefined. */
-export function executorRefusal(r: Requirement, role: string): string | undefined {
-  if (r.requiredRoles.length > 0 && !r.requiredRoles.includes(role))
+/**
+ * Why a human may not execute a consensus approval, or undefined when they may: a role outside
+ * `required_roles`, or the agent's creator without `self_approval_allowed` (executing is the last
+ * human act of the consensus, so it is held to the same rule as a vote).
+ */
+export function executorRefusal(
+  r: Requirement,
+  executor: { userId: string; role: string },
+  agentCreator: string | null,
+): string | undefined {
+  if (r.requiredRoles.length > 0 && !r.requiredRoles.includes(executor.role))
     return `only ${r.requiredRoles.join(', ')} members may execute this approval`;
+  if (!r.selfApprovalAllowed && agentCreator !== null && executor.userId === agentCreator)
+    return "the agent's creator may not execute its own agent's approval (self-approval is not allowed)";
   return undefined;
 }
 
@@ -264,9 +311,17 @@ export function proofSatisfies(tier: number, method: CredentialType | undefined)
   return tier === 2 || method === 'totp';
 }
 
-/** A 409 when an approval can no longer be decided: decided, executed or expired. */
-export function requireOpen(a: Pick<ApprovalRecord, 'status' | 'expiresAt'>, now: Date): void {
+/**
+ * A 409 when an approval can no longer be decided: decided, executed or expired. `now` is the
+ * service's clock (a first, early check); `unexpired`, when given, is the database's own
+ * `expires_at > now()` read under the row lock, which is what decides.
+ */
+export function requireOpen(
+  a: Pick<ApprovalRecord, 'status' | 'expiresAt'>,
+  now: Date,
+  unexpired = true,
+): void {
   if (a.status !== 'pending') throw new ConflictError(`the approval is ${a.status} and cannot be decided`);
-  if (a.expiresAt.getTime() <= now.getTime())
+  if (!unexpired || a.expiresAt.getTime() <= now.getTime())
     throw new ConflictError('the approval has expired and cannot be decided');
 }

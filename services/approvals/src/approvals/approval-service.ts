@@ -39,6 +39,7 @@ import {
   optionalText,
   proofSatisfies,
   requireOpen,
+  requiredText,
   tally,
   voterRefusal,
 } from './approval-fns.js';
@@ -83,15 +84,24 @@ function stepUpChallenge(tier: number): CustosError {
       tier >= 3
         ? `deciding a tier 3 approval needs a second factor: retry with X-Auth-Confirm carrying a current TOTP code`
         : `deciding a tier ${tier} approval needs a step-up: retry with X-Auth-Confirm carrying a rat_ token for purpose ${DECIDE_PURPOSE} (POST /v1/auth/reauth), your password, or a current TOTP code`,
-    extensions: { purpose: DECIDE_PURPOSE, risk_tier: String(tier) },
+    // `accepted`: what X-Auth-Confirm may carry at this tier, so a client asks for the right one.
+    extensions: { purpose: DECIDE_PURPOSE, risk_tier: String(tier), accepted: acceptedProofs(tier) },
   });
+}
+
+/** The step-up methods a decision of `tier` accepts, comma-separated (the challenge's `accepted`). */
+export function acceptedProofs(tier: number): string {
+  return tier >= 3 ? 'totp' : 'reauth_token,password,totp';
 }
 
 /** The 403 of a tier-3 decision proved with something other than a TOTP code. */
 function totpRequired(): PermissionDeniedError {
   return new PermissionDeniedError(
     'a tier 3 approval needs a second factor: X-Auth-Confirm must be a current TOTP code (a password or rat_ token is not enough)',
-    { type: 'step_up_required', extensions: { purpose: DECIDE_PURPOSE, risk_tier: '3' } },
+    {
+      type: 'step_up_required',
+      extensions: { purpose: DECIDE_PURPOSE, risk_tier: '3', accepted: acceptedProofs(3) },
+    },
   );
 }
 
@@ -101,10 +111,36 @@ function approvalIdOf(raw: string): string {
   return raw.toLowerCase();
 }
 
-function requiredText(value: string, field: string, max: number): string {
-  if (value.trim() === '') throw new InvalidArgumentError(field, `${field} is required`);
-  if (value.length > max) throw new InvalidArgumentError(field, `${field} must be at most ${max} characters`);
-  return value;
+/**
+ * The consensus requirement of the agent's matching rule at the enforced `tier`. The agent sent
+ * none of it, so a requirement no vote could meet is not a 400 on its fields: when the agent's
+ * declared tier is what makes it unmeetable (a tier 3 vote carries only TOTP) the declared tier is
+ * at fault (400 `declared_risk_tier`); otherwise the stored policy is (422: an admin must fix it).
+ */
+function policyRequirement(r: Requirement, tier: number, ruleTier: number, ruleIndex: number): Requirement {
+  try {
+    return checkRequirement(r, tier);
+  } catch (err) {
+    if (!(err instanceof InvalidArgumentError)) throw err;
+    if (tier > ruleTier) {
+      try {
+        checkRequirement(r, ruleTier);
+      } catch {
+        throw unusablePolicy(ruleIndex, err.detail);
+      }
+      throw new InvalidArgumentError(
+        'declared_risk_tier',
+        `declared_risk_tier ${tier} cannot be met by the consensus the agent's policy asks for (rule ${ruleIndex}): ${err.detail}`,
+      );
+    }
+    throw unusablePolicy(ruleIndex, err.detail);
+  }
+}
+
+function unusablePolicy(ruleIndex: number, why: string): CustosError {
+  return new CustosError('unprocessable', {
+    detail: `the agent's action_approval_policy rule ${ruleIndex} asks for a consensus no vote can meet (${why}); an admin of the org must correct the policy`,
+  });
 }
 
 /** The data every approval event carries: ids, action, tier, kind, title and status, never the payload. */
@@ -176,8 +212,11 @@ export class ApprovalService {
     // may have changed since the token was minted).
     const agent = await this.deps.identity.agentInOrg(p.orgId, p.agentId);
     const match = matchApprovalPolicy(agent.actionApprovalPolicy, factsOfRequest(action, payload));
+    const tier = enforcedTier(declared, match?.tier);
     const requirement =
-      match?.requirement && isConsensus(match.requirement) ? checkRequirement(match.requirement) : null;
+      match?.requirement && isConsensus(match.requirement)
+        ? policyRequirement(match.requirement, tier, match.tier, match.ruleIndex)
+        : null;
     return this.store(
       {
         orgId: p.orgId,
@@ -190,7 +229,7 @@ export class ApprovalService {
         payload,
         reason,
         declaredRiskTier: declared,
-        riskTier: enforcedTier(declared, match?.tier),
+        riskTier: tier,
         kind: requirement ? 'consensus' : 'single',
         requirement,
         preview: null,
@@ -214,7 +253,8 @@ export class ApprovalService {
     const tier = checkRiskTier(c.riskTier);
     if (!Number.isInteger(c.expirySecs) || c.expirySecs < 0 || c.expirySecs > MAX_EXPIRY_SECS)
       throw new InvalidArgumentError('expiry_secs', `expiry_secs must be from 0 to ${MAX_EXPIRY_SECS}`);
-    const requirement = c.requirement && isConsensus(c.requirement) ? checkRequirement(c.requirement) : null;
+    const requirement =
+      c.requirement && isConsensus(c.requirement) ? checkRequirement(c.requirement, tier) : null;
     const fallbackTitle = c.action === 'agent_transaction' ? 'Agent transaction' : 'Agent sign intent';
     // The agent's own words when it gave a title; a neutral title otherwise.
     const summary: ApprovalSummary = checkSummary(
@@ -343,9 +383,12 @@ export class ApprovalService {
     }
     const credentialType = await this.prove(user, before.riskTier, input.credential);
     return this.deps.store.transaction(async (tx) => {
-      const locked = await this.deps.store.lock(user.orgId, id, tx);
-      if (!locked) throw new NotFoundError('approval', rawId);
-      requireOpen(locked, this.now());
+      const row = await this.deps.store.lock(user.orgId, id, tx);
+      if (!row) throw new NotFoundError('approval', rawId);
+      // The database's clock decides whether it is still open (a vote that does not settle the
+      // consensus has no other expiry check).
+      const locked = row.approval;
+      requireOpen(locked, this.now(), row.unexpired);
       const settled =
         locked.kind === 'single'
           ? await this.settleSingle(tx, user, locked, decision, reason, credentialType)
@@ -445,7 +488,7 @@ export class ApprovalService {
       throw new ConflictError(
         'only consensus approvals are executed; this one is used as it is once approved',
       );
-    const refusal = executorRefusal(before.requirement!, user.role);
+    const refusal = executorRefusal(before.requirement!, user, before.userId);
     if (refusal) throw new PermissionDeniedError(refusal);
     if (before.status !== 'approved')
       throw new ConflictError(`the approval is ${before.status} and cannot be executed`);

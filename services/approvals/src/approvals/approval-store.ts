@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, inArray, isNull, sql } from 'drizzle-orm';
 import type { Database, Transaction } from '@custos/service-kit';
 import { approvalVotes, approvals } from '../db/schema.js';
 import type {
@@ -93,6 +93,15 @@ function isUniqueViolation(err: unknown): boolean {
 const OPEN_STATUSES: ApprovalStatus[] = ['pending', 'approved', 'executed'];
 
 /**
+ * The status an approval shows when read: `expired` once it is past `expires_at` on the
+ * database's clock while still open and unused, even before the sweeper has written it.
+ */
+const shownStatus = sql<string>`case when ${approvals.status} in ('pending', 'approved', 'executed') and ${approvals.consumedAt} is null and ${approvals.expiresAt} <= now() then 'expired' else ${approvals.status} end`;
+
+/** The columns of a read: the row, its status as shown. */
+const readColumns = { ...getTableColumns(approvals), status: shownStatus };
+
+/**
  * SQL of approvals and their votes. Every change of status is conditional on the status it leaves
  * (and on `expires_at > now()` where deciding or using), so concurrent callers cannot both win;
  * times that bound deciding and using are the database's clock.
@@ -151,10 +160,13 @@ export class ApprovalStore {
     return toRecord(r, r.kind === 'consensus' ? ((await this.votesOf([r.id], tx)).get(r.id) ?? []) : []);
   }
 
-  /** An approval of an org, with its votes; undefined when there is none. */
+  /**
+   * An approval of an org, with its votes, its status as shown (`expired` when due and not yet
+   * swept); undefined when there is none.
+   */
   async get(orgId: string, id: string, tx: Db = this.db): Promise<ApprovalRecord | undefined> {
     const [r] = await tx
-      .select()
+      .select(readColumns)
       .from(approvals)
       .where(and(eq(approvals.id, id), eq(approvals.orgId, orgId)));
     return r ? this.withVotes(r, tx) : undefined;
@@ -163,32 +175,42 @@ export class ApprovalStore {
   /**
    * An approval of an org, locked (`FOR UPDATE`) until the transaction ends: the decision that
    * follows sees every vote committed before it and no other decision runs beside it.
+   * `unexpired` is `expires_at > now()` on the database's clock, the one that bounds deciding.
    */
-  async lock(orgId: string, id: string, tx: Transaction): Promise<ApprovalRecord | undefined> {
+  async lock(
+    orgId: string,
+    id: string,
+    tx: Transaction,
+  ): Promise<{ approval: ApprovalRecord; unexpired: boolean } | undefined> {
     const [r] = await tx
-      .select()
+      .select({ ...getTableColumns(approvals), unexpired: sql<boolean>`${approvals.expiresAt} > now()` })
       .from(approvals)
       .where(and(eq(approvals.id, id), eq(approvals.orgId, orgId)))
       .for('update');
-    return r ? this.withVotes(r, tx) : undefined;
+    if (!r) return undefined;
+    const { unexpired, ...row } = r;
+    return { approval: await this.withVotes(row, tx), unexpired: unexpired === true };
   }
 
-  /** An org's approvals, pending first, then newest first. */
+  /**
+   * An org's approvals, pending first, then newest first; the status filtered on and shown is the
+   * status as shown (an unswept approval past its expiry is `expired`).
+   */
   async list(
     orgId: string,
     filter: { status?: ApprovalStatus; agentId?: string; limit: number },
   ): Promise<ApprovalRecord[]> {
     const rows = await this.db
-      .select()
+      .select(readColumns)
       .from(approvals)
       .where(
         and(
           eq(approvals.orgId, orgId),
-          filter.status ? eq(approvals.status, filter.status) : undefined,
+          filter.status ? sql`${shownStatus} = ${filter.status}` : undefined,
           filter.agentId ? eq(approvals.agentId, filter.agentId) : undefined,
         ),
       )
-      .orderBy(sql`(${approvals.status} = 'pending') desc`, desc(approvals.createdAt), desc(approvals.id))
+      .orderBy(sql`(${shownStatus} = 'pending') desc`, desc(approvals.createdAt), desc(approvals.id))
       .limit(filter.limit);
     const votes = await this.votesOf(
       rows.filter((r) => r.kind === 'consensus').map((r) => r.id),

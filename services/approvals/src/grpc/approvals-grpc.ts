@@ -14,11 +14,15 @@ export const approvalsAccess: RpcAccess<ApprovalsServiceServer> = {
   methods: { createApproval: ['signer'], consumeApproval: ['signer'] },
 };
 
-/** int64 `expiry_secs` (a decimal string on the wire) as a number; 400 when it is not an integer. */
-function expirySecsOf(raw: string): number {
-  const n = Number(raw === '' ? '0' : raw);
+/**
+ * int64 `expiry_secs` (a decimal string on the wire; '' is 0) as a number; 400 unless it is
+ * decimal digits only (`Number` would also read '1e3', '0x10' or ' 5') of a safe integer.
+ */
+export function expirySecsOf(raw: string): number {
+  if (raw === '') return 0;
+  const n = /^[0-9]{1,16}$/.test(raw) ? Number(raw) : NaN;
   if (!Number.isSafeInteger(n))
-    throw new InvalidArgumentError('expiry_secs', 'expiry_secs must be an integer');
+    throw new InvalidArgumentError('expiry_secs', 'expiry_secs must be a non-negative decimal integer');
   return n;
 }
 

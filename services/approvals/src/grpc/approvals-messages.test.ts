@@ -1,5 +1,6 @@
 import type { ApprovalRecord } from '../approvals/approval-types';
-import { approvalsAccess } from './approvals-grpc';
+import { approvalsAccess, expirySecsOf } from './approvals-grpc';
+import { InvalidArgumentError } from '@custos/service-kit';
 import { approvalMessage } from './approvals-messages';
 
 const base: ApprovalRecord = {
@@ -96,5 +97,15 @@ describe('approvalsAccess', () => {
   it('lets only signer create and consume approvals, and the gateway do the rest', () => {
     expect(approvalsAccess.default).toEqual(['gateway']);
     expect(approvalsAccess.methods).toEqual({ createApproval: ['signer'], consumeApproval: ['signer'] });
+  });
+});
+
+describe('expirySecsOf', () => {
+  it('reads decimal digits only; empty is 0', () => {
+    expect(expirySecsOf('')).toBe(0);
+    expect(expirySecsOf('0')).toBe(0);
+    expect(expirySecsOf('3600')).toBe(3600);
+    for (const raw of ['1e3', '0x10', ' 5', '5 ', '-1', '1.5', '+5', 'Infinity', '99999999999999999'])
+      expect(() => expirySecsOf(raw)).toThrow(InvalidArgumentError);
   });
 });
