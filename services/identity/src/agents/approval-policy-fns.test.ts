@@ -92,6 +92,38 @@ describe('action_approval_policy checks', () => {
     expect(check(rule({ approval: { minApprovals: 2, requireCredentialTypes: ['sms'] } }))).toBe(
       'action_approval_policy.rules[0].approval.require_credential_types[0]',
     );
+  });
+
+  it('roles: owner, admin or member only, and a per-role minimum only for a role that votes', () => {
+    const approval = (a: Partial<NonNullable<ApprovalRule['approval']>>) =>
+      check(rule({ approval: { minApprovals: 2, ...a } }));
+    const at = 'action_approval_policy.rules[0].approval';
+    expect(approval({ requiredRoles: ['admin', 'finance'] })).toBe(`${at}.required_roles[1]`);
+    expect(approval({ requiredRoles: ['Admin'] })).toBe(`${at}.required_roles[0]`);
+    expect(approval({ perRoleMinimums: { finance: 1 } })).toBe(`${at}.per_role_minimums.finance`);
+    expect(approval({ perRoleMinimums: { ['x'.repeat(65)]: 1 } })).toBe(`${at}.per_role_minimums`);
+    expect(approval({ requiredRoles: ['admin'], perRoleMinimums: { owner: 1 } })).toBe(
+      `${at}.per_role_minimums.owner`,
+    );
+    expect(
+      approval({ requiredRoles: ['owner', 'admin', 'member'], perRoleMinimums: { owner: 1, member: 2 } }),
+    ).toBeUndefined();
+    // No required_roles: every member votes, so any role's minimum can be met.
+    expect(approval({ perRoleMinimums: { owner: 1 } })).toBeUndefined();
+  });
+
+  it('credential types: only what a vote proves (password, totp); a tier 3 rule must take totp', () => {
+    const approval = (types: string[], riskTier = 2) =>
+      check(rule({ riskTier, approval: { minApprovals: 2, requireCredentialTypes: types } }));
+    const at = 'action_approval_policy.rules[0].approval.require_credential_types';
+    for (const t of ['passkey', 'biometric', 'api_key', 'session', 'reauth_token'])
+      expect(approval(['password', t])).toBe(`${at}[1]`);
+    expect(approval(['password'])).toBeUndefined();
+    expect(approval(['totp'])).toBeUndefined();
+    expect(approval(['password'], 1)).toBeUndefined();
+    expect(approval(['password'], 3)).toBe(at);
+    expect(approval(['password', 'totp'], 3)).toBeUndefined();
+    expect(approval([], 3)).toBeUndefined();
     const many = { rules: Array.from({ length: 51 }, () => rule({}).rules[0]!) };
     expect(check(many)).toBe('action_approval_policy.rules');
     expect(check({ rules: [] })).toBeUndefined();

@@ -19,8 +19,16 @@ export const MAX_RULE_CONDITIONS = 50;
 export const MAX_CONDITION_SETS = 20;
 /** At most this many conditions in one set of `skip_when` or `require_when`. */
 export const MAX_SET_CONDITIONS = 20;
-/** The credential types a consensus requirement may ask for. */
-export const CREDENTIAL_TYPES = ['password', 'passkey', 'totp', 'biometric', 'api_key'] as const;
+/**
+ * The credential types a consensus requirement may ask for: what a vote proves directly with
+ * X-Auth-Confirm (approvals records a vote's credential as session, reauth_token, password or
+ * totp; a passkey, biometric or API key is never what a vote carries, so asking for one would
+ * hold the approval pending until it expires).
+ */
+export const CREDENTIAL_TYPES = ['password', 'totp'] as const;
+
+/** The roles of an org member: what `required_roles` and `per_role_minimums` may name. */
+export const ORG_ROLES = ['owner', 'admin', 'member'] as const;
 
 const MAX_LIST = 1000;
 const MAX_ITEM = 256;
@@ -135,19 +143,38 @@ function checkRule(field: string, r: ApprovalRule): void {
   const a = r.approval;
   if (a) {
     checkInt(`${field}.approval.min_approvals`, a.minApprovals, 1, 100);
-    if (a.requiredRoles) checkStrings(`${field}.approval.required_roles`, a.requiredRoles, 20, 64);
+    const roles = a.requiredRoles ?? [];
+    checkStrings(`${field}.approval.required_roles`, roles, 20, 64);
+    roles.forEach((role, i) => {
+      if (!(ORG_ROLES as readonly string[]).includes(role))
+        refuse(`${field}.approval.required_roles[${i}]`, `must be one of ${ORG_ROLES.join(', ')}`);
+    });
     for (const [role, n] of Object.entries(a.perRoleMinimums ?? {})) {
-      if (role.length > 64)
-        refuse(`${field}.approval.per_role_minimums`, 'names a role of over 64 characters');
-      checkInt(`${field}.approval.per_role_minimums.${role}`, n, 1, 100);
+      const f = `${field}.approval.per_role_minimums.${role}`;
+      if (!(ORG_ROLES as readonly string[]).includes(role))
+        refuse(
+          role.length > 64 ? `${field}.approval.per_role_minimums` : f,
+          `names a role that is not one of ${ORG_ROLES.join(', ')}`,
+        );
+      // Only the members of required_roles vote: a minimum of another role could never be met.
+      if (roles.length > 0 && !roles.includes(role))
+        refuse(f, `names a role that is not in ${field}.approval.required_roles`);
+      checkInt(f, n, 1, 100);
     }
-    a.requireCredentialTypes?.forEach((t, i) => {
+    const types = a.requireCredentialTypes ?? [];
+    types.forEach((t, i) => {
       if (!(CREDENTIAL_TYPES as readonly string[]).includes(t))
         refuse(
           `${field}.approval.require_credential_types[${i}]`,
-          `must be one of ${CREDENTIAL_TYPES.join(', ')}`,
+          `must be one of ${CREDENTIAL_TYPES.join(', ')} (what a vote proves with X-Auth-Confirm)`,
         );
     });
+    // A tier 3 vote is always a TOTP code: a tier 3 rule asking only for a password never passes.
+    if (r.riskTier === 3 && types.length > 0 && !types.includes('totp'))
+      refuse(
+        `${field}.approval.require_credential_types`,
+        'must include totp on a tier 3 rule (every vote on a tier 3 approval is a TOTP code)',
+      );
   }
 }
 
