@@ -11,7 +11,7 @@ import { type RuleFacts, isConsensus, matchApprovalPolicy, ruleMatches } from '.
 // that conditions match often enough for the interesting paths to be taken.
 
 const CHAINS = ['anvil', 'ethereum', 'bitcoin', '1', '31337'];
-const ADDRS = ['0xaaaa', '0xAAAA', '0xbbbb', 'bc1qxyz'];
+const ADDRS = [`0x${'a'.repeat(40)}`, `0x${'A'.repeat(40)}`, `0x${'b'.repeat(40)}`, 'bc1qxyzxyzq'];
 const SELECTORS = ['0xa9059cbb', '0x095EA7B3', '0x23b872dd'];
 const INTENTS = ['transaction', 'personal_sign', 'typed_data'];
 const ACTIONS = ['agent_transaction', 'agent_sign_intent', 'policy.create', 'billing.pay'];
@@ -249,12 +249,15 @@ describe('matchApprovalPolicy properties', () => {
     );
   });
 
-  it('address, chain and selector comparisons ignore case', () => {
+  it('EVM hex and bech32 address, chain and selector comparisons ignore case', () => {
     fc.assert(
       fc.property(policy, facts, fc.integer({ min: 0, max: 2 ** 30 - 1 }), (p, f, mask) => {
         const g: RuleFacts = {
           ...f,
-          ...(f.to !== undefined ? { to: flipCase(f.to, mask) } : {}),
+          // bech32 is one case throughout (mixed case is not an address): all upper or as is
+          ...(f.to !== undefined
+            ? { to: f.to.startsWith('0x') ? flipCase(f.to, mask) : mask & 1 ? f.to.toUpperCase() : f.to }
+            : {}),
           ...(f.chain !== undefined ? { chain: flipCase(f.chain, mask) } : {}),
           ...(f.selector !== undefined ? { selector: flipCase(f.selector, mask) } : {}),
         };

@@ -87,6 +87,31 @@ describe('matchApprovalPolicy', () => {
     );
   });
 
+  it('to_address_in: base58 and other case-carrying addresses compare exactly; bech32 whatever the case', () => {
+    const m = (addresses: string[], to: string) =>
+      ruleMatches(rule([cond({ type: 'to_address_in', addresses })]), { to });
+    const sol = '7EcDhSYGxXyscszYEp35KHN8vvw3svAuLKTzXwCFLtV';
+    expect(m([sol], sol)).toBe(true);
+    expect(m([sol.toLowerCase()], sol)).toBe(false);
+    expect(m([sol], sol.toUpperCase())).toBe(false);
+    const tron = 'TJRabPrwbZy45sbavfcjinPJC18kjpRTv8';
+    expect(m([tron.toLowerCase()], tron)).toBe(false);
+    const bc = 'bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4';
+    expect(m([bc.toUpperCase()], bc)).toBe(true);
+    expect(m([bc], bc.toUpperCase())).toBe(true);
+    expect(
+      m(['0xABCDEF0000000000000000000000000000000001'], '0xabcdef0000000000000000000000000000000001'),
+    ).toBe(true);
+  });
+
+  it('erc20_amount_above matches an amount that cannot be known (fails closed)', () => {
+    const c = cond({ type: 'erc20_amount_above', thresholdRaw: '1000000' });
+    expect(ruleMatches(rule([c]), { erc20AmountUnknown: true })).toBe(true);
+    expect(ruleMatches(rule([c]), { erc20AmountUnknown: false })).toBe(false);
+    // a known amount decides
+    expect(ruleMatches(rule([c]), { erc20Amount: 5n })).toBe(false);
+  });
+
   it('erc20_amount_above, intent_type_in, action_in, action_kind_in', () => {
     const m = (c: ApprovalCondition, f: object = TX) => ruleMatches(rule([c]), f);
     expect(m(cond({ type: 'erc20_amount_above', thresholdRaw: '499' }))).toBe(true);

@@ -24,6 +24,11 @@ export interface RuleFacts {
   selector?: string;
   /** The amount of a decoded ERC-20 transfer/approve/transferFrom. */
   erc20Amount?: bigint;
+  /**
+   * A token transfer whose amount cannot be known (a known ERC-20 selector whose arguments do not
+   * decode, a token transfer without decimals): `erc20_amount_above` matches (fails closed).
+   */
+  erc20AmountUnknown?: boolean;
 }
 
 /** The rule that sends an action to humans, and what it asks of them. */
@@ -54,6 +59,26 @@ function threshold(v: string | undefined): bigint | undefined {
 const lower = (v: string) => v.trim().toLowerCase();
 const inList = (list: string[], value: string) => list.some((x) => lower(x) === lower(value));
 
+const EVM_HEX = /^0x[0-9a-f]{40}$/i;
+// bech32/bech32m: human-readable part, '1', data in the bech32 charset; one case throughout.
+const BECH32 = /^[a-z0-9]{1,83}1[qpzry9x8gf2tvdw0s3jn54khce6mua7l]{6,}$/;
+const caseFree = (a: string) =>
+  EVM_HEX.test(a) || BECH32.test(a) || (BECH32.test(a.toLowerCase()) && a === a.toUpperCase());
+
+/**
+ * Whether an address is in the list: EVM hex and bech32 addresses compare whatever the case (their
+ * case carries no meaning, or only a checksum); any other (base58, ...) exactly, as its case is part
+ * of the address.
+ */
+function addressIn(list: string[], value: string): boolean {
+  const v = value.trim();
+  return list.some((x) => {
+    const a = x.trim();
+    if (a === v) return true;
+    return caseFree(a) && caseFree(v) && a.toLowerCase() === v.toLowerCase();
+  });
+}
+
 function actionKindMatches(kind: string, action: string): boolean {
   const k = kind.trim();
   if (k === '*') return true;
@@ -80,11 +105,12 @@ export function conditionMatches(c: ApprovalCondition, f: RuleFacts): boolean {
         (f.chainId !== undefined && inList(c.chains, f.chainId))
       );
     case 'to_address_in':
-      return f.to !== undefined && inList(c.addresses, f.to);
+      return f.to !== undefined && addressIn(c.addresses, f.to);
     case 'function_selector_in':
       return f.selector !== undefined && inList(c.selectors, f.selector);
     case 'erc20_amount_above':
-      return f.erc20Amount !== undefined && f.erc20Amount > (threshold(c.thresholdRaw) ?? 0n);
+      if (f.erc20Amount !== undefined) return f.erc20Amount > (threshold(c.thresholdRaw) ?? 0n);
+      return f.erc20AmountUnknown === true;
     case 'intent_type_in':
       return f.intentType !== undefined && inList(c.intentTypes, f.intentType);
     case 'action_in':

@@ -520,5 +520,12 @@ describe('the approval gate of transactions (Postgres + anvil)', () => {
     expect(small.tx.status).toBe('broadcast');
     const big = await submit({ value: '0', data: call(1000n) });
     expect(big.tx.status).toBe('awaiting_approval');
+    // Bytes after the arguments do not hide the amount (Solidity ignores them; the token moves).
+    const padded = await submit({ value: '0', data: `${call(10n ** 24n)}00` });
+    expect(padded.tx.status).toBe('awaiting_approval');
+    // A transfer whose amount cannot be read is held (fails closed), whatever the threshold.
+    const cut = await submit({ value: '0', data: call(1n).slice(0, 60) });
+    expect(cut.tx.status).toBe('awaiting_approval');
+    expect(await sentBy(w)).toBe(1);
   });
 });

@@ -36,9 +36,24 @@ describe('approval facts', () => {
     expect(erc20AmountOf(ERC20.encodeFunctionData('transferFrom', [A, B, 7n]))).toBe(7n);
     expect(erc20AmountOf(ERC20.encodeFunctionData('mint', [A, 5n]))).toBeUndefined();
     const t = ERC20.encodeFunctionData('transfer', [A, 5n]);
-    expect(erc20AmountOf(t.slice(0, -2))).toBeUndefined(); // truncated
-    expect(erc20AmountOf(`${t}00`)).toBeUndefined(); // trailing bytes
+    // truncated: a known selector whose amount cannot be read is unknown (fails closed)
+    expect(erc20AmountOf(t.slice(0, -2))).toBe('unknown');
+    expect(erc20AmountOf(t.slice(0, 10))).toBe('unknown');
+    // trailing bytes are ignored, as Solidity ignores them
+    expect(erc20AmountOf(`${t}00`)).toBe(5n);
+    expect(erc20AmountOf(`${t}${'ff'.repeat(40)}`)).toBe(5n);
+    // a dirty address word still reads the amount word as the token would
+    expect(erc20AmountOf(`0xa9059cbb${'ff'.repeat(32)}${'00'.repeat(31)}05`)).toBe(5n);
     expect(erc20AmountOf(undefined)).toBeUndefined();
+  });
+
+  it('evmTxFacts: a known ERC-20 call whose amount cannot be read says so; trailing bytes keep the amount', () => {
+    const data = ERC20.encodeFunctionData('transfer', [A, 10n ** 24n]);
+    const f = (d: string) => evmTxFacts({ name: 'anvil', chainId: 31337n }, { to: B, value: 0n, data: d });
+    expect(f(`${data}00`)).toMatchObject({ erc20Amount: 10n ** 24n });
+    expect(f(`${data}00`).erc20AmountUnknown).toBeUndefined();
+    expect(f(data.slice(0, 20))).toMatchObject({ erc20AmountUnknown: true, selector: '0xa9059cbb' });
+    expect(f(data.slice(0, 20)).erc20Amount).toBeUndefined();
   });
 
   it('evmTxFacts: chain name and id, to, value, selector and amount', () => {

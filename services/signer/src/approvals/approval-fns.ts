@@ -25,19 +25,29 @@ export function selectorOf(data: string | undefined): string | undefined {
   return data.slice(0, 10).toLowerCase();
 }
 
-/** The amount of an ERC-20 transfer/approve/transferFrom call (decoded with ethers), else undefined. */
-export function erc20AmountOf(data: string | undefined): bigint | undefined {
+/**
+ * The amount of an ERC-20 transfer/approve/transferFrom call, decoded as the chain does (with
+ * ethers): the arguments' words, any bytes after them ignored as Solidity ignores them. `unknown`
+ * when the selector is one of those but the arguments do not decode (too short, a malformed word):
+ * the amount cannot be known, so `erc20_amount_above` must hold the call (fail closed). Undefined
+ * for any other call.
+ */
+export function erc20AmountOf(data: string | undefined): bigint | 'unknown' | undefined {
   const selector = selectorOf(data);
   if (!selector || !data) return undefined;
+  let fn;
   try {
-    const fn = ERC20.getFunction(selector);
-    if (!fn) return undefined;
-    // Exactly the ABI's encoding (selector + 32-byte words): anything else is not this call.
-    if (dataLength(data) !== 4 + 32 * fn.inputs.length) return undefined;
+    fn = ERC20.getFunction(selector);
+  } catch {
+    fn = null;
+  }
+  if (!fn) return undefined;
+  try {
+    if (dataLength(data) < 4 + 32 * fn.inputs.length) return 'unknown';
     const args = ERC20.decodeFunctionData(fn, data);
     return args.getValue('amount') as bigint;
   } catch {
-    return undefined;
+    return 'unknown';
   }
 }
 
@@ -57,7 +67,8 @@ export function evmTxFacts(
   const selector = selectorOf(t.data);
   if (selector) facts.selector = selector;
   const amount = erc20AmountOf(t.data);
-  if (amount !== undefined) facts.erc20Amount = amount;
+  if (amount === 'unknown') facts.erc20AmountUnknown = true;
+  else if (amount !== undefined) facts.erc20Amount = amount;
   return facts;
 }
 
