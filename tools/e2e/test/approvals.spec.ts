@@ -252,6 +252,72 @@ describe('approvals an agent requests (shared mesh)', () => {
     expectProblem(await list(owner.token, '?status=waiting'), 400, { field: 'status' });
   });
 
+  it("consensus: the agent's creator votes only when the rule allows it; require_credential_types asks for that proof", async () => {
+    const bot = await newAgent(mesh, owner, {
+      action_approval_policy: {
+        rules: [
+          {
+            conditions: [{ type: 'action_in', actions: ['vault.move'] }],
+            risk_tier: 1,
+            approval: { min_approvals: 2 },
+          },
+          {
+            conditions: [{ type: 'action_in', actions: ['vault.sweep'] }],
+            risk_tier: 1,
+            approval: { min_approvals: 2 },
+            self_approval_allowed: true,
+          },
+          {
+            conditions: [{ type: 'action_in', actions: ['vault.lock'] }],
+            risk_tier: 1,
+            approval: { min_approvals: 1, require_credential_types: ['password'] },
+            self_approval_allowed: true,
+          },
+        ],
+      },
+    });
+    // The owner created the agent: no vote by default.
+    const move = await request(bot, ask({ action: 'vault.move' }));
+    expect(move.body).toMatchObject({ kind: 'consensus', requirement: { self_approval_allowed: false } });
+    const moveId = move.body['id'] as string;
+    expectProblem(await decide(mesh, owner.token, moveId, 'approve'), 403);
+    expect((await getApproval(mesh, owner.token, moveId)).body).toMatchObject({
+      status: 'pending',
+      votes: [],
+    });
+
+    const sweep = await request(bot, ask({ action: 'vault.sweep' }));
+    expect(sweep.body).toMatchObject({ requirement: { min_approvals: 2, self_approval_allowed: true } });
+    const sweepId = sweep.body['id'] as string;
+    const vote = await decide(mesh, owner.token, sweepId, 'approve');
+    expect({ status: vote.status, body: vote.body }).toMatchObject({
+      status: 200,
+      body: {
+        status: 'pending',
+        approvals_count: 1,
+        votes: [{ user_id: owner.userId, role: 'owner', decision: 'approved', credential_type: 'session' }],
+      },
+    });
+    expectProblem(await decide(mesh, owner.token, sweepId, 'approve'), 409);
+
+    // One approving vote is enough only when it proved a password.
+    const bySession = await request(bot, ask({ action: 'vault.lock' }));
+    const s = await decide(mesh, owner.token, bySession.body['id'] as string, 'approve');
+    expect({ status: s.status, body: s.body }).toMatchObject({
+      status: 200,
+      body: { status: 'pending', approvals_count: 1 },
+    });
+    const byPassword = await request(bot, ask({ action: 'vault.lock' }));
+    const p = await decide(mesh, owner.token, byPassword.body['id'] as string, 'approve', TEST_PASSWORD);
+    expect({ status: p.status, body: p.body }).toMatchObject({
+      status: 200,
+      body: { status: 'approved', approvals_count: 1, votes: [{ credential_type: 'password' }] },
+    });
+    // Executed by a human (no required roles), once.
+    expect((await execute(mesh, owner.token, byPassword.body['id'] as string)).status).toBe(200);
+    expectProblem(await execute(mesh, owner.token, byPassword.body['id'] as string), 409);
+  });
+
   it("e-mails the org's humans a link to a new approval", async () => {
     const r = await request(
       agent,
