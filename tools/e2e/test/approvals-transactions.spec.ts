@@ -167,6 +167,13 @@ describe('approvals: transactions and sign intents that need a human (shared mes
       // The deciding rule, as the policy states it.
       expect(r.body['rule']).toMatchObject({ risk_tier: 2, conditions: [{ type: 'value_above' }] });
       expect(preview['rule']).toMatchObject({ risk_tier: 2 });
+      // Simulated on anvil (eth_call, and debug_traceCall's balance changes): the recipient gains 2 ETH.
+      const sim = preview['simulation'] as Body;
+      expect(sim).toMatchObject({ ok: true, trace: 'debug_traceCall' });
+      const gain = (sim['balance_changes'] as Body[]).find(
+        (c) => String(c['address']).toLowerCase() === to.toLowerCase(),
+      );
+      expect(gain).toMatchObject({ delta_wei: String(2n * ETH) });
       // The agent it concerns may read it; another org may not know it exists.
       expect((await getApproval(mesh, agent.token, approvalId)).status).toBe(200);
       expectProblem(await getApproval(mesh, stranger.token, approvalId), 404);
