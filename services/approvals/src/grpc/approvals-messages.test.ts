@@ -1,7 +1,7 @@
 import type { ApprovalRecord } from '../approvals/approval-types';
 import { approvalsAccess, expirySecsOf } from './approvals-grpc';
 import { InvalidArgumentError } from '@custos/service-kit';
-import { approvalMessage } from './approvals-messages';
+import { approvalListItem, approvalMessage } from './approvals-messages';
 
 const base: ApprovalRecord = {
   id: '6f1c1d52-6b7a-4c55-9a38-0d5c1f7d8b11',
@@ -90,6 +90,17 @@ describe('approvalMessage', () => {
       requireCredentialTypes: [],
       selfApprovalAllowed: false,
     });
+  });
+});
+
+describe('approvalListItem', () => {
+  it('leaves out the payload and the preview (a list of many stays small); the rest as approvalMessage', () => {
+    const full = { ...base, payload: { order: 'x'.repeat(60_000) }, preview: { to: '0xabc' } };
+    expect(approvalMessage(full).payload).toBeDefined();
+    const item = approvalListItem(full);
+    expect(item.payload).toBeUndefined();
+    expect(item.preview).toBeUndefined();
+    expect(item).toEqual({ ...approvalMessage(full), payload: undefined, preview: undefined });
   });
 });
 

@@ -38,6 +38,15 @@ function approvalsCount(a: ApprovalRecord): number {
   return a.decidedBy !== null && a.status !== 'rejected' ? 1 : 0;
 }
 
+/**
+ * An approval as a list shows it: without the payload and the preview (each up to hundreds of KiB,
+ * the payload the agent's), so a list of many stays far below a gRPC message's 4 MiB; GET one
+ * approval for them.
+ */
+export function approvalListItem(a: ApprovalRecord): Approval {
+  return { ...approvalMessage(a), payload: undefined, preview: undefined };
+}
+
 /** An approval as ApprovalsService answers it. */
 export function approvalMessage(a: ApprovalRecord): Approval {
   return {

@@ -85,43 +85,55 @@ const conditionSets = z.array(FlatConditionSetSchema).max(20);
 const ApprovalPolicySchema = z.strictObject({
   rules: z
     .array(
-      z.strictObject({
-        conditions: z.array(ApprovalConditionSchema).min(1).max(50),
-        risk_tier: z.number().int().min(1).max(3),
-        approval: z
-          .strictObject({
-            min_approvals: z.number().int().min(1).max(100),
-            required_roles: z.array(OrgRole).max(3).optional(),
-            per_role_minimums: z.partialRecord(OrgRole, z.number().int().min(1).max(100)).optional(),
-            // What a vote can prove today: a password or a TOTP code sent as X-Auth-Confirm.
-            require_credential_types: z.array(z.enum(['password', 'totp'])).optional(),
-          })
-          .superRefine((a, ctx) => {
-            // A minimum for a role that may not vote could never be met.
-            if (!a.required_roles?.length) return;
-            for (const role of Object.keys(a.per_role_minimums ?? {})) {
-              if (!a.required_roles.includes(role as z.infer<typeof OrgRole>)) {
-                ctx.addIssue({
-                  code: 'custom',
-                  path: ['per_role_minimums', role],
-                  message: 'names a role that is not in required_roles',
-                });
+      z
+        .strictObject({
+          conditions: z.array(ApprovalConditionSchema).min(1).max(50),
+          risk_tier: z.number().int().min(1).max(3),
+          approval: z
+            .strictObject({
+              min_approvals: z.number().int().min(1).max(100),
+              required_roles: z.array(OrgRole).max(3).optional(),
+              per_role_minimums: z.partialRecord(OrgRole, z.number().int().min(1).max(100)).optional(),
+              // What a vote can prove today: a password or a TOTP code sent as X-Auth-Confirm.
+              require_credential_types: z.array(z.enum(['password', 'totp'])).optional(),
+            })
+            .superRefine((a, ctx) => {
+              // A minimum for a role that may not vote could never be met.
+              if (!a.required_roles?.length) return;
+              for (const role of Object.keys(a.per_role_minimums ?? {})) {
+                if (!a.required_roles.includes(role as z.infer<typeof OrgRole>)) {
+                  ctx.addIssue({
+                    code: 'custom',
+                    path: ['per_role_minimums', role],
+                    message: 'names a role that is not in required_roles',
+                  });
+                }
               }
-            }
-          })
-          .optional(),
-        expiry_secs: z.number().int().min(60).max(2_592_000).optional(),
-        self_approval_allowed: z
-          .boolean()
-          .optional()
-          .describe("Whether the agent's creator may vote on its approvals (default false)"),
-        skip_when: conditionSets
-          .optional()
-          .describe('The rule does not apply when every condition of any entry matches'),
-        require_when: conditionSets
-          .optional()
-          .describe('When set, the rule applies only when every condition of some entry matches'),
-      }),
+            })
+            .optional(),
+          expiry_secs: z.number().int().min(60).max(2_592_000).optional(),
+          self_approval_allowed: z
+            .boolean()
+            .optional()
+            .describe("Whether the agent's creator may vote on its approvals (default false)"),
+          skip_when: conditionSets
+            .optional()
+            .describe('The rule does not apply when every condition of any entry matches'),
+          require_when: conditionSets
+            .optional()
+            .describe('When set, the rule applies only when every condition of some entry matches'),
+        })
+        .superRefine((r, ctx) => {
+          // A tier-3 vote proves a TOTP code: a rule asking only for other types could never pass.
+          const types = r.approval?.require_credential_types;
+          if (r.risk_tier === 3 && types?.length && !types.includes('totp')) {
+            ctx.addIssue({
+              code: 'custom',
+              path: ['approval', 'require_credential_types'],
+              message: 'must include totp at risk_tier 3 (a tier-3 decision is proved with a TOTP code)',
+            });
+          }
+        }),
     )
     .max(50),
 });

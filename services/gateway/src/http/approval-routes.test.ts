@@ -719,6 +719,20 @@ describe('action_approval_policy: self_approval_allowed, skip_when, require_when
       'action_approval_policy.rules.0.approval.require_credential_types.0',
     ]);
     expect(issues({ min_approvals: 2, require_credential_types: ['totp', 'password'] })).toEqual([]);
+    const tier3 = (types: string[]) =>
+      UpdateAgentBody.safeParse({
+        action_approval_policy: {
+          rules: [
+            {
+              conditions: [{ type: 'always' }],
+              risk_tier: 3,
+              approval: { min_approvals: 2, require_credential_types: types },
+            },
+          ],
+        },
+      }).error?.issues.map((i) => i.path.join('.')) ?? [];
+    expect(tier3(['password'])).toEqual(['action_approval_policy.rules.0.approval.require_credential_types']);
+    expect(tier3(['password', 'totp'])).toEqual([]);
   });
 
   it('shows none of them on a rule without them', () => {

@@ -69,7 +69,9 @@ export function approvalRoutes(peers: Peers, guards: Guards): Router {
       method: 'post',
       path: '/v1/approvals/request',
       access: 'authenticated',
-      summary: 'Ask the humans of the org to approve an action (agents only; a human is refused with 403)',
+      summary:
+        'Ask the humans of the org to approve an action (agents only; a human is refused with 403; 422 when the ' +
+        "agent's stored approval policy asks for a consensus no vote at this tier can meet)",
       tag,
       body: RequestBody,
       responses: {

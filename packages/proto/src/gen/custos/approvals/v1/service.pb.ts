@@ -86,7 +86,10 @@ export const ApprovalsServiceService = {
     responseSerialize: (value: GetApprovalResponse): Buffer => Buffer.from(GetApprovalResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetApprovalResponse => GetApprovalResponse.decode(value),
   },
-  /** ListApprovals: the org's approvals (humans only), pending first, newest first within a status. */
+  /**
+   * ListApprovals: the org's approvals (humans only), pending first, newest first within a status,
+   * without their payload and preview (GetApproval has them).
+   */
   listApprovals: {
     path: "/custos.approvals.v1.ApprovalsService/ListApprovals",
     requestStream: false,
@@ -164,7 +167,10 @@ export interface ApprovalsServiceServer extends UntypedServiceImplementation {
   createApproval: handleUnaryCall<CreateApprovalRequest, CreateApprovalResponse>;
   /** GetApproval: one approval, for the agent that it concerns and the humans of its org. */
   getApproval: handleUnaryCall<GetApprovalRequest, GetApprovalResponse>;
-  /** ListApprovals: the org's approvals (humans only), pending first, newest first within a status. */
+  /**
+   * ListApprovals: the org's approvals (humans only), pending first, newest first within a status,
+   * without their payload and preview (GetApproval has them).
+   */
   listApprovals: handleUnaryCall<ListApprovalsRequest, ListApprovalsResponse>;
   /**
    * DecideApproval: a human of the org approves or rejects. Tier 2 needs a step-up credential,
@@ -244,7 +250,10 @@ export interface ApprovalsServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetApprovalResponse) => void,
   ): ClientUnaryCall;
-  /** ListApprovals: the org's approvals (humans only), pending first, newest first within a status. */
+  /**
+   * ListApprovals: the org's approvals (humans only), pending first, newest first within a status,
+   * without their payload and preview (GetApproval has them).
+   */
   listApprovals(
     request: ListApprovalsRequest,
     callback: (error: ServiceError | null, response: ListApprovalsResponse) => void,
