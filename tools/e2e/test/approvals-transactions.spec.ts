@@ -551,7 +551,7 @@ describe('approvals: transactions and sign intents that need a human (shared mes
   });
 
   describe('the sign intent gate', () => {
-    it('a personal_sign under an intent_type_in rule waits (202); after approval the same body signs once', async () => {
+    it('a personal_sign under an intent_type_in rule waits (202); after approval the same body signs once, even 20 at once', async () => {
       const signer = await anvilAgent(mesh, owner, {
         message_signing_enabled: true,
         action_approval_policy: {
@@ -586,13 +586,15 @@ describe('approvals: transactions and sign intents that need a human (shared mes
       // The approval covers this body only.
       const otherMessage = { ...body, message: hexlify(toUtf8Bytes(`${text}!`)), approval_id: approvalId };
       expectApprovalRequired(await postJson(mesh, path, otherMessage, { token: signer.token }));
-      const signed = await postJson(
-        mesh,
-        path,
-        { ...body, approval_id: approvalId },
-        { token: signer.token },
+      // 20 at once: exactly one signs.
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, () =>
+          postJson(mesh, path, { ...body, approval_id: approvalId }, { token: signer.token }),
+        ),
       );
-      expect(signed.status).toBe(200);
+      expect(answers.map((r) => r.status).sort()).toEqual([200, ...Array<number>(19).fill(403)]);
+      for (const r of answers.filter((x) => x.status === 403)) expectApprovalRequired(r);
+      const signed = answers.find((r) => r.status === 200)!;
       expect(verifyMessage(text, signed.body['signature'] as string)).toBe(signer.address);
       expectApprovalRequired(
         await postJson(mesh, path, { ...body, approval_id: approvalId }, { token: signer.token }),
