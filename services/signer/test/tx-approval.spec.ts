@@ -27,6 +27,8 @@ import { TransactionService } from '../src/transactions/tx-service';
 import { TxStore } from '../src/transactions/tx-store';
 import { TxWatcher } from '../src/transactions/tx-watcher';
 import { transactionMessage } from '../src/transactions/tx-fns';
+import { solanaAdapter } from '../src/adapters/solana';
+import { generateSolana } from '../src/adapters/solana/solana-keys';
 
 // Signer's side of the approval gate (issue 19) against real Postgres and a real anvil, with a small
 // fake of the approvals peer (its CreateApproval records what it was asked; its ConsumeApproval
@@ -119,7 +121,17 @@ describe('the approval gate of transactions (Postgres + anvil)', () => {
     return w;
   };
 
-  const rig = (w: Wallet, o: { rules?: ApprovalRule[]; orgId?: string; store?: TxStore } = {}) => {
+  const rig = (
+    w: Wallet,
+    o: {
+      rules?: ApprovalRule[];
+      orgId?: string;
+      store?: TxStore;
+      scope?: Partial<IntentScope>;
+      noGate?: boolean;
+      approvals?: FakeApprovals;
+    } = {},
+  ) => {
     const scope = {
       agent: {
         kind: 'agent',
@@ -140,6 +152,7 @@ describe('the approval gate of transactions (Postgres + anvil)', () => {
         isEnabled: true,
       },
       key: { id: randomUUID(), address: w.address, keyVersion: 1, custody: 'server' },
+      ...o.scope,
     } as unknown as IntentScope;
     const intents = {
       audited: (_p: unknown, _a: string, _id: string, step: () => Promise<unknown>) => step(),
@@ -149,7 +162,7 @@ describe('the approval gate of transactions (Postgres + anvil)', () => {
           fn(Buffer.from(w.privateKey.slice(2), 'hex')),
       },
     } as unknown as IntentContext;
-    const approvals = new FakeApprovals();
+    const approvals = o.approvals ?? new FakeApprovals();
     const service = new TransactionService({
       intents,
       store: o.store ?? store,
@@ -158,7 +171,16 @@ describe('the approval gate of transactions (Postgres + anvil)', () => {
       logger,
       rpcTimeoutMs: RPC_TIMEOUT,
       staleClaimMs: 1000,
-      gate: new ApprovalGate({ approvals, preview: previewPool, logger, previewTimeoutMs: RPC_TIMEOUT }),
+      ...(o.noGate
+        ? {}
+        : {
+            gate: new ApprovalGate({
+              approvals,
+              preview: previewPool,
+              logger,
+              previewTimeoutMs: RPC_TIMEOUT,
+            }),
+          }),
     });
     const to = Wallet.createRandom().address;
     const body = (b: Partial<SubmitTransactionRequest> = {}) => {
@@ -176,6 +198,7 @@ describe('the approval gate of transactions (Postgres + anvil)', () => {
       } as SubmitTransactionRequest;
       // As the gateway sends it: the canonical JSON of the HTTP body.
       const http: Record<string, unknown> = { chain: req.chain, to: req.to, value: req.value };
+      if (req.tokenMint) http['token_mint'] = req.tokenMint;
       if (req.data) http['data'] = req.data;
       if (req.resumeTxId) http['resume_tx_id'] = req.resumeTxId;
       if (req.summary) http['summary'] = req.summary;
@@ -527,5 +550,68 @@ describe('the approval gate of transactions (Postgres + anvil)', () => {
     const cut = await submit({ value: '0', data: call(1n).slice(0, 60) });
     expect(cut.tx.status).toBe('awaiting_approval');
     expect(await sentBy(w)).toBe(1);
+  });
+
+  it('no approval gate wired: a matching rule is 503 with nothing recorded or sent (never skipped)', async () => {
+    const w = await funded();
+    const { submit, scope } = rig(w, { noGate: true });
+    const err = await refusal(submit());
+    expect(err.kind).toBe('unavailable');
+    const rows = await pool.query('SELECT 1 FROM signer.transactions WHERE agent_id = $1', [
+      scope.agent.agentId,
+    ]);
+    expect(rows.rowCount).toBe(0);
+    expect(await sentBy(w)).toBe(0);
+    // no rule matches: submitted as before
+    expect((await submit({ value: '1000' })).tx.status).toBe('broadcast');
+  });
+
+  it('a Solana token transfer is held with no native value; the preview and payload name the token and amount', async () => {
+    const w = Wallet.createRandom();
+    const sol = generateSolana();
+    const to = generateSolana().address;
+    const mint = generateSolana().address;
+    const { submit, approvals } = rig(w, {
+      rules: [
+        {
+          conditions: [cond({ type: 'erc20_amount_above', thresholdRaw: '1000' })],
+          riskTier: 2,
+          skipWhen: [],
+          requireWhen: [],
+        },
+      ],
+      scope: {
+        chain: {
+          name: 'solana-devnet',
+          chainId: 0n,
+          family: 'solana',
+          nativeDecimals: 9,
+          nativeCurrency: 'SOL',
+          isTestnet: true,
+          isEnabled: true,
+          rpcUrl: '',
+        },
+        adapter: solanaAdapter,
+        key: {
+          id: randomUUID(),
+          address: sol.address,
+          publicKey: sol.publicKey,
+          keyVersion: 1,
+          custody: 'server',
+        },
+      } as unknown as Partial<IntentScope>,
+    });
+    const r = await submit({ chain: 'solana-devnet', to, value: '2.5', tokenMint: mint });
+    expect(r.tx.status).toBe('awaiting_approval');
+    expect((await row(r.tx.id)).status).toBe('awaiting_approval');
+    const c = approvals.created[0]!;
+    expect(c.payload).toMatchObject({ chain: 'solana-devnet', to, value: '2.5', token_mint: mint });
+    expect(c.preview).toMatchObject({
+      from: sol.address,
+      to,
+      value_wei: '0',
+      value: '0',
+      token_transfer: { token: mint, recipient: to, amount_raw: '2500000', decimals: 6, amount: '2.5' },
+    });
   });
 });

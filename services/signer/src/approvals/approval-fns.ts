@@ -92,15 +92,52 @@ export function transferFacts(
   };
   if (t.tokenMint) {
     facts.valueWei = 0n;
-    if (t.tokenDecimals !== undefined) {
-      const a = amount(t.tokenDecimals);
-      if (a !== undefined) facts.erc20Amount = a;
-    }
+    const a = tokenAmountOf(t);
+    if (a !== undefined) facts.erc20Amount = a;
+    // The amount cannot be known here (a decimal amount without decimals; the chain's token says
+    // them at prepare): erc20_amount_above holds it.
+    else facts.erc20AmountUnknown = true;
   } else {
     const v = amount(chain.nativeDecimals);
     if (v !== undefined) facts.valueWei = v;
   }
   return facts;
+}
+
+/**
+ * A token transfer's amount in the token's base units: an integer `value` is base units; a decimal
+ * one needs the token's decimals. Undefined when they are not known (or the value does not parse).
+ */
+export function tokenAmountOf(t: TransferInput): bigint | undefined {
+  const v = t.value.trim();
+  if (t.tokenDecimals === undefined && !/^[0-9]+$/.test(v)) return undefined;
+  try {
+    return parseEvmValue(v, t.tokenDecimals ?? 0, 'value');
+  } catch {
+    return undefined;
+  }
+}
+
+/** What the approver's preview of a non-EVM transfer is computed from (a token moves no native value). */
+export function transferHeld(
+  from: string,
+  t: TransferInput,
+  facts: RuleFacts,
+): { from: string; to: string; valueWei: bigint; data: string; token?: HeldToken } {
+  if (!t.tokenMint) return { from, to: t.to, valueWei: facts.valueWei ?? 0n, data: '0x' };
+  return {
+    from,
+    to: t.to,
+    valueWei: 0n,
+    data: '0x',
+    token: { mint: t.tokenMint, amountRaw: facts.erc20Amount, decimals: t.tokenDecimals },
+  };
+}
+
+interface HeldToken {
+  mint: string;
+  amountRaw?: bigint | undefined;
+  decimals?: number | undefined;
 }
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');

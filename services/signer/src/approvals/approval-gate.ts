@@ -17,6 +17,8 @@ export interface HeldTx {
   to: string;
   valueWei: bigint;
   data: string;
+  /** A non-EVM token transfer's token (valueWei is then 0). */
+  token?: { mint: string; amountRaw?: bigint | undefined; decimals?: number | undefined };
 }
 
 function requirementOf(m: RuleMatch): Requirement | undefined {
@@ -92,6 +94,7 @@ export class ApprovalGate {
       to: t.to,
       valueWei: t.valueWei,
       data: t.data || '0x',
+      ...(t.token ? { token: t.token } : {}),
       summary: previewSummary(summary),
       rule: match.ruleJson,
       tier: match.tier,
@@ -110,7 +113,9 @@ export class ApprovalGate {
         to: t.to,
         value_wei: t.valueWei.toString(),
         call: null,
-        token_transfer: null,
+        token_transfer: t.token
+          ? { token: t.token.mint, recipient: t.to, amount_raw: t.token.amountRaw?.toString() ?? null }
+          : null,
         simulation: null,
         rule: match.ruleJson,
         risk_tier: match.tier,

@@ -258,6 +258,40 @@ describe('buildPreview (decoding and flags)', () => {
       });
     });
 
+    it('a token transfer: no native value, the token and its amount in token_transfer', async () => {
+      const SOL = { name: 'solana', chainId: '0', family: 'solana', nativeSymbol: 'SOL', decimals: 9 };
+      const p = await buildPreview({
+        chain: SOL,
+        from: 'Sender111',
+        to: 'Dest111',
+        valueWei: 0n,
+        data: '0x',
+        tier: 2,
+        token: { mint: 'MintAbc', amountRaw: 1_500_000n, decimals: 6 },
+      });
+      expect(p).toMatchObject({
+        value_wei: '0',
+        value: '0',
+        token_transfer: {
+          token: 'MintAbc',
+          recipient: 'Dest111',
+          amount_raw: '1500000',
+          decimals: 6,
+          amount: '1.5',
+        },
+      });
+      const unknown = await buildPreview({
+        chain: SOL,
+        from: 'Sender111',
+        to: 'Dest111',
+        valueWei: 0n,
+        data: '0x',
+        tier: 2,
+        token: { mint: 'MintAbc' },
+      });
+      expect(unknown.token_transfer).toEqual({ token: 'MintAbc', recipient: 'Dest111', amount_raw: null });
+    });
+
     it('the recipient check compares with the literal to only', async () => {
       const base = {
         chain: { ...BTC, family: 'tron', decimals: 6 },

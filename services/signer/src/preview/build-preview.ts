@@ -14,6 +14,7 @@ import {
 } from './preview-fns.js';
 import {
   TraceUnsupportedError,
+  type ChainTokenTransferJson,
   type DecodedCall,
   type EvmCall,
   type PreviewFlag,
@@ -61,8 +62,9 @@ import {
  * - `simulation_reverted`: eth_call reverted (the reason is in `simulation.revert_reason`).
  * - `value_and_call`: native value is sent along a known token call (WETH deposit excepted).
  *
- * Non-EVM chains (family ≠ evm): `call`, `token_transfer` and `simulation` are null, `value` is in
- * major units from the chain's decimals, and the only flag is the recipient check, against the
+ * Non-EVM chains (family ≠ evm): `call` and `simulation` are null, `value` is in major units from
+ * the chain's decimals (0 for a token transfer), `token_transfer` is null for a native transfer and
+ * `{token, recipient, amount_raw, decimals?, amount?}` for a token one (SPL, TRC-20: `input.token`), and the only flag is the recipient check, against the
  * literal `to` and `from` only (EVM-shaped addresses: other address shapes are out of scope).
  */
 export async function buildPreview(
@@ -87,7 +89,7 @@ export async function buildPreview(
     const flags: PreviewFlag[] = [];
     const f = recipientFlag(input.summary, [input.to, input.from]);
     if (f) flags.push(f);
-    return { ...head, call: null, token_transfer: null, simulation: null, ...tail, flags };
+    return { ...head, call: null, token_transfer: chainTokenOf(input), simulation: null, ...tail, flags };
   }
 
   const data = input.data || '0x';
@@ -116,6 +118,22 @@ export async function buildPreview(
     ...tail,
     flags,
   };
+}
+
+/** A non-EVM token transfer (SPL, TRC-20, ...) as the approver sees it; null for a native one. */
+function chainTokenOf(input: PreviewInput): ChainTokenTransferJson | null {
+  const t = input.token;
+  if (!t) return null;
+  const out: ChainTokenTransferJson = {
+    token: t.mint,
+    recipient: input.to,
+    amount_raw: t.amountRaw === undefined ? null : t.amountRaw.toString(),
+  };
+  if (t.decimals !== undefined) {
+    out.decimals = t.decimals;
+    if (t.amountRaw !== undefined) out.amount = majorUnits(t.amountRaw, t.decimals);
+  }
+  return out;
 }
 
 /** Each chain call's bound when the caller gives none. */

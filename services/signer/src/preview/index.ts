@@ -12,5 +12,6 @@ export {
   type PreviewInput,
   type PreviewRpc,
   type PreviewSummary,
+  type ChainTokenTransferJson,
   type TokenTransferJson,
 } from './preview-types.js';

@@ -16,6 +16,11 @@ export interface PreviewInput {
   valueWei: bigint;
   /** Call data, `0x` when none. */
   data: string;
+  /**
+   * A non-EVM token transfer (SPL, TRC-20, ...): the token (mint / contract), its amount in base
+   * units when known and its decimals when given. The native `valueWei` of such a transfer is 0.
+   */
+  token?: { mint: string; amountRaw?: bigint | undefined; decimals?: number | undefined };
   /** The agent's own summary, shown as given and checked against the payload. */
   summary?: PreviewSummary;
   /** The rule that asked for approval (shown as is). */
@@ -109,6 +114,17 @@ export interface TokenTransferJson {
   /** setApprovalForAll's flag. */
   approved?: boolean;
   /** The token's decimals() when the contract answered it. */
+  decimals?: number;
+  /** amount_raw in the token's major units when decimals are known. */
+  amount?: string;
+}
+
+/** A non-EVM token transfer in the preview's JSON shape. */
+export interface ChainTokenTransferJson {
+  token: string;
+  recipient: string;
+  /** Base units; null when they cannot be known before the chain is asked (no decimals given). */
+  amount_raw: string | null;
   decimals?: number;
   /** amount_raw in the token's major units when decimals are known. */
   amount?: string;

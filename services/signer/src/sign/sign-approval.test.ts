@@ -15,7 +15,12 @@ import { type Approvals, approvalRequired } from '../peers/approvals-client.js';
 import { SignService } from './sign-service.js';
 import { signResponseOf } from './sign-grpc.js';
 import type { SignOnlyTxRow, SignStore } from './sign-store.js';
-import type { SignIntentInput } from './sign-types.js';
+import type { SignBudget, SignIntentInput } from './sign-types.js';
+import { solanaAdapter } from '../adapters/solana/index.js';
+import { generateSolana } from '../adapters/solana/solana-keys.js';
+import { tronAdapter } from '../adapters/tron/index.js';
+import { generateTron } from '../adapters/tron/tron-keys.js';
+import type { ChainAdapter, PreparedTransfer, TransferInput } from '../keys/chain-adapter.js';
 
 // The approval gate of sign intents (issue 19), SignService with its edges faked (key, store, chain,
 // and the approvals peer): a matching rule answers awaiting_approval with nothing signed; a resume
@@ -44,22 +49,42 @@ const rule = (conditions: ReturnType<typeof cond>[], riskTier = 1): ApprovalRule
   requireWhen: [],
 });
 
+/**
+ * The approvals peer as far as signer sees it: CreateApproval records the request; ConsumeApproval
+ * accepts only an approval it created, for the same org, agent, action and target (as approvals'
+ * conditional update does), so a resume that names another target is refused here too.
+ */
 class FakeApprovals implements Approvals {
   created: CreateApprovalRequest[] = [];
   consumed: ConsumeApprovalRequest[] = [];
   refuse = false;
+  private byId = new Map<string, CreateApprovalRequest>();
   async create(r: CreateApprovalRequest): Promise<Approval> {
     this.created.push(r);
-    return { id: randomUUID() } as Approval;
+    const id = randomUUID();
+    this.byId.set(id, r);
+    return { id } as Approval;
   }
   async consume(r: ConsumeApprovalRequest): Promise<Approval> {
     this.consumed.push(r);
     if (this.refuse) throw approvalRequired('the approval is not approved', r.approvalId);
+    const c = this.byId.get(r.approvalId);
+    const same =
+      c &&
+      c.orgId === r.orgId &&
+      c.agentId === r.agentId &&
+      c.action === r.action &&
+      c.targetType === r.targetType &&
+      c.targetId === r.targetId;
+    if (!same) throw approvalRequired('the approval is not for this target', r.approvalId);
     return { id: r.approvalId } as Approval;
   }
 }
 
-function rig(rules: ApprovalRule[]) {
+function rig(
+  rules: ApprovalRule[],
+  o: { scope?: Partial<IntentScope>; gate?: boolean; privateKey?: Buffer } = {},
+) {
   const scope = {
     agent: { kind: 'agent', agentId: AGENT, orgId: ORG, intentsApiEnabled: true },
     settings: {
@@ -70,6 +95,7 @@ function rig(rules: ApprovalRule[]) {
     },
     chain: { name: 'anvil', chainId: 31337n, family: 'evm', nativeDecimals: 18, rpcUrl: '' },
     key: { id: '33333333-3333-4333-8333-333333333333', address: ADDRESS, keyVersion: 1, custody: 'server' },
+    ...o.scope,
   } as unknown as IntentScope;
   const audits: AuditRecordInput[] = [];
   const rows: SignOnlyTxRow[] = [];
@@ -80,7 +106,7 @@ function rig(rules: ApprovalRule[]) {
     loader: {
       withKey: async (_k: unknown, fn: (pk: Buffer) => unknown) => {
         loads++;
-        return fn(Buffer.from(PK));
+        return fn(Buffer.from(o.privateKey ?? PK));
       },
     },
   } as unknown as IntentContext;
@@ -114,14 +140,19 @@ function rig(rules: ApprovalRule[]) {
     rpc: { forChain: () => rpc },
     logger,
     inputs: { inputsInUse: async () => new Set<string>() },
-    gate,
+    ...(o.gate === false ? {} : { gate }),
   });
-  const sign = (input: Partial<SignIntentInput>) => {
-    const full = { agentId: AGENT, chain: 'anvil', intentType: 'personal_sign', ...input } as SignIntentInput;
+  const sign = (input: Partial<SignIntentInput>, budget?: SignBudget) => {
+    const full = {
+      agentId: AGENT,
+      chain: scope.chain.name,
+      intentType: 'personal_sign',
+      ...input,
+    } as SignIntentInput;
     // As the gateway sends it: the canonical JSON of the body without approval_id.
     const { agentId: _a, approvalId: _b, ...body } = full;
     full.canonicalBody = canonicalJson({ ...body, intent_type: full.intentType });
-    return service.sign(scope.agent, full);
+    return service.sign(scope.agent, full, budget);
   };
   return { sign, approvals, audits, rows, loads: () => loads };
 }
@@ -251,5 +282,162 @@ describe('SignService approval gate', () => {
         }),
       ),
     );
+  });
+
+  it('no approval gate wired: a matching rule is 503 and nothing is signed (never skipped)', async () => {
+    const r = rig([rule([cond({ type: 'always' })])], { gate: false });
+    const err = await r.sign({ message: MESSAGE }).catch((e: unknown) => e as CustosError);
+    expect(err).toBeInstanceOf(CustosError);
+    expect(err).toMatchObject({ kind: 'unavailable' });
+    expect(r.loads()).toBe(0);
+    expect(r.audits).toEqual([]);
+    // no rule matches: signed as before
+    const free = rig([rule([cond({ type: 'intent_type_in', intentTypes: ['typed_data'] })])], {
+      gate: false,
+    });
+    expect(verifyMessage('pay 5 to bob', (await free.sign({ message: MESSAGE })).signature)).toBe(ADDRESS);
+  });
+
+  it('a resume whose caller has run out of time is 503 before the approval is used (it stays usable)', async () => {
+    const r = rig([rule([cond({ type: 'always' })])]);
+    const held = await r.sign({ message: MESSAGE });
+    const late = { deadline: Date.now() - 1, cancelled: () => false } as SignBudget;
+    const err = await r
+      .sign({ message: MESSAGE, approvalId: held.approvalId! }, late)
+      .catch((e: unknown) => e as CustosError);
+    expect(err).toMatchObject({ kind: 'unavailable' });
+    expect(r.approvals.consumed).toHaveLength(0);
+    expect(r.loads()).toBe(0);
+    const out = await r.sign({ message: MESSAGE, approvalId: held.approvalId! });
+    expect(verifyMessage('pay 5 to bob', out.signature)).toBe(ADDRESS);
+  });
+
+  it('message_text is shown without bidi overrides or zero-width characters', async () => {
+    const r = rig([rule([cond({ type: 'always' })])]);
+    const tricky = 'pay 5 to \u202Eevil\u202C bob\u200B\u2066x\u2069\uFEFF';
+    await r.sign({ message: hexlify(toUtf8Bytes(tricky)) });
+    expect(r.approvals.created[0]!.preview).toMatchObject({ message_text: 'pay 5 to evil bobx' });
+  });
+});
+
+/** A non-EVM chain's real adapter (its parse) with a fake node: prepare answers without a chain. */
+function withFakeNode(adapter: ChainAdapter): ChainAdapter {
+  const t = adapter.transfers!;
+  return {
+    ...adapter,
+    transfers: {
+      ...t,
+      prepare: async (_ctx, input: TransferInput): Promise<PreparedTransfer> => ({
+        unsigned: {},
+        to: input.to,
+        value: 1n,
+        fee: 5000n,
+        inputs: [],
+        details: {},
+      }),
+      sign: () => ({ signedTx: 'signed', txHash: 'hash' }),
+    },
+  };
+}
+
+describe('SignService approval gate on non-EVM chains (sign-only transfers)', () => {
+  const sol = generateSolana();
+  const solScope = {
+    chain: {
+      name: 'solana-devnet',
+      chainId: 0n,
+      family: 'solana',
+      nativeDecimals: 9,
+      nativeCurrency: 'SOL',
+      isTestnet: true,
+      rpcUrl: 'http://127.0.0.1:9',
+    },
+    adapter: withFakeNode(solanaAdapter),
+    key: { id: '44444444-4444-4444-8444-444444444444', address: sol.address, publicKey: sol.publicKey },
+  } as unknown as Partial<IntentScope>;
+  const tron = generateTron();
+  const tronScope = {
+    chain: {
+      name: 'tron-nile',
+      chainId: 0n,
+      family: 'tron',
+      nativeDecimals: 6,
+      nativeCurrency: 'TRX',
+      isTestnet: true,
+      rpcUrl: 'http://127.0.0.1:9',
+    },
+    adapter: withFakeNode(tronAdapter),
+    key: { id: '55555555-5555-4555-8555-555555555555', address: tron.address, publicKey: tron.publicKey },
+  } as unknown as Partial<IntentScope>;
+  const amountAbove = rule([cond({ type: 'erc20_amount_above', thresholdRaw: '1000000000' })], 2);
+
+  it('Solana: a token transfer without token_decimals is held by erc20_amount_above (the parse fills the decimals)', async () => {
+    const r = rig([amountAbove], { scope: solScope, privateKey: sol.privateKey });
+    const to = generateSolana().address;
+    const mint = generateSolana().address;
+    // 2,000.5 tokens (a decimal amount) of the default 6 decimals: 2,000,500,000 base units, above it.
+    const out = await r.sign({ intentType: 'transaction', to, value: '2000.5', tokenMint: mint });
+    expect(out).toMatchObject({ status: 'awaiting_approval', signedTx: null });
+    expect(r.rows).toHaveLength(0);
+    expect(r.approvals.created).toHaveLength(1);
+    const c = r.approvals.created[0]!;
+    // The approver sees the transfer: recipient, the token and its amount, no native value.
+    expect(c.payload).toMatchObject({ to, value: '2000.5', token_mint: mint });
+    expect(c.preview).toMatchObject({
+      chain: 'solana-devnet',
+      from: sol.address,
+      to,
+      value_wei: '0',
+      token_transfer: {
+        token: mint,
+        recipient: to,
+        amount_raw: '2000500000',
+        decimals: 6,
+        amount: '2000.5',
+      },
+    });
+    // 1 base unit of it is not held
+    const small = await r.sign({ intentType: 'transaction', to, value: '1', tokenMint: mint });
+    expect(small.status).toBe('sign_only');
+  });
+
+  it('Solana: a native transfer shows its recipient and value to the approver', async () => {
+    const r = rig([rule([cond({ type: 'value_above', thresholdWei: '1000000000' })], 1)], {
+      scope: solScope,
+      privateKey: sol.privateKey,
+    });
+    const to = generateSolana().address;
+    const out = await r.sign({ intentType: 'transaction', to, value: '1.5' });
+    expect(out.status).toBe('awaiting_approval');
+    const c = r.approvals.created[0]!;
+    expect(c.payload).toMatchObject({ to, value: '1.5' });
+    expect(c.payload).not.toHaveProperty('token_mint');
+    expect(c.preview).toMatchObject({
+      from: sol.address,
+      to,
+      value_wei: '1500000000',
+      value: '1.5',
+      symbol: 'SOL',
+      token_transfer: null,
+    });
+  });
+
+  it('Tron: a TRC-20 transfer of a decimal amount without token_decimals is held (its amount cannot be known)', async () => {
+    const r = rig([rule([cond({ type: 'erc20_amount_above', thresholdRaw: '1000000000000000' })], 2)], {
+      scope: tronScope,
+      privateKey: tron.privateKey,
+    });
+    const to = generateTron().address;
+    const token = generateTron().address;
+    const out = await r.sign({ intentType: 'transaction', to, value: '1.5', tokenMint: token });
+    expect(out.status).toBe('awaiting_approval');
+    expect(r.approvals.created[0]!.preview).toMatchObject({
+      value_wei: '0',
+      token_transfer: { token, recipient: to, amount_raw: null },
+    });
+    expect(r.approvals.created[0]!.payload).toMatchObject({ to, value: '1.5', token_mint: token });
+    // base units are known without decimals: below the threshold, signed
+    const small = await r.sign({ intentType: 'transaction', to, value: '15', tokenMint: token });
+    expect(small.status).toBe('sign_only');
   });
 });

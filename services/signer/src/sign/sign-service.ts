@@ -9,16 +9,17 @@ import {
   PermissionDeniedError,
   UnavailableError,
 } from '@custos/service-kit';
-import type { RuleFacts } from '@custos/approval-rules';
+import { type RuleFacts, matchApprovalPolicy } from '@custos/approval-rules';
 import { canonicalJson } from '@custos/service-kit';
 import { failClosed } from '../audit/signer-audit.js';
-import type { ApprovalGate } from '../approvals/approval-gate.js';
+import type { ApprovalGate, HeldTx } from '../approvals/approval-gate.js';
 import {
   SIGN_ACTION,
   evmTxFacts,
   signIntentTarget,
   summaryOr,
   transferFacts,
+  transferHeld,
 } from '../approvals/approval-fns.js';
 import { fillEvmTransaction, evmCapsOf } from '../evm/evm-fill.js';
 import { type EvmRpc, type EvmRpcPool, EvmRpcError } from '../evm/evm-rpc.js';
@@ -34,7 +35,7 @@ import {
   signDigest,
 } from './sign-fns.js';
 import type { SignStore } from './sign-store.js';
-import { refuseTransferFieldsOnEvm, transferInputOf } from '../transactions/tx-fns.js';
+import { refuseTransferFieldsOnEvm } from '../transactions/tx-fns.js';
 import { addressOn } from '../keys/chain-adapter.js';
 import { signTransferOnly } from './sign-transfer.js';
 import type { TxStore } from '../transactions/tx-store.js';
@@ -68,14 +69,20 @@ export const SIGN_ACTIONS = {
  */
 type ApprovalStep = (
   facts: RuleFacts & { from?: string },
-  preview: { from: string; to: string; valueWei: bigint; data: string } | undefined,
+  preview: HeldTx | undefined,
   /** What the approver is shown of a message or typed data (hashes, the text when readable). */
   details?: Record<string, unknown>,
 ) => Promise<string | undefined>;
 
-/** A message's text for the approver when it is printable UTF-8 (at most 2,000 characters), else null. */
+/** Bidi embeddings/overrides/isolates and marks, and zero-width characters: they reorder or hide text. */
+const INVISIBLE = /[\u061C\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]/g;
+
+/**
+ * A message's text for the approver when it is printable UTF-8 (at most 2,000 characters), else
+ * null; bidi controls and zero-width characters are removed so the approver reads it in its order.
+ */
 function readableText(bytes: Uint8Array): string | null {
-  const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
+  const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes).replace(INVISIBLE, '');
   // eslint-disable-next-line no-control-regex
   if (text.includes('\uFFFD') || /[\u0000-\u0008\u000E-\u001F\u007F]/.test(text)) return null;
   return text.length > 2000 ? `${text.slice(0, 2000)}…` : text;
@@ -118,7 +125,12 @@ export class SignService {
    * request `awaiting_approval` (AwaitingApproval, nothing signed); an `approval_id` is used once
    * for this very body (403 `approval_required` otherwise), and the rule is not evaluated again.
    */
-  private approvalStep(scope: IntentScope, intent: IntentType, input: SignIntentInput): ApprovalStep {
+  private approvalStep(
+    scope: IntentScope,
+    intent: IntentType,
+    input: SignIntentInput,
+    budget: SignBudget,
+  ): ApprovalStep {
     return async (facts, preview, details = {}) => {
       const gate = this.deps.gate;
       const target = () => {
@@ -127,6 +139,8 @@ export class SignService {
       };
       if (input.approvalId) {
         if (!gate) throw new UnavailableError('approvals are not configured on this signer');
+        // The approval is used once: not for a request whose caller has already given up.
+        this.inTime(budget, 0, 'using the approval');
         await gate.consume(scope, {
           approvalId: input.approvalId,
           action: SIGN_ACTION,
@@ -142,11 +156,14 @@ export class SignService {
         ...(scope.chain.family === 'evm' ? { chainId: scope.chain.chainId.toString() } : {}),
         ...facts,
       };
-      const match = gate?.match(scope, full);
+      // Matched here, gate or not: a rule that matches with no gate wired is 503, never skipped.
+      const match = matchApprovalPolicy(scope.settings.actionApprovalPolicy, full);
       if (!match) return undefined;
+      if (!gate)
+        throw new UnavailableError('approvals are not configured on this signer; nothing was signed');
       const targetId = target();
       const p = preview
-        ? await gate!.preview(scope, preview, match, input.summary)
+        ? await gate.preview(scope, preview, match, input.summary)
         : {
             intent_type: intent,
             chain: scope.chain.name,
@@ -206,7 +223,7 @@ export class SignService {
     return this.deps.intents.audited(p, 'agent.sign', input.agentId, async () => {
       const scope = await this.deps.intents.open(p, input.agentId, input.chain);
       const intent = parseIntentType(input.intentType);
-      const step = this.approvalStep(scope, intent, input);
+      const step = this.approvalStep(scope, intent, input, budget);
       try {
         return await this.signIntent(scope, intent, input, budget, step);
       } catch (err) {
@@ -243,9 +260,15 @@ export class SignService {
         {
           inTime: (marginMs, what) => this.inTime(budget, marginMs, what),
           auditDetails: this.scopeDetails(scope, 'transaction'),
-          beforeSign: async () => {
+          // The facts of the transfer as the chain's adapter parsed it (its decimals filled in).
+          beforeSign: async (t) => {
             const from = addressOn(scope.adapter, scope.key, scope.chain);
-            return step({ ...transferFacts(scope.chain, transferInputOf(input), {}), from }, undefined);
+            const facts = transferFacts(scope.chain, t, {});
+            return step({ ...facts, from }, transferHeld(from, t, facts), {
+              to: t.to,
+              value: t.value,
+              ...(t.tokenMint ? { token_mint: t.tokenMint } : {}),
+            });
           },
         },
       );

@@ -3,7 +3,7 @@ import { auditOf } from '@custos/events';
 import type { Logger } from '@custos/service-kit';
 import { failClosed } from '../audit/signer-audit.js';
 import type { IntentScope } from '../intents/intent-context.js';
-import { addressOn } from '../keys/chain-adapter.js';
+import { type TransferInput, addressOn } from '../keys/chain-adapter.js';
 import type { KeyLoader } from '../keys/key-loader.js';
 import { PREPARE, endpointOf, onChain, signChecked, transfersOf } from '../transactions/transfer-flow.js';
 import { refuseEvmFields, transferDetails, transferInputOf } from '../transactions/tx-fns.js';
@@ -33,8 +33,11 @@ export async function signTransferOnly(
     inTime: (marginMs: number, step: string) => void;
     /** What every signature's record names (chain, key, address). */
     auditDetails: Record<string, unknown>;
-    /** The approval step (issue 19), just before the key is used: the approval used, if any. */
-    beforeSign?: () => Promise<string | undefined>;
+    /**
+     * The approval step (issue 19), just before the key is used, with the transfer as the chain's
+     * adapter parsed it: the approval used, if any.
+     */
+    beforeSign?: (t: TransferInput) => Promise<string | undefined>;
   },
 ): Promise<SignIntentResult> {
   refuseEvmFields(input, scope.chain.family);
@@ -62,7 +65,7 @@ export async function signTransferOnly(
         ? BigInt(stored)
         : prepared.sequenceFromChain;
   }
-  const approvalId = o.beforeSign ? await o.beforeSign() : undefined;
+  const approvalId = o.beforeSign ? await o.beforeSign(t) : undefined;
   o.inTime(0, 'signing');
   const signed = await deps.loader.withKey(scope.key, (pk) =>
     signChecked(scope, ops, pk, prepared, sequence),

@@ -11,9 +11,9 @@ import {
   UnavailableError,
   isUuid,
 } from '@custos/service-kit';
-import type { RuleMatch } from '@custos/approval-rules';
+import { type RuleMatch, matchApprovalPolicy } from '@custos/approval-rules';
 import { failClosed, writeSignerAudit } from '../audit/signer-audit.js';
-import type { ApprovalGate } from '../approvals/approval-gate.js';
+import type { ApprovalGate, HeldTx } from '../approvals/approval-gate.js';
 import {
   TX_ACTION,
   approvalPayload,
@@ -21,6 +21,7 @@ import {
   evmTxFacts,
   summaryOr,
   transferFacts,
+  transferHeld,
 } from '../approvals/approval-fns.js';
 import { approvalRequired } from '../peers/approvals-client.js';
 import {
@@ -166,7 +167,8 @@ export class TransactionService {
           resume = this.gate().checkResume(scope, row, approvalRequestHash(req));
         } else {
           const facts = evmReq ? evmTxFacts(scope.chain, evmReq) : transferFacts(scope.chain, transfer!);
-          const match = this.deps.gate?.match(scope, facts);
+          // Matched here, gate or not: a rule that matches with no gate wired is 503, never skipped.
+          const match = matchApprovalPolicy(scope.settings.actionApprovalPolicy, facts);
           if (match) {
             const tx = await this.hold(scope, req, evmReq, transfer, match, held, onRecorded);
             return { tx, replayed: false };
@@ -399,11 +401,12 @@ export class TransactionService {
     const gate = this.gate();
     const p = scope.agent;
     const id = randomUUID();
-    const facts = evmReq ? undefined : transferFacts(scope.chain, transfer!);
     const from = evmReq ? scope.key.address : addressOn(scope.adapter, scope.key, scope.chain);
-    const to = evmReq ? (evmReq.to ?? '') : transfer!.to;
-    const value = evmReq ? evmReq.value : facts!.valueWei || facts!.erc20Amount || 0n;
-    const data = evmReq ? evmReq.data : '0x';
+    // A token transfer moves no native value: its token and amount are the preview's token_transfer.
+    const heldTx: HeldTx = evmReq
+      ? { from, to: evmReq.to ?? '', valueWei: evmReq.value, data: evmReq.data }
+      : transferHeld(from, transfer!, transferFacts(scope.chain, transfer!));
+    const { to, valueWei: value, data } = heldTx;
     const row = await failClosed(logger, `${ACTION}.awaiting_approval`, () =>
       store.insertFinal(
         {
@@ -434,7 +437,7 @@ export class TransactionService {
     );
     onRecorded();
     try {
-      const preview = await gate.preview(scope, { from, to, valueWei: value, data }, match, req.summary);
+      const preview = await gate.preview(scope, heldTx, match, req.summary);
       const approval = await gate.create(scope, {
         action: TX_ACTION,
         targetType: 'transaction',
@@ -443,7 +446,10 @@ export class TransactionService {
           req.summary,
           `Transaction on ${scope.chain.name} to ${to || '(contract creation)'}`,
         ),
-        payload: approvalPayload(scope.chain.name, to, req.value ?? '0', req.data ?? ''),
+        payload: {
+          ...approvalPayload(scope.chain.name, to, req.value ?? '0', req.data ?? ''),
+          ...(transfer?.tokenMint ? { token_mint: transfer.tokenMint } : {}),
+        },
         preview,
         match,
       });
