@@ -49,10 +49,16 @@ class FakeApprovals implements Approvals {
   /** What ConsumeApproval does: accept every call, accept only the first, refuse, or be down. */
   mode: 'accept' | 'once' | 'refuse' | 'down' = 'accept';
   createDown = false;
+  /** What CreateApproval refuses with (INVALID_ARGUMENT as the approvals service answers it). */
+  createError: CustosError | undefined;
+  /** Resolves CreateApproval only when the test says (a slow peer). */
+  createGate: Promise<void> | undefined;
   private used = new Set<string>();
 
   async create(r: CreateApprovalRequest): Promise<Approval> {
     if (this.createDown) throw new CustosError('unavailable', { detail: 'approvals is down' });
+    if (this.createError) throw this.createError;
+    if (this.createGate) await this.createGate;
     this.created.push(r);
     return { id: randomUUID(), ...r } as unknown as Approval;
   }
@@ -425,6 +431,53 @@ describe('the approval gate of transactions (Postgres + anvil)', () => {
     const retry = await submit({ idempotencyKey: 'k-create-down' });
     expect(retry.replayed).toBe(false);
     expect(retry.tx.status).toBe('awaiting_approval');
+    expect(await sentBy(w)).toBe(0);
+  });
+
+  it('CreateApproval refusing the summary (INVALID_ARGUMENT naming summary.title): 400 naming it, the row failed with the reason, the key given back', async () => {
+    const w = await funded();
+    const { submit, approvals, scope } = rig(w);
+    approvals.createError = new CustosError('invalid_argument', {
+      detail: 'must not be blank',
+      field: 'summary.title',
+    });
+    const err = await refusal(
+      submit({ idempotencyKey: 'k-bad-summary', summary: { title: ' ', body: '', fields: [] } }),
+    );
+    expect(err).toMatchObject({
+      kind: 'invalid_argument',
+      field: 'summary.title',
+      detail: 'must not be blank',
+    });
+    const rows = await pool.query(
+      'SELECT status, error_message, nonce FROM signer.transactions WHERE key_id = $1',
+      [scope.key.id],
+    );
+    expect(rows.rows).toHaveLength(1);
+    expect(rows.rows[0]).toMatchObject({ status: 'failed', nonce: null });
+    expect(rows.rows[0].error_message).toMatch(/summary\.title must not be blank/);
+    expect(await sentBy(w)).toBe(0);
+    approvals.createError = undefined;
+    const retry = await submit({
+      idempotencyKey: 'k-bad-summary',
+      summary: { title: ' ', body: '', fields: [] },
+    });
+    expect(retry.replayed).toBe(false);
+    expect(retry.tx.status).toBe('awaiting_approval');
+  });
+
+  it('CreateApproval refusing anything else (a too-big preview): 500 internal, not 503; the row failed', async () => {
+    const w = await funded();
+    const { submit, approvals, scope } = rig(w);
+    approvals.createError = new CustosError('invalid_argument', {
+      detail: 'is more than 262144 bytes',
+      field: 'preview',
+    });
+    const err = await refusal(submit());
+    expect(err.kind).toBe('internal');
+    expect(err.field).toBeUndefined();
+    const rows = await pool.query('SELECT status FROM signer.transactions WHERE key_id = $1', [scope.key.id]);
+    expect(rows.rows).toEqual([{ status: 'failed' }]);
     expect(await sentBy(w)).toBe(0);
   });
 

@@ -1,6 +1,13 @@
 import { type RuleFacts, type RuleMatch, matchApprovalPolicy } from '@custos/approval-rules';
 import type { Approval, Requirement, Summary } from '@custos/proto/custos/approvals/v1/messages';
-import { CustosError, type Logger, UnavailableError, describeError, isUuid } from '@custos/service-kit';
+import {
+  CustosError,
+  InvalidArgumentError,
+  type Logger,
+  UnavailableError,
+  describeError,
+  isUuid,
+} from '@custos/service-kit';
 import type { IntentScope } from '../intents/intent-context.js';
 import { type Approvals, approvalRequired } from '../peers/approvals-client.js';
 import { type PreviewRpc, type PreviewSummary, buildPreview } from '../preview/index.js';
@@ -37,6 +44,24 @@ const previewSummary = (s: Summary | undefined): PreviewSummary | undefined =>
   s
     ? { title: s.title, body: s.body, fields: s.fields.map((f) => ({ label: f.label, value: f.value })) }
     : undefined;
+
+/** What a failed CreateApproval is answered with (see ApprovalGate.create). */
+export function createRefusal(err: unknown, logger: Logger): CustosError {
+  if (err instanceof CustosError && err.kind === 'invalid_argument') {
+    if (err.field && /^summary([._[]|$)/.test(err.field)) {
+      return new InvalidArgumentError(err.field, err.detail);
+    }
+    logger.error(
+      { err: describeError(err), field: err.field },
+      'approvals refused the approval signer asked for (preview or rule)',
+    );
+    return new CustosError('internal', {
+      detail: 'the approval could not be requested (approvals refused its preview); nothing was signed',
+    });
+  }
+  logger.warn({ err: describeError(err) }, 'approvals did not answer CreateApproval');
+  return new UnavailableError('the approval could not be requested; nothing was signed');
+}
 
 /**
  * Signer's side of approvals (issue 19): which of an agent's actions its action_approval_policy
@@ -125,7 +150,12 @@ export class ApprovalGate {
     }
   }
 
-  /** Asks humans: the platform-created approval of `target`; its id. */
+  /**
+   * Asks humans: the platform-created approval of `target`; its id. A refusal of the agent's
+   * summary by approvals (INVALID_ARGUMENT naming a `summary…` field) is 400 naming that field; any
+   * other INVALID_ARGUMENT (a preview or rule approvals finds too big) is signer's fault, 500; no
+   * answer is 503.
+   */
   async create(
     scope: IntentScope,
     o: {
@@ -139,21 +169,26 @@ export class ApprovalGate {
     },
   ): Promise<Approval> {
     const requirement = requirementOf(o.match);
-    return this.client().create({
-      orgId: scope.agent.orgId,
-      agentId: scope.agent.agentId,
-      agentCreatedBy: scope.settings.createdBy ?? '',
-      action: o.action,
-      targetType: o.targetType,
-      targetId: o.targetId,
-      summary: o.summary,
-      payload: o.payload,
-      preview: o.preview,
-      rule: o.match.ruleJson,
-      riskTier: o.match.tier,
-      ...(requirement ? { requirement } : {}),
-      expirySecs: String(o.match.expirySecs ?? 0),
-    });
+    const client = this.client();
+    try {
+      return await client.create({
+        orgId: scope.agent.orgId,
+        agentId: scope.agent.agentId,
+        agentCreatedBy: scope.settings.createdBy ?? '',
+        action: o.action,
+        targetType: o.targetType,
+        targetId: o.targetId,
+        summary: o.summary,
+        payload: o.payload,
+        preview: o.preview,
+        rule: o.match.ruleJson,
+        riskTier: o.match.tier,
+        ...(requirement ? { requirement } : {}),
+        expirySecs: String(o.match.expirySecs ?? 0),
+      });
+    } catch (err) {
+      throw createRefusal(err, this.deps.logger);
+    }
   }
 
   /**

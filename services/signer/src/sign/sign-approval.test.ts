@@ -58,8 +58,10 @@ class FakeApprovals implements Approvals {
   created: CreateApprovalRequest[] = [];
   consumed: ConsumeApprovalRequest[] = [];
   refuse = false;
+  createError: CustosError | undefined;
   private byId = new Map<string, CreateApprovalRequest>();
   async create(r: CreateApprovalRequest): Promise<Approval> {
+    if (this.createError) throw this.createError;
     this.created.push(r);
     const id = randomUUID();
     this.byId.set(id, r);
@@ -310,6 +312,24 @@ describe('SignService approval gate', () => {
     expect(r.loads()).toBe(0);
     const out = await r.sign({ message: MESSAGE, approvalId: held.approvalId! });
     expect(verifyMessage('pay 5 to bob', out.signature)).toBe(ADDRESS);
+  });
+
+  it('CreateApproval refusing the summary is 400 naming its field; refusing the preview is 500; nothing signed', async () => {
+    const r = rig([rule([cond({ type: 'always' })])]);
+    r.approvals.createError = new CustosError('invalid_argument', {
+      detail: 'must not be blank',
+      field: 'summary.title',
+    });
+    const bad = await r.sign({ message: MESSAGE }).catch((e: unknown) => e as CustosError);
+    expect(bad).toMatchObject({ kind: 'invalid_argument', field: 'summary.title' });
+    r.approvals.createError = new CustosError('invalid_argument', { detail: 'too big', field: 'preview' });
+    const big = await r.sign({ message: MESSAGE }).catch((e: unknown) => e as CustosError);
+    expect(big).toMatchObject({ kind: 'internal' });
+    r.approvals.createError = new CustosError('unavailable', { detail: 'down' });
+    const down = await r.sign({ message: MESSAGE }).catch((e: unknown) => e as CustosError);
+    expect(down).toMatchObject({ kind: 'unavailable' });
+    expect(r.loads()).toBe(0);
+    expect(r.audits).toEqual([]);
   });
 
   it('message_text is shown without bidi overrides or zero-width characters', async () => {

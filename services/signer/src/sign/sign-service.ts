@@ -187,7 +187,10 @@ export class SignService {
         })
         .catch((err: unknown) => {
           this.deps.logger.warn({ err: String(err) }, 'the approval of a sign intent could not be asked for');
-          throw new UnavailableError('the approval could not be requested; nothing was signed');
+          // gate.create answers 400 (the summary refused), 500 (the preview refused) or 503.
+          throw err instanceof CustosError
+            ? err
+            : new UnavailableError('the approval could not be requested; nothing was signed');
         });
       const record = auditOf(
         scope.agent,

@@ -459,13 +459,23 @@ export class TransactionService {
         { err: String(err), tx_id: id },
         'the approval of a held transaction could not be asked for',
       );
-      const reason = 'the approval could not be requested (approvals service unavailable)';
+      // gate.create answers 400 (the summary refused), 500 (the preview refused) or 503.
+      const answer =
+        err instanceof CustosError
+          ? err
+          : new UnavailableError('the approval could not be requested; nothing was signed');
+      const reason =
+        answer.kind === 'invalid_argument'
+          ? `the approval could not be requested: ${answer.field ?? 'summary'} ${answer.detail}`.slice(0, 500)
+          : answer.kind === 'internal'
+            ? 'the approval could not be requested (approvals refused it)'
+            : 'the approval could not be requested (approvals service unavailable)';
       await store
         .failAwaiting(id, reason, (tx, r) => this.audit(tx, p, 'agent.transaction.failed', r, { reason }), {
           unclaim: true,
         })
         .catch(() => undefined);
-      throw new UnavailableError('the approval could not be requested; nothing was signed');
+      throw answer;
     }
   }
 
