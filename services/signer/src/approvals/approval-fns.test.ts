@@ -11,6 +11,7 @@ import {
   summaryOr,
   transferFacts,
 } from './approval-fns.js';
+import { PREVIEW_JSON_MAX, boundPreview } from './approval-gate.js';
 
 const ERC20 = new Interface([
   'function transfer(address to, uint256 amount)',
@@ -148,5 +149,19 @@ describe('approvalPayload', () => {
     expect(p).toMatchObject({ data_truncated: true, data_bytes: PAYLOAD_DATA_MAX });
     expect(p['data_keccak256']).toMatch(/^0x[0-9a-f]{64}$/);
     expect(p).not.toHaveProperty('data');
+  });
+});
+
+describe('boundPreview', () => {
+  it('keeps a small preview; past the bound leaves out summary and rule (approvals stores them), then the args', () => {
+    const small = { chain: 'anvil', summary: { title: 't' }, rule: { risk_tier: 1 }, call: null };
+    expect(boundPreview(small)).toBe(small);
+    const long = 'x'.repeat(PREVIEW_JSON_MAX);
+    const p = boundPreview({ chain: 'anvil', summary: { title: long }, rule: { risk_tier: 1 }, call: null });
+    expect(p).toEqual({ chain: 'anvil', summary: null, rule: null, call: null, trimmed: true });
+    const args = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`a${i}`, 'y'.repeat(2048)]));
+    const q = boundPreview({ chain: 'anvil', summary: null, rule: null, call: { name: 'f', args } });
+    expect(q.call).toEqual({ name: 'f', args: {}, args_left_out: true });
+    expect(JSON.stringify(q).length).toBeLessThan(PREVIEW_JSON_MAX);
   });
 });

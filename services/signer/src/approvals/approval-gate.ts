@@ -45,6 +45,22 @@ const previewSummary = (s: Summary | undefined): PreviewSummary | undefined =>
     ? { title: s.title, body: s.body, fields: s.fields.map((f) => ({ label: f.label, value: f.value })) }
     : undefined;
 
+/**
+ * The most a preview's JSON may take (approvals refuses more than 256 KiB): its texts are already
+ * bounded (2 KiB each); past this, the agent's summary and the rule — which approvals stores on
+ * the approval itself — are left out of it.
+ */
+export const PREVIEW_JSON_MAX = 64 * 1024;
+
+export function boundPreview(p: Record<string, unknown>): Record<string, unknown> {
+  if (Buffer.byteLength(JSON.stringify(p), 'utf8') <= PREVIEW_JSON_MAX) return p;
+  const trimmed = { ...p, summary: null, rule: null, trimmed: true };
+  if (Buffer.byteLength(JSON.stringify(trimmed), 'utf8') <= PREVIEW_JSON_MAX) return trimmed;
+  // Still too big (a registered ABI with many arguments): the call's arguments go too.
+  const call = p['call'] as Record<string, unknown> | null | undefined;
+  return { ...trimmed, call: call ? { ...call, args: {}, args_left_out: true } : null };
+}
+
 /** What a failed CreateApproval is answered with (see ApprovalGate.create). */
 export function createRefusal(err: unknown, logger: Logger): CustosError {
   if (err instanceof CustosError && err.kind === 'invalid_argument') {
@@ -125,7 +141,8 @@ export class ApprovalGate {
       tier: match.tier,
     };
     try {
-      return await buildPreview(input, rpc, { timeoutMs: this.deps.previewTimeoutMs ?? 5000 });
+      const p = await buildPreview(input, rpc, { timeoutMs: this.deps.previewTimeoutMs ?? 5000 });
+      return boundPreview(p);
     } catch (err) {
       this.deps.logger.warn(
         { err: describeError(err) },

@@ -7,6 +7,7 @@ import {
   isHexString,
   type ErrorFragment,
 } from 'ethers';
+import { boundText } from './bound-text.js';
 import type { CallKind, DecodedCall } from './preview-types.js';
 
 /**
@@ -166,7 +167,8 @@ export function decodeCall(data: string, opts: { standard?: 'erc721' } = {}): De
     const raw: Record<string, unknown> = {};
     f.inputs.forEach((p, i) => {
       const name = p.name || `arg${i}`;
-      args[name] = argText(values[i]);
+      // Bytes and strings are the agent's: bounded (size and keccak-256 past 2 KiB).
+      args[name] = boundText(argText(values[i]));
       raw[name] = values[i];
     });
     return { ...base, args, values: raw };

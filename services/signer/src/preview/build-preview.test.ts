@@ -1,4 +1,4 @@
-import { AbiCoder, Interface, MaxUint256, Wallet, parseEther } from 'ethers';
+import { AbiCoder, Interface, MaxUint256, Wallet, keccak256, parseEther } from 'ethers';
 import { buildPreview } from './build-preview';
 import { balanceChanges, decodeRevert, numbersIn } from './preview-fns';
 import type { PreviewInput, PreviewSummary } from './preview-types';
@@ -236,6 +236,42 @@ describe('buildPreview (decoding and flags)', () => {
     expect(p.flags).toEqual([
       { code: 'summary_recipient_mismatch', detail: expect.stringContaining(MALLORY) },
     ]);
+  });
+
+  it('a 200 KiB return value and a 128 KiB bytes argument are named by size and keccak-256: the preview stays small', async () => {
+    const big = `0x${'ab'.repeat(200 * 1024)}`;
+    const nft721 = new Interface([
+      'function safeTransferFrom(address from, address to, uint256 tokenId, bytes data)',
+    ]);
+    const arg = `0x${'cd'.repeat(128 * 1024)}`;
+    const data = nft721.encodeFunctionData('safeTransferFrom', [FROM, ALICE, 7n, arg]);
+    const p = await buildPreview(input({ data }), {
+      call: async () => ({ ok: true, data: big }),
+    });
+    const json = JSON.stringify(p);
+    expect(json.length).toBeLessThan(16 * 1024);
+    expect(p.simulation).toMatchObject({
+      ok: true,
+      return_data_truncated: true,
+      return_data_bytes: 200 * 1024,
+      return_data_keccak256: keccak256(big),
+    });
+    expect((p.simulation as Record<string, unknown>).return_data).toBeUndefined();
+    const args = (p.call as { args: Record<string, string> }).args;
+    expect(args.data).toContain(`${128 * 1024} bytes, keccak256 ${keccak256(arg)}`);
+    expect(args.tokenId).toBe('7');
+    // a long revert reason is bounded too
+    const reason = 'x'.repeat(100_000);
+    const reverted = await buildPreview(input({ data }), {
+      call: async () => ({
+        ok: false,
+        data: '0x08c379a0' + AbiCoder.defaultAbiCoder().encode(['string'], [reason]).slice(2),
+      }),
+    });
+    expect(JSON.stringify(reverted).length).toBeLessThan(16 * 1024);
+    // small return data is shown as is
+    const small = await buildPreview(input({ data }), { call: async () => ({ ok: true, data: '0x01' }) });
+    expect(small.simulation).toMatchObject({ return_data: '0x01' });
   });
 
   describe('non-EVM chains', () => {

@@ -1,5 +1,6 @@
-import { Interface, dataLength } from 'ethers';
+import { Interface, dataLength, keccak256 } from 'ethers';
 import { decodeCall, hasErc721Reading } from './abi-registry.js';
+import { PREVIEW_TEXT_MAX, boundText } from './bound-text.js';
 import {
   amountCandidates,
   amountFlag,
@@ -183,6 +184,9 @@ interface Simulation {
   ok: boolean;
   revert_reason?: string;
   return_data?: string;
+  return_data_truncated?: boolean;
+  return_data_bytes?: number;
+  return_data_keccak256?: string;
   error?: string;
   balance_changes: BalanceChange[] | null;
   trace: 'debug_traceCall' | 'unsupported';
@@ -228,13 +232,27 @@ async function simulate(tx: EvmCall, rpc: PreviewRpc, timeoutMs: number): Promis
   const r = called.value;
   if (r.ok) {
     sim.ok = true;
-    sim.return_data = r.data;
   } else {
     sim.reverted = true;
-    sim.revert_reason = decodeRevert(r.data) ?? r.reason;
-    sim.return_data = r.data;
+    const reason = decodeRevert(r.data) ?? r.reason;
+    if (reason !== undefined) sim.revert_reason = boundText(reason);
   }
+  returnData(sim, r.data);
   return sim;
+}
+
+/**
+ * The simulation's return data: as is up to PREVIEW_TEXT_MAX bytes; longer, left out and named by
+ * its size and keccak-256 (a contract may return any amount: the preview must stay small).
+ */
+function returnData(sim: Simulation, data: string): void {
+  if (!/^0x([0-9a-fA-F]{2})*$/.test(data) || (data.length - 2) / 2 <= PREVIEW_TEXT_MAX) {
+    sim.return_data = data.length > 2 * PREVIEW_TEXT_MAX + 2 ? boundText(data) : data;
+    return;
+  }
+  sim.return_data_truncated = true;
+  sim.return_data_bytes = (data.length - 2) / 2;
+  sim.return_data_keccak256 = keccak256(data);
 }
 
 const PROBE_IFACE = new Interface([
