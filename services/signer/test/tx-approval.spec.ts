@@ -55,7 +55,11 @@ class FakeApprovals implements Approvals {
   createGate: Promise<void> | undefined;
   private used = new Set<string>();
 
+  /** CreateApproval calls begun (a slow one included). */
+  asked = 0;
+
   async create(r: CreateApprovalRequest): Promise<Approval> {
+    this.asked++;
     if (this.createDown) throw new CustosError('unavailable', { detail: 'approvals is down' });
     if (this.createError) throw this.createError;
     if (this.createGate) await this.createGate;
@@ -479,6 +483,34 @@ describe('the approval gate of transactions (Postgres + anvil)', () => {
     const rows = await pool.query('SELECT status FROM signer.transactions WHERE key_id = $1', [scope.key.id]);
     expect(rows.rows).toEqual([{ status: 'failed' }]);
     expect(await sentBy(w)).toBe(0);
+  });
+
+  it('Idempotency-Key replayed while the hold is asking for its approval: 409 running, not an answer without approval_id', async () => {
+    const w = await funded();
+    const { submit, approvals, scope } = rig(w);
+    let release!: () => void;
+    approvals.createGate = new Promise<void>((r) => (release = r));
+    const first = submit({ idempotencyKey: 'k-slow-create' });
+    // CreateApproval is asked once the row is recorded (awaiting_approval, no approval id yet)
+    while (approvals.asked === 0) await new Promise((x) => setTimeout(x, 10));
+    expect(
+      await row(
+        (await pool.query('SELECT id FROM signer.transactions WHERE key_id = $1', [scope.key.id])).rows[0].id,
+      ),
+    ).toMatchObject({
+      status: 'awaiting_approval',
+      approval_id: null,
+    });
+    const err = await refusal(submit({ idempotencyKey: 'k-slow-create' }));
+    expect(err).toMatchObject({ kind: 'conflict', field: 'Idempotency-Key' });
+    release();
+    const held = await first;
+    expect(held.tx).toMatchObject({ status: 'awaiting_approval' });
+    expect(held.tx.approvalId).toBeTruthy();
+    const replay = await submit({ idempotencyKey: 'k-slow-create' });
+    expect(replay.replayed).toBe(true);
+    expect(replay.tx.approvalId).toBe(held.tx.approvalId);
+    expect(approvals.created).toHaveLength(1);
   });
 
   it('Idempotency-Key: the hold replays as awaiting; a resume with its own key answers its first result on repeat, consuming once', async () => {

@@ -98,6 +98,8 @@ export class TxStore {
     if (!c.txId) return { kind: 'running' };
     const tx = await this.byId(c.txId);
     if (!tx || tx.status === 'pending' || tx.status === 'signed') return { kind: 'running' };
+    // Held but its approval not asked for yet (CreateApproval under way): not an answer to replay.
+    if (tx.status === 'awaiting_approval' && !tx.approvalId) return { kind: 'running' };
     return { kind: 'done', tx };
   }
 
