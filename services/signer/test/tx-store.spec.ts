@@ -4,6 +4,7 @@ import { createDatabase, createLogger, createPool, migrateSchema } from '@custos
 import { createTestDatabase } from '@custos/service-kit/testing';
 import { SCHEMA } from '../src/db/schema';
 import { InputsTakenError, OverspendError, TxStore } from '../src/transactions/tx-store';
+import { TxWatcher } from '../src/transactions/tx-watcher';
 
 const logger = createLogger({ service: 'signer-test', level: 'silent' });
 
@@ -396,6 +397,58 @@ describe('transaction store in Postgres', () => {
       [held.id]: true,
       [lapsed.id]: false,
     });
+  });
+
+  it('renewing leases leaves rows no longer broadcast or signed alone', async () => {
+    const keyId = randomUUID();
+    const rows = [];
+    for (const status of ['broadcast', 'signed', 'confirmed', 'failed']) {
+      const t = await store.allocateAndInsert(rowOf(keyId), rows.length, undefined);
+      await pool.query(
+        `UPDATE signer.transactions SET status = $2, watch_after = now() + interval '1 second' WHERE id = $1`,
+        [t.id, status],
+      );
+      rows.push({ id: t.id, status });
+    }
+    await store.renewLease(
+      rows.map((r) => r.id),
+      60_000,
+    );
+    const after = await pool.query<{ status: string; ahead: boolean }>(
+      `SELECT status, watch_after > now() + interval '50 seconds' AS ahead FROM signer.transactions WHERE id = ANY($1)`,
+      [rows.map((r) => r.id)],
+    );
+    expect(Object.fromEntries(after.rows.map((r) => [r.status, r.ahead]))).toEqual({
+      broadcast: true,
+      signed: true,
+      confirmed: false,
+      failed: false,
+    });
+  });
+
+  it('a watcher starts no lease renewal while the previous one is still running', async () => {
+    let running = 0;
+    let most = 0;
+    let calls = 0;
+    const slow = Object.create(store) as TxStore;
+    slow.renewLease = async (ids: string[], ms: number) => {
+      calls += 1;
+      running += 1;
+      most = Math.max(most, running);
+      await new Promise((r) => setTimeout(r, 200));
+      await store.renewLease(ids, ms);
+      running -= 1;
+    };
+    const w = new TxWatcher(
+      { store: slow, chains: { resolve: async () => undefined } as never, rpc: {} as never, logger },
+      { intervalMs: 10, leaseMs: 60, staleMs: 1000, batch: 10 },
+    );
+    const keep = (
+      w as unknown as { keepLeased<T>(h: Set<string>, f: () => Promise<T>): Promise<T> }
+    ).keepLeased.bind(w);
+    await keep(new Set([randomUUID()]), () => new Promise((r) => setTimeout(r, 700)));
+    expect(calls).toBeGreaterThanOrEqual(2);
+    expect(most).toBe(1);
   });
 
   it("two watchers' leases never share a row, and a leased row waits for its lease", async () => {

@@ -565,7 +565,14 @@ export class TxStore {
     await this.db
       .update(transactions)
       .set({ watchAfter: sql`now() + ${`${leaseMs} milliseconds`}::interval` })
-      .where(and(inArray(transactions.id, ids), gt(transactions.watchAfter, sql`now()`)));
+      .where(
+        and(
+          inArray(transactions.id, ids),
+          // Only rows still being worked on: a row concluded (or failed) meanwhile is left alone.
+          inArray(transactions.status, ['broadcast', 'signed']),
+          gt(transactions.watchAfter, sql`now()`),
+        ),
+      );
   }
 
   /** Not mined yet: look again after `delayMs`. */

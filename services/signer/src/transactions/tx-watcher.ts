@@ -118,16 +118,23 @@ export class TxWatcher {
 
   /**
    * Runs `work` while renewing the lease of the rows in `held` (the work removes a row when it is
-   * done with it). A renewal that fails is logged: the rows come back when their lease runs out.
+   * done with it), one renewal at a time. A renewal that fails is logged: the rows come back when
+   * their lease runs out.
    */
   private async keepLeased<T>(held: Set<string>, work: () => Promise<T>): Promise<T> {
     const lease = this.leaseMs();
+    // One renewal at a time: a slow database never piles renewals up behind each other.
+    let renewing = false;
     const timer = setInterval(
       () => {
-        if (held.size === 0) return;
+        if (held.size === 0 || renewing) return;
+        renewing = true;
         this.deps.store
           .renewLease([...held], lease)
-          .catch((err) => this.deps.logger.warn({ err: describeError(err) }, 'renewing leases failed'));
+          .catch((err) => this.deps.logger.warn({ err: describeError(err) }, 'renewing leases failed'))
+          .finally(() => {
+            renewing = false;
+          });
       },
       Math.floor(lease / 3),
     );
