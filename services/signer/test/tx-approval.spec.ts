@@ -287,6 +287,8 @@ describe('the approval gate of transactions (Postgres + anvil)', () => {
     );
     expect(audit.rowCount).toBe(1);
     expect(audit.rows[0]!.payload).toMatch(/"risk_tier": ?2/);
+    // the record names the approval the transaction waits for
+    expect(audit.rows[0]!.payload).toContain(`"approval_id": "${r.tx.approvalId}"`);
   });
 
   it('no matching rule: submitted as before (broadcast), no approval asked', async () => {

@@ -428,11 +428,9 @@ export class TransactionService {
           requestHash: approvalRequestHash(req),
         },
         key,
-        (tx, r) =>
-          this.audit(tx, p, 'agent.transaction.awaiting_approval', r, {
-            risk_tier: match.tier,
-            rule_index: match.ruleIndex,
-          }),
+        // Its record is written once the approval is known (it names it), below; a hold whose
+        // approval cannot be asked for is recorded `agent.transaction.failed`.
+        async () => undefined,
       ),
     );
     onRecorded();
@@ -453,7 +451,16 @@ export class TransactionService {
         preview,
         match,
       });
-      return (await store.setApproval(id, approval.id)) ?? { ...row, approvalId: approval.id };
+      const named = await failClosed(logger, `${ACTION}.awaiting_approval`, () =>
+        store.setApproval(id, approval.id, (tx, r) =>
+          this.audit(tx, p, 'agent.transaction.awaiting_approval', r, {
+            approval_id: approval.id,
+            risk_tier: match.tier,
+            rule_index: match.ruleIndex,
+          }),
+        ),
+      );
+      return named ?? { ...row, approvalId: approval.id };
     } catch (err) {
       logger.warn(
         { err: String(err), tx_id: id },

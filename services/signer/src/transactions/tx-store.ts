@@ -190,14 +190,24 @@ export class TxStore {
     return t;
   }
 
-  /** Names the approval a transaction `awaiting_approval` waits for. */
-  async setApproval(id: string, approvalId: string): Promise<TxRecord | undefined> {
-    const [t] = await this.db
-      .update(transactions)
-      .set({ approvalId })
-      .where(and(eq(transactions.id, id), eq(transactions.status, 'awaiting_approval')))
-      .returning();
-    return t;
+  /**
+   * Names the approval a transaction `awaiting_approval` waits for, with its record (`after`) in
+   * the same database transaction.
+   */
+  async setApproval(
+    id: string,
+    approvalId: string,
+    after: (tx: Transaction, t: TxRecord) => Promise<unknown> = async () => undefined,
+  ): Promise<TxRecord | undefined> {
+    return this.db.transaction(async (tx) => {
+      const [t] = await tx
+        .update(transactions)
+        .set({ approvalId })
+        .where(and(eq(transactions.id, id), eq(transactions.status, 'awaiting_approval')))
+        .returning();
+      if (t) await after(tx, t);
+      return t;
+    });
   }
 
   /**
