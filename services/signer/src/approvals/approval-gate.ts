@@ -1,4 +1,4 @@
-import { type RuleFacts, type RuleMatch, matchApprovalPolicy } from '@custos/approval-rules';
+import type { RuleMatch } from '@custos/approval-rules';
 import type { Approval, Requirement, Summary } from '@custos/proto/custos/approvals/v1/messages';
 import {
   CustosError,
@@ -80,10 +80,11 @@ export function createRefusal(err: unknown, logger: Logger): CustosError {
 }
 
 /**
- * Signer's side of approvals (issue 19): which of an agent's actions its action_approval_policy
- * sends to humans, the platform-created approval (with the server's preview and the deciding rule)
- * for those, and the single use of an approved one on resume. The approvals service decides and
- * consumes; signer only asks.
+ * Signer's side of approvals (issue 19): the platform-created approval (with the server's preview
+ * and the deciding rule) of an action the agent's action_approval_policy sends to humans (callers
+ * match the policy with matchApprovalPolicy themselves: a match without a gate is 503), and the
+ * single use of an approved one on resume. The approvals service decides and consumes; signer only
+ * asks.
  */
 export class ApprovalGate {
   constructor(
@@ -95,11 +96,6 @@ export class ApprovalGate {
       previewTimeoutMs?: number;
     },
   ) {}
-
-  /** The deciding rule of the agent's policy for these facts, or undefined (no human needed). */
-  match(scope: IntentScope, facts: RuleFacts): RuleMatch | undefined {
-    return matchApprovalPolicy(scope.settings.actionApprovalPolicy, facts);
-  }
 
   private client(): Approvals {
     if (!this.deps.approvals) {
