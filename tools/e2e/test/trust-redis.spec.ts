@@ -43,6 +43,7 @@ describe('Redis trust: what webhook-dispatcher’s REDIS_URL can and cannot do',
       policy: 'custos_policy',
       audit: 'custos_audit',
       'webhook-dispatcher': 'custos_webhook_dispatcher',
+      approvals: 'custos_approvals',
       billing: 'custos_billing',
       signer: 'custos_signer',
     });
