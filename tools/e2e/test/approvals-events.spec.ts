@@ -47,10 +47,17 @@ describe('approvals: events to webhooks, and expiry (private mesh)', () => {
 
   /**
    * An agent whose rules give 60 s to decide and use: a transaction held and approved at once (so
-   * only the clock stops its resume), and a requested approval nobody decides.
+   * only the clock stops its resume), a requested approval nobody decides, and a consensus one
+   * nobody votes on (its expiry is a `pending_approval.expired` event, to a webhook of the org).
    */
   async function startExpiring() {
     const owner = await quickUser(mesh);
+    const hookPath = `/expiry-${randomBytes(3).toString('hex')}`;
+    const hook = await api(mesh, 'POST', '/v1/webhooks', {
+      token: owner.token,
+      body: { url: `http://127.0.0.2:${receiver.port}${hookPath}`, events: ['pending_approval.expired'] },
+    });
+    expect({ status: hook.status, body: hook.body }).toMatchObject({ status: 201 });
     const agent = await anvilAgent(mesh, owner, {
       action_approval_policy: {
         rules: [
@@ -63,6 +70,12 @@ describe('approvals: events to webhooks, and expiry (private mesh)', () => {
             conditions: [{ type: 'action_in', actions: ['docs.publish'] }],
             risk_tier: 1,
             expiry_secs: EXPIRY_SECS,
+          },
+          {
+            conditions: [{ type: 'action_in', actions: ['treasury.move'] }],
+            risk_tier: 1,
+            expiry_secs: EXPIRY_SECS,
+            approval: { min_approvals: 2 },
           },
         ],
       },
@@ -86,8 +99,23 @@ describe('approvals: events to webhooks, and expiry (private mesh)', () => {
       body: { action: 'docs.publish', target_type: 'doc', target_id: 'd-1', summary: { title: 'Publish' } },
     });
     expect(asked.status).toBe(202);
+    const consensus = await api(mesh, 'POST', '/v1/approvals/request', {
+      token: agent.token,
+      body: {
+        action: 'treasury.move',
+        target_type: 'transfer',
+        target_id: 't-9',
+        summary: { title: 'Move' },
+      },
+    });
+    expect({ status: consensus.status, body: consensus.body }).toMatchObject({
+      status: 202,
+      body: { kind: 'consensus', status: 'pending' },
+    });
     return {
       owner,
+      hookPath,
+      consensusId: consensus.body['id'] as string,
       agent,
       to,
       body,
@@ -96,6 +124,7 @@ describe('approvals: events to webhooks, and expiry (private mesh)', () => {
       pendingId: asked.body['id'] as string,
       approved: approved.body,
       pending: asked.body,
+      consensus: consensus.body,
     };
   }
 
@@ -269,10 +298,10 @@ describe('approvals: events to webhooks, and expiry (private mesh)', () => {
     );
   });
 
-  it('an approved transaction past expires_at cannot be resumed; the sweeper marks it (and a pending one) expired, audited', async () => {
-    const { owner, agent, to, body, txId, approvalId, pendingId } = expiring;
+  it('an approved transaction past expires_at cannot be resumed; the sweeper marks it (and pending ones) expired, audited; a consensus one is pending_approval.expired', async () => {
+    const { owner, agent, to, body, txId, approvalId, pendingId, consensusId, hookPath } = expiring;
     // The rule's expiry_secs, not the 24 h default.
-    for (const a of [expiring.approved, expiring.pending]) {
+    for (const a of [expiring.approved, expiring.pending, expiring.consensus]) {
       const lifetime = Date.parse(a['expires_at'] as string) - Date.parse(a['created_at'] as string);
       expect(Math.abs(lifetime - EXPIRY_SECS * 1000)).toBeLessThan(2_000);
     }
@@ -289,7 +318,7 @@ describe('approvals: events to webhooks, and expiry (private mesh)', () => {
     expect(await settledNonce(chain, agent.address)).toBe(nonce0);
     expect(await chain.getBalance(to)).toBe(0n);
 
-    for (const id of [approvalId, pendingId]) {
+    for (const id of [approvalId, pendingId, consensusId]) {
       await waitFor(
         async () => (await getApproval(mesh, owner.token, id)).body['status'] === 'expired',
         15_000,
@@ -302,7 +331,31 @@ describe('approvals: events to webhooks, and expiry (private mesh)', () => {
       const rec = await auditRecords(mesh, owner.token, 'approval.expired', (e) => e['resource_id'] === id);
       expect(rec[0]).toMatchObject({ actor_type: 'system', resource_type: 'approval' });
     }
+    // The consensus approval's expiry reaches the org's webhook (once); the single ones are no pending approvals.
+    await waitFor(
+      async () => delivered(hookPath, 'pending_approval.expired', consensusId).length > 0,
+      15_000,
+      100,
+    ).catch(() => {
+      const got = receiver.seen.filter((s) => s.path === hookPath).map((s) => s.headers['x-webhook-event']);
+      throw new Error(`no pending_approval.expired for ${consensusId}: ${JSON.stringify(got)}`);
+    });
+    const [expired, ...more] = delivered(hookPath, 'pending_approval.expired', consensusId);
+    expect(more).toEqual([]);
+    expect(JSON.parse(expired!.raw.toString('utf8'))).toMatchObject({
+      type: 'pending_approval.expired',
+      org_id: owner.orgId,
+      data: { approval_id: consensusId, expires_at: expect.any(String) },
+    });
+    const data = (JSON.parse(expired!.raw.toString('utf8')) as { data: Body }).data;
+    expect(Date.parse(data['expires_at'] as string)).toBe(
+      Date.parse(expiring.consensus['expires_at'] as string),
+    );
+    expect(
+      receiver.seen.filter((s) => s.path === hookPath && !s.raw.toString('utf8').includes(consensusId)),
+    ).toEqual([]);
     expectProblem(await decide(mesh, owner.token, pendingId, 'approve'), 409);
+    expectProblem(await decide(mesh, owner.token, consensusId, 'approve'), 409);
     // Expired stays refused, and nothing was sent.
     const again = await submitTx(mesh, agent, { ...body, resume_tx_id: txId });
     expect(again.status).toBe(403);

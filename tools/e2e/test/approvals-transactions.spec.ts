@@ -174,6 +174,14 @@ describe('approvals: transactions and sign intents that need a human (shared mes
         (c) => String(c['address']).toLowerCase() === to.toLowerCase(),
       );
       expect(gain).toMatchObject({ delta_wei: String(2n * ETH) });
+      // The list leaves the preview (and payload) out: null in its items; GET one has it.
+      const listed = await api(mesh, 'GET', `/v1/approvals?agent_id=${agent.id}&limit=500`, {
+        token: owner.token,
+      });
+      expect(listed.status).toBe(200);
+      const item = (listed.body['approvals'] as Body[]).find((x) => x['id'] === approvalId);
+      expect(item).toMatchObject({ id: approvalId, status: 'pending', payload: null, preview: null });
+      expect(preview).toEqual(expect.objectContaining({ chain: 'anvil' }));
       // The agent it concerns may read it; another org may not know it exists.
       expect((await getApproval(mesh, agent.token, approvalId)).status).toBe(200);
       expectProblem(await getApproval(mesh, stranger.token, approvalId), 404);
@@ -182,6 +190,7 @@ describe('approvals: transactions and sign intents that need a human (shared mes
     it('tier 2 without X-Auth-Confirm is challenged (401), a wrong password refused (403), and it stays pending', async () => {
       const none = await decide(mesh, owner.token, approvalId, 'approve');
       expectProblem(none, 401, { type: 'step_up_required', purpose: 'approval.decide' });
+      expect(none.body['accepted']).toEqual(['reauth_token', 'password', 'totp']);
       const wrong = await decide(mesh, owner.token, approvalId, 'approve', `${PASSWORD}x`);
       expectProblem(wrong, 403, { type: 'step_up_required' });
       // An agent never decides, with or without a credential.
@@ -313,7 +322,11 @@ describe('approvals: transactions and sign intents that need a human (shared mes
     const nonceA = await settledNonce(chain, agent.address);
     const nonceB = await settledNonce(chain, other.address);
 
-    expectApprovalRequired(await submitTx(mesh, other, { ...body, resume_tx_id: tx['id'] }));
+    // Another agent is not told which approval holds the row (it is named to the row's own agent only).
+    const byOther = await submitTx(mesh, other, { ...body, resume_tx_id: tx['id'] });
+    expectApprovalRequired(byOther);
+    expect(byOther.body).not.toHaveProperty('approval_request_id');
+    expect(byOther.text).not.toContain(approvalId);
     expectApprovalRequired(
       await submitTx(mesh, agent, { ...body, value: '3.5', resume_tx_id: tx['id'] }),
       approvalId,
@@ -368,14 +381,17 @@ describe('approvals: transactions and sign intents that need a human (shared mes
       enforced_risk_tier: 3,
       rule: { risk_tier: 3 },
     });
-    expectProblem(await decide(mesh, admin1.token, approvalId, 'approve'), 401, { type: 'step_up_required' });
+    // The challenge names the one credential tier 3 accepts.
+    const bare = await decide(mesh, admin1.token, approvalId, 'approve');
+    expectProblem(bare, 401, { type: 'step_up_required', purpose: 'approval.decide' });
+    expect(bare.body['accepted']).toEqual(['totp']);
     const byPassword = await decide(mesh, admin1.token, approvalId, 'approve', PASSWORD);
     expectProblem(byPassword, 403, { type: 'step_up_required' });
     expect(String(byPassword.body['detail']).toLowerCase()).toContain('totp');
     const rat = await reauthToken(mesh, admin1.token, 'approval.decide');
-    expectProblem(await decide(mesh, admin1.token, approvalId, 'approve', rat), 403, {
-      type: 'step_up_required',
-    });
+    const byRat = await decide(mesh, admin1.token, approvalId, 'approve', rat);
+    expectProblem(byRat, 403, { type: 'step_up_required' });
+    expect(String(byRat.body['detail']).toLowerCase()).toContain('totp');
     expect((await getApproval(mesh, admin1.token, approvalId)).body['status']).toBe('pending');
     const ok = await decide(mesh, admin1.token, approvalId, 'approve', await admin1Totp.code());
     expect({ status: ok.status, body: ok.body }).toMatchObject({

@@ -173,7 +173,12 @@ describe('approvals an agent requests (shared mesh)', () => {
     }
     expectProblem(await request(agent, ask({ declared_risk_tier: 4 })), 400, { field: 'declared_risk_tier' });
     expectProblem(await request(agent, ask({ risk_tier: 0 })), 400, { field: 'risk_tier' });
-    expectProblem(await request(agent, ask({ summary: { body: 'no title' } })), 400);
+    expectProblem(await request(agent, ask({ summary: { body: 'no title' } })), 400, {
+      field: 'summary.title',
+    });
+    expectProblem(await request(agent, ask({ summary: { title: '   ', body: 'blank title' } })), 400, {
+      field: 'summary.title',
+    });
     expectProblem(await request(agent, ask({ payload: 'text' })), 400, { field: 'payload' });
     // Only the one 64-character request was recorded.
     const after = (await list(owner.token, `?agent_id=${agent.id}&limit=500`)).body['approvals'] as Body[];
@@ -211,13 +216,13 @@ describe('approvals an agent requests (shared mesh)', () => {
     // The tier the rule enforced (3) is not met by a session, nor by a password.
     const high = await request(agent, ask());
     const highId = high.body['id'] as string;
-    expectProblem(await decide(mesh, owner.token, highId, 'approve'), 401, {
-      type: 'step_up_required',
-      purpose: 'approval.decide',
-    });
-    expectProblem(await decide(mesh, owner.token, highId, 'approve', TEST_PASSWORD), 403, {
-      type: 'step_up_required',
-    });
+    const bare = await decide(mesh, owner.token, highId, 'approve');
+    expectProblem(bare, 401, { type: 'step_up_required', purpose: 'approval.decide' });
+    // Tier 3 accepts a TOTP code only, and its challenge says so.
+    expect(bare.body['accepted']).toEqual(['totp']);
+    const byPassword = await decide(mesh, owner.token, highId, 'approve', TEST_PASSWORD);
+    expectProblem(byPassword, 403, { type: 'step_up_required' });
+    expect(String(byPassword.body['detail']).toLowerCase()).toContain('totp');
     // Rejecting answers the same proof of presence.
     expectProblem(await decide(mesh, owner.token, highId, 'reject'), 401, { type: 'step_up_required' });
     expect((await getApproval(mesh, owner.token, highId)).body['status']).toBe('pending');
@@ -238,6 +243,14 @@ describe('approvals an agent requests (shared mesh)', () => {
     expect((pending.body['approvals'] as Body[]).map((x) => x['id'])).toEqual([idc, idb]);
     const rejected = await list(owner.token, `?agent_id=${mine.id}&status=rejected`);
     expect((rejected.body['approvals'] as Body[]).map((x) => x['id'])).toEqual([ida]);
+    // Items leave out the payload and the preview (null); GET one has the payload.
+    for (const item of all.body['approvals'] as Body[]) {
+      expect(item).toMatchObject({ payload: null, preview: null });
+    }
+    expect((await getApproval(mesh, owner.token, idc!)).body).toMatchObject({
+      id: idc,
+      payload: { amount: '12.50', currency: 'EUR' },
+    });
     const limited = await list(owner.token, `?agent_id=${mine.id}&limit=1`);
     expect((limited.body['approvals'] as Body[]).map((x) => x['id'])).toEqual([idc]);
     // Pending first across the whole org list too.
