@@ -87,13 +87,13 @@ describe('account protection and exchange limits (defaults)', () => {
       const locked = answers.filter((a) => a.status === 429 && a.body['type'] === 'account_locked');
       // Every attempt was counted before its password was checked: no more than the threshold
       // (LOGIN_LOCKOUT_THRESHOLD, 10) were checked, however they raced; the rest were refused.
-      const other = answers
+      const unexpected = answers
         .filter((a) => !wrong.includes(a) && !locked.includes(a))
         .map((a) => `${a.status} ${String(a.body['type'] ?? '')} ${String(a.body['detail'] ?? '')}`);
-      expect({ wrong: wrong.length, locked: locked.length, other }).toEqual({
+      expect({ wrong: wrong.length, locked: locked.length, unexpected }).toEqual({
         wrong: 10,
         locked: 20,
-        other: [],
+        unexpected: [],
       });
       for (const a of wrong) expect(a.body['detail']).toBe('invalid email or password');
 
