@@ -1,6 +1,7 @@
 export {
   type RuleFacts,
   type RuleMatch,
+  type ConditionPolarity,
   approvalRuleJson,
   conditionMatches,
   isConsensus,

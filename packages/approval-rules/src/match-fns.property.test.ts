@@ -210,6 +210,28 @@ describe('matchApprovalPolicy properties', () => {
     );
   });
 
+  it('with an unknown ERC-20 amount, a skip_when set with erc20_amount_above never skips; in conditions it always holds', () => {
+    fc.assert(
+      fc.property(rule, facts, fc.array(condition, { maxLength: 3 }), amount, (r, f0, extra, t) => {
+        const { erc20Amount: _known, ...rest } = f0;
+        const f: RuleFacts = { ...rest, erc20AmountUnknown: true };
+        const above: ApprovalCondition = {
+          type: 'erc20_amount_above',
+          thresholdRaw: String(t),
+          chains: [],
+          addresses: [],
+          selectors: [],
+          intentTypes: [],
+          actions: [],
+          actionKinds: [],
+        };
+        const skipped = { ...r, skipWhen: [...r.skipWhen, { conditions: [...extra, above] }] };
+        const asked = { ...r, conditions: [...r.conditions, above] };
+        return ruleMatches(skipped, f) === ruleMatches(r, f) && ruleMatches(asked, f) === ruleMatches(r, f);
+      }),
+    );
+  });
+
   it('adding a condition never turns a non-matching rule into a matching one', () => {
     fc.assert(
       fc.property(

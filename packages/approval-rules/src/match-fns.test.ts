@@ -3,7 +3,7 @@ import type {
   ApprovalRequirement,
   ApprovalRule,
 } from '@custos/proto/custos/identity/v1/agents';
-import { isConsensus, matchApprovalPolicy, ruleMatches } from './index.js';
+import { conditionMatches, isConsensus, matchApprovalPolicy, ruleMatches } from './index.js';
 
 const cond = (c: Partial<ApprovalCondition> & { type: string }): ApprovalCondition => ({
   chains: [],
@@ -110,6 +110,26 @@ describe('matchApprovalPolicy', () => {
     expect(ruleMatches(rule([c]), { erc20AmountUnknown: false })).toBe(false);
     // a known amount decides
     expect(ruleMatches(rule([c]), { erc20Amount: 5n })).toBe(false);
+  });
+
+  it('an unknown ERC-20 amount never skips a rule: erc20_amount_above does not match in skip_when', () => {
+    const always = cond({ type: 'always' });
+    const above0 = cond({ type: 'erc20_amount_above', thresholdRaw: '0' });
+    const unknown = { erc20AmountUnknown: true };
+    // held: the skip set cannot be known to hold
+    expect(ruleMatches(rule([always], { skipWhen: [{ conditions: [above0] }] }), unknown)).toBe(true);
+    expect(
+      matchApprovalPolicy(policy(rule([always], { skipWhen: [{ conditions: [above0] }] })), unknown),
+    ).toBeDefined();
+    // a known amount still skips
+    expect(ruleMatches(rule([always], { skipWhen: [{ conditions: [above0] }] }), { erc20Amount: 1n })).toBe(
+      false,
+    );
+    // in require_when and conditions an unknown amount matches (asks for a human)
+    expect(ruleMatches(rule([always], { requireWhen: [{ conditions: [above0] }] }), unknown)).toBe(true);
+    expect(ruleMatches(rule([above0]), unknown)).toBe(true);
+    expect(conditionMatches(above0, unknown)).toBe(true);
+    expect(conditionMatches(above0, unknown, 'skip')).toBe(false);
   });
 
   it('erc20_amount_above, intent_type_in, action_in, action_kind_in', () => {

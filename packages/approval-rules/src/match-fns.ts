@@ -26,7 +26,9 @@ export interface RuleFacts {
   erc20Amount?: bigint;
   /**
    * A token transfer whose amount cannot be known (a known ERC-20 selector whose arguments do not
-   * decode, a token transfer without decimals): `erc20_amount_above` matches (fails closed).
+   * decode, a token transfer without decimals): `erc20_amount_above` matches in `conditions` and
+   * `require_when` and does not match in `skip_when`, so an unknown amount always errs towards asking a
+   * human (fails closed) and never skips a rule.
    */
   erc20AmountUnknown?: boolean;
 }
@@ -86,8 +88,19 @@ function actionKindMatches(kind: string, action: string): boolean {
   return action === k || action.startsWith(`${k}.`);
 }
 
+/**
+ * Where a condition is read: 'ask' in `conditions` and `require_when` (a match asks for a human),
+ * 'skip' in `skip_when` (a match spares one). A fact that cannot be known matches only where that
+ * asks for a human.
+ */
+export type ConditionPolarity = 'ask' | 'skip';
+
 /** Whether one condition holds for the facts; a condition whose fact is missing does not. */
-export function conditionMatches(c: ApprovalCondition, f: RuleFacts): boolean {
+export function conditionMatches(
+  c: ApprovalCondition,
+  f: RuleFacts,
+  polarity: ConditionPolarity = 'ask',
+): boolean {
   switch (c.type) {
     case 'always':
       return true;
@@ -110,7 +123,8 @@ export function conditionMatches(c: ApprovalCondition, f: RuleFacts): boolean {
       return f.selector !== undefined && inList(c.selectors, f.selector);
     case 'erc20_amount_above':
       if (f.erc20Amount !== undefined) return f.erc20Amount > (threshold(c.thresholdRaw) ?? 0n);
-      return f.erc20AmountUnknown === true;
+      // An amount that cannot be known asks for a human and never skips one.
+      return f.erc20AmountUnknown === true && polarity === 'ask';
     case 'intent_type_in':
       return f.intentType !== undefined && inList(c.intentTypes, f.intentType);
     case 'action_in':
@@ -125,8 +139,8 @@ export function conditionMatches(c: ApprovalCondition, f: RuleFacts): boolean {
   }
 }
 
-const setMatches = (s: ApprovalConditionSet, f: RuleFacts) =>
-  s.conditions.length > 0 && s.conditions.every((c) => conditionMatches(c, f));
+const setMatches = (s: ApprovalConditionSet, f: RuleFacts, polarity: ConditionPolarity) =>
+  s.conditions.length > 0 && s.conditions.every((c) => conditionMatches(c, f, polarity));
 
 /**
  * Whether a rule applies: every condition matches, no skip_when set fully matches, and when
@@ -135,8 +149,11 @@ const setMatches = (s: ApprovalConditionSet, f: RuleFacts) =>
  */
 export function ruleMatches(r: ApprovalRule, f: RuleFacts): boolean {
   if (!r.conditions.every((c) => conditionMatches(c, f))) return false;
-  if (r.skipWhen.some((s) => setMatches(s, f))) return false;
-  if (r.requireWhen.length > 0 && !r.requireWhen.some((s) => s.conditions.length === 0 || setMatches(s, f)))
+  if (r.skipWhen.some((s) => setMatches(s, f, 'skip'))) return false;
+  if (
+    r.requireWhen.length > 0 &&
+    !r.requireWhen.some((s) => s.conditions.length === 0 || setMatches(s, f, 'ask'))
+  )
     return false;
   return true;
 }
