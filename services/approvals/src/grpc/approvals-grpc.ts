@@ -2,7 +2,7 @@ import { type IdentityKeys, currentCaller } from '@custos/auth';
 import type { ApprovalsServiceServer } from '@custos/proto/custos/approvals/v1/service';
 import { type AsyncService, InvalidArgumentError, type RpcAccess } from '@custos/service-kit';
 import type { ApprovalService } from '../approvals/approval-service.js';
-import { approvalListItem, approvalMessage, requirementOf, summaryOf } from './approvals-messages.js';
+import { approvalListPage, approvalMessage, requirementOf, summaryOf } from './approvals-messages.js';
 
 /**
  * Who may call ApprovalsService: the gateway for people and agents (their tokens are verified
@@ -73,7 +73,7 @@ export function approvalsGrpc(deps: {
         agentId: req.agentId,
         limit: req.limit,
       });
-      return { approvals: list.map(approvalListItem) };
+      return { approvals: approvalListPage(list) };
     },
     async decideApproval(req) {
       const a = await deps.approvals.decide(await caller(), req.approvalId, {

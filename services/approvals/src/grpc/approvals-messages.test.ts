@@ -1,7 +1,8 @@
 import type { ApprovalRecord } from '../approvals/approval-types';
 import { approvalsAccess, expirySecsOf } from './approvals-grpc';
 import { InvalidArgumentError } from '@custos/service-kit';
-import { approvalListItem, approvalMessage } from './approvals-messages';
+import { type Approval, ListApprovalsResponse } from '@custos/proto/custos/approvals/v1/messages';
+import { LIST_BYTES_MAX, approvalListItem, approvalListPage, approvalMessage } from './approvals-messages';
 
 const base: ApprovalRecord = {
   id: '6f1c1d52-6b7a-4c55-9a38-0d5c1f7d8b11',
@@ -94,13 +95,93 @@ describe('approvalMessage', () => {
 });
 
 describe('approvalListItem', () => {
-  it('leaves out the payload and the preview (a list of many stays small); the rest as approvalMessage', () => {
-    const full = { ...base, payload: { order: 'x'.repeat(60_000) }, preview: { to: '0xabc' } };
+  it('leaves out the payload, the preview and the rule and cuts the texts to 200; the rest as approvalMessage', () => {
+    const full: ApprovalRecord = {
+      ...base,
+      payload: { order: 'x'.repeat(60_000) },
+      preview: { to: '0xabc' },
+      rule: { match: 'r'.repeat(1000) },
+      summary: {
+        title: 'T'.repeat(200),
+        body: 'b'.repeat(4000),
+        fields: [{ label: 'l'.repeat(100), value: 'v'.repeat(1000) }],
+      },
+      kind: 'consensus',
+      votes: [
+        {
+          userId: 'u1',
+          role: 'admin',
+          decision: 'approved',
+          credentialType: 'password',
+          reason: 'w'.repeat(1000),
+          createdAt: new Date('2026-01-01T00:00:00Z'),
+        },
+      ],
+    };
     expect(approvalMessage(full).payload).toBeDefined();
+    expect(approvalMessage(full).rule).toBeDefined();
     const item = approvalListItem(full);
     expect(item.payload).toBeUndefined();
     expect(item.preview).toBeUndefined();
-    expect(item).toEqual({ ...approvalMessage(full), payload: undefined, preview: undefined });
+    expect(item.rule).toBeUndefined();
+    expect(item.summary).toEqual({
+      title: 'T'.repeat(200),
+      body: 'b'.repeat(200),
+      fields: [{ label: 'l'.repeat(100), value: 'v'.repeat(200) }],
+    });
+    expect(item.votes.map((v) => v.reason)).toEqual(['w'.repeat(200)]);
+    const m = approvalMessage(full);
+    expect(item).toEqual({
+      ...m,
+      payload: undefined,
+      preview: undefined,
+      rule: undefined,
+      summary: item.summary,
+      votes: [{ ...m.votes[0], reason: 'w'.repeat(200) }],
+    });
+  });
+});
+
+describe('approvalListPage', () => {
+  const big = (i: number): ApprovalRecord => ({
+    ...base,
+    id: `6f1c1d52-6b7a-4c55-9a38-${String(i).padStart(12, '0')}`,
+    summary: {
+      title: 'T'.repeat(200),
+      body: 'b'.repeat(4000),
+      fields: Array.from({ length: 50 }, (_, k) => ({
+        label: `l${k}`.padEnd(100, 'l'),
+        value: 'v'.repeat(1000),
+      })),
+    },
+    payload: { order: 'x'.repeat(60 * 1024) },
+    preview: { to: 'p'.repeat(60 * 1024) },
+    rule: { match: 'r'.repeat(60 * 1024) },
+  });
+  const encoded = (approvals: Approval[]): number =>
+    ListApprovalsResponse.encode({ approvals }).finish().length;
+
+  it("keeps a list of 100 of the largest approvals under gRPC's 4 MiB", () => {
+    const list = Array.from({ length: 100 }, (_, i) => big(i));
+    const page = approvalListPage(list);
+    expect(page).toHaveLength(100);
+    expect(encoded(page)).toBeLessThan(4 * 1024 * 1024);
+  });
+
+  it('ends a page of 500 early, in order, once the encoded list would pass 3 MiB', () => {
+    const list = Array.from({ length: 500 }, (_, i) => big(i));
+    const page = approvalListPage(list);
+    expect(page.length).toBeGreaterThan(0);
+    expect(page.length).toBeLessThan(500);
+    expect(page.map((a) => a.id)).toEqual(list.slice(0, page.length).map((a) => a.id));
+    expect(encoded(page)).toBeLessThanOrEqual(LIST_BYTES_MAX);
+    // One more item would have passed the budget.
+    expect(encoded(list.slice(0, page.length + 1).map(approvalListItem))).toBeGreaterThan(LIST_BYTES_MAX);
+  });
+
+  it('returns small lists whole and an empty list empty', () => {
+    expect(approvalListPage([])).toEqual([]);
+    expect(approvalListPage([base, { ...base, id: 'x' }])).toHaveLength(2);
   });
 });
 

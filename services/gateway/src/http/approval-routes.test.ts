@@ -471,6 +471,14 @@ describe('approvals routes and the approval parts of transactions and sign inten
       await expect400(await send('GET', '/v1/approvals?status=done', 'user'), 'status');
       await expect400(await send('GET', '/v1/approvals?limit=501', 'user'), 'limit');
     });
+
+    it('GET /v1/approvals documents that list items have payload, preview and rule null and pages end early', () => {
+      const route = ROUTE_TABLE.find((r) => r.method === 'GET' && r.path === '/v1/approvals');
+      const description = route?.spec.responses[200]?.description ?? '';
+      expect(description).toMatch(/`payload`, `preview` and `rule` are null/);
+      expect(description).toMatch(/GET \/v1\/approvals\/\{id\} has them/);
+      expect(description).toMatch(/page by `limit`/);
+    });
   });
 
   describe('POST /v1/approvals/{id}/decide', () => {

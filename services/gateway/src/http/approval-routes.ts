@@ -116,7 +116,13 @@ export function approvalRoutes(peers: Peers, guards: Guards): Router {
         limit: intQuery(1, 500, 'At most this many (default 100)').optional(),
       }),
       responses: {
-        200: { description: 'The approvals', schema: z.object({ approvals: z.array(ApprovalResponse) }) },
+        200: {
+          description:
+            'The approvals. In list items `payload`, `preview` and `rule` are null and the summary ' +
+            'texts and vote reasons are cut to 200 characters (GET /v1/approvals/{id} has them whole). ' +
+            'A page stops early, with fewer than `limit` items, once it would pass about 3 MiB: page by `limit`.',
+          schema: z.object({ approvals: z.array(ApprovalResponse) }),
+        },
       },
     },
     async (_req, res, { query }) => {
