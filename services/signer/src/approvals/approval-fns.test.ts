@@ -164,4 +164,62 @@ describe('boundPreview', () => {
     expect(q.call).toEqual({ name: 'f', args: {}, args_left_out: true });
     expect(JSON.stringify(q).length).toBeLessThan(PREVIEW_JSON_MAX);
   });
+
+  it('3,000 balance changes: at most 100 kept (the sender, then the largest |delta|), the rest counted, args kept', () => {
+    const from = `0x${'f'.repeat(40)}`;
+    const change = (i: number, delta: bigint) => ({
+      address: `0x${i.toString(16).padStart(40, '0')}`,
+      before_wei: '1000000000000000000000',
+      after_wei: (1000000000000000000000n + delta).toString(),
+      delta_wei: delta.toString(),
+    });
+    const changes = [
+      { address: from, before_wei: '5', after_wei: '4', delta_wei: '-1' },
+      ...Array.from({ length: 2999 }, (_, i) => change(i + 1, BigInt(i + 1) * (i % 2 ? -1n : 1n))),
+    ];
+    const args = { to: `0x${'a'.repeat(40)}`, amount: '12345' };
+    const p = boundPreview({
+      chain: 'anvil',
+      from,
+      summary: { title: 't' },
+      rule: { risk_tier: 1 },
+      call: { name: 'transfer', args },
+      simulation: { ok: true, balance_changes: changes, trace: 'debug_traceCall' },
+    });
+    expect(Buffer.byteLength(JSON.stringify(p), 'utf8')).toBeLessThanOrEqual(PREVIEW_JSON_MAX);
+    expect(p.call).toEqual({ name: 'transfer', args });
+    const sim = p.simulation as {
+      balance_changes: { address: string; delta_wei: string }[];
+      balance_changes_left_out: number;
+    };
+    expect(sim.balance_changes).toHaveLength(100);
+    expect(sim.balance_changes_left_out).toBe(2900);
+    expect(sim.balance_changes[0]!.address).toBe(from);
+    // the 99 others are the largest |delta|: 2901..2999
+    const deltas = sim.balance_changes
+      .slice(1)
+      .map((c) => (BigInt(c.delta_wei) < 0n ? -BigInt(c.delta_wei) : BigInt(c.delta_wei)));
+    expect(deltas.every((d) => d >= 2901n)).toBe(true);
+  });
+
+  it('whatever the size, the JSON ends within PREVIEW_JSON_MAX (simulation first, then args, then the largest fields)', () => {
+    const big = 'z'.repeat(PREVIEW_JSON_MAX);
+    const p = boundPreview({
+      chain: 'anvil',
+      from: '0x1',
+      call: { name: 'f', args: { a: '1' } },
+      simulation: { ok: true, return_data: big, balance_changes: [] },
+    });
+    expect(p.simulation).toEqual({ ok: true, trimmed: true });
+    expect(p.call).toEqual({ name: 'f', args: { a: '1' } });
+    const q = boundPreview({
+      chain: 'anvil',
+      from: '0x1',
+      call: null,
+      token_transfer: { memo: big },
+      flags: [],
+    });
+    expect(Buffer.byteLength(JSON.stringify(q), 'utf8')).toBeLessThanOrEqual(PREVIEW_JSON_MAX);
+    expect(q).toMatchObject({ token_transfer: null, left_out: ['token_transfer'], chain: 'anvil' });
+  });
 });

@@ -11,6 +11,7 @@ import {
 import type { IntentScope } from '../intents/intent-context.js';
 import { type Approvals, approvalRequired } from '../peers/approvals-client.js';
 import { type PreviewRpc, type PreviewSummary, buildPreview } from '../preview/index.js';
+import { type BalanceChange, capBalanceChanges } from '../preview/preview-fns.js';
 import type { TxRecord } from '../transactions/tx-types.js';
 
 /** The chain access of previews (PreviewRpcPool); absent: previews without simulation. */
@@ -47,18 +48,64 @@ const previewSummary = (s: Summary | undefined): PreviewSummary | undefined =>
 
 /**
  * The most a preview's JSON may take (approvals refuses more than 256 KiB): its texts are already
- * bounded (2 KiB each); past this, the agent's summary and the rule — which approvals stores on
- * the approval itself — are left out of it.
+ * bounded (2 KiB each) and its balance changes to 100; past this, the agent's summary and the rule
+ * (which approvals stores on the approval itself) are left out, then the simulation's detail, then
+ * the call's arguments, and as a last resort the largest remaining fields (named in `left_out`).
  */
 export const PREVIEW_JSON_MAX = 64 * 1024;
 
-export function boundPreview(p: Record<string, unknown>): Record<string, unknown> {
-  if (Buffer.byteLength(JSON.stringify(p), 'utf8') <= PREVIEW_JSON_MAX) return p;
-  const trimmed = { ...p, summary: null, rule: null, trimmed: true };
-  if (Buffer.byteLength(JSON.stringify(trimmed), 'utf8') <= PREVIEW_JSON_MAX) return trimmed;
+const jsonBytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v) ?? '', 'utf8');
+const fits = (p: Record<string, unknown>) => jsonBytes(p) <= PREVIEW_JSON_MAX;
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The simulation with at most BALANCE_CHANGES_MAX balance changes (the sender's, then the largest). */
+function capSimulation(p: Record<string, unknown>): Record<string, unknown> {
+  const sim = p['simulation'];
+  if (!isObject(sim) || !Array.isArray(sim['balance_changes'])) return p;
+  const changes = sim['balance_changes'] as BalanceChange[];
+  const from = typeof p['from'] === 'string' ? p['from'] : '';
+  const { kept, leftOut } = capBalanceChanges(changes, from);
+  if (leftOut === 0) return p;
+  const before = typeof sim['balance_changes_left_out'] === 'number' ? sim['balance_changes_left_out'] : 0;
+  return { ...p, simulation: { ...sim, balance_changes: kept, balance_changes_left_out: before + leftOut } };
+}
+
+export function boundPreview(input: Record<string, unknown>): Record<string, unknown> {
+  const p = capSimulation(input);
+  if (fits(p)) return p;
+  let out: Record<string, unknown> = { ...p, summary: null, rule: null, trimmed: true };
+  if (fits(out)) return out;
+  // Still too big: the simulation keeps only its outcome.
+  const sim = out['simulation'];
+  if (isObject(sim)) {
+    const changes = Array.isArray(sim['balance_changes']) ? sim['balance_changes'].length : 0;
+    const leftOut =
+      (typeof sim['balance_changes_left_out'] === 'number' ? sim['balance_changes_left_out'] : 0) + changes;
+    out = {
+      ...out,
+      simulation: {
+        ok: sim['ok'] === true,
+        trimmed: true,
+        ...(leftOut > 0 ? { balance_changes_left_out: leftOut } : {}),
+      },
+    };
+    if (fits(out)) return out;
+  }
   // Still too big (a registered ABI with many arguments): the call's arguments go too.
-  const call = p['call'] as Record<string, unknown> | null | undefined;
-  return { ...trimmed, call: call ? { ...call, args: {}, args_left_out: true } : null };
+  const call = out['call'];
+  out = { ...out, call: isObject(call) ? { ...call, args: {}, args_left_out: true } : (call ?? null) };
+  // Last: the largest remaining fields are left out (named) until the JSON fits.
+  const leftOutFields: string[] = [];
+  while (!fits({ ...out, left_out: leftOutFields })) {
+    const [largest] = Object.entries(out)
+      .filter(([, v]) => v !== null && jsonBytes(v) > 8)
+      .sort((a, b) => jsonBytes(b[1]) - jsonBytes(a[1]));
+    if (!largest) break;
+    out = { ...out, [largest[0]]: null };
+    leftOutFields.push(largest[0]);
+  }
+  return leftOutFields.length > 0 ? { ...out, left_out: leftOutFields } : out;
 }
 
 /** What a failed CreateApproval is answered with (see ApprovalGate.create). */

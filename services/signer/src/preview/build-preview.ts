@@ -5,6 +5,7 @@ import {
   amountCandidates,
   amountFlag,
   balanceChanges,
+  capBalanceChanges,
   decodeRevert,
   majorUnits,
   recipientFlag,
@@ -44,7 +45,8 @@ import {
  * - `simulation`: eth_call (from, to, value, data) at latest → `ok`, `return_data`, `revert_reason`
  *   (Error(string), Panic, registered custom errors); balance changes from `debug_traceCall` with
  *   the prestateTracer in diffMode when the node has it (`trace: "debug_traceCall"`), else `trace:
- *   "unsupported"` and `balance_changes: null`. Every chain call is bounded by `timeoutMs`; a
+ *   "unsupported"` and `balance_changes: null`; at most 100 balance changes (the sender's, then the
+ *   largest |delta|; `balance_changes_left_out` counts the rest). Every chain call is bounded by `timeoutMs`; a
  *   failure gives `{ok: false, error}` and never blocks the preview.
  *
  * Flags (`{code, detail}`):
@@ -189,6 +191,8 @@ interface Simulation {
   return_data_keccak256?: string;
   error?: string;
   balance_changes: BalanceChange[] | null;
+  /** How many balance changes were left out (past BALANCE_CHANGES_MAX: the smallest |delta|). */
+  balance_changes_left_out?: number;
   trace: 'debug_traceCall' | 'unsupported';
   trace_error?: string;
   /** Not serialised: whether ok is false because the call reverted. */
@@ -220,7 +224,9 @@ async function simulate(tx: EvmCall, rpc: PreviewRpc, timeoutMs: number): Promis
   const sim: Simulation = { ok: false, balance_changes: null, trace: 'unsupported' };
   if (traced.status === 'fulfilled' && traced.value) {
     sim.trace = 'debug_traceCall';
-    sim.balance_changes = balanceChanges(traced.value, tx.from);
+    const { kept, leftOut } = capBalanceChanges(balanceChanges(traced.value, tx.from), tx.from);
+    sim.balance_changes = kept;
+    if (leftOut > 0) sim.balance_changes_left_out = leftOut;
   } else if (traced.status === 'rejected' && !(traced.reason instanceof TraceUnsupportedError)) {
     sim.trace = 'debug_traceCall';
     sim.trace_error = message(traced.reason);

@@ -277,6 +277,38 @@ export function balanceChanges(diff: PrestateDiff, from: string): BalanceChange[
   });
 }
 
+/** The most balance changes a preview lists. */
+export const BALANCE_CHANGES_MAX = 100;
+
+const absDelta = (c: BalanceChange): bigint => {
+  try {
+    const d = BigInt(c.delta_wei);
+    return d < 0n ? -d : d;
+  } catch {
+    return 0n;
+  }
+};
+
+/**
+ * At most `max` balance changes: the sender's, then the largest |delta|; the kept ones in their
+ * order (sender first, then by address), and how many were left out.
+ */
+export function capBalanceChanges(
+  changes: BalanceChange[],
+  from: string,
+  max = BALANCE_CHANGES_MAX,
+): { kept: BalanceChange[]; leftOut: number } {
+  if (changes.length <= max) return { kept: changes, leftOut: 0 };
+  const f = from.toLowerCase();
+  const ranked = changes
+    .map((c, i) => ({ c, i, sender: c.address.toLowerCase() === f, d: absDelta(c) }))
+    .sort((x, y) =>
+      x.sender !== y.sender ? (x.sender ? -1 : 1) : x.d === y.d ? x.i - y.i : x.d > y.d ? -1 : 1,
+    );
+  const keep = new Set(ranked.slice(0, max).map((r) => r.i));
+  return { kept: changes.filter((_, i) => keep.has(i)), leftOut: changes.length - keep.size };
+}
+
 function lower<T>(o: Record<string, T>): Record<string, T> {
   return Object.fromEntries(Object.entries(o).map(([k, v]) => [k.toLowerCase(), v]));
 }
