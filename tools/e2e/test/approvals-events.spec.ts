@@ -6,7 +6,7 @@ import type { JsonRpcProvider } from 'ethers';
 import { startMeshAnvil } from '@custos/mesh';
 import { waitFor } from '@custos/service-kit/testing';
 import type { SmtpCapture } from '@custos/testing';
-import { TEST_PASSWORD, api, expectProblem, quickUser } from '../src/api';
+import { api, expectProblem, quickUser } from '../src/api';
 import {
   ETH,
   type Received,
@@ -22,6 +22,7 @@ import {
   webhookReceiver,
 } from '../src/approvals';
 import { type MailSpool, readMailSpool, startMailSpool } from '../src/mail-spool';
+import { invitedMember } from '../src/members';
 import { type Mesh, startMesh } from '../src/mesh';
 import { SMTP_PASSWORD, SMTP_USER } from '../src/profiles';
 
@@ -162,25 +163,8 @@ describe('approvals: events to webhooks, and expiry (private mesh)', () => {
   });
 
   /** Invites `role` into `inviter`'s org through this mesh's e-mail and signs the member in. */
-  async function invited(inviter: User, role: 'admin' | 'member'): Promise<User> {
-    const email = `m-${randomBytes(4).toString('hex')}@example.com`;
-    const r = await api(mesh, 'POST', '/v1/org/invite', { token: inviter.token, body: { email, role } });
-    expect(r.status).toBe(200);
-    const mail = await smtp.waitForMessage((m) => m.to === email, 15_000);
-    const token = decodeURIComponent(/accept-invite\?token=(\S+)/.exec(mail.text)![1]!);
-    const accepted = await api(mesh, 'POST', '/v1/org/invites/accept', {
-      body: { token, password: TEST_PASSWORD },
-    });
-    expect(accepted.status).toBe(201);
-    const login = await api(mesh, 'POST', '/v1/auth/token', { body: { email, password: TEST_PASSWORD } });
-    expect(login.status).toBe(200);
-    return {
-      email,
-      token: login.body['access_token'] as string,
-      userId: accepted.body['user_id'] as string,
-      orgId: inviter.orgId,
-    };
-  }
+  const invited = (inviter: User, role: 'admin' | 'member'): Promise<User> =>
+    invitedMember(mesh, inviter, role, smtp);
 
   /** The deliveries of `event` to `hookPath` whose data names `approvalId`. */
   const delivered = (hookPath: string, event: string, approvalId: string): Received[] =>
