@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from '@custos/service-kit';
 import { checkAgentChange } from './agent-fns';
 import type { ActionApprovalPolicy, ApprovalCondition, ApprovalRule } from './agent-types';
-import { checkApprovalPolicy } from './approval-policy-fns';
+import { MAX_RULE_JSON_BYTES, approvalRuleJsonBytes, checkApprovalPolicy } from './approval-policy-fns';
 
 /** The field of the 400 a check throws; undefined when it passes. */
 function fieldOf(fn: () => unknown): string | undefined {
@@ -127,6 +127,34 @@ describe('action_approval_policy checks', () => {
     const many = { rules: Array.from({ length: 51 }, () => rule({}).rules[0]!) };
     expect(check(many)).toBe('action_approval_policy.rules');
     expect(check({ rules: [] })).toBeUndefined();
+  });
+
+  it('refuses a rule whose JSON passes 32 KiB (approvals refuses a rule over 64 KiB), naming the rule', () => {
+    // 1,000 addresses of 256 characters: each list within its limits, the rule ~258 KB of JSON.
+    const addresses = Array.from({ length: 1000 }, (_, i) => String(i).padStart(256, 'a'));
+    const wide: ApprovalCondition = { type: 'to_address_in', addresses };
+    expect(check({ rules: [rule({}).rules[0]!, { conditions: [wide], riskTier: 2 }] })).toBe(
+      'action_approval_policy.rules[1]',
+    );
+    // Just under and just over the limit, measured as the HTTP (snake_case) shape.
+    const sized = (n: number): ApprovalRule => ({
+      conditions: [{ type: 'to_address_in', addresses: Array.from({ length: n }, () => 'x'.repeat(256)) }],
+      riskTier: 2,
+    });
+    const fits = sized(120);
+    expect(approvalRuleJsonBytes(fits)).toBeLessThanOrEqual(MAX_RULE_JSON_BYTES);
+    expect(approvalRuleJsonBytes(sized(130))).toBeGreaterThan(MAX_RULE_JSON_BYTES);
+    expect(check({ rules: [fits] })).toBeUndefined();
+    expect(check({ rules: [sized(130)] })).toBe('action_approval_policy.rules[0]');
+    expect(approvalRuleJsonBytes({ conditions: [big], riskTier: 2, expirySecs: 60 })).toBe(
+      Buffer.byteLength(
+        JSON.stringify({
+          conditions: [{ type: 'value_above', threshold_wei: '1000000000000000000' }],
+          risk_tier: 2,
+          expiry_secs: 60,
+        }),
+      ),
+    );
   });
 
   it('is what a create or update of an agent checks', () => {

@@ -30,6 +30,13 @@ export const CREDENTIAL_TYPES = ['password', 'totp'] as const;
 /** The roles of an org member: what `required_roles` and `per_role_minimums` may name. */
 export const ORG_ROLES = ['owner', 'admin', 'member'] as const;
 
+/**
+ * The largest rule, in bytes of its JSON in the HTTP (snake_case) shape. The matching rule travels
+ * with each approval request and approvals refuses a `rule` over 64 KiB, so a larger rule would
+ * make every action it matches fail; half of that leaves room for how the signer writes it.
+ */
+export const MAX_RULE_JSON_BYTES = 32 * 1024;
+
 const MAX_LIST = 1000;
 const MAX_ITEM = 256;
 const DECIMAL = /^\d{1,78}$/;
@@ -133,6 +140,20 @@ function checkConditionSets(field: string, sets: ApprovalConditionSet[] | undefi
   });
 }
 
+/** A value with its object keys in snake_case: the HTTP shape of a domain rule. */
+function snakeJson(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(snakeJson);
+  if (v === null || typeof v !== 'object') return v;
+  return Object.fromEntries(
+    Object.entries(v).map(([k, x]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), snakeJson(x)]),
+  );
+}
+
+/** The size of a rule's JSON in the HTTP shape, in UTF-8 bytes. */
+export function approvalRuleJsonBytes(r: ApprovalRule): number {
+  return Buffer.byteLength(JSON.stringify(snakeJson(r)));
+}
+
 function checkRule(field: string, r: ApprovalRule): void {
   checkCount(`${field}.conditions`, r.conditions.length, 1, MAX_RULE_CONDITIONS);
   r.conditions.forEach((c, j) => checkApprovalCondition(`${field}.conditions[${j}]`, c));
@@ -176,13 +197,18 @@ function checkRule(field: string, r: ApprovalRule): void {
         'must include totp on a tier 3 rule (every vote on a tier 3 approval is a TOTP code)',
       );
   }
+  if (approvalRuleJsonBytes(r) > MAX_RULE_JSON_BYTES)
+    refuse(
+      field,
+      `must be at most ${MAX_RULE_JSON_BYTES} bytes of JSON (the rule travels with each approval request)`,
+    );
 }
 
 /**
  * Checks an action_approval_policy whoever sent it: at most 50 rules of 1 to 50 conditions, each
  * condition of a known type with the fields that type reads, tier 1 to 3, expiry 60 s to 30 days,
  * a consensus requirement in range, and `skip_when` / `require_when` of at most 20 sets of 1 to 20
- * conditions each (checked as `conditions` are). Throws a 400 naming the field.
+ * conditions each (checked as `conditions` are), each rule at most 32 KiB of JSON. Throws a 400 naming the field.
  */
 export function checkApprovalPolicy(p: ActionApprovalPolicy, field = 'action_approval_policy'): void {
   checkCount(`${field}.rules`, p.rules.length, 0, MAX_APPROVAL_RULES);
