@@ -82,6 +82,9 @@ type FlatConditionSet = z.infer<typeof FlatConditionSetSchema>;
 const OrgRole = z.enum(['owner', 'admin', 'member']);
 const conditionSets = z.array(FlatConditionSetSchema).max(20);
 
+/** The largest approval rule, in bytes of its JSON (as identity counts it). */
+export const MAX_RULE_JSON_BYTES = 32 * 1024;
+
 const ApprovalPolicySchema = z.strictObject({
   rules: z
     .array(
@@ -131,6 +134,15 @@ const ApprovalPolicySchema = z.strictObject({
               code: 'custom',
               path: ['approval', 'require_credential_types'],
               message: 'must include totp at risk_tier 3 (a tier-3 decision is proved with a TOTP code)',
+            });
+          }
+          // The matching rule travels with each approval request and approvals refuses one over
+          // 64 KiB: a larger rule would fail every action it matches (identity checks the same).
+          if (Buffer.byteLength(JSON.stringify(r)) > MAX_RULE_JSON_BYTES) {
+            ctx.addIssue({
+              code: 'custom',
+              path: [],
+              message: `must be at most ${MAX_RULE_JSON_BYTES} bytes of JSON (the rule travels with each approval request)`,
             });
           }
         }),

@@ -13,7 +13,7 @@ import {
   toGrpcStatus,
 } from '@custos/service-kit';
 import type { Peers } from '../peers';
-import { agentBody, agentFields, UpdateAgentBody } from './agent-schemas';
+import { agentBody, agentFields, MAX_RULE_JSON_BYTES, UpdateAgentBody } from './agent-schemas';
 import { approvalRoutes } from './approval-routes';
 import { humanOnly } from './authenticate';
 import { errorHandler, notFound } from './problem';
@@ -741,6 +741,28 @@ describe('action_approval_policy: self_approval_allowed, skip_when, require_when
       }).error?.issues.map((i) => i.path.join('.')) ?? [];
     expect(tier3(['password'])).toEqual(['action_approval_policy.rules.0.approval.require_credential_types']);
     expect(tier3(['password', 'totp'])).toEqual([]);
+  });
+
+  it('refuses a rule over 32 KiB of JSON, naming the rule (approvals refuses a rule over 64 KiB)', () => {
+    const sized = (n: number) => ({
+      conditions: [{ type: 'to_address_in', addresses: Array.from({ length: n }, () => 'a'.repeat(256)) }],
+      risk_tier: 2,
+    });
+    const issues = (rules: unknown[]) =>
+      UpdateAgentBody.safeParse({ action_approval_policy: { rules } }).error?.issues.map((i) => [
+        i.path.join('.'),
+        i.message,
+      ]) ?? [];
+    expect(Buffer.byteLength(JSON.stringify(sized(120)))).toBeLessThan(MAX_RULE_JSON_BYTES);
+    expect(Buffer.byteLength(JSON.stringify(sized(130)))).toBeGreaterThan(MAX_RULE_JSON_BYTES);
+    expect(issues([sized(120)])).toEqual([]);
+    expect(issues([sized(1), sized(1000)])).toEqual([
+      [
+        'action_approval_policy.rules.1',
+        `must be at most ${MAX_RULE_JSON_BYTES} bytes of JSON (the rule travels with each approval request)`,
+      ],
+    ]);
+    expect(issues([sized(130)]).map(([p]) => p)).toEqual(['action_approval_policy.rules.0']);
   });
 
   it('shows none of them on a rule without them', () => {
