@@ -303,6 +303,53 @@ describe('transaction store in Postgres', () => {
     expect(await store.claim(agentId, 'k2', 'h9')).toMatchObject({ kind: 'claimed' });
   });
 
+  it('a held transaction whose approval was never asked for (signer stopped) ends failed, audited, and frees its key', async () => {
+    const agentId = randomUUID();
+    const held = async (key: string) => {
+      const c = await store.claim(agentId, key, 'h1');
+      expect(c).toMatchObject({ kind: 'claimed' });
+      return store.insertFinal(
+        { ...rowOf(randomUUID(), agentId), status: 'awaiting_approval' },
+        { key, claimId: (c as { claimId: string }).claimId },
+        async () => undefined,
+      );
+    };
+    const young = await held('young');
+    const old = await held('old');
+    await pool.query(
+      `UPDATE signer.transactions SET created_at = now() - interval '10 minutes' WHERE id = $1`,
+      [old.id],
+    );
+    // A young one is still being asked for: running, untouched.
+    expect(await store.claim(agentId, 'young', 'h1')).toEqual({ kind: 'running' });
+    expect(await store.byId(young.id)).toMatchObject({ status: 'awaiting_approval' });
+    // Another body is still told so (nothing changed).
+    expect(await store.claim(agentId, 'old', 'h2')).toEqual({ kind: 'other_body' });
+    expect(await store.byId(old.id)).toMatchObject({ status: 'awaiting_approval' });
+    // Ten minutes old with no approval id: abandoned. Racing claims: exactly one takes the key over.
+    const racers = await Promise.all(Array.from({ length: 6 }, () => store.claim(agentId, 'old', 'h1')));
+    expect(racers.filter((c) => c.kind === 'claimed')).toHaveLength(1);
+    expect(racers.filter((c) => c.kind === 'running')).toHaveLength(5);
+    expect(await store.byId(old.id)).toMatchObject({
+      status: 'failed',
+      errorMessage: 'the approval was never asked for: signer stopped',
+    });
+    const audit = await pool.query<{ payload: string }>(
+      "SELECT payload::text AS payload FROM signer.outbox WHERE payload::text LIKE '%' || $1 || '%' AND payload::text LIKE '%agent.transaction.failed%'",
+      [old.id],
+    );
+    expect(audit.rowCount).toBe(1);
+    expect(audit.rows[0]!.payload).toContain('the approval was never asked for: signer stopped');
+    // One with its approval id is a held transaction, whatever its age: the key answers it.
+    const named = await held('named');
+    await store.setApproval(named.id, randomUUID());
+    await pool.query(
+      `UPDATE signer.transactions SET created_at = now() - interval '10 minutes' WHERE id = $1`,
+      [named.id],
+    );
+    expect(await store.claim(agentId, 'named', 'h1')).toMatchObject({ kind: 'done', tx: { id: named.id } });
+  });
+
   it('a claim left with no transaction (its request died) is taken over once older than the recovery delay, by one racer', async () => {
     const agentId = randomUUID();
     const first = await store.claim(agentId, 'dead', 'h1', 60_000);

@@ -4,6 +4,7 @@ import { ConflictError, type Database, type Transaction } from '@custos/service-
 import { isUniqueViolation } from '../chains/chain-store.js';
 import { nonces, releasedNonces, transactions, txIdempotency, txInputs } from '../db/schema.js';
 import { allocateNonce } from './nonce-fns.js';
+import { systemAudit } from './tx-records.js';
 import type { TxRecord } from './tx-types.js';
 
 /** A new row's fields (the store sets id-independent defaults). */
@@ -74,8 +75,11 @@ export class TxStore {
    * Claims an agent's Idempotency-Key for a request with hash `hash`. The unique index decides
    * between racing requests: exactly one claims it. A claim older than 24 h is taken over, and so is
    * one older than `staleClaimMs` that never got a transaction (its request died: signer stopped
-   * before it could give the claim back). Else the existing claim answers: another body (422),
-   * still running (409), or its finished transaction.
+   * before it could give the claim back), and so is one whose transaction was held
+   * (`awaiting_approval`) but never got its approval id within `staleClaimMs` (signer stopped
+   * between recording it and naming its approval): that transaction ends `failed`, with its record.
+   * Else the existing claim answers: another body (422), still running (409), or its finished
+   * transaction.
    */
   async claim(agentId: string, key: string, hash: string, staleClaimMs = 300_000): Promise<Claim> {
     const claimId = randomUUID();
@@ -98,9 +102,47 @@ export class TxStore {
     if (!c.txId) return { kind: 'running' };
     const tx = await this.byId(c.txId);
     if (!tx || tx.status === 'pending' || tx.status === 'signed') return { kind: 'running' };
-    // Held but its approval not asked for yet (CreateApproval under way): not an answer to replay.
-    if (tx.status === 'awaiting_approval' && !tx.approvalId) return { kind: 'running' };
+    // Ended by a racing claim as never asked for (below): its claim was given back, look again.
+    if (tx.status === 'failed' && tx.errorMessage === TxStore.NEVER_ASKED) {
+      return this.claim(agentId, key, hash, staleClaimMs);
+    }
+    // Held but its approval not asked for yet (CreateApproval under way): not an answer to replay;
+    // held so long that its request must have died: failed, and the key is free again.
+    if (tx.status === 'awaiting_approval' && !tx.approvalId) {
+      if (!(await this.failNeverAsked(tx.id, staleClaimMs))) return { kind: 'running' };
+      return this.claim(agentId, key, hash, staleClaimMs);
+    }
     return { kind: 'done', tx };
+  }
+
+  /** Why a held transaction whose approval was never asked for ended. */
+  static readonly NEVER_ASKED = 'the approval was never asked for: signer stopped';
+
+  /**
+   * Ends a transaction `awaiting_approval` without an approval id and older than `staleMs` as
+   * `failed` (its request died between recording it and naming its approval), with signer's
+   * `agent.transaction.failed` record, and gives its Idempotency-Key claim back; one transaction.
+   * Undefined when it is not such a row (any more).
+   */
+  async failNeverAsked(id: string, staleMs: number): Promise<TxRecord | undefined> {
+    return this.db.transaction(async (tx) => {
+      const [t] = await tx
+        .update(transactions)
+        .set({ status: 'failed', errorMessage: TxStore.NEVER_ASKED })
+        .where(
+          and(
+            eq(transactions.id, id),
+            eq(transactions.status, 'awaiting_approval'),
+            isNull(transactions.approvalId),
+            lt(transactions.createdAt, sql`now() - ${`${staleMs} milliseconds`}::interval`),
+          ),
+        )
+        .returning();
+      if (!t) return undefined;
+      await tx.delete(txIdempotency).where(eq(txIdempotency.txId, t.id));
+      await systemAudit(tx, 'agent.transaction.failed', t, { error: TxStore.NEVER_ASKED });
+      return t;
+    });
   }
 
   /**
