@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { ApprovalService } from '../src/approvals/approval-service';
 import { agent, approvalsTestKit, human, refusal, rule, transactionApproval } from './approval-test-kit';
 
 // Requests and decisions against real Postgres; identity is a fake peer (tier proofs, the agent's
@@ -12,6 +11,29 @@ const summary = {
   body: 'Customer asked',
   fields: [{ label: 'amount', value: '10 EUR' }],
 };
+
+/** Moves Date (the service's clock) by `offsetMs`; timers stay real for the database driver. */
+function serviceClock(offsetMs: number): void {
+  jest.useFakeTimers({
+    now: Date.now() + offsetMs,
+    doNotFake: [
+      'hrtime',
+      'nextTick',
+      'performance',
+      'queueMicrotask',
+      'requestAnimationFrame',
+      'cancelAnimationFrame',
+      'requestIdleCallback',
+      'cancelIdleCallback',
+      'setImmediate',
+      'clearImmediate',
+      'setInterval',
+      'clearInterval',
+      'setTimeout',
+      'clearTimeout',
+    ],
+  });
+}
 
 describe('approvals: request and decide', () => {
   let kit: Kit;
@@ -493,19 +515,47 @@ describe('approvals: request and decide', () => {
       expect((await kit.row(r.id))['status']).toBe('pending');
     });
 
-    it('expiry is judged on the database clock: a service clock that lags does not reopen it (409)', async () => {
+    it('expiry is judged on the database clock: a service clock that runs ahead does not close an open approval', async () => {
       const org = randomUUID();
-      const lagging = new ApprovalService({
-        store: kit.store,
-        identity: kit.identity,
-        settings: { ttlSeconds: 86400 },
-        clock: () => new Date(Date.now() - 7 * 86_400_000),
-      });
+      const r = await ask(newAgent(org));
+      const c = await kit.service.create(
+        transactionApproval(org, agent(org).agentId, {
+          requirement: {
+            minApprovals: 2,
+            requiredRoles: [],
+            perRoleMinimums: {},
+            requireCredentialTypes: [],
+            selfApprovalAllowed: false,
+          },
+        }),
+      );
+      // Only Date runs ahead (past both expiries); timers stay real for the database driver.
+      serviceClock(30 * 86_400_000);
+      try {
+        const decided = await kit.service.decide(human(org), r.id, {
+          decision: 'approve',
+          reason: '',
+          credential: '',
+        });
+        expect(decided.status).toBe('approved');
+        await kit.service.decide(human(org), c.id, { decision: 'approve', reason: '', credential: '' });
+      } finally {
+        jest.useRealTimers();
+      }
+      expect((await kit.row(r.id))['status']).toBe('approved');
+      expect((await kit.store.votes(c.id)).length).toBe(1);
+      expect((await kit.row(c.id))['status']).toBe('pending');
+    });
+
+    it('expiry is judged on the database clock: an approval expired there is 409 whatever the service clock', async () => {
+      const org = randomUUID();
+      const lagging = kit.service;
       const r = await ask(newAgent(org));
       await kit.expireNow(r.id);
+      serviceClock(-7 * 86_400_000);
       const e = await refusal(
         lagging.decide(human(org), r.id, { decision: 'approve', reason: '', credential: '' }),
-      );
+      ).finally(() => jest.useRealTimers());
       expect([e.httpStatus, e.detail]).toEqual([409, expect.stringMatching(/expired/)]);
       expect((await kit.row(r.id))['status']).toBe('pending');
       expect(await kit.recordsOf(r.id)).toEqual(['approval.created', 'audit:approval.requested']);

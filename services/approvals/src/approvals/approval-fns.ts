@@ -311,17 +311,17 @@ export function proofSatisfies(tier: number, method: CredentialType | undefined)
   return tier === 2 || method === 'totp';
 }
 
-/**
- * A 409 when an approval can no longer be decided: decided, executed or expired. `now` is the
- * service's clock (a first, early check); `unexpired`, when given, is the database's own
- * `expires_at > now()` read under the row lock, which is what decides.
- */
-export function requireOpen(
-  a: Pick<ApprovalRecord, 'status' | 'expiresAt'>,
-  now: Date,
-  unexpired = true,
-): void {
+/** A 409 when an approval is no longer pending: decided, executed or (swept) expired. */
+export function requirePending(a: Pick<ApprovalRecord, 'status'>): void {
   if (a.status !== 'pending') throw new ConflictError(`the approval is ${a.status} and cannot be decided`);
-  if (!unexpired || a.expiresAt.getTime() <= now.getTime())
-    throw new ConflictError('the approval has expired and cannot be decided');
+}
+
+/**
+ * A 409 when an approval can no longer be decided: not pending, or past its expiry. `unexpired` is
+ * the database's own `expires_at > now()` read under the row lock: only the database's clock
+ * judges expiry, so a service clock that lags or runs ahead neither reopens nor closes it.
+ */
+export function requireOpen(a: Pick<ApprovalRecord, 'status'>, unexpired: boolean): void {
+  requirePending(a);
+  if (!unexpired) throw new ConflictError('the approval has expired and cannot be decided');
 }

@@ -39,6 +39,7 @@ import {
   optionalText,
   proofSatisfies,
   requireOpen,
+  requirePending,
   requiredText,
   tally,
   voterRefusal,
@@ -189,13 +190,8 @@ export class ApprovalService {
       store: ApprovalStore;
       identity: Pick<IdentityClient, 'agentInOrg' | 'confirmStepUp'>;
       settings: ApprovalSettings;
-      clock?: () => Date;
     },
   ) {}
-
-  private now(): Date {
-    return (this.deps.clock ?? (() => new Date()))();
-  }
 
   /** `POST /v1/approvals/request`: an agent asks a human. */
   async request(p: Principal, input: RequestApprovalInput): Promise<ApprovalRecord> {
@@ -374,7 +370,8 @@ export class ApprovalService {
     const id = approvalIdOf(rawId);
     const before = await this.deps.store.get(user.orgId, id);
     if (!before) throw new NotFoundError('approval', rawId);
-    requireOpen(before, this.now());
+    // Status only: expiry is the database clock's to judge, under the lock below.
+    requirePending(before);
     if (before.kind === 'consensus') {
       const refusal = voterRefusal(before.requirement!, user, before.userId);
       if (refusal) throw new PermissionDeniedError(refusal);
@@ -388,7 +385,7 @@ export class ApprovalService {
       // The database's clock decides whether it is still open (a vote that does not settle the
       // consensus has no other expiry check).
       const locked = row.approval;
-      requireOpen(locked, this.now(), row.unexpired);
+      requireOpen(locked, row.unexpired);
       const settled =
         locked.kind === 'single'
           ? await this.settleSingle(tx, user, locked, decision, reason, credentialType)
