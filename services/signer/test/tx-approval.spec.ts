@@ -53,6 +53,8 @@ class FakeApprovals implements Approvals {
   createError: CustosError | undefined;
   /** Resolves CreateApproval only when the test says (a slow peer). */
   createGate: Promise<void> | undefined;
+  /** Runs once an approval is created, before it is answered (what happens to signer meanwhile). */
+  afterCreate: ((r: CreateApprovalRequest) => Promise<void>) | undefined;
   private used = new Set<string>();
 
   /** CreateApproval calls begun (a slow one included). */
@@ -64,6 +66,7 @@ class FakeApprovals implements Approvals {
     if (this.createError) throw this.createError;
     if (this.createGate) await this.createGate;
     this.created.push(r);
+    if (this.afterCreate) await this.afterCreate(r);
     return { id: randomUUID(), ...r } as unknown as Approval;
   }
 
@@ -470,6 +473,82 @@ describe('the approval gate of transactions (Postgres + anvil)', () => {
     });
     expect(retry.replayed).toBe(false);
     expect(retry.tx.status).toBe('awaiting_approval');
+  });
+
+  it("a summary refusal whose detail names the field names it once in the row's reason", async () => {
+    const w = await funded();
+    const { submit, approvals, scope } = rig(w);
+    approvals.createError = new CustosError('invalid_argument', {
+      detail: 'summary.title is required',
+      field: 'summary.title',
+    });
+    const err = await refusal(submit({ summary: { title: ' ', body: '', fields: [] } }));
+    expect(err).toMatchObject({ kind: 'invalid_argument', field: 'summary.title' });
+    const rows = await pool.query('SELECT status, error_message FROM signer.transactions WHERE key_id = $1', [
+      scope.key.id,
+    ]);
+    expect(rows.rows).toEqual([
+      { status: 'failed', error_message: 'the approval could not be requested: summary.title is required' },
+    ]);
+  });
+
+  it('the approval created but not recordable on the row (the database refuses): failed naming the approval id, not "approvals unavailable"; the key given back', async () => {
+    const w = await funded();
+    const { submit, approvals, scope } = rig(w);
+    // The database refuses to name the approval on this one row (as an outage of it would).
+    approvals.afterCreate = async (r) => {
+      await pool.query(`CREATE OR REPLACE FUNCTION signer.f4_refuse_approval() RETURNS trigger AS $$
+        BEGIN
+          IF NEW.approval_id IS NOT NULL AND NEW.id = '${r.targetId}'::uuid THEN
+            RAISE EXCEPTION 'refused by test';
+          END IF;
+          RETURN NEW;
+        END $$ LANGUAGE plpgsql`);
+      await pool.query(`CREATE TRIGGER f4_refuse_approval BEFORE UPDATE ON signer.transactions
+        FOR EACH ROW EXECUTE FUNCTION signer.f4_refuse_approval()`);
+    };
+    try {
+      const err = await refusal(submit({ idempotencyKey: 'k-orphan' }));
+      expect(err.kind).toBe('unavailable');
+      expect(err.detail).not.toMatch(/approvals service unavailable/);
+    } finally {
+      await pool.query('DROP TRIGGER IF EXISTS f4_refuse_approval ON signer.transactions');
+      await pool.query('DROP FUNCTION IF EXISTS signer.f4_refuse_approval()');
+    }
+    const created = approvals.created.at(-1)!;
+    const rows = await pool.query(
+      'SELECT id, status, error_message, approval_id FROM signer.transactions WHERE key_id = $1',
+      [scope.key.id],
+    );
+    expect(rows.rows).toHaveLength(1);
+    expect(rows.rows[0]).toMatchObject({ id: created.targetId, status: 'failed', approval_id: null });
+    expect(rows.rows[0].error_message).toMatch(
+      /^approval [0-9a-f-]{36} was created but could not be recorded/,
+    );
+    expect(rows.rows[0].error_message).not.toMatch(/unavailable/);
+    // The key was given back: a retry runs anew.
+    approvals.afterCreate = undefined;
+    const retry = await submit({ idempotencyKey: 'k-orphan' });
+    expect(retry.replayed).toBe(false);
+    expect(retry.tx.status).toBe('awaiting_approval');
+    expect(await sentBy(w)).toBe(0);
+  });
+
+  it('the row ended while its approval was being created (found abandoned): refused, not answered as held', async () => {
+    const w = await funded();
+    const { submit, approvals, scope } = rig(w);
+    approvals.afterCreate = async (r) => {
+      await pool.query(
+        `UPDATE signer.transactions SET status = 'failed', error_message = 'x' WHERE id = $1`,
+        [r.targetId],
+      );
+    };
+    const err = await refusal(submit());
+    expect(err.kind).toBe('unavailable');
+    const rows = await pool.query('SELECT status, approval_id FROM signer.transactions WHERE key_id = $1', [
+      scope.key.id,
+    ]);
+    expect(rows.rows).toEqual([{ status: 'failed', approval_id: null }]);
   });
 
   it('CreateApproval refusing anything else (a too-big preview): 500 internal, not 503; the row failed', async () => {

@@ -9,6 +9,7 @@ import {
   NotFoundError,
   type Transaction,
   UnavailableError,
+  describeError,
   isUuid,
 } from '@custos/service-kit';
 import { type RuleMatch, matchApprovalPolicy } from '@custos/approval-rules';
@@ -407,7 +408,7 @@ export class TransactionService {
       ? { from, to: evmReq.to ?? '', valueWei: evmReq.value, data: evmReq.data }
       : transferHeld(from, transfer!, transferFacts(scope.chain, transfer!));
     const { to, valueWei: value, data } = heldTx;
-    const row = await failClosed(logger, `${ACTION}.awaiting_approval`, () =>
+    await failClosed(logger, `${ACTION}.awaiting_approval`, () =>
       store.insertFinal(
         {
           id,
@@ -434,6 +435,9 @@ export class TransactionService {
       ),
     );
     onRecorded();
+    // Once CreateApproval answered: the approval that exists for this row (an orphan if the row
+    // cannot name it).
+    let approvalId: string | undefined;
     try {
       const preview = await gate.preview(scope, heldTx, match, req.summary);
       const approval = await gate.create(scope, {
@@ -451,6 +455,7 @@ export class TransactionService {
         preview,
         match,
       });
+      approvalId = approval.id;
       const named = await failClosed(logger, `${ACTION}.awaiting_approval`, () =>
         store.setApproval(id, approval.id, (tx, r) =>
           this.audit(tx, p, 'agent.transaction.awaiting_approval', r, {
@@ -460,28 +465,47 @@ export class TransactionService {
           }),
         ),
       );
-      return named ?? { ...row, approvalId: approval.id };
+      // The row ended meanwhile (a claim of its key found it abandoned): it is not held.
+      if (!named) {
+        throw new UnavailableError(
+          'the transaction ended before its approval could be recorded on it; nothing was signed',
+        );
+      }
+      return named;
     } catch (err) {
-      logger.warn(
-        { err: String(err), tx_id: id },
-        'the approval of a held transaction could not be asked for',
-      );
+      if (approvalId !== undefined) {
+        // The approval exists but the transaction does not name it: nobody can resume with it.
+        logger.error(
+          { err: describeError(err), tx_id: id, approval_id: approvalId },
+          'an approval was created for a held transaction that could not record it (orphan approval)',
+        );
+      } else {
+        logger.warn(
+          { err: String(err), tx_id: id },
+          'the approval of a held transaction could not be asked for',
+        );
+      }
       // gate.create answers 400 (the summary refused), 500 (the preview refused) or 503.
       const answer =
         err instanceof CustosError
           ? err
           : new UnavailableError('the approval could not be requested; nothing was signed');
-      const reason =
-        answer.kind === 'invalid_argument'
-          ? `the approval could not be requested: ${answer.field ?? 'summary'} ${answer.detail}`.slice(0, 500)
-          : answer.kind === 'internal'
-            ? 'the approval could not be requested (approvals refused it)'
-            : 'the approval could not be requested (approvals service unavailable)';
+      const reason = (
+        approvalId !== undefined
+          ? `approval ${approvalId} was created but could not be recorded on the transaction`
+          : answer.kind === 'invalid_argument'
+            ? `the approval could not be requested: ${fieldDetail(answer)}`
+            : answer.kind === 'internal'
+              ? 'the approval could not be requested (approvals refused it)'
+              : 'the approval could not be requested (approvals service unavailable)'
+      ).slice(0, 500);
       await store
         .failAwaiting(id, reason, (tx, r) => this.audit(tx, p, 'agent.transaction.failed', r, { reason }), {
           unclaim: true,
         })
-        .catch(() => undefined);
+        .catch((e: unknown) =>
+          logger.error({ err: describeError(e), tx_id: id }, 'a held transaction could not be ended failed'),
+        );
       throw answer;
     }
   }
@@ -534,4 +558,11 @@ export class TransactionService {
     if (!t) throw new NotFoundError('transaction', txId);
     return t;
   }
+}
+
+/** A refusal's field and detail as one text, the field once (a detail often names it already). */
+function fieldDetail(e: CustosError): string {
+  const detail = e.detail ?? '';
+  const field = e.field ?? 'summary';
+  return detail.includes(field) ? detail : `${field} ${detail}`.trim();
 }
