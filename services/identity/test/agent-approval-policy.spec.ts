@@ -192,4 +192,35 @@ describe('action_approval_policy of an agent (real Postgres)', () => {
     });
     expect(agentMessage(await agents.get(owner, agent.id)).actionApprovalPolicy).toEqual(POLICY);
   });
+
+  it('refuses a rule over 32 KiB of JSON (approvals would refuse it with every action) with a 400 naming it, storing nothing', async () => {
+    const refusal = async (p: Promise<unknown>) =>
+      p.then(
+        () => undefined,
+        (err: unknown) =>
+          err instanceof CustosError ? { kind: err.kind, field: err.field, status: err.httpStatus } : err,
+      );
+    // Each list within its limits (1,000 entries of 256 characters), the rule about 258 KB.
+    const addresses = Array.from({ length: 1000 }, (_, i) => String(i).padStart(256, 'a'));
+    const huge: PolicyMessage = {
+      rules: [
+        POLICY.rules[0]!,
+        { ...POLICY.rules[0]!, conditions: [cond({ type: 'to_address_in', addresses })] },
+      ],
+    };
+    const before = await agentCount();
+    expect(await refusal(agents.create(owner, fields(huge, 'huge')))).toEqual({
+      kind: 'invalid_argument',
+      field: 'action_approval_policy.rules[1]',
+      status: 400,
+    });
+    expect(await agentCount()).toBe(before);
+    const { agent } = await agents.create(owner, fields(POLICY, 'kept-small'));
+    expect(
+      (await refusal(agents.update(owner, agent.id, fields(huge), PASSWORD))) as { field: string },
+    ).toMatchObject({
+      field: 'action_approval_policy.rules[1]',
+    });
+    expect(agentMessage(await agents.get(owner, agent.id)).actionApprovalPolicy).toEqual(POLICY);
+  });
 });

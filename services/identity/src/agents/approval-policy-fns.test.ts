@@ -146,6 +146,16 @@ describe('action_approval_policy checks', () => {
     expect(approvalRuleJsonBytes(sized(130))).toBeGreaterThan(MAX_RULE_JSON_BYTES);
     expect(check({ rules: [fits] })).toBeUndefined();
     expect(check({ rules: [sized(130)] })).toBe('action_approval_policy.rules[0]');
+    // Lists a gRPC message carries empty are not part of the HTTP shape.
+    const empty = { chains: [], addresses: [], selectors: [], intentTypes: [], actions: [], actionKinds: [] };
+    expect(
+      approvalRuleJsonBytes({
+        conditions: [{ ...big, ...empty }],
+        riskTier: 2,
+        expirySecs: 60,
+        skipWhen: [],
+      }),
+    ).toBe(approvalRuleJsonBytes({ conditions: [big], riskTier: 2, expirySecs: 60 }));
     expect(approvalRuleJsonBytes({ conditions: [big], riskTier: 2, expirySecs: 60 })).toBe(
       Buffer.byteLength(
         JSON.stringify({

@@ -140,12 +140,17 @@ function checkConditionSets(field: string, sets: ApprovalConditionSet[] | undefi
   });
 }
 
-/** A value with its object keys in snake_case: the HTTP shape of a domain rule. */
+/**
+ * A value with its object keys in snake_case and its empty lists left out: the HTTP shape of a
+ * domain rule (a gRPC message carries every list of a condition, the API only those it sends).
+ */
 function snakeJson(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(snakeJson);
   if (v === null || typeof v !== 'object') return v;
   return Object.fromEntries(
-    Object.entries(v).map(([k, x]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), snakeJson(x)]),
+    Object.entries(v)
+      .filter(([, x]) => !(Array.isArray(x) && x.length === 0))
+      .map(([k, x]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), snakeJson(x)]),
   );
 }
 
