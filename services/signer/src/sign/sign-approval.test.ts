@@ -332,11 +332,33 @@ describe('SignService approval gate', () => {
     expect(r.audits).toEqual([]);
   });
 
-  it('message_text is shown without bidi overrides or zero-width characters', async () => {
+  it('message_text shows bidi overrides and zero-width characters as visible markers, and says it was altered', async () => {
     const r = rig([rule([cond({ type: 'always' })])]);
     const tricky = 'pay 5 to \u202Eevil\u202C bob\u200B\u2066x\u2069\uFEFF';
     await r.sign({ message: hexlify(toUtf8Bytes(tricky)) });
-    expect(r.approvals.created[0]!.preview).toMatchObject({ message_text: 'pay 5 to evil bobx' });
+    expect(r.approvals.created[0]!.preview).toMatchObject({
+      message_text: 'pay 5 to ⟨U+202E⟩evil⟨U+202C⟩ bob⟨U+200B⟩⟨U+2066⟩x⟨U+2069⟩⟨U+FEFF⟩',
+      message_text_altered: true,
+    });
+  });
+
+  it('message_text marks tag characters, the soft hyphen, C1 controls, CGJ and MVS too; a plain text is not altered', async () => {
+    const r = rig([rule([cond({ type: 'always' })])]);
+    const tricky = 'send\u00AD all to \u{E0041}bob\u0085\u034F\u180E\uFEFF';
+    await r.sign({ message: hexlify(toUtf8Bytes(tricky)) });
+    expect(r.approvals.created[0]!.preview).toMatchObject({
+      message_text: 'send⟨U+00AD⟩ all to ⟨U+E0041⟩bob⟨U+0085⟩⟨U+034F⟩⟨U+180E⟩⟨U+FEFF⟩',
+      message_text_altered: true,
+    });
+    // A leading BOM is shown too (not dropped by the decoder).
+    await r.sign({ message: hexlify(toUtf8Bytes('\uFEFFhi')) });
+    expect(r.approvals.created[1]!.preview).toMatchObject({
+      message_text: '⟨U+FEFF⟩hi',
+      message_text_altered: true,
+    });
+    await r.sign({ message: hexlify(toUtf8Bytes('pay 5 to bob')) });
+    expect(r.approvals.created[2]!.preview).toMatchObject({ message_text: 'pay 5 to bob' });
+    expect(r.approvals.created[2]!.preview).not.toHaveProperty('message_text_altered');
   });
 });
 

@@ -74,18 +74,38 @@ type ApprovalStep = (
   details?: Record<string, unknown>,
 ) => Promise<string | undefined>;
 
-/** Bidi embeddings/overrides/isolates and marks, and zero-width characters: they reorder or hide text. */
-const INVISIBLE = /[\u061C\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]/g;
+/**
+ * Characters that reorder or hide text: C1 controls, soft hyphen, combining grapheme joiner, Arabic
+ * letter mark, Mongolian vowel separator, zero-width characters, bidi marks, embeddings, overrides
+ * and isolates, invisible operators, the BOM, and tag characters.
+ */
+const HIDDEN =
+  /\u034F|[\u0080-\u009F\u00AD\u061C\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF\u{E0000}-\u{E007F}]/gu;
+
+const marker = (ch: string) => `⟨U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}⟩`;
 
 /**
  * A message's text for the approver when it is printable UTF-8 (at most 2,000 characters), else
- * null; bidi controls and zero-width characters are removed so the approver reads it in its order.
+ * null. Each character that would reorder or hide text is shown as a visible marker (`⟨U+202E⟩`)
+ * in its place, and `altered` says so, so the approver sees both the order and that it was there.
  */
-function readableText(bytes: Uint8Array): string | null {
-  const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes).replace(INVISIBLE, '');
+export function readableText(bytes: Uint8Array): { text: string; altered: boolean } | null {
+  const decoded = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true }).decode(bytes);
   // eslint-disable-next-line no-control-regex
-  if (text.includes('\uFFFD') || /[\u0000-\u0008\u000E-\u001F\u007F]/.test(text)) return null;
-  return text.length > 2000 ? `${text.slice(0, 2000)}…` : text;
+  if (decoded.includes('\uFFFD') || /[\u0000-\u0008\u000E-\u001F\u007F]/.test(decoded)) return null;
+  const text = decoded.replace(HIDDEN, marker);
+  const chars = Array.from(text);
+  return {
+    text: chars.length > 2000 ? `${chars.slice(0, 2000).join('')}…` : text,
+    altered: text !== decoded,
+  };
+}
+
+/** What the approver is shown of a message's text (see readableText). */
+function messageTextOf(bytes: Uint8Array): Record<string, unknown> {
+  const r = readableText(bytes);
+  if (!r) return { message_text: null };
+  return { message_text: r.text, ...(r.altered ? { message_text_altered: true } : {}) };
 }
 
 /** Ends a sign request `awaiting_approval` (not an error: the answer is 202 with the approval). */
@@ -307,7 +327,7 @@ export class SignService {
     const approvalId = await step({}, undefined, {
       message_hash: messageHash,
       message_bytes: message.length,
-      message_text: readableText(message),
+      ...messageTextOf(message),
     });
     const s = await this.signHash(scope, messageHash, budget);
     await this.audit(scope, 'agent.sign.personal_sign', {
