@@ -350,6 +350,38 @@ describe('transaction store in Postgres', () => {
     expect(await store.claim(agentId, 'named', 'h1')).toMatchObject({ kind: 'done', tx: { id: named.id } });
   });
 
+  it('recovery ends a held transaction never named its approval (10 minutes old, no key) failed and audited; a young one or a named one stays', async () => {
+    const agentId = randomUUID();
+    const held = () =>
+      store.insertFinal(
+        { ...rowOf(randomUUID(), agentId), status: 'awaiting_approval' },
+        undefined,
+        async () => undefined,
+      );
+    const [old, young, named] = [await held(), await held(), await held()];
+    await store.setApproval(named.id, randomUUID());
+    await pool.query(
+      `UPDATE signer.transactions SET created_at = now() - interval '10 minutes' WHERE id = ANY($1::uuid[])`,
+      [[old.id, named.id]],
+    );
+    const w = new TxWatcher(
+      { store, chains: { resolve: async () => undefined } as never, rpc: {} as never, logger },
+      { intervalMs: 10, staleMs: 0, batch: 1000 },
+    );
+    expect(await w.recover()).toBeGreaterThanOrEqual(1);
+    expect(await store.byId(old.id)).toMatchObject({
+      status: 'failed',
+      errorMessage: 'the approval was never asked for: signer stopped',
+    });
+    expect(await store.byId(young.id)).toMatchObject({ status: 'awaiting_approval' });
+    expect(await store.byId(named.id)).toMatchObject({ status: 'awaiting_approval' });
+    const audit = await pool.query(
+      "SELECT 1 FROM signer.outbox WHERE payload::text LIKE '%' || $1 || '%' AND payload::text LIKE '%agent.transaction.failed%'",
+      [old.id],
+    );
+    expect(audit.rowCount).toBe(1);
+  });
+
   it('a claim left with no transaction (its request died) is taken over once older than the recovery delay, by one racer', async () => {
     const agentId = randomUUID();
     const first = await store.claim(agentId, 'dead', 'h1', 60_000);

@@ -67,6 +67,12 @@ export class ResumeLostError extends Error {
 /** How long an Idempotency-Key is remembered (DECISIONS.md: 24 h). */
 const IDEMPOTENCY_TTL = sql`interval '24 hours'`;
 
+/**
+ * How long a held transaction may wait for its approval id before it is taken as abandoned (its
+ * request died between recording it and naming its approval; CreateApproval takes seconds).
+ */
+export const NEVER_ASKED_AFTER_MS = 300_000;
+
 /** SQL of transactions, their nonces and Idempotency-Key claims. */
 export class TxStore {
   constructor(private readonly db: Database) {}
@@ -81,7 +87,12 @@ export class TxStore {
    * Else the existing claim answers: another body (422), still running (409), or its finished
    * transaction.
    */
-  async claim(agentId: string, key: string, hash: string, staleClaimMs = 300_000): Promise<Claim> {
+  async claim(
+    agentId: string,
+    key: string,
+    hash: string,
+    staleClaimMs = NEVER_ASKED_AFTER_MS,
+  ): Promise<Claim> {
     const claimId = randomUUID();
     const [mine] = await this.db
       .insert(txIdempotency)
@@ -117,6 +128,22 @@ export class TxStore {
 
   /** Why a held transaction whose approval was never asked for ended. */
   static readonly NEVER_ASKED = 'the approval was never asked for: signer stopped';
+
+  /** Held transactions (at most `batch`) still without an approval id after `staleMs`. */
+  async neverAsked(staleMs: number, batch: number): Promise<string[]> {
+    const rows = await this.db
+      .select({ id: transactions.id })
+      .from(transactions)
+      .where(
+        and(
+          eq(transactions.status, 'awaiting_approval'),
+          isNull(transactions.approvalId),
+          lt(transactions.createdAt, sql`now() - ${`${staleMs} milliseconds`}::interval`),
+        ),
+      )
+      .limit(batch);
+    return rows.map((r) => r.id);
+  }
 
   /**
    * Ends a transaction `awaiting_approval` without an approval id and older than `staleMs` as

@@ -4,7 +4,7 @@ import { type EvmRpcPool, type EvmTxRpc, EvmRpcError } from '../evm/index.js';
 import { type ChainAdapters, ChainRpcError, type TransferOps } from '../keys/chain-adapter.js';
 import { endpointOf } from './transfer-flow.js';
 import { systemAudit, writeBroadcast } from './tx-records.js';
-import type { TxStore } from './tx-store.js';
+import { NEVER_ASKED_AFTER_MS, type TxStore } from './tx-store.js';
 import type { TxRecord } from './tx-types.js';
 
 /** How the receipt watcher runs. */
@@ -150,7 +150,8 @@ export class TxWatcher {
    * one never given to the node (no send_attempted_at), ends `failed` and gives its nonce back; a
    * `signed` row whose send was attempted has its bytes sent again (the same transaction: a node
    * that has it already answers so), then it is `broadcast`; when the node refuses them and has
-   * no receipt of it, it ends `failed` and gives its nonce back.
+   * no receipt of it, it ends `failed` and gives its nonce back. A held (`awaiting_approval`) row
+   * still without its approval id after NEVER_ASKED_AFTER_MS (or staleMs if longer) ends `failed`.
    */
   async recover(): Promise<number> {
     const lease = this.leaseMs();
@@ -161,6 +162,12 @@ export class TxWatcher {
         systemAudit(tx, 'agent.transaction.failed', row, { error: 'abandoned' }),
       );
       if (r) done += 1;
+    }
+    // Held rows whose approval was never asked for (signer stopped between recording one and naming
+    // its approval): failed, audited, their Idempotency-Key given back.
+    const neverAskedMs = Math.max(this.o.staleMs, NEVER_ASKED_AFTER_MS);
+    for (const id of await store.neverAsked(neverAskedMs, this.o.batch)) {
+      if (await store.failNeverAsked(id, neverAskedMs)) done += 1;
     }
     const signed = await store.leaseStale('signed', this.o.staleMs, this.o.batch, lease);
     const held = new Set(signed.map((t) => t.id));
