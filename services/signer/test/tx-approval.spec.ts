@@ -143,6 +143,7 @@ describe('the approval gate of transactions (Postgres + anvil)', () => {
       scope?: Partial<IntentScope>;
       noGate?: boolean;
       approvals?: FakeApprovals;
+      logger?: ReturnType<typeof createLogger>;
     } = {},
   ) => {
     const scope = {
@@ -181,7 +182,7 @@ describe('the approval gate of transactions (Postgres + anvil)', () => {
       store: o.store ?? store,
       rpc: rpcPool,
       identity: { requireAgentInOrg: async () => undefined },
-      logger,
+      logger: o.logger ?? logger,
       rpcTimeoutMs: RPC_TIMEOUT,
       staleClaimMs: 1000,
       ...(o.noGate
@@ -494,7 +495,13 @@ describe('the approval gate of transactions (Postgres + anvil)', () => {
 
   it('the approval created but not recordable on the row (the database refuses): failed naming the approval id, not "approvals unavailable"; the key given back', async () => {
     const w = await funded();
-    const { submit, approvals, scope } = rig(w);
+    const lines: string[] = [];
+    const captured = createLogger({
+      service: 'signer-test',
+      level: 'warn',
+      destination: { write: (l: string) => void lines.push(l) },
+    });
+    const { submit, approvals, scope } = rig(w, { logger: captured });
     // The database refuses to name the approval on this one row (as an outage of it would).
     approvals.afterCreate = async (r) => {
       await pool.query(`CREATE OR REPLACE FUNCTION signer.f4_refuse_approval() RETURNS trigger AS $$
@@ -526,6 +533,10 @@ describe('the approval gate of transactions (Postgres + anvil)', () => {
       /^approval [0-9a-f-]{36} was created but could not be recorded/,
     );
     expect(rows.rows[0].error_message).not.toMatch(/unavailable/);
+    // The orphan approval is logged at error level with its id.
+    const orphan = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l['approval_id']);
+    expect(orphan).toMatchObject({ level: 'error', tx_id: created.targetId });
+    expect(rows.rows[0].error_message).toContain(String(orphan!['approval_id']));
     // The key was given back: a retry runs anew.
     approvals.afterCreate = undefined;
     const retry = await submit({ idempotencyKey: 'k-orphan' });

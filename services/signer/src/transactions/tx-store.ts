@@ -82,8 +82,9 @@ export class TxStore {
    * between racing requests: exactly one claims it. A claim older than 24 h is taken over, and so is
    * one older than `staleClaimMs` that never got a transaction (its request died: signer stopped
    * before it could give the claim back), and so is one whose transaction was held
-   * (`awaiting_approval`) but never got its approval id within `staleClaimMs` (signer stopped
-   * between recording it and naming its approval): that transaction ends `failed`, with its record.
+   * (`awaiting_approval`) but never got its approval id within NEVER_ASKED_AFTER_MS or
+   * `staleClaimMs`, the longer (signer stopped between recording it and naming its approval): that
+   * transaction ends `failed`, with its record.
    * Else the existing claim answers: another body (422), still running (409), or its finished
    * transaction.
    */
@@ -120,7 +121,8 @@ export class TxStore {
     // Held but its approval not asked for yet (CreateApproval under way): not an answer to replay;
     // held so long that its request must have died: failed, and the key is free again.
     if (tx.status === 'awaiting_approval' && !tx.approvalId) {
-      if (!(await this.failNeverAsked(tx.id, staleClaimMs))) return { kind: 'running' };
+      const neverAskedMs = Math.max(staleClaimMs, NEVER_ASKED_AFTER_MS);
+      if (!(await this.failNeverAsked(tx.id, neverAskedMs))) return { kind: 'running' };
       return this.claim(agentId, key, hash, staleClaimMs);
     }
     return { kind: 'done', tx };
