@@ -280,22 +280,23 @@ export function describeRpcError(err: unknown): string {
 }
 
 /**
- * One EvmRpc per rpc_url, reused by every request on that chain (ethers keeps its connection
- * pool); `forChain` answers 503 when the chain has no endpoint configured.
+ * One client per chain endpoint (chain id and rpc_url), reused by every request on that chain
+ * (ethers keeps its connection pool); `forChain` answers 503 when the chain has no endpoint
+ * configured. `make` opens a client; `close` destroys them all.
  */
-export class EvmRpcPool {
-  private readonly byUrl = new Map<string, JsonRpcEvm>();
+export class EndpointPool<T extends { destroy(): void }> {
+  private readonly byUrl = new Map<string, T>();
 
-  constructor(private readonly timeoutMs: number) {}
+  constructor(private readonly make: (url: string, chainId: bigint) => T) {}
 
-  forChain(chain: { name: string; rpcUrl: string; chainId: bigint }): EvmTxRpc {
+  forChain(chain: { name: string; rpcUrl: string; chainId: bigint }): T {
     if (!chain.rpcUrl) {
       throw new UnavailableError(`the chain ${chain.name} has no RPC endpoint configured on this install`);
     }
     const key = `${chain.chainId}|${chain.rpcUrl}`;
     let rpc = this.byUrl.get(key);
     if (!rpc) {
-      rpc = new JsonRpcEvm(chain.rpcUrl, chain.chainId, this.timeoutMs);
+      rpc = this.make(chain.rpcUrl, chain.chainId);
       this.byUrl.set(key, rpc);
     }
     return rpc;
@@ -304,5 +305,12 @@ export class EvmRpcPool {
   close(): void {
     for (const r of this.byUrl.values()) r.destroy();
     this.byUrl.clear();
+  }
+}
+
+/** One EvmRpc per chain endpoint (see EndpointPool), each call bounded by `timeoutMs`. */
+export class EvmRpcPool extends EndpointPool<JsonRpcEvm> {
+  constructor(timeoutMs: number) {
+    super((url, chainId) => new JsonRpcEvm(url, chainId, timeoutMs));
   }
 }

@@ -1,6 +1,5 @@
-import { UnavailableError } from '@custos/service-kit';
 import { FetchRequest, JsonRpcProvider, Network, toQuantity } from 'ethers';
-import { describeRpcError, isRevert, revertReason, rpcError } from '../evm/evm-rpc.js';
+import { EndpointPool, describeRpcError, isRevert, revertReason, rpcError } from '../evm/evm-rpc.js';
 import {
   TraceUnsupportedError,
   type EvmCall,
@@ -93,28 +92,9 @@ export class JsonRpcPreview implements PreviewRpc {
   }
 }
 
-/** One JsonRpcPreview per endpoint, reused across previews (like signer's EvmRpcPool). */
-export class PreviewRpcPool {
-  private readonly byUrl = new Map<string, JsonRpcPreview>();
-
-  constructor(private readonly timeoutMs: number) {}
-
-  /** The preview access of a chain; 503 when it has no RPC endpoint configured. */
-  forChain(chain: { name: string; rpcUrl: string; chainId: bigint }): JsonRpcPreview {
-    if (!chain.rpcUrl) {
-      throw new UnavailableError(`the chain ${chain.name} has no RPC endpoint configured on this install`);
-    }
-    const key = `${chain.chainId}|${chain.rpcUrl}`;
-    let rpc = this.byUrl.get(key);
-    if (!rpc) {
-      rpc = new JsonRpcPreview(chain.rpcUrl, chain.chainId, this.timeoutMs);
-      this.byUrl.set(key, rpc);
-    }
-    return rpc;
-  }
-
-  close(): void {
-    for (const r of this.byUrl.values()) r.destroy();
-    this.byUrl.clear();
+/** One JsonRpcPreview per chain endpoint, reused across previews (see EndpointPool). */
+export class PreviewRpcPool extends EndpointPool<JsonRpcPreview> {
+  constructor(timeoutMs: number) {
+    super((url, chainId) => new JsonRpcPreview(url, chainId, timeoutMs));
   }
 }
