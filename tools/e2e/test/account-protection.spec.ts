@@ -74,15 +74,23 @@ describe('account protection and exchange limits (defaults)', () => {
 
   describe('per-account lockout', () => {
     it('locks an account after wrong passwords from three addresses, even under parallel guessing, and audits it', async () => {
-      const victim = await signup();
       const bystander = await signup();
-      const attackers = [freshIp(), freshIp(), freshIp()];
-      // 30 wrong passwords at once, 10 from each address (within each address's own limit).
-      const answers = await Promise.all(
-        Array.from({ length: 30 }, (_, i) =>
-          signIn(victim.email, `${TEST_PASSWORD}-${i}`, attackers[i % 3]!),
-        ),
-      );
+      // 30 wrong passwords at once, 10 from each address (within each address's own limit). On a
+      // machine loaded by the other meshes of the run, ten 64 MiB argon2id checks at once can outlast
+      // the gateway's deadline to identity (503): such a round says nothing about the lockout, so it
+      // is played again on a fresh victim (at most three rounds; the tally below still names any 503).
+      let victim = await signup();
+      let answers: Awaited<ReturnType<typeof signIn>>[] = [];
+      for (let round = 1; round <= 3; round += 1) {
+        if (round > 1) victim = await signup();
+        const attackers = [freshIp(), freshIp(), freshIp()];
+        answers = await Promise.all(
+          Array.from({ length: 30 }, (_, i) =>
+            signIn(victim.email, `${TEST_PASSWORD}-${i}`, attackers[i % 3]!),
+          ),
+        );
+        if (!answers.some((a) => a.status === 503)) break;
+      }
       const wrong = answers.filter((a) => a.status === 401);
       const locked = answers.filter((a) => a.status === 429 && a.body['type'] === 'account_locked');
       // Every attempt was counted before its password was checked: no more than the threshold
