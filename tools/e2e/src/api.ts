@@ -79,3 +79,10 @@ export function expectProblem(
   });
   expect(r.headers.get('content-type')).toMatch(/^application\/problem\+json/);
 }
+
+/** How many answers had each status, so an assertion over a burst names any unexpected one. */
+export function countStatuses(answers: readonly { status: number }[]): Record<number, number> {
+  const counts: Record<number, number> = {};
+  for (const a of answers) counts[a.status] = (counts[a.status] ?? 0) + 1;
+  return counts;
+}

@@ -28,6 +28,8 @@ describe('account protection and exchange limits (defaults)', () => {
         // The defaults, which the test profile raises for every other spec.
         AUTH_RATE_LIMIT_PER_MINUTE: '30',
         AUTH_RATE_LIMIT_BURST: '10',
+        RATE_LIMIT_RPS: '100',
+        RATE_LIMIT_BURST: '200',
         // The spec is about counting, not deadlines: a sign-in's argon2id check plus its failure
         // delay (up to 2 s) can pass the default 5 s while another worker boots a mesh beside it.
         GRPC_DEADLINE_MS: '30000',

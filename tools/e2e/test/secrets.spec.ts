@@ -1,4 +1,4 @@
-import { TEST_PASSWORD, api, expectProblem, quickUser } from '../src/api';
+import { TEST_PASSWORD, api, countStatuses, expectProblem, quickUser } from '../src/api';
 import { sqlOn } from '../src/db';
 import { sharedMesh, type Mesh } from '../src/mesh';
 
@@ -230,6 +230,8 @@ describe('secrets: versions, values, limits and what is stored', () => {
     expect((await put('limited/once', { value: 'five-times', max_access_count: 5 })).status).toBe(201);
     const reads = await Promise.all(Array.from({ length: 200 }, () => get('limited/once')));
     const ok = reads.filter((r) => r.status === 200);
+    // Every answer is a value or a 410: counted first, so a failure names any other status.
+    expect(countStatuses(reads)).toEqual({ 200: 5, 410: 195 });
     expect(ok).toHaveLength(5);
     expect(ok.every((r) => r.body['value'] === 'five-times')).toBe(true);
     expect(reads.filter((r) => r.status === 410)).toHaveLength(195);

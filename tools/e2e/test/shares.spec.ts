@@ -5,7 +5,7 @@ import { VaultCryptoServiceClient } from '@custos/proto/custos/vault_crypto/v1/s
 import { callUnary, createLogger } from '@custos/service-kit';
 import { waitFor } from '@custos/service-kit/testing';
 import { type SmtpCapture } from '@custos/testing';
-import { TEST_PASSWORD, api, expectProblem, quickUser } from '../src/api';
+import { TEST_PASSWORD, api, countStatuses, expectProblem, quickUser } from '../src/api';
 import { sqlOn } from '../src/db';
 import { SERVICES, sharedMail, sharedMesh, type Mesh } from '../src/mesh';
 import { grpcClientAs } from '../src/mesh-grpc';
@@ -292,6 +292,7 @@ describe('shares: links and grants of one secret version, and every way they ref
 
     const tries = await Promise.all(Array.from({ length: 8 }, () => open(id, { passphrase: 'also-wrong' })));
     // One wrong passphrase was spent before: four more are evaluated, the rest find the share locked.
+    expect(countStatuses(tries)).toEqual({ 403: 4, 410: 4 });
     expect(tries.filter((t) => t.status === 403 && t.body['type'] === 'passphrase_invalid')).toHaveLength(4);
     expect(tries.filter((t) => t.status === 410)).toHaveLength(4);
     expectProblem(await open(id, { passphrase }), 410);
