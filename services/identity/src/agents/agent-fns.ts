@@ -9,7 +9,7 @@ import {
   type NullableSetting,
   SCREENING_MODES,
 } from './agent-types.js';
-import { checkApprovalPolicy } from './approval-policy-fns.js';
+import { checkApprovalPolicy } from '@custos/approval-rules';
 
 /**
  * The name of every setting in the API, in audit records and in stored settings (the order is the

@@ -1,3 +1,10 @@
+import type {
+  StoredCondition,
+  StoredConditionSet,
+  StoredPolicy,
+  StoredRequirement,
+  StoredRule,
+} from '@custos/approval-rules';
 /** The environments an agent can be scoped to (spec §2.4). */
 export const AGENT_ENVIRONMENTS = ['production', 'preview', 'development', 'custom'] as const;
 /** One of AGENT_ENVIRONMENTS. */
@@ -9,19 +16,6 @@ export const SCREENING_MODES = ['off', 'deny', 'approve'] as const;
 export const ENFORCEMENT_MODES = ['log', 'enforce'] as const;
 /** What EIP-712 domains off the allowlist get. */
 export const EIP712_POLICIES = ['allow', 'deny'] as const;
-/** The condition types of an approval rule (the reference's ConsensusCondition). */
-export const APPROVAL_CONDITION_TYPES = [
-  'value_above',
-  'chain_in',
-  'to_address_in',
-  'function_selector_in',
-  'erc20_amount_above',
-  'intent_type_in',
-  'action_in',
-  'action_kind_in',
-  'always',
-] as const;
-
 /** A per-chain override of the transaction limits; amounts are decimal strings. */
 export interface ChainGuardrail {
   maxValue?: string;
@@ -30,51 +24,17 @@ export interface ChainGuardrail {
   gasDailyBudgetNative?: string;
 }
 
+export { APPROVAL_CONDITION_TYPES } from '@custos/approval-rules';
 /** One condition of an approval rule; `type` says which other field it reads. */
-export interface ApprovalCondition {
-  type: (typeof APPROVAL_CONDITION_TYPES)[number];
-  thresholdWei?: string;
-  thresholdGwei?: number;
-  chains?: string[];
-  addresses?: string[];
-  selectors?: string[];
-  thresholdRaw?: string;
-  intentTypes?: string[];
-  actions?: string[];
-  actionKinds?: string[];
-}
-
+export type ApprovalCondition = StoredCondition;
 /** A consensus requirement of an approval rule. */
-export interface ApprovalRequirement {
-  minApprovals: number;
-  requiredRoles?: string[];
-  perRoleMinimums?: Record<string, number>;
-  requireCredentialTypes?: string[];
-}
-
+export type ApprovalRequirement = StoredRequirement;
 /** Conditions that match together (the reference's FlatConditionSet). */
-export interface ApprovalConditionSet {
-  conditions: ApprovalCondition[];
-}
-
+export type ApprovalConditionSet = StoredConditionSet;
 /** A rule that sends an agent's matching actions to humans (DECISIONS.md, consensus vocabulary). */
-export interface ApprovalRule {
-  conditions: ApprovalCondition[];
-  riskTier: number;
-  approval?: ApprovalRequirement;
-  expirySecs?: number;
-  /** Whether the agent's creator may vote on its actions (consensus); absent means no. */
-  selfApprovalAllowed?: boolean;
-  /** The rule does not apply when any of these sets fully matches; absent or empty: never skipped. */
-  skipWhen?: ApprovalConditionSet[];
-  /** When non-empty, the rule applies only when one of these sets fully matches. */
-  requireWhen?: ApprovalConditionSet[];
-}
-
+export type ApprovalRule = StoredRule;
 /** The approval rules of an agent. */
-export interface ActionApprovalPolicy {
-  rules: ApprovalRule[];
-}
+export type ActionApprovalPolicy = StoredPolicy;
 
 /** The policy settings of an agent (spec §2.4); null means unset (no limit, no cap, from grants). */
 export interface AgentSettings {

@@ -1,22 +1,12 @@
 import type {
-  ActionApprovalPolicy as ApprovalPolicyMessage,
   AgentFields,
   Agent as AgentMessage,
-  ApprovalCondition as ConditionMessage,
-  ApprovalConditionSet as ConditionSetMessage,
   ChainGuardrail as GuardrailMessage,
 } from '@custos/proto/custos/identity/v1/agents';
+import { storedPolicyMessage, storedPolicyOf } from '@custos/approval-rules';
 import { InvalidArgumentError } from '@custos/service-kit';
 import { NULLABLE_SETTINGS } from '../agents/agent-fns.js';
-import type {
-  ActionApprovalPolicy,
-  Agent,
-  AgentChange,
-  AgentSettings,
-  ApprovalCondition,
-  ApprovalConditionSet,
-  ChainGuardrail,
-} from '../agents/agent-types.js';
+import type { Agent, AgentChange, AgentSettings, ChainGuardrail } from '../agents/agent-types.js';
 
 // Maps agents between identity's domain types and the proto messages of agents.proto.
 
@@ -42,94 +32,6 @@ function guardrailOf(m: GuardrailMessage): ChainGuardrail {
   if (m.toAllowlist.length > 0) g.toAllowlist = m.toAllowlist;
   if (m.gasDailyBudgetNative !== undefined) g.gasDailyBudgetNative = m.gasDailyBudgetNative;
   return g;
-}
-
-function conditionMessage(c: ApprovalCondition): ConditionMessage {
-  return {
-    type: c.type,
-    thresholdWei: c.thresholdWei,
-    thresholdGwei: int64(c.thresholdGwei),
-    chains: c.chains ?? [],
-    addresses: c.addresses ?? [],
-    selectors: c.selectors ?? [],
-    thresholdRaw: c.thresholdRaw,
-    intentTypes: c.intentTypes ?? [],
-    actions: c.actions ?? [],
-    actionKinds: c.actionKinds ?? [],
-  };
-}
-
-const setsMessage = (sets: ApprovalConditionSet[] | undefined): ConditionSetMessage[] =>
-  (sets ?? []).map((set) => ({ conditions: set.conditions.map(conditionMessage) }));
-
-const setsOf = (sets: ConditionSetMessage[]): ApprovalConditionSet[] =>
-  sets.map((set) => ({ conditions: set.conditions.map(conditionOf) }));
-
-function policyMessage(p: ActionApprovalPolicy): ApprovalPolicyMessage {
-  return {
-    rules: p.rules.map((r) => ({
-      conditions: r.conditions.map(conditionMessage),
-      riskTier: r.riskTier,
-      selfApprovalAllowed: r.selfApprovalAllowed,
-      skipWhen: setsMessage(r.skipWhen),
-      requireWhen: setsMessage(r.requireWhen),
-      approval: r.approval && {
-        minApprovals: r.approval.minApprovals,
-        requiredRoles: r.approval.requiredRoles ?? [],
-        perRoleMinimums: r.approval.perRoleMinimums ?? {},
-        requireCredentialTypes: r.approval.requireCredentialTypes ?? [],
-      },
-      expirySecs: int64(r.expirySecs),
-    })),
-  };
-}
-
-/** Keeps the fields a condition's type reads (the message carries every list, empty). */
-function conditionOf(m: ConditionMessage): ApprovalCondition {
-  const c: Record<string, unknown> = { type: m.type };
-  const scalars = {
-    thresholdWei: m.thresholdWei,
-    thresholdGwei: fromInt64(m.thresholdGwei),
-    thresholdRaw: m.thresholdRaw,
-  };
-  for (const [k, v] of Object.entries(scalars)) if (v !== undefined) c[k] = v;
-  const lists = {
-    chains: m.chains,
-    addresses: m.addresses,
-    selectors: m.selectors,
-    intentTypes: m.intentTypes,
-    actions: m.actions,
-    actionKinds: m.actionKinds,
-  };
-  for (const [k, v] of Object.entries(lists)) if (v.length > 0) c[k] = v;
-  return c as unknown as ApprovalCondition;
-}
-
-function policyOf(m: ApprovalPolicyMessage): ActionApprovalPolicy {
-  return {
-    rules: m.rules.map((r) => ({
-      conditions: r.conditions.map(conditionOf),
-      riskTier: r.riskTier,
-      ...(r.approval
-        ? {
-            approval: {
-              minApprovals: r.approval.minApprovals,
-              ...(r.approval.requiredRoles.length ? { requiredRoles: r.approval.requiredRoles } : {}),
-              ...(Object.keys(r.approval.perRoleMinimums).length
-                ? { perRoleMinimums: r.approval.perRoleMinimums }
-                : {}),
-              ...(r.approval.requireCredentialTypes.length
-                ? { requireCredentialTypes: r.approval.requireCredentialTypes }
-                : {}),
-            },
-          }
-        : {}),
-      ...(r.expirySecs !== undefined ? { expirySecs: Number(r.expirySecs) } : {}),
-      ...(r.selfApprovalAllowed !== undefined ? { selfApprovalAllowed: r.selfApprovalAllowed } : {}),
-      ...(r.skipWhen.length ? { skipWhen: setsOf(r.skipWhen) } : {}),
-      ...(r.requireWhen.length ? { requireWhen: setsOf(r.requireWhen) } : {}),
-    })),
-  };
 }
 
 /** An agent as the proto carries it. */
@@ -159,7 +61,7 @@ export function agentMessage(a: Agent): AgentMessage {
     federatedTokenTtlSeconds: s.federatedTokenTtlSeconds,
     tokenTtlSeconds: s.tokenTtlSeconds,
     apiKeyExpiresAt: orUndefined(s.apiKeyExpiresAt),
-    actionApprovalPolicy: s.actionApprovalPolicy ? policyMessage(s.actionApprovalPolicy) : undefined,
+    actionApprovalPolicy: s.actionApprovalPolicy ? storedPolicyMessage(s.actionApprovalPolicy) : undefined,
     addressScreeningPolicy: s.addressScreeningPolicy,
     executionGuardrails: s.executionGuardrails,
     perChainGuardrails: Object.fromEntries(
@@ -202,7 +104,7 @@ export function agentChangeOf(f: AgentFields | undefined): AgentChange {
     federatedTokenTtlSeconds: f.federatedTokenTtlSeconds,
     tokenTtlSeconds: f.tokenTtlSeconds,
     apiKeyExpiresAt: f.apiKeyExpiresAt,
-    actionApprovalPolicy: f.actionApprovalPolicy && policyOf(f.actionApprovalPolicy),
+    actionApprovalPolicy: f.actionApprovalPolicy && storedPolicyOf(f.actionApprovalPolicy),
     addressScreeningPolicy: f.addressScreeningPolicy,
     executionGuardrails: f.executionGuardrails,
     perChainGuardrails:

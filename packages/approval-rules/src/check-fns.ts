@@ -1,15 +1,16 @@
 import { InvalidArgumentError } from '@custos/service-kit';
 import {
-  type ActionApprovalPolicy,
   APPROVAL_CONDITION_TYPES,
-  type ApprovalCondition,
-  type ApprovalConditionSet,
-  type ApprovalRule,
-} from './agent-types.js';
+  type StoredCondition as ApprovalCondition,
+  type StoredConditionSet as ApprovalConditionSet,
+  type StoredPolicy as ActionApprovalPolicy,
+  type StoredRule as ApprovalRule,
+} from './stored-types.js';
 
-// The limits of an agent's action_approval_policy (the gateway's schema says the same; identity
-// keeps them whoever calls it, so a direct gRPC caller cannot store a policy the rules package
-// would read differently from what the API documents).
+// The limits of an approval rule (an agent's action_approval_policy, a vault policy's
+// consensus_trigger; the gateway's schema says the same). The services that store rules keep them
+// whoever calls, so a direct gRPC caller cannot store a rule the matcher would read differently
+// from what the API documents.
 
 /** At most this many rules in a policy. */
 export const MAX_APPROVAL_RULES = 50;
@@ -159,7 +160,8 @@ export function approvalRuleJsonBytes(r: ApprovalRule): number {
   return Buffer.byteLength(JSON.stringify(snakeJson(r)));
 }
 
-function checkRule(field: string, r: ApprovalRule): void {
+/** Checks one rule; a 400 names the field under `field`. */
+export function checkApprovalRule(field: string, r: ApprovalRule): void {
   checkCount(`${field}.conditions`, r.conditions.length, 1, MAX_RULE_CONDITIONS);
   r.conditions.forEach((c, j) => checkApprovalCondition(`${field}.conditions[${j}]`, c));
   checkInt(`${field}.risk_tier`, r.riskTier, 1, 3);
@@ -217,5 +219,5 @@ function checkRule(field: string, r: ApprovalRule): void {
  */
 export function checkApprovalPolicy(p: ActionApprovalPolicy, field = 'action_approval_policy'): void {
   checkCount(`${field}.rules`, p.rules.length, 0, MAX_APPROVAL_RULES);
-  p.rules.forEach((r, i) => checkRule(`${field}.rules[${i}]`, r));
+  p.rules.forEach((r, i) => checkApprovalRule(`${field}.rules[${i}]`, r));
 }

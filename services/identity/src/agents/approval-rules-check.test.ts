@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from '@custos/service-kit';
 import { checkAgentChange } from './agent-fns';
 import type { ActionApprovalPolicy, ApprovalCondition, ApprovalRule } from './agent-types';
-import { MAX_RULE_JSON_BYTES, approvalRuleJsonBytes, checkApprovalPolicy } from './approval-policy-fns';
+import { MAX_RULE_JSON_BYTES, approvalRuleJsonBytes, checkApprovalPolicy } from '@custos/approval-rules';
 
 /** The field of the 400 a check throws; undefined when it passes. */
 function fieldOf(fn: () => unknown): string | undefined {
