@@ -129,8 +129,8 @@ const totalsArb = fc.record({
   gasSpent: fc.bigInt({ min: 0n, max: 10n ** 15n }),
   count: fc.integer({ min: 0, max: 5 }),
 });
-type Tx = fc.ArbitraryOf<typeof txArb>;
-type Typed = fc.ArbitraryOf<typeof typedArb>;
+type Tx = typeof txArb extends fc.Arbitrary<infer T> ? T : never;
+type Typed = typeof typedArb extends fc.Arbitrary<infer T> ? T : never;
 
 function requestOf(r: { kind: 'tx'; t: Tx } | { kind: 'typed'; t: Typed }): GuardrailRequest {
   const chain = { name: r.t.chain.c.name, chainId: r.t.chain.c.chainId, decimals: r.t.chain.decimals };
