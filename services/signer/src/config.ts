@@ -18,6 +18,9 @@ export const configShape = {
   VAULT_CRYPTO_ADDR: env
     .address("host:port of the vault-crypto service (it seals agents' private keys).")
     .default('127.0.0.1:50052'),
+  POLICY_ADDR: env
+    .address("host:port of the policy service (the consensus triggers on agents' vault policies).")
+    .default('127.0.0.1:50053'),
   APPROVALS_ADDR: env
     .address(
       'host:port of the approvals service (transactions and sign intents an approval rule sends to humans).',

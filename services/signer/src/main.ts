@@ -33,6 +33,8 @@ import { SignService } from './sign/sign-service.js';
 import { SignStore } from './sign/sign-store.js';
 import { ApprovalsServiceClient } from '@custos/proto/custos/approvals/v1/service';
 import { ApprovalsClient } from './peers/approvals-client.js';
+import { PolicyServiceClient } from '@custos/proto/custos/policy/v1/service';
+import { PolicyClient } from './peers/policy-client.js';
 import { ApprovalGate } from './approvals/approval-gate.js';
 import { PreviewRpcPool } from './preview/index.js';
 
@@ -61,7 +63,14 @@ runDataService({
       deadlineMs: c.GRPC_DEADLINE_MS,
       peer: 'approvals',
     });
+    // Policy (issue 19): the consensus triggers of agents' vault policies, asked before signing.
+    const policy = createGrpcClient(PolicyServiceClient, c.POLICY_ADDR, {
+      tls: rt.tls,
+      deadlineMs: c.GRPC_DEADLINE_MS,
+      peer: 'policy',
+    });
     rt.onShutdown('peers', async () => {
+      policy.close();
       vaultCrypto.close();
       identity.close();
       approvals.close();
@@ -112,6 +121,7 @@ runDataService({
       keys: keyStore,
       adapters: CHAIN_ADAPTERS,
       identity: identityClient,
+      policy: new PolicyClient(policy),
       loader,
       logger: rt.logger,
     });

@@ -5,6 +5,7 @@ import type {
   AgentFields,
   ApprovalCondition,
   ApprovalConditionSet,
+  ApprovalRule,
 } from '@custos/proto/custos/identity/v1/agents';
 import { isUuid } from '@custos/service-kit';
 import { bodyOf, dateTime, idParam, jsonObject } from './schemas.js';
@@ -85,70 +86,100 @@ const conditionSets = z.array(FlatConditionSetSchema).max(20);
 /** The largest approval rule, in bytes of its JSON (as identity counts it). */
 export const MAX_RULE_JSON_BYTES = 32 * 1024;
 
-const ApprovalPolicySchema = z.strictObject({
-  rules: z
-    .array(
-      z
-        .strictObject({
-          conditions: z.array(ApprovalConditionSchema).min(1).max(50),
-          risk_tier: z.number().int().min(1).max(3),
-          approval: z
-            .strictObject({
-              min_approvals: z.number().int().min(1).max(100),
-              required_roles: z.array(OrgRole).max(3).optional(),
-              per_role_minimums: z.partialRecord(OrgRole, z.number().int().min(1).max(100)).optional(),
-              // What a vote can prove today: a password or a TOTP code sent as X-Auth-Confirm.
-              require_credential_types: z.array(z.enum(['password', 'totp'])).optional(),
-            })
-            .superRefine((a, ctx) => {
-              // A minimum for a role that may not vote could never be met.
-              if (!a.required_roles?.length) return;
-              for (const role of Object.keys(a.per_role_minimums ?? {})) {
-                if (!a.required_roles.includes(role as z.infer<typeof OrgRole>)) {
-                  ctx.addIssue({
-                    code: 'custom',
-                    path: ['per_role_minimums', role],
-                    message: 'names a role that is not in required_roles',
-                  });
-                }
-              }
-            })
-            .optional(),
-          expiry_secs: z.number().int().min(60).max(2_592_000).optional(),
-          self_approval_allowed: z
-            .boolean()
-            .optional()
-            .describe("Whether the agent's creator may vote on its approvals (default false)"),
-          skip_when: conditionSets
-            .optional()
-            .describe('The rule does not apply when every condition of any entry matches'),
-          require_when: conditionSets
-            .optional()
-            .describe('When set, the rule applies only when every condition of some entry matches'),
-        })
-        .superRefine((r, ctx) => {
-          // A tier-3 vote proves a TOTP code: a rule asking only for other types could never pass.
-          const types = r.approval?.require_credential_types;
-          if (r.risk_tier === 3 && types?.length && !types.includes('totp')) {
-            ctx.addIssue({
-              code: 'custom',
-              path: ['approval', 'require_credential_types'],
-              message: 'must include totp at risk_tier 3 (a tier-3 decision is proved with a TOTP code)',
-            });
-          }
-          // The matching rule travels with each approval request and approvals refuses one over
-          // 64 KiB: a larger rule would fail every action it matches (identity checks the same).
-          if (Buffer.byteLength(JSON.stringify(r)) > MAX_RULE_JSON_BYTES) {
-            ctx.addIssue({
-              code: 'custom',
-              path: [],
-              message: `must be at most ${MAX_RULE_JSON_BYTES} bytes of JSON (the rule travels with each approval request)`,
-            });
-          }
-        }),
-    )
-    .max(50),
-});
+/** The fields of an approval rule (DECISIONS.md, the reference's consensus vocabulary). */
+const approvalRuleShape = {
+  conditions: z.array(ApprovalConditionSchema).min(1).max(50),
+  risk_tier: z.number().int().min(1).max(3),
+  approval: z
+    .strictObject({
+      min_approvals: z.number().int().min(1).max(100),
+      required_roles: z.array(OrgRole).max(3).optional(),
+      per_role_minimums: z.partialRecord(OrgRole, z.number().int().min(1).max(100)).optional(),
+      // What a vote can prove today: a password or a TOTP code sent as X-Auth-Confirm.
+      require_credential_types: z.array(z.enum(['password', 'totp'])).optional(),
+    })
+    .superRefine((a, ctx) => {
+      // A minimum for a role that may not vote could never be met.
+      if (!a.required_roles?.length) return;
+      for (const role of Object.keys(a.per_role_minimums ?? {})) {
+        if (!a.required_roles.includes(role as z.infer<typeof OrgRole>)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['per_role_minimums', role],
+            message: 'names a role that is not in required_roles',
+          });
+        }
+      }
+    })
+    .optional(),
+  expiry_secs: z.number().int().min(60).max(2_592_000).optional(),
+  self_approval_allowed: z
+    .boolean()
+    .optional()
+    .describe("Whether the agent's creator may vote on its approvals (default false)"),
+  skip_when: conditionSets
+    .optional()
+    .describe('The rule does not apply when every condition of any entry matches'),
+  require_when: conditionSets
+    .optional()
+    .describe('When set, the rule applies only when every condition of some entry matches'),
+};
+
+/** The checks of a rule across its fields. */
+function refineRule(
+  r: {
+    risk_tier?: number | undefined;
+    approval?: { require_credential_types?: string[] | undefined } | undefined;
+  },
+  ctx: { addIssue: (issue: { code: 'custom'; path: PropertyKey[]; message: string }) => void },
+): void {
+  // A tier-3 vote proves a TOTP code: a rule asking only for other types could never pass.
+  const types = r.approval?.require_credential_types;
+  if (r.risk_tier === 3 && types?.length && !types.includes('totp')) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['approval', 'require_credential_types'],
+      message: 'must include totp at risk_tier 3 (a tier-3 decision is proved with a TOTP code)',
+    });
+  }
+  // The matching rule travels with each approval request and approvals refuses one over
+  // 64 KiB: a larger rule would fail every action it matches (identity checks the same).
+  if (Buffer.byteLength(JSON.stringify(r)) > MAX_RULE_JSON_BYTES) {
+    ctx.addIssue({
+      code: 'custom',
+      path: [],
+      message: `must be at most ${MAX_RULE_JSON_BYTES} bytes of JSON (the rule travels with each approval request)`,
+    });
+  }
+}
+
+export const ApprovalRuleSchema = z.strictObject(approvalRuleShape).superRefine(refineRule);
+type ApprovalRuleBody = z.infer<typeof ApprovalRuleSchema>;
+
+const ApprovalPolicySchema = z.strictObject({ rules: z.array(ApprovalRuleSchema).max(50) });
+
+/**
+ * The reference's ConsensusTrigger on a vault policy whose principal is an agent (DECISIONS.md):
+ * an approval rule whose `approval` is required and whose `risk_tier` defaults to 1. `deep_inspect`
+ * (conditions read inside multicall and Safe wrappers) is not built: `true` is refused rather than
+ * silently ignored.
+ */
+export const ConsensusTriggerSchema = z
+  .strictObject({
+    ...approvalRuleShape,
+    risk_tier: approvalRuleShape.risk_tier.default(1).describe('1 to 3; default 1'),
+    approval: approvalRuleShape.approval.unwrap(),
+    deep_inspect: z
+      .boolean()
+      .refine(
+        (v) => !v,
+        'is not supported: conditions are read on the outer call only; send false or omit it',
+      )
+      .optional()
+      .describe('Only false: wrapped inner calls are not inspected'),
+  })
+  .superRefine(refineRule)
+  .transform(({ deep_inspect: _deep, ...rule }) => rule);
 
 /** Every setting of an agent; in a body each is optional, and those that are nullable take null. */
 const settings = {
@@ -361,74 +392,76 @@ export function conditionSetJson(set: ApprovalConditionSet): FlatConditionSet {
   return out;
 }
 
-function policyJson(p: ActionApprovalPolicy): AgentJson['action_approval_policy'] {
+/** An approval rule in its HTTP shape. */
+export function approvalRuleBody(r: ApprovalRule): ApprovalRuleBody {
   return {
-    rules: p.rules.map((r) => ({
-      conditions: r.conditions.map(conditionJson) as z.infer<typeof ApprovalConditionSchema>[],
-      risk_tier: r.riskTier,
-      ...(r.approval
-        ? {
-            approval: {
-              min_approvals: r.approval.minApprovals,
-              // Identity keeps only what the schema takes (roles, credential types): cast back.
-              ...(r.approval.requiredRoles.length
-                ? { required_roles: r.approval.requiredRoles as Array<z.infer<typeof OrgRole>> }
-                : {}),
-              ...(Object.keys(r.approval.perRoleMinimums).length
-                ? {
-                    per_role_minimums: r.approval.perRoleMinimums as Partial<
-                      Record<z.infer<typeof OrgRole>, number>
-                    >,
-                  }
-                : {}),
-              ...(r.approval.requireCredentialTypes.length
-                ? {
-                    require_credential_types: r.approval.requireCredentialTypes as Array<'password' | 'totp'>,
-                  }
-                : {}),
-            },
-          }
-        : {}),
-      ...(r.expirySecs !== undefined ? { expiry_secs: Number(r.expirySecs) } : {}),
-      ...(r.selfApprovalAllowed !== undefined ? { self_approval_allowed: r.selfApprovalAllowed } : {}),
-      ...(r.skipWhen.length ? { skip_when: r.skipWhen.map(conditionSetJson) } : {}),
-      ...(r.requireWhen.length ? { require_when: r.requireWhen.map(conditionSetJson) } : {}),
-    })),
+    conditions: r.conditions.map(conditionJson) as z.infer<typeof ApprovalConditionSchema>[],
+    risk_tier: r.riskTier,
+    ...(r.approval
+      ? {
+          approval: {
+            min_approvals: r.approval.minApprovals,
+            // Identity and policy keep only what the schema takes (roles, credential types): cast back.
+            ...(r.approval.requiredRoles.length
+              ? { required_roles: r.approval.requiredRoles as Array<z.infer<typeof OrgRole>> }
+              : {}),
+            ...(Object.keys(r.approval.perRoleMinimums).length
+              ? {
+                  per_role_minimums: r.approval.perRoleMinimums as Partial<
+                    Record<z.infer<typeof OrgRole>, number>
+                  >,
+                }
+              : {}),
+            ...(r.approval.requireCredentialTypes.length
+              ? { require_credential_types: r.approval.requireCredentialTypes as Array<'password' | 'totp'> }
+              : {}),
+          },
+        }
+      : {}),
+    ...(r.expirySecs !== undefined ? { expiry_secs: Number(r.expirySecs) } : {}),
+    ...(r.selfApprovalAllowed !== undefined ? { self_approval_allowed: r.selfApprovalAllowed } : {}),
+    ...(r.skipWhen.length ? { skip_when: r.skipWhen.map(conditionSetJson) } : {}),
+    ...(r.requireWhen.length ? { require_when: r.requireWhen.map(conditionSetJson) } : {}),
   };
 }
 
-function policyMessage(p: NonNullable<Settings['action_approval_policy']>): ActionApprovalPolicy {
+/** An approval rule of a request body as the proto carries it. */
+export function approvalRuleMessage(r: ApprovalRuleBody): ApprovalRule {
+  const c = (x: (typeof r.conditions)[number]) => x as Partial<Record<string, unknown>>;
   return {
-    rules: p.rules.map((r) => {
-      const c = (x: (typeof r.conditions)[number]) => x as Partial<Record<string, unknown>>;
-      return {
-        conditions: r.conditions.map((x) => ({
-          type: x.type,
-          thresholdWei: c(x)['threshold_wei'] as string | undefined,
-          thresholdGwei: int64(c(x)['threshold_gwei'] as number | undefined),
-          chains: (c(x)['chains'] as string[] | undefined) ?? [],
-          addresses: (c(x)['addresses'] as string[] | undefined) ?? [],
-          selectors: (c(x)['selectors'] as string[] | undefined) ?? [],
-          thresholdRaw: c(x)['threshold_raw'] as string | undefined,
-          intentTypes: (c(x)['intent_types'] as string[] | undefined) ?? [],
-          actions: (c(x)['actions'] as string[] | undefined) ?? [],
-          actionKinds: (c(x)['action_kinds'] as string[] | undefined) ?? [],
-        })),
-        riskTier: r.risk_tier,
-        approval: r.approval && {
-          minApprovals: r.approval.min_approvals,
-          requiredRoles: r.approval.required_roles ?? [],
-          perRoleMinimums: r.approval.per_role_minimums ?? {},
-          requireCredentialTypes: r.approval.require_credential_types ?? [],
-        },
-        expirySecs: int64(r.expiry_secs),
-        selfApprovalAllowed: r.self_approval_allowed,
-        skipWhen: (r.skip_when ?? []).map(conditionSetMessage),
-        requireWhen: (r.require_when ?? []).map(conditionSetMessage),
-      };
-    }),
+    conditions: r.conditions.map((x) => ({
+      type: x.type,
+      thresholdWei: c(x)['threshold_wei'] as string | undefined,
+      thresholdGwei: int64(c(x)['threshold_gwei'] as number | undefined),
+      chains: (c(x)['chains'] as string[] | undefined) ?? [],
+      addresses: (c(x)['addresses'] as string[] | undefined) ?? [],
+      selectors: (c(x)['selectors'] as string[] | undefined) ?? [],
+      thresholdRaw: c(x)['threshold_raw'] as string | undefined,
+      intentTypes: (c(x)['intent_types'] as string[] | undefined) ?? [],
+      actions: (c(x)['actions'] as string[] | undefined) ?? [],
+      actionKinds: (c(x)['action_kinds'] as string[] | undefined) ?? [],
+    })),
+    riskTier: r.risk_tier,
+    approval: r.approval && {
+      minApprovals: r.approval.min_approvals,
+      requiredRoles: r.approval.required_roles ?? [],
+      perRoleMinimums: r.approval.per_role_minimums ?? {},
+      requireCredentialTypes: r.approval.require_credential_types ?? [],
+    },
+    expirySecs: int64(r.expiry_secs),
+    selfApprovalAllowed: r.self_approval_allowed,
+    skipWhen: (r.skip_when ?? []).map(conditionSetMessage),
+    requireWhen: (r.require_when ?? []).map(conditionSetMessage),
   };
 }
+
+const policyJson = (p: ActionApprovalPolicy): AgentJson['action_approval_policy'] => ({
+  rules: p.rules.map(approvalRuleBody),
+});
+
+const policyMessage = (p: NonNullable<Settings['action_approval_policy']>): ActionApprovalPolicy => ({
+  rules: p.rules.map(approvalRuleMessage),
+});
 
 /** The typed fields of a create or update body; every null goes to `cleared_fields`. */
 export function agentFields(

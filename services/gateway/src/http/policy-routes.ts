@@ -10,6 +10,12 @@ import type {
 import { PolicyServiceClient } from '@custos/proto/custos/policy/v1/service';
 import { CustosError, isUuid, unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
+import {
+  ApprovalRuleSchema,
+  ConsensusTriggerSchema,
+  approvalRuleBody,
+  approvalRuleMessage,
+} from './agent-schemas.js';
 import { type Guards, declareRoute } from './routes.js';
 import { bodyOf, dateTime, idParam, isoDateTime, must } from './schemas.js';
 
@@ -67,6 +73,9 @@ const CreateBody = bodyOf({
   effect: effect.nullish().describe('Default `allow`; a deny wins at equal priority'),
   priority: priority.nullish(),
   expires_at: isoDateTime.nullish().describe('In the future; default never'),
+  consensus_trigger: ConsensusTriggerSchema.nullish().describe(
+    "Agent principals only: the agent's matching transactions and sign intents need this approval (as a rule of its action_approval_policy)",
+  ),
 });
 
 /** PUT changes the fields given; null resets one to its default (DECISIONS: partial PUT). */
@@ -77,6 +86,7 @@ const UpdateBody = bodyOf({
   effect: effect.nullish(),
   priority: priority.nullish(),
   expires_at: isoDateTime.nullish(),
+  consensus_trigger: ConsensusTriggerSchema.nullish().describe('null removes it'),
   principal_type: unchangeable,
   principal_id: unchangeable,
 });
@@ -103,6 +113,7 @@ const PolicyResponse = z.object({
   effect,
   priority: z.number().int(),
   expires_at: dateTime.nullable(),
+  consensus_trigger: ApprovalRuleSchema.nullable(),
   created_by: z.string(),
   created_by_type: z.literal('user'),
   created_at: dateTime,
@@ -157,6 +168,7 @@ export function policyBody(p: Policy): z.infer<typeof PolicyResponse> {
     effect: p.effect as 'allow' | 'deny',
     priority: p.priority,
     expires_at: p.expiresAt ?? null,
+    consensus_trigger: p.consensusTrigger ? approvalRuleBody(p.consensusTrigger) : null,
     created_by: p.createdBy,
     created_by_type: 'user',
     created_at: p.createdAt,
@@ -166,7 +178,9 @@ export function policyBody(p: Policy): z.infer<typeof PolicyResponse> {
 
 /** A partial update: given fields change, null ones are cleared back to their default. */
 function changeMessage(b: z.infer<typeof UpdateBody>): GrantChange {
-  const cleared = (['conditions', 'effect', 'priority', 'expires_at'] as const).filter((k) => b[k] === null);
+  const cleared = (['conditions', 'effect', 'priority', 'expires_at', 'consensus_trigger'] as const).filter(
+    (k) => b[k] === null,
+  );
   return {
     secretPathPattern: b.secret_path_pattern,
     permissions: b.permissions ?? [],
@@ -174,6 +188,7 @@ function changeMessage(b: z.infer<typeof UpdateBody>): GrantChange {
     effect: b.effect ?? undefined,
     priority: b.priority ?? undefined,
     expiresAt: b.expires_at ?? undefined,
+    ...(b.consensus_trigger ? { consensusTrigger: approvalRuleMessage(b.consensus_trigger) } : {}),
     clearedFields: cleared,
   };
 }
@@ -248,6 +263,9 @@ export function policyRoutes(peers: Peers, guards: Guards): Router {
           effect: body.effect ?? undefined,
           priority: body.priority ?? undefined,
           expiresAt: body.expires_at ?? undefined,
+          ...(body.consensus_trigger
+            ? { consensusTrigger: approvalRuleMessage(body.consensus_trigger) }
+            : {}),
         },
         principalInOrg: await principalInOrg(body.principal_type, principalId),
       });

@@ -45,6 +45,11 @@ export const grants = policySchema.table(
     effect: text('effect').notNull().default('allow'),
     priority: integer('priority').notNull().default(0),
     expiresAt: tstz('expires_at'),
+    /**
+     * The reference's consensus_trigger (an approval rule in @custos/approval-rules' stored shape):
+     * the grant's agent's matching transactions and sign intents need humans. Agent grants only.
+     */
+    consensusTrigger: jsonb('consensus_trigger'),
     createdBy: uuid('created_by').notNull(),
     createdAt: tstz('created_at').notNull().defaultNow(),
     updatedAt: tstz('updated_at').notNull().defaultNow(),
@@ -56,6 +61,10 @@ export const grants = policySchema.table(
     index('grants_principal').on(t.principalType, t.principalId),
     check('grants_principal_type', sql`${t.principalType} IN ('user', 'agent')`),
     check('grants_effect', sql`${t.effect} IN ('allow', 'deny')`),
+    check(
+      'grants_consensus_trigger_agent',
+      sql`${t.consensusTrigger} IS NULL OR ${t.principalType} = 'agent'`,
+    ),
     check(
       'grants_permissions',
       sql`cardinality(${t.permissions}) > 0 AND ${t.permissions} <@ ARRAY['read', 'write']::text[]`,

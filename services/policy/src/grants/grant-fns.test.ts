@@ -49,6 +49,7 @@ describe('checkGrantInput', () => {
       effect: 'allow',
       priority: 0,
       expiresAt: null,
+      consensusTrigger: null,
     });
   });
   it('takes every optional field', () => {
@@ -124,6 +125,7 @@ describe('what events and audit records of a grant say', () => {
     effect: 'allow',
     priority: 0,
     expiresAt: null,
+    consensusTrigger: null,
     createdBy: 'c',
     createdAt: at,
     updatedAt: at,
@@ -141,6 +143,7 @@ describe('what events and audit records of a grant say', () => {
       effect: 'allow',
       priority: 0,
       expires_at: null,
+      consensus_trigger: null,
       created_by: 'c',
       created_at: '2030-01-01T00:00:00.000Z',
       updated_at: '2030-01-01T00:00:00.000Z',
@@ -150,5 +153,72 @@ describe('what events and audit records of a grant say', () => {
     });
     expect(grantAuditDetails(g)).not.toHaveProperty('id');
     expect(grantAuditDetails(g)).toMatchObject({ vault_id: 'v', conditions: { environment_in: ['x'] } });
+  });
+});
+
+describe('consensus_trigger', () => {
+  const trigger = {
+    conditions: [{ type: 'value_above' as const, thresholdWei: '1000' }],
+    riskTier: 1,
+    approval: { minApprovals: 2 },
+  };
+  const fieldOf = (fn: () => unknown): string | undefined => {
+    try {
+      fn();
+    } catch (err) {
+      return err instanceof InvalidArgumentError ? err.field : `not a 400: ${String(err)}`;
+    }
+    return undefined;
+  };
+  it('is kept on an agent grant, and absent means none', () => {
+    expect(checkGrantInput({ ...valid, consensusTrigger: trigger }, NOW).consensusTrigger).toEqual(trigger);
+    expect(checkGrantInput(valid, NOW).consensusTrigger).toBeNull();
+  });
+  it('is refused on a user grant, on create and on change', () => {
+    expect(
+      fieldOf(() => checkGrantInput({ ...valid, principalType: 'user', consensusTrigger: trigger }, NOW)),
+    ).toBe('consensus_trigger');
+    expect(fieldOf(() => checkGrantChange({ consensusTrigger: trigger, cleared: [] }, 'user', NOW))).toBe(
+      'consensus_trigger',
+    );
+  });
+  it('is checked as an approval rule, the 400 naming the field inside it', () => {
+    const bad = { ...trigger, approval: { minApprovals: 0 } };
+    expect(fieldOf(() => checkGrantInput({ ...valid, consensusTrigger: bad }, NOW))).toBe(
+      'consensus_trigger.approval.min_approvals',
+    );
+    const noConditions = { ...trigger, conditions: [] };
+    expect(
+      fieldOf(() => checkGrantChange({ consensusTrigger: noConditions, cleared: [] }, 'agent', NOW)),
+    ).toBe('consensus_trigger.conditions');
+  });
+  it('is cleared to null, and may not be both set and cleared', () => {
+    const change = checkGrantChange({ cleared: ['consensus_trigger'] }, 'agent', NOW);
+    expect(change).toEqual({ consensusTrigger: null });
+    expect(changedFields(change)).toEqual(['consensus_trigger']);
+    expect(
+      fieldOf(() =>
+        checkGrantChange({ consensusTrigger: trigger, cleared: ['consensus_trigger'] }, 'agent', NOW),
+      ),
+    ).toBe('consensus_trigger');
+  });
+  it('shows in events and audit details in the API shape', () => {
+    const data = grantEventData(
+      {
+        ...checkGrantInput({ ...valid, consensusTrigger: trigger }, NOW),
+        id: 'g',
+        orgId: 'o',
+        vaultId: 'v',
+        createdBy: 'c',
+        createdAt: NOW,
+        updatedAt: NOW,
+      },
+      'c',
+    );
+    expect(data['consensus_trigger']).toEqual({
+      conditions: [{ type: 'value_above', threshold_wei: '1000' }],
+      risk_tier: 1,
+      approval: { min_approvals: 2 },
+    });
   });
 });

@@ -1,3 +1,9 @@
+import {
+  type StoredRule,
+  approvalRuleJson,
+  checkApprovalRule,
+  storedRuleMessage,
+} from '@custos/approval-rules';
 import { InvalidArgumentError, isUuid } from '@custos/service-kit';
 import { checkConditions, conditionsJson } from './condition-fns.js';
 import {
@@ -95,6 +101,23 @@ export function expiresAt(v: string | undefined, now: Date, field = 'expires_at'
   return t;
 }
 
+/**
+ * A consensus trigger (DECISIONS.md: the reference's `consensus_trigger`, on an agent's grant, is a
+ * rule of that agent's approvals): agent grants only, and the rules of an approval rule
+ * (@custos/approval-rules), so no direct caller stores what the matcher would read differently.
+ */
+function consensusTrigger(v: StoredRule | undefined, type: PrincipalType): StoredRule | null {
+  if (v === undefined) return null;
+  if (type !== 'agent') {
+    throw new InvalidArgumentError(
+      'consensus_trigger',
+      "consensus_trigger applies to an agent's transactions and sign intents: only on grants whose principal_type is agent",
+    );
+  }
+  checkApprovalRule('consensus_trigger', v);
+  return v;
+}
+
 /** Checks a new grant field by field, naming the first refused one, and fills the defaults. */
 export function checkGrantInput(r: GrantRequest, now: Date): GrantInput {
   const type = principalType(r.principalType);
@@ -107,6 +130,7 @@ export function checkGrantInput(r: GrantRequest, now: Date): GrantInput {
     effect: effect(r.effect),
     priority: priority(r.priority),
     expiresAt: expiresAt(r.expiresAt, now),
+    consensusTrigger: consensusTrigger(r.consensusTrigger, type),
   };
 }
 
@@ -141,6 +165,9 @@ export function checkGrantChange(r: GrantChangeRequest, type: PrincipalType, now
     ...(set('effect', r.effect !== undefined) ? { effect: effect(r.effect) } : {}),
     ...(set('priority', r.priority !== undefined) ? { priority: priority(r.priority) } : {}),
     ...(set('expires_at', r.expiresAt !== undefined) ? { expiresAt: expiresAt(r.expiresAt, now) } : {}),
+    ...(set('consensus_trigger', r.consensusTrigger !== undefined)
+      ? { consensusTrigger: consensusTrigger(r.consensusTrigger, type) }
+      : {}),
   };
 }
 
@@ -156,6 +183,8 @@ function grantFacts(g: GrantRecord): Record<string, unknown> {
     effect: g.effect,
     priority: g.priority,
     expires_at: g.expiresAt?.toISOString() ?? null,
+    // The rule as the API shows it (conditions and thresholds, no secret).
+    consensus_trigger: g.consensusTrigger ? approvalRuleJson(storedRuleMessage(g.consensusTrigger)) : null,
     created_by: g.createdBy,
   };
 }
@@ -188,6 +217,7 @@ export function changedFields(c: GrantChange): string[] {
     ['effect', 'effect'],
     ['priority', 'priority'],
     ['expiresAt', 'expires_at'],
+    ['consensusTrigger', 'consensus_trigger'],
   ];
   return names.filter(([k]) => c[k] !== undefined).map(([, n]) => n);
 }

@@ -1,5 +1,6 @@
 import { type Principal, type UserPrincipal, isCreatorOrAdmin, requireHuman } from '@custos/auth';
 import { writeEvent } from '@custos/events';
+import type { StoredRule } from '@custos/approval-rules';
 import { InvalidArgumentError, NotFoundError, PermissionDeniedError, isUuid } from '@custos/service-kit';
 import { grantAudit, writePolicyAudit } from '../audit/policy-audit.js';
 import { outbox } from '../db/schema.js';
@@ -174,6 +175,22 @@ export class GrantService {
       now,
     );
     return decide(grants, request);
+  }
+
+  /**
+   * The consensus triggers of an agent's grants, oldest grant first (signer adds them to the
+   * agent's action_approval_policy before matching a transaction or sign intent).
+   */
+  async agentApprovalRules(
+    orgId: string,
+    agentId: string,
+  ): Promise<Array<{ policyId: string; vaultId: string; rule: StoredRule }>> {
+    if (!isUuid(orgId)) throw new InvalidArgumentError('org_id', 'org_id must be a UUID');
+    if (!isUuid(agentId)) throw new InvalidArgumentError('agent_id', 'agent_id must be a UUID');
+    const rows = await this.store.triggersOfAgent(orgId.toLowerCase(), agentId.toLowerCase());
+    return rows.flatMap((g) =>
+      g.consensusTrigger ? [{ policyId: g.id, vaultId: g.vaultId, rule: g.consensusTrigger }] : [],
+    );
   }
 
   /**

@@ -1,5 +1,6 @@
 import { and, asc, eq } from 'drizzle-orm';
 import type pg from 'pg';
+import type { StoredRule } from '@custos/approval-rules';
 import type { Database, Transaction } from '@custos/service-kit';
 import { SCHEMA, grants } from '../db/schema.js';
 import { conditionsJson, conditionsOfJson } from './condition-fns.js';
@@ -28,6 +29,7 @@ function toRecord(r: Row): GrantRecord {
     effect: r.effect as Effect,
     priority: r.priority,
     expiresAt: r.expiresAt,
+    consensusTrigger: (r.consensusTrigger as StoredRule | null) ?? null,
     createdBy: r.createdBy,
     createdAt: r.createdAt,
     updatedAt: r.updatedAt,
@@ -38,7 +40,7 @@ function toRecord(r: Row): GrantRecord {
 // prepared statements: parsed and planned once per connection, no query building per call.
 const COLUMNS = `id, org_id AS "orgId", vault_id AS "vaultId", secret_path_pattern AS "secretPathPattern",
   principal_type AS "principalType", principal_id AS "principalId", permissions, conditions, effect,
-  priority, expires_at AS "expiresAt", created_by AS "createdBy", created_at AS "createdAt",
+  priority, expires_at AS "expiresAt", consensus_trigger AS "consensusTrigger", created_by AS "createdBy", created_at AS "createdAt",
   updated_at AS "updatedAt"`;
 const FOR_DECISION = `SELECT ${COLUMNS} FROM "${SCHEMA}".grants
   WHERE org_id = $1 AND vault_id = $2 AND principal_type = $3 AND principal_id = $4
@@ -46,6 +48,9 @@ const FOR_DECISION = `SELECT ${COLUMNS} FROM "${SCHEMA}".grants
 const LIVE_ALLOWS_OF_AGENT = `SELECT ${COLUMNS} FROM "${SCHEMA}".grants
   WHERE principal_type = 'agent' AND principal_id = $2 AND org_id = $1 AND effect = 'allow'
     AND (expires_at IS NULL OR expires_at > $3)
+  ORDER BY created_at, id`;
+const TRIGGERS_OF_AGENT = `SELECT ${COLUMNS} FROM "${SCHEMA}".grants
+  WHERE principal_type = 'agent' AND principal_id = $2 AND org_id = $1 AND consensus_trigger IS NOT NULL
   ORDER BY created_at, id`;
 
 /** SQL of grants. */
@@ -141,6 +146,19 @@ export class GrantStore {
       name: 'policy_grants_for_decision',
       text: FOR_DECISION,
       values: [orgId, vaultId, type, principalId, now],
+    });
+    return r.rows.map(toRecord);
+  }
+
+  /**
+   * The grants of an agent of an org that carry a consensus trigger, whatever their effect or
+   * expiry, oldest first: read on every transaction and sign intent of the agent.
+   */
+  async triggersOfAgent(orgId: string, agentId: string): Promise<GrantRecord[]> {
+    const r = await this.pool.query<Row>({
+      name: 'policy_triggers_of_agent',
+      text: TRIGGERS_OF_AGENT,
+      values: [orgId, agentId],
     });
     return r.rows.map(toRecord);
   }

@@ -1,3 +1,5 @@
+import type { StoredRule } from '@custos/approval-rules';
+
 /** What a grant gives or takes away (SPEC §2.3). */
 export type Permission = 'read' | 'write';
 /** Who a grant is for. */
@@ -52,6 +54,8 @@ export interface Grant {
 /** A grant as stored, with its bookkeeping. */
 export interface GrantRecord extends Grant {
   orgId: string;
+  /** The agent's actions matching it need humans (agent grants only); null when none. */
+  consensusTrigger: StoredRule | null;
   createdBy: string;
   updatedAt: Date;
 }
@@ -85,10 +89,18 @@ export interface GrantRequest {
   priority?: number | undefined;
   /** RFC 3339; absent: never expires. */
   expiresAt?: string | undefined;
+  /** Agent grants only; absent: none. */
+  consensusTrigger?: StoredRule | undefined;
 }
 
 /** The fields of a grant that a partial update may reset to their default. */
-export const CLEARABLE_FIELDS = ['conditions', 'effect', 'priority', 'expires_at'] as const;
+export const CLEARABLE_FIELDS = [
+  'conditions',
+  'effect',
+  'priority',
+  'expires_at',
+  'consensus_trigger',
+] as const;
 /** A field a partial update may reset. */
 export type ClearableField = (typeof CLEARABLE_FIELDS)[number];
 
@@ -104,6 +116,7 @@ export interface GrantChangeRequest {
   effect?: string | undefined;
   priority?: number | undefined;
   expiresAt?: string | undefined;
+  consensusTrigger?: StoredRule | undefined;
   cleared: readonly string[];
 }
 
@@ -117,6 +130,7 @@ export interface GrantInput {
   effect: Effect;
   priority: number;
   expiresAt: Date | null;
+  consensusTrigger: StoredRule | null;
 }
 
 /** The checked fields a partial update changes; absent ones keep their value. */

@@ -1,5 +1,6 @@
 import { type IdentityKeys, currentCaller } from '@custos/auth';
 import type { PolicyServiceServer } from '@custos/proto/custos/policy/v1/service';
+import { storedRuleMessage } from '@custos/approval-rules';
 import type { AsyncService, RpcAccess } from '@custos/service-kit';
 import type { GrantService } from '../grants/grant-service.js';
 import type { IpRuleService } from '../ip-rules/ip-rule-service.js';
@@ -15,11 +16,16 @@ import {
 /**
  * Who may call PolicyService: the gateway (users' requests, and the org's IP rules it enforces);
  * Decide only vault-crypto, which verified the principal it asks about; GetAgentScopes only
- * identity, while it mints an agent's token.
+ * identity, while it mints an agent's token; ListAgentApprovalRules only signer, before it signs.
  */
 export const policyAccess: RpcAccess<PolicyServiceServer> = {
   default: ['gateway'],
-  methods: { decide: ['vault-crypto'], getAgentScopes: ['identity'], getOrgIpRules: ['gateway'] },
+  methods: {
+    decide: ['vault-crypto'],
+    getAgentScopes: ['identity'],
+    getOrgIpRules: ['gateway'],
+    listAgentApprovalRules: ['signer'],
+  },
 };
 
 /** gRPC adapter of PolicyService: verify the caller, decode, call the rules, encode. */
@@ -64,6 +70,11 @@ export function policyGrpc(deps: {
     async getAgentScopes(req) {
       // Identity asks for itself while it mints an agent's token (the allow-list admits no one else).
       return deps.grants.agentScopes(undefined, req.orgId, req.agentId);
+    },
+    async listAgentApprovalRules(req) {
+      // Signer asks for the agent whose token it verified (the allow-list admits no one else).
+      const rules = await deps.grants.agentApprovalRules(req.orgId, req.agentId);
+      return { rules: rules.map((r) => ({ ...r, rule: storedRuleMessage(r.rule) })) };
     },
     async listIpRules() {
       return { rules: (await deps.ipRules.list(await caller())).map(ipRuleMessage) };

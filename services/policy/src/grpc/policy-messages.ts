@@ -7,6 +7,7 @@ import type {
   Policy,
   VaultFacts as VaultFactsMessage,
 } from '@custos/proto/custos/policy/v1/messages';
+import { storedRuleMessage, storedRuleOf } from '@custos/approval-rules';
 import { InvalidArgumentError, isUuid } from '@custos/service-kit';
 import type {
   Conditions,
@@ -100,6 +101,7 @@ export function grantRequestOf(m: GrantInput | undefined): GrantRequest {
     effect: m.effect,
     priority: m.priority,
     expiresAt: m.expiresAt,
+    ...(m.consensusTrigger ? { consensusTrigger: storedRuleOf(m.consensusTrigger) } : {}),
   };
 }
 
@@ -113,6 +115,7 @@ export function grantChangeOf(m: GrantChange | undefined): GrantChangeRequest {
     effect: m.effect,
     priority: m.priority,
     expiresAt: m.expiresAt,
+    ...(m.consensusTrigger ? { consensusTrigger: storedRuleOf(m.consensusTrigger) } : {}),
     cleared: m.clearedFields,
   };
 }
@@ -130,6 +133,7 @@ export function policyMessage(g: GrantRecord): Policy {
     effect: g.effect,
     priority: g.priority,
     ...(g.expiresAt ? { expiresAt: g.expiresAt.toISOString() } : {}),
+    ...(g.consensusTrigger ? { consensusTrigger: storedRuleMessage(g.consensusTrigger) } : {}),
     createdBy: g.createdBy,
     // Only people manage grants (GrantService refuses agents).
     createdByType: 'user',

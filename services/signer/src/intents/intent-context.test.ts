@@ -1,4 +1,5 @@
 import type { Principal } from '@custos/auth';
+import type { Agent, ApprovalRule } from '@custos/proto/custos/identity/v1/agents';
 import {
   type Database,
   InvalidArgumentError,
@@ -10,7 +11,7 @@ import type { ChainRecord } from '../chains/chain-types.js';
 import { evmAdapter } from '../keys/evm-adapter.js';
 import type { KeyLoader } from '../keys/key-loader.js';
 import type { SigningKeyRecord } from '../keys/key-types.js';
-import { IntentContext } from './intent-context.js';
+import { IntentContext, withTriggers } from './intent-context.js';
 
 // IntentContext over in-memory fakes of its ports (database, chains, keys, identity): the order of
 // the checks (agent → token flag → chain → identity's settings → key → custody) and the record of
@@ -32,6 +33,7 @@ function rig(
     agentMissing?: boolean;
     key?: SigningKeyRecord | null;
     failRecord?: boolean;
+    triggers?: ApprovalRule[];
   } = {},
 ) {
   const steps: string[] = [];
@@ -72,6 +74,14 @@ function rig(
         return { isActive: true, intentsApiEnabled: true, ...opts.settings } as never;
       },
     },
+    policy: {
+      approvalRulesOf: async (orgId: string, agentId: string) => {
+        steps.push(
+          `policy ${orgId === ORG && agentId === AGENT ? 'asked for the agent' : 'asked for another'}`,
+        );
+        return opts.triggers ?? [];
+      },
+    },
     loader: {} as KeyLoader,
     logger,
   });
@@ -94,7 +104,7 @@ describe('IntentContext.open', () => {
     const r = rig();
     const scope = await r.ctx.open(agent(), AGENT, 'anvil');
     expect(scope).toMatchObject({ chain: CHAIN, key: KEY, adapter: evmAdapter });
-    expect(r.steps).toEqual(['chain', 'identity', 'key']);
+    expect(r.steps).toEqual(['chain', 'identity', 'policy asked for the agent', 'key']);
     expect(r.records).toEqual([]);
   });
 
@@ -135,7 +145,7 @@ describe('IntentContext.open', () => {
       AGENT,
       'not_found',
       undefined,
-      ['chain', 'identity'],
+      ['chain', 'identity', 'policy asked for the agent'],
     ],
     [
       'a deactivated agent',
@@ -144,7 +154,7 @@ describe('IntentContext.open', () => {
       AGENT,
       'agent_inactive',
       undefined,
-      ['chain', 'identity'],
+      ['chain', 'identity', 'policy asked for the agent'],
     ],
     [
       'the flag turned off since the token',
@@ -153,7 +163,7 @@ describe('IntentContext.open', () => {
       AGENT,
       'intents_api_disabled',
       undefined,
-      ['chain', 'identity'],
+      ['chain', 'identity', 'policy asked for the agent'],
     ],
     [
       'a chain family with no signer',
@@ -162,7 +172,7 @@ describe('IntentContext.open', () => {
       AGENT,
       'invalid_argument',
       'chain',
-      ['chain', 'identity'],
+      ['chain', 'identity', 'policy asked for the agent'],
     ],
     [
       'no key for the family',
@@ -171,7 +181,7 @@ describe('IntentContext.open', () => {
       AGENT,
       'not_found',
       undefined,
-      ['chain', 'identity', 'key'],
+      ['chain', 'identity', 'policy asked for the agent', 'key'],
     ],
     [
       'a client_tss key',
@@ -180,7 +190,7 @@ describe('IntentContext.open', () => {
       AGENT,
       'client_tss_refused',
       undefined,
-      ['chain', 'identity', 'key'],
+      ['chain', 'identity', 'policy asked for the agent', 'key'],
     ],
   ] as const)(
     'refuses %s at its place in the order, recorded <action>.refused with reason, status and field',
@@ -223,5 +233,34 @@ describe('IntentContext.audited', () => {
     const r = rig({ failRecord: true });
     const err = await refusal(r, agent({ intentsApiEnabled: false }));
     expect(err.kind).toBe('unavailable');
+  });
+});
+
+describe("the agent's vault policies' consensus triggers", () => {
+  const rule = (n: number): ApprovalRule => ({
+    conditions: [
+      {
+        type: 'always',
+        chains: [],
+        addresses: [],
+        selectors: [],
+        intentTypes: [],
+        actions: [],
+        actionKinds: [],
+      },
+    ],
+    riskTier: n,
+    skipWhen: [],
+    requireWhen: [],
+  });
+  it('come after the agent’s own rules in the scope’s settings', async () => {
+    const r = rig({ settings: { actionApprovalPolicy: { rules: [rule(1)] } }, triggers: [rule(2), rule(3)] });
+    const scope = await r.ctx.open(agent(), AGENT, 'anvil');
+    expect(scope.settings.actionApprovalPolicy!.rules.map((x) => x.riskTier)).toEqual([1, 2, 3]);
+  });
+  it('make a policy of an agent without one, and leave the agent alone when there are none', () => {
+    const a = { id: AGENT } as Agent;
+    expect(withTriggers(a, [rule(2)]).actionApprovalPolicy).toEqual({ rules: [rule(2)] });
+    expect(withTriggers(a, [])).toBe(a);
   });
 });

@@ -1,6 +1,6 @@
 import type { AgentPrincipal, Principal } from '@custos/auth';
 import { auditOf } from '@custos/events';
-import type { Agent } from '@custos/proto/custos/identity/v1/agents';
+import type { Agent, ApprovalRule } from '@custos/proto/custos/identity/v1/agents';
 import {
   CustosError,
   type Database,
@@ -19,11 +19,15 @@ import type { KeyLoader } from '../keys/key-loader.js';
 import type { KeyStore } from '../keys/key-store.js';
 import type { SigningKeyRecord } from '../keys/key-types.js';
 import type { IdentityClient } from '../peers/identity-client.js';
+import type { PolicyClient } from '../peers/policy-client.js';
 
 /** Everything a signing request of an agent stands on, checked: who, which chain, which key, which settings. */
 export interface IntentScope {
   agent: AgentPrincipal;
-  /** The agent's record and settings as identity holds them now (not as the token was minted). */
+  /**
+   * The agent's record and settings as identity holds them now (not as the token was minted), its
+   * action_approval_policy followed by the consensus triggers of its vault policies.
+   */
   settings: Agent;
   chain: ChainRecord;
   key: SigningKeyRecord;
@@ -42,6 +46,17 @@ export const INTENT_REFUSALS = {
 } as const;
 
 /**
+ * The agent with its vault policies' consensus triggers appended to its action_approval_policy
+ * (DECISIONS.md: a policy's `consensus_trigger` is the same kind of rule for that agent), so the
+ * approval gate matches them as it matches the agent's own rules.
+ */
+export function withTriggers(agent: Agent, triggers: readonly ApprovalRule[]): Agent {
+  if (triggers.length === 0) return agent;
+  const own = agent.actionApprovalPolicy?.rules ?? [];
+  return { ...agent, actionApprovalPolicy: { rules: [...own, ...triggers] } };
+}
+
+/**
  * The checks every transaction and sign intent passes before anything is built or signed, in one
  * place: the caller is an agent acting for itself (SPEC §4.4), its token carries
  * `intents_api_enabled` (403 otherwise), the agent is still active in identity, the chain is known
@@ -57,6 +72,7 @@ export class IntentContext {
       keys: Pick<KeyStore, 'active'>;
       adapters: ChainAdapters;
       identity: Pick<IdentityClient, 'agentInOrg'>;
+      policy: Pick<PolicyClient, 'approvalRulesOf'>;
       loader: KeyLoader;
       logger: Logger;
     },
@@ -90,7 +106,12 @@ export class IntentContext {
       });
     }
     const chain = await this.deps.chains.resolve(chainRef, chainField);
-    const settings = await this.deps.identity.agentInOrg(p.orgId, agentId);
+    // The agent's settings and its vault policies' consensus triggers, asked at once.
+    const [agent, triggers] = await Promise.all([
+      this.deps.identity.agentInOrg(p.orgId, agentId),
+      this.deps.policy.approvalRulesOf(p.orgId, agentId),
+    ]);
+    const settings = withTriggers(agent, triggers);
     if (!settings.isActive) {
       throw new PermissionDeniedError('the agent is deactivated', { type: INTENT_REFUSALS.agentInactive });
     }

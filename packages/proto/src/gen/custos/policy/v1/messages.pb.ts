@@ -6,6 +6,7 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
+import { ApprovalRule } from "../../identity/v1/agents.pb.js";
 
 /**
  * VaultFacts is what the gateway learned about a vault from vault-crypto's DescribeVault, asked
@@ -89,6 +90,12 @@ export interface Policy {
   createdAt: string;
   /** When it last changed (RFC 3339). */
   updatedAt: string;
+  /**
+   * The reference's consensus_trigger: actions of the grant's agent (transactions and sign
+   * intents) matching it need humans, as a rule of the agent's action_approval_policy does
+   * (DECISIONS.md). Only on agent grants; absent when none.
+   */
+  consensusTrigger?: ApprovalRule | undefined;
 }
 
 /** GrantInput is a new grant as the caller asked for it. */
@@ -114,7 +121,11 @@ export interface GrantInput {
     | number
     | undefined;
   /** When the grant stops applying (RFC 3339, in the future); absent means never. */
-  expiresAt?: string | undefined;
+  expiresAt?:
+    | string
+    | undefined;
+  /** See Policy.consensus_trigger; agent grants only. */
+  consensusTrigger?: ApprovalRule | undefined;
 }
 
 /**
@@ -146,9 +157,11 @@ export interface GrantChange {
     | undefined;
   /**
    * Fields reset to their default: `conditions` (none), `effect` (`allow`), `priority` (0),
-   * `expires_at` (never). A field may not be both set and cleared.
+   * `expires_at` (never), `consensus_trigger` (none). A field may not be both set and cleared.
    */
   clearedFields: string[];
+  /** A new consensus trigger (agent grants only). */
+  consensusTrigger?: ApprovalRule | undefined;
 }
 
 /** CreatePolicyRequest names the vault, the facts about it and the new grant. */
@@ -273,6 +286,30 @@ export interface DecideResponse {
    * decision cache keeps the answer at most this long.
    */
   cacheableForMs: number;
+}
+
+/** ListAgentApprovalRulesRequest names the agent whose consensus triggers signer applies. */
+export interface ListAgentApprovalRulesRequest {
+  /** The agent's org (UUID). */
+  orgId: string;
+  /** The agent (UUID). */
+  agentId: string;
+}
+
+/** AgentApprovalRule is the consensus trigger of one of the agent's grants. */
+export interface AgentApprovalRule {
+  /** The grant (UUID). */
+  policyId: string;
+  /** The vault the grant is on (UUID). */
+  vaultId: string;
+  /** The trigger. */
+  rule?: ApprovalRule | undefined;
+}
+
+/** ListAgentApprovalRulesResponse lists the triggers of the agent's grants, oldest grant first. */
+export interface ListAgentApprovalRulesResponse {
+  /** The triggers. */
+  rules: AgentApprovalRule[];
 }
 
 /** GetAgentScopesRequest names the agent. */
@@ -688,6 +725,7 @@ function createBasePolicy(): Policy {
     createdByType: "",
     createdAt: "",
     updatedAt: "",
+    consensusTrigger: undefined,
   };
 }
 
@@ -734,6 +772,9 @@ export const Policy: MessageFns<Policy> = {
     }
     if (message.updatedAt !== "") {
       writer.uint32(114).string(message.updatedAt);
+    }
+    if (message.consensusTrigger !== undefined) {
+      ApprovalRule.encode(message.consensusTrigger, writer.uint32(122).fork()).join();
     }
     return writer;
   },
@@ -857,6 +898,14 @@ export const Policy: MessageFns<Policy> = {
           message.updatedAt = reader.string();
           continue;
         }
+        case 15: {
+          if (tag !== 122) {
+            break;
+          }
+
+          message.consensusTrigger = ApprovalRule.decode(reader, reader.uint32());
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -884,6 +933,7 @@ export const Policy: MessageFns<Policy> = {
       createdByType: isSet(object.createdByType) ? globalThis.String(object.createdByType) : "",
       createdAt: isSet(object.createdAt) ? globalThis.String(object.createdAt) : "",
       updatedAt: isSet(object.updatedAt) ? globalThis.String(object.updatedAt) : "",
+      consensusTrigger: isSet(object.consensusTrigger) ? ApprovalRule.fromJSON(object.consensusTrigger) : undefined,
     };
   },
 
@@ -931,6 +981,9 @@ export const Policy: MessageFns<Policy> = {
     if (message.updatedAt !== "") {
       obj.updatedAt = message.updatedAt;
     }
+    if (message.consensusTrigger !== undefined) {
+      obj.consensusTrigger = ApprovalRule.toJSON(message.consensusTrigger);
+    }
     return obj;
   },
 
@@ -955,6 +1008,9 @@ export const Policy: MessageFns<Policy> = {
     message.createdByType = object.createdByType ?? "";
     message.createdAt = object.createdAt ?? "";
     message.updatedAt = object.updatedAt ?? "";
+    message.consensusTrigger = (object.consensusTrigger !== undefined && object.consensusTrigger !== null)
+      ? ApprovalRule.fromPartial(object.consensusTrigger)
+      : undefined;
     return message;
   },
 };
@@ -969,6 +1025,7 @@ function createBaseGrantInput(): GrantInput {
     effect: undefined,
     priority: undefined,
     expiresAt: undefined,
+    consensusTrigger: undefined,
   };
 }
 
@@ -997,6 +1054,9 @@ export const GrantInput: MessageFns<GrantInput> = {
     }
     if (message.expiresAt !== undefined) {
       writer.uint32(66).string(message.expiresAt);
+    }
+    if (message.consensusTrigger !== undefined) {
+      ApprovalRule.encode(message.consensusTrigger, writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -1072,6 +1132,14 @@ export const GrantInput: MessageFns<GrantInput> = {
           message.expiresAt = reader.string();
           continue;
         }
+        case 9: {
+          if (tag !== 74) {
+            break;
+          }
+
+          message.consensusTrigger = ApprovalRule.decode(reader, reader.uint32());
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -1093,6 +1161,7 @@ export const GrantInput: MessageFns<GrantInput> = {
       effect: isSet(object.effect) ? globalThis.String(object.effect) : undefined,
       priority: isSet(object.priority) ? globalThis.Number(object.priority) : undefined,
       expiresAt: isSet(object.expiresAt) ? globalThis.String(object.expiresAt) : undefined,
+      consensusTrigger: isSet(object.consensusTrigger) ? ApprovalRule.fromJSON(object.consensusTrigger) : undefined,
     };
   },
 
@@ -1122,6 +1191,9 @@ export const GrantInput: MessageFns<GrantInput> = {
     if (message.expiresAt !== undefined) {
       obj.expiresAt = message.expiresAt;
     }
+    if (message.consensusTrigger !== undefined) {
+      obj.consensusTrigger = ApprovalRule.toJSON(message.consensusTrigger);
+    }
     return obj;
   },
 
@@ -1140,6 +1212,9 @@ export const GrantInput: MessageFns<GrantInput> = {
     message.effect = object.effect ?? undefined;
     message.priority = object.priority ?? undefined;
     message.expiresAt = object.expiresAt ?? undefined;
+    message.consensusTrigger = (object.consensusTrigger !== undefined && object.consensusTrigger !== null)
+      ? ApprovalRule.fromPartial(object.consensusTrigger)
+      : undefined;
     return message;
   },
 };
@@ -1153,6 +1228,7 @@ function createBaseGrantChange(): GrantChange {
     priority: undefined,
     expiresAt: undefined,
     clearedFields: [],
+    consensusTrigger: undefined,
   };
 }
 
@@ -1178,6 +1254,9 @@ export const GrantChange: MessageFns<GrantChange> = {
     }
     for (const v of message.clearedFields) {
       writer.uint32(58).string(v!);
+    }
+    if (message.consensusTrigger !== undefined) {
+      ApprovalRule.encode(message.consensusTrigger, writer.uint32(66).fork()).join();
     }
     return writer;
   },
@@ -1245,6 +1324,14 @@ export const GrantChange: MessageFns<GrantChange> = {
           message.clearedFields.push(reader.string());
           continue;
         }
+        case 8: {
+          if (tag !== 66) {
+            break;
+          }
+
+          message.consensusTrigger = ApprovalRule.decode(reader, reader.uint32());
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -1267,6 +1354,7 @@ export const GrantChange: MessageFns<GrantChange> = {
       clearedFields: globalThis.Array.isArray(object?.clearedFields)
         ? object.clearedFields.map((e: any) => globalThis.String(e))
         : [],
+      consensusTrigger: isSet(object.consensusTrigger) ? ApprovalRule.fromJSON(object.consensusTrigger) : undefined,
     };
   },
 
@@ -1293,6 +1381,9 @@ export const GrantChange: MessageFns<GrantChange> = {
     if (message.clearedFields?.length) {
       obj.clearedFields = message.clearedFields;
     }
+    if (message.consensusTrigger !== undefined) {
+      obj.consensusTrigger = ApprovalRule.toJSON(message.consensusTrigger);
+    }
     return obj;
   },
 
@@ -1310,6 +1401,9 @@ export const GrantChange: MessageFns<GrantChange> = {
     message.priority = object.priority ?? undefined;
     message.expiresAt = object.expiresAt ?? undefined;
     message.clearedFields = object.clearedFields?.map((e) => e) || [];
+    message.consensusTrigger = (object.consensusTrigger !== undefined && object.consensusTrigger !== null)
+      ? ApprovalRule.fromPartial(object.consensusTrigger)
+      : undefined;
     return message;
   },
 };
@@ -2287,6 +2381,240 @@ export const DecideResponse: MessageFns<DecideResponse> = {
     message.policyId = object.policyId ?? "";
     message.reason = object.reason ?? "";
     message.cacheableForMs = object.cacheableForMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseListAgentApprovalRulesRequest(): ListAgentApprovalRulesRequest {
+  return { orgId: "", agentId: "" };
+}
+
+export const ListAgentApprovalRulesRequest: MessageFns<ListAgentApprovalRulesRequest> = {
+  encode(message: ListAgentApprovalRulesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.agentId !== "") {
+      writer.uint32(18).string(message.agentId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListAgentApprovalRulesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseListAgentApprovalRulesRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.orgId = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.agentId = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): ListAgentApprovalRulesRequest {
+    return {
+      orgId: isSet(object.orgId) ? globalThis.String(object.orgId) : "",
+      agentId: isSet(object.agentId) ? globalThis.String(object.agentId) : "",
+    };
+  },
+
+  toJSON(message: ListAgentApprovalRulesRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.agentId !== "") {
+      obj.agentId = message.agentId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListAgentApprovalRulesRequest>, I>>(base?: I): ListAgentApprovalRulesRequest {
+    return ListAgentApprovalRulesRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListAgentApprovalRulesRequest>, I>>(
+    object: I,
+  ): ListAgentApprovalRulesRequest {
+    const message = createBaseListAgentApprovalRulesRequest();
+    message.orgId = object.orgId ?? "";
+    message.agentId = object.agentId ?? "";
+    return message;
+  },
+};
+
+function createBaseAgentApprovalRule(): AgentApprovalRule {
+  return { policyId: "", vaultId: "", rule: undefined };
+}
+
+export const AgentApprovalRule: MessageFns<AgentApprovalRule> = {
+  encode(message: AgentApprovalRule, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.policyId !== "") {
+      writer.uint32(10).string(message.policyId);
+    }
+    if (message.vaultId !== "") {
+      writer.uint32(18).string(message.vaultId);
+    }
+    if (message.rule !== undefined) {
+      ApprovalRule.encode(message.rule, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AgentApprovalRule {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseAgentApprovalRule();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.policyId = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.vaultId = reader.string();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.rule = ApprovalRule.decode(reader, reader.uint32());
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): AgentApprovalRule {
+    return {
+      policyId: isSet(object.policyId) ? globalThis.String(object.policyId) : "",
+      vaultId: isSet(object.vaultId) ? globalThis.String(object.vaultId) : "",
+      rule: isSet(object.rule) ? ApprovalRule.fromJSON(object.rule) : undefined,
+    };
+  },
+
+  toJSON(message: AgentApprovalRule): unknown {
+    const obj: any = {};
+    if (message.policyId !== "") {
+      obj.policyId = message.policyId;
+    }
+    if (message.vaultId !== "") {
+      obj.vaultId = message.vaultId;
+    }
+    if (message.rule !== undefined) {
+      obj.rule = ApprovalRule.toJSON(message.rule);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AgentApprovalRule>, I>>(base?: I): AgentApprovalRule {
+    return AgentApprovalRule.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AgentApprovalRule>, I>>(object: I): AgentApprovalRule {
+    const message = createBaseAgentApprovalRule();
+    message.policyId = object.policyId ?? "";
+    message.vaultId = object.vaultId ?? "";
+    message.rule = (object.rule !== undefined && object.rule !== null)
+      ? ApprovalRule.fromPartial(object.rule)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseListAgentApprovalRulesResponse(): ListAgentApprovalRulesResponse {
+  return { rules: [] };
+}
+
+export const ListAgentApprovalRulesResponse: MessageFns<ListAgentApprovalRulesResponse> = {
+  encode(message: ListAgentApprovalRulesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.rules) {
+      AgentApprovalRule.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListAgentApprovalRulesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseListAgentApprovalRulesResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.rules.push(AgentApprovalRule.decode(reader, reader.uint32()));
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): ListAgentApprovalRulesResponse {
+    return {
+      rules: globalThis.Array.isArray(object?.rules) ? object.rules.map((e: any) => AgentApprovalRule.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: ListAgentApprovalRulesResponse): unknown {
+    const obj: any = {};
+    if (message.rules?.length) {
+      obj.rules = message.rules.map((e) => AgentApprovalRule.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListAgentApprovalRulesResponse>, I>>(base?: I): ListAgentApprovalRulesResponse {
+    return ListAgentApprovalRulesResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListAgentApprovalRulesResponse>, I>>(
+    object: I,
+  ): ListAgentApprovalRulesResponse {
+    const message = createBaseListAgentApprovalRulesResponse();
+    message.rules = object.rules?.map((e) => AgentApprovalRule.fromPartial(e)) || [];
     return message;
   },
 };

@@ -32,6 +32,8 @@ import {
   GetAgentScopesResponse,
   GetOrgIpRulesRequest,
   GetOrgIpRulesResponse,
+  ListAgentApprovalRulesRequest,
+  ListAgentApprovalRulesResponse,
   ListIpRulesRequest,
   ListIpRulesResponse,
   ListPoliciesRequest,
@@ -127,6 +129,22 @@ export const PolicyServiceService = {
       Buffer.from(GetAgentScopesResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetAgentScopesResponse => GetAgentScopesResponse.decode(value),
   },
+  /**
+   * ListAgentApprovalRules lists the consensus triggers of an agent's grants (every grant that
+   * has one, whatever its effect or expiry), for signer's approval gate. Only signer calls it.
+   */
+  listAgentApprovalRules: {
+    path: "/custos.policy.v1.PolicyService/ListAgentApprovalRules",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ListAgentApprovalRulesRequest): Buffer =>
+      Buffer.from(ListAgentApprovalRulesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListAgentApprovalRulesRequest => ListAgentApprovalRulesRequest.decode(value),
+    responseSerialize: (value: ListAgentApprovalRulesResponse): Buffer =>
+      Buffer.from(ListAgentApprovalRulesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListAgentApprovalRulesResponse =>
+      ListAgentApprovalRulesResponse.decode(value),
+  },
   /** ListIpRules lists the caller's org's IP allow/block rules. Owners and admins only. */
   listIpRules: {
     path: "/custos.policy.v1.PolicyService/ListIpRules",
@@ -205,6 +223,11 @@ export interface PolicyServiceServer extends UntypedServiceImplementation {
    * `scopes` and `vault_ids` claims identity puts in agent tokens.
    */
   getAgentScopes: handleUnaryCall<GetAgentScopesRequest, GetAgentScopesResponse>;
+  /**
+   * ListAgentApprovalRules lists the consensus triggers of an agent's grants (every grant that
+   * has one, whatever its effect or expiry), for signer's approval gate. Only signer calls it.
+   */
+  listAgentApprovalRules: handleUnaryCall<ListAgentApprovalRulesRequest, ListAgentApprovalRulesResponse>;
   /** ListIpRules lists the caller's org's IP allow/block rules. Owners and admins only. */
   listIpRules: handleUnaryCall<ListIpRulesRequest, ListIpRulesResponse>;
   /**
@@ -331,6 +354,25 @@ export interface PolicyServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetAgentScopesResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * ListAgentApprovalRules lists the consensus triggers of an agent's grants (every grant that
+   * has one, whatever its effect or expiry), for signer's approval gate. Only signer calls it.
+   */
+  listAgentApprovalRules(
+    request: ListAgentApprovalRulesRequest,
+    callback: (error: ServiceError | null, response: ListAgentApprovalRulesResponse) => void,
+  ): ClientUnaryCall;
+  listAgentApprovalRules(
+    request: ListAgentApprovalRulesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListAgentApprovalRulesResponse) => void,
+  ): ClientUnaryCall;
+  listAgentApprovalRules(
+    request: ListAgentApprovalRulesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListAgentApprovalRulesResponse) => void,
   ): ClientUnaryCall;
   /** ListIpRules lists the caller's org's IP allow/block rules. Owners and admins only. */
   listIpRules(

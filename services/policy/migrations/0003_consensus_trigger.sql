@@ -1,0 +1,2 @@
+ALTER TABLE "policy"."grants" ADD COLUMN "consensus_trigger" jsonb;--> statement-breakpoint
+ALTER TABLE "policy"."grants" ADD CONSTRAINT "grants_consensus_trigger_agent" CHECK ("policy"."grants"."consensus_trigger" IS NULL OR "policy"."grants"."principal_type" = 'agent');
