@@ -88,4 +88,66 @@ export const configShape = {
       86400,
     )
     .default(300),
+  SANCTIONS_LIST_URL: env
+    .url(
+      'Where the sanctions list of address screening is fetched (docs/screening.md: the JSON format, or ' +
+        "OFAC's SDN CSV). Each replica fetches it at start and every SANCTIONS_REFRESH_SECONDS. Set this " +
+        'or SANCTIONS_LIST_FILE; with neither, an agent whose address_screening_policy.mode is `deny` or ' +
+        '`approve` has its transfers paused (503).',
+      ['https', 'http'],
+    )
+    .optional(),
+  SANCTIONS_LIST_FILE: env
+    .string(
+      'A local file holding the sanctions list (instead of SANCTIONS_LIST_URL), read at start and every ' +
+        "SANCTIONS_REFRESH_SECONDS; without a `published_at` in the document, the file's modification " +
+        'time is its age.',
+    )
+    .optional(),
+  SANCTIONS_LIST_FORMAT: env
+    .oneOf(
+      'Format of the sanctions list: `json` (docs/screening.md), `ofac_sdn_csv` (OFAC sdn.csv), or ' +
+        '`auto` (JSON when the document starts with `{`).',
+      ['auto', 'json', 'ofac_sdn_csv'] as ['auto', 'json', 'ofac_sdn_csv'],
+    )
+    .default('auto'),
+  SANCTIONS_LIST_NAME: env
+    .string(
+      'The name a sanctions hit names (403 `list`, audit `sanctions.blocked`) when the document names ' +
+        'none (the JSON format has its own `name`).',
+    )
+    .default('sanctions'),
+  SANCTIONS_REFRESH_SECONDS: env
+    .int(
+      'How often each replica loads the sanctions list again, in seconds; a failed load keeps the ' +
+        'previous list, which pauses screened transfers (503) once it is older than seven days.',
+      10,
+      86400,
+    )
+    .default(3600),
+  CUSTODY_GEOFENCED_REGIONS: env.list(
+    'ISO 3166-1 alpha-2 country codes (comma-separated, e.g. `KP,IR`) from which no `server`-custody ' +
+      'signing key is created (403 `custody_geofenced`, audit `custody.geofenced`). Empty: none.',
+  ),
+  CUSTODY_REGION_SOURCE: env
+    .oneOf(
+      "Where a key creation's region comes from: `geoip` (CUSTODY_GEOIP_DATABASE looked up with the " +
+        "client IP the gateway resolved) or `header` (the gateway's CUSTODY_REGION_HEADER, e.g. " +
+        '`cf-ipcountry`, set by a trusted ingress).',
+      ['geoip', 'header'] as ['geoip', 'header'],
+    )
+    .default('geoip'),
+  CUSTODY_GEOIP_DATABASE: env
+    .string(
+      'Path of a MaxMind DB (GeoIP2/GeoLite2 Country or City .mmdb) for custody geofencing in `geoip` ' +
+        'mode; reloaded when the file changes. Required when CUSTODY_GEOFENCED_REGIONS is set in that mode.',
+    )
+    .optional(),
+  CUSTODY_GEOFENCE_UNKNOWN: env
+    .oneOf(
+      'What a `server` key creation whose region is unknown (private address, not in the database, no ' +
+        'header) gets while regions are geofenced: `allow` or `deny`.',
+      ['allow', 'deny'] as ['allow', 'deny'],
+    )
+    .default('allow'),
 };

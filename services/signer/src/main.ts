@@ -37,6 +37,8 @@ import { PolicyServiceClient } from '@custos/proto/custos/policy/v1/service';
 import { PolicyClient } from './peers/policy-client.js';
 import { ApprovalGate } from './approvals/approval-gate.js';
 import { PreviewRpcPool } from './preview/index.js';
+import { CustodyGeofence, parseRegions } from './screening/custody-geofence.js';
+import { SanctionsScreen } from './screening/sanctions-screen.js';
 
 // Composition root of signer: the chains registry and agents' signing keys (transactions and sign
 // intents come with their issue, on the same ChainAdapter).
@@ -80,6 +82,34 @@ runDataService({
     const keyStore = new KeyStore(db);
     const vault = new VaultCryptoClient(vaultCrypto, rt.logger);
     const identityClient = new IdentityClient(identity);
+    // Custody geofencing (issue 20): no server key from a geofenced region (docs/screening.md).
+    const geofence = new CustodyGeofence({
+      regions: parseRegions(c.CUSTODY_GEOFENCED_REGIONS),
+      source: c.CUSTODY_REGION_SOURCE,
+      geoipDatabase: c.CUSTODY_GEOIP_DATABASE,
+      unknown: c.CUSTODY_GEOFENCE_UNKNOWN,
+      db,
+      logger: rt.logger,
+    });
+    await geofence.start();
+    rt.onShutdown('custody geofence', async () => geofence.stop());
+    // Sanctions screening (issue 20): each replica loads the list and refreshes it on a timer.
+    const sanctions = new SanctionsScreen({
+      source:
+        c.SANCTIONS_LIST_URL || c.SANCTIONS_LIST_FILE
+          ? {
+              url: c.SANCTIONS_LIST_URL,
+              file: c.SANCTIONS_LIST_URL ? undefined : c.SANCTIONS_LIST_FILE,
+              format: c.SANCTIONS_LIST_FORMAT,
+              name: c.SANCTIONS_LIST_NAME,
+              timeoutMs: 30_000,
+            }
+          : undefined,
+      db,
+      logger: rt.logger,
+    });
+    await sanctions.start(c.SANCTIONS_REFRESH_SECONDS * 1000);
+    rt.onShutdown('sanctions list refresh', async () => sanctions.stop());
     const signingKeys = new KeyService({
       store: keyStore,
       chains,
@@ -87,6 +117,7 @@ runDataService({
       vault,
       identity: identityClient,
       logger: rt.logger,
+      geofence,
     });
     rt.grpc.add(SignerServiceService, signerGrpc({ keys, chains, signingKeys }), signerAccess);
     // Key custody: export and import of agents' keys (step-up checked with identity), client shares.

@@ -1,7 +1,7 @@
 import { type IdentityKeys, type Principal, currentCaller } from '@custos/auth';
 import type { Chain, SigningKey } from '@custos/proto/custos/signer/v1/messages';
 import type { SignerServiceServer } from '@custos/proto/custos/signer/v1/service';
-import type { AsyncService, RpcAccess } from '@custos/service-kit';
+import { type AsyncService, type RpcAccess, currentRequestContext } from '@custos/service-kit';
 import { endpointsFor, keyNameOf } from '../chains/chain-fns.js';
 import type { ChainService } from '../chains/chain-service.js';
 import type { ChainRecord } from '../chains/chain-types.js';
@@ -73,7 +73,10 @@ export function signerGrpc(deps: {
       return { chain: chainMessage(await deps.chains.update(p, identifier, change), p) };
     },
     async createSigningKey(req) {
-      const k = await deps.signingKeys.create(await caller(), req.agentId, req.chain, req.custody);
+      // Where the request comes from, for custody geofencing: the client IP the gateway forwarded
+      // and the region it read from its trusted ingress header.
+      const origin = { clientIp: currentRequestContext()?.clientIp, headerRegion: req.clientRegion };
+      const k = await deps.signingKeys.create(await caller(), req.agentId, req.chain, req.custody, origin);
       return { key: signingKeyMessage(k) };
     },
     async listSigningKeys(req) {

@@ -9,6 +9,7 @@ import type { ChainRecord } from '../chains/chain-types.js';
 import { outbox } from '../db/schema.js';
 import type { IdentityClient } from '../peers/identity-client.js';
 import type { VaultCryptoClient } from '../peers/vault-crypto-client.js';
+import type { CustodyGeofence, RequestOrigin } from '../screening/custody-geofence.js';
 import { type ChainAdapter, type ChainAdapters, adapterFor } from './chain-adapter.js';
 import { agentIdOf, creatableCustody, keyDetails, onNetwork, sortKeys } from './key-fns.js';
 import type { KeyStore } from './key-store.js';
@@ -36,6 +37,8 @@ export class KeyService {
       vault: Pick<VaultCryptoClient, 'storeKey'>;
       identity: Pick<IdentityClient, 'requireAgentInOrg'>;
       logger: Logger;
+      /** Custody geofencing (issue 20); absent: no region is fenced. */
+      geofence?: Pick<CustodyGeofence, 'check'>;
     },
   ) {}
 
@@ -90,19 +93,23 @@ export class KeyService {
    * Provisions the agent's key for the chain's family (owners and admins of the org): a server key,
    * or a client_tss key of which signer holds one share. 400 naming `chain` for an unknown,
    * disabled or not yet supported chain and `custody` for passkey_owner or an unknown label; 409
-   * when the agent has an active key for the family (decided by the database under races).
+   * when the agent has an active key for the family (decided by the database under races); 403
+   * `custody_geofenced` (audited) for a server key asked from a geofenced region. `origin` is where
+   * the request comes from (default: the client IP the gateway forwarded).
    */
   async create(
     p: Principal,
     rawAgentId: string,
     chainRef: string,
     custody: string,
+    origin?: RequestOrigin,
   ): Promise<SigningKeyRecord> {
     const user = manager(p, "create an agent's signing keys");
     const agentId = agentIdOf(rawAgentId);
     const label = creatableCustody(custody);
     const chain = await this.deps.chains.resolve(chainRef, 'chain');
     await this.deps.identity.requireAgentInOrg(user.orgId, agentId);
+    await this.deps.geofence?.check(user, agentId, label, origin);
     const adapter = this.adapterOf(chain);
     const conflict = () =>
       new ConflictError(

@@ -177,6 +177,12 @@ export interface CreateSigningKeyRequest {
   chain: string;
   /** Requested custody; empty means `server`. Only `server` keys are made here. */
   custody: string;
+  /**
+   * The client's region as the gateway read it from the trusted ingress header it is configured
+   * with (ISO 3166-1 alpha-2, e.g. `cf-ipcountry`); empty when none. Custody geofencing in header
+   * mode reads it (issue 20).
+   */
+  clientRegion: string;
 }
 
 /** CreateSigningKeyResponse carries the new key's public view. */
@@ -1509,7 +1515,7 @@ export const SigningKey: MessageFns<SigningKey> = {
 };
 
 function createBaseCreateSigningKeyRequest(): CreateSigningKeyRequest {
-  return { agentId: "", chain: "", custody: "" };
+  return { agentId: "", chain: "", custody: "", clientRegion: "" };
 }
 
 export const CreateSigningKeyRequest: MessageFns<CreateSigningKeyRequest> = {
@@ -1522,6 +1528,9 @@ export const CreateSigningKeyRequest: MessageFns<CreateSigningKeyRequest> = {
     }
     if (message.custody !== "") {
       writer.uint32(26).string(message.custody);
+    }
+    if (message.clientRegion !== "") {
+      writer.uint32(34).string(message.clientRegion);
     }
     return writer;
   },
@@ -1557,6 +1566,14 @@ export const CreateSigningKeyRequest: MessageFns<CreateSigningKeyRequest> = {
           message.custody = reader.string();
           continue;
         }
+        case 4: {
+          if (tag !== 34) {
+            break;
+          }
+
+          message.clientRegion = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -1571,6 +1588,7 @@ export const CreateSigningKeyRequest: MessageFns<CreateSigningKeyRequest> = {
       agentId: isSet(object.agentId) ? globalThis.String(object.agentId) : "",
       chain: isSet(object.chain) ? globalThis.String(object.chain) : "",
       custody: isSet(object.custody) ? globalThis.String(object.custody) : "",
+      clientRegion: isSet(object.clientRegion) ? globalThis.String(object.clientRegion) : "",
     };
   },
 
@@ -1585,6 +1603,9 @@ export const CreateSigningKeyRequest: MessageFns<CreateSigningKeyRequest> = {
     if (message.custody !== "") {
       obj.custody = message.custody;
     }
+    if (message.clientRegion !== "") {
+      obj.clientRegion = message.clientRegion;
+    }
     return obj;
   },
 
@@ -1596,6 +1617,7 @@ export const CreateSigningKeyRequest: MessageFns<CreateSigningKeyRequest> = {
     message.agentId = object.agentId ?? "";
     message.chain = object.chain ?? "";
     message.custody = object.custody ?? "";
+    message.clientRegion = object.clientRegion ?? "";
     return message;
   },
 };
