@@ -134,6 +134,7 @@ describe('policies: managing grants on a vault, and the decisions they make', ()
         effect: 'allow',
         priority: 0,
         expires_at: null,
+        consensus_trigger: null,
         created_by: owner.userId,
         created_by_type: 'user',
         created_at: expect.any(String),
