@@ -37,6 +37,12 @@ export const ACTION_PRODUCERS: Readonly<Record<string, string>> = {
   'agent.transaction': 'signer',
   // signer: agents' sign intents (`agent.sign.<intent_type>`, `agent.sign.refused`)
   'agent.sign': 'signer',
+  // signer: guardrail violations let through in `log` mode (SPEC §6 `guardrail_shadow.would_deny`)
+  guardrail_shadow: 'signer',
+  // signer: transfers refused by sanctions screening (`sanctions.blocked`)
+  sanctions: 'signer',
+  // signer: server-custody keys refused from a geofenced region (`custody.geofenced`)
+  custody: 'signer',
   // approvals: approval requests, decisions, consensus execution, use and expiry
   approval: 'approvals',
 };
