@@ -297,3 +297,58 @@ export const clientShareWraps = signerSchema.table(
     check('client_share_wraps_ciphertext_size', sql`octet_length(${t.ciphertext}) between 16 and 4096`),
   ],
 );
+
+/**
+ * The agents' guardrail running totals (issue 20): per agent, chain and UTC day, the native value,
+ * the gas budget (Σ gas_limit × max_fee_per_gas) and the count of the transactions accepted. A
+ * request reserves its amounts under the row's lock in the transaction that judges it, so parallel
+ * requests cannot pass a cap together; a transaction that ends `failed` before broadcast gives its
+ * reservation back (guardrailReservations).
+ */
+export const guardrailLedger = signerSchema.table(
+  'guardrail_ledger',
+  {
+    agentId: uuid('agent_id').notNull(),
+    orgId: uuid('org_id').notNull(),
+    chainName: text('chain_name').notNull(),
+    family: text('family').notNull(),
+    /** The UTC calendar day (YYYY-MM-DD). */
+    day: text('day').notNull(),
+    /** Native value, in the chain's smallest unit. */
+    valueSpent: numeric('value_spent', { precision: 78, scale: 0 }).notNull().default('0'),
+    /** Gas budget used, in the chain's smallest unit. */
+    gasSpent: numeric('gas_spent', { precision: 78, scale: 0 }).notNull().default('0'),
+    txCount: integer('tx_count').notNull().default(0),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.agentId, t.chainName, t.day] }),
+    index('guardrail_ledger_agent_day').on(t.agentId, t.day),
+    check(
+      'guardrail_ledger_non_negative',
+      sql`${t.valueSpent} >= 0 and ${t.gasSpent} >= 0 and ${t.txCount} >= 0`,
+    ),
+    check('guardrail_ledger_day_format', sql`${t.day} ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}$'`),
+  ],
+);
+
+/** One request's reservation on the guardrail ledger, so that it can be given back exactly once. */
+export const guardrailReservations = signerSchema.table(
+  'guardrail_reservations',
+  {
+    id: uuid('id').primaryKey(),
+    agentId: uuid('agent_id').notNull(),
+    chainName: text('chain_name').notNull(),
+    day: text('day').notNull(),
+    value: numeric('value', { precision: 78, scale: 0 }).notNull(),
+    gas: numeric('gas', { precision: 78, scale: 0 }).notNull(),
+    /** `transaction` (submitted; released when it fails before broadcast) or `sign_only` (never released). */
+    kind: text('kind').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    releasedAt: timestamp('released_at', { withTimezone: true }),
+  },
+  (t) => [
+    index('guardrail_reservations_agent_day').on(t.agentId, t.day),
+    check('guardrail_reservations_kind_known', sql`${t.kind} in ('transaction', 'sign_only')`),
+  ],
+);

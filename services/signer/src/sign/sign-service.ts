@@ -35,6 +35,7 @@ import {
   signDigest,
 } from './sign-fns.js';
 import type { SignStore } from './sign-store.js';
+import type { Admission, Guardrails } from '../guardrails/guardrails.js';
 import { refuseTransferFieldsOnEvm } from '../transactions/tx-fns.js';
 import { addressOn } from '../keys/chain-adapter.js';
 import { signTransferOnly } from './sign-transfer.js';
@@ -136,6 +137,8 @@ export class SignService {
       rpcTimeoutMs?: number;
       /** The approval gate (issue 19); absent: a matching approval rule is 503, nothing signed. */
       gate?: ApprovalGate;
+      /** The agent's guardrails (issue 20): transactions and EIP-712 domains, before the key is used. */
+      guardrails?: Guardrails;
     },
   ) {}
 
@@ -270,30 +273,42 @@ export class SignService {
           `only \`transaction\` intents are signed on ${scope.chain.family} chains (${intent} is EVM's)`,
         );
       }
-      return signTransferOnly(
-        {
-          store: this.deps.store,
-          inputs: this.deps.inputs,
-          loader: this.deps.intents.loader,
-          logger: this.deps.logger,
-          rpcTimeoutMs: this.deps.rpcTimeoutMs ?? 10_000,
-        },
-        scope,
-        input,
-        {
-          inTime: (marginMs, what) => this.inTime(budget, marginMs, what),
-          auditDetails: this.scopeDetails(scope, 'transaction'),
-          // The facts of the transfer as the chain's adapter parsed it (its decimals filled in).
-          beforeSign: async (t) => {
-            const from = addressOn(scope.adapter, scope.key, scope.chain);
-            const facts = transferFacts(scope.chain, t, {});
-            return step({ ...facts, from }, transferHeld(from, t, facts), {
-              to: t.to,
-              value: t.value,
-              ...(t.tokenMint ? { token_mint: t.tokenMint } : {}),
-            });
-          },
-        },
+      // A signed transfer can be broadcast by the agent: it counts on the day's totals like a
+      // submitted one (reserved before the key is used, given back only when nothing was signed).
+      let admission: Admission | undefined;
+      return this.unreservedOnError(
+        () => admission,
+        () =>
+          signTransferOnly(
+            {
+              store: this.deps.store,
+              inputs: this.deps.inputs,
+              loader: this.deps.intents.loader,
+              logger: this.deps.logger,
+              rpcTimeoutMs: this.deps.rpcTimeoutMs ?? 10_000,
+            },
+            scope,
+            input,
+            {
+              inTime: (marginMs, what) => this.inTime(budget, marginMs, what),
+              auditDetails: this.scopeDetails(scope, 'transaction'),
+              // The facts of the transfer as the chain's adapter parsed it (its decimals filled in).
+              beforeSign: async (t) => {
+                const from = addressOn(scope.adapter, scope.key, scope.chain);
+                const facts = transferFacts(scope.chain, t, {});
+                admission = await this.deps.guardrails?.admitTransaction(
+                  scope,
+                  { to: t.to, value: facts.valueWei ?? 0n },
+                  { kind: 'sign_only', reserve: true },
+                );
+                return step({ ...facts, from }, transferHeld(from, t, facts), {
+                  to: t.to,
+                  value: t.value,
+                  ...(t.tokenMint ? { token_mint: t.tokenMint } : {}),
+                });
+              },
+            },
+          ),
       );
     }
     // The other families' transfer fields mean nothing here: refused, never signed without them.
@@ -344,8 +359,16 @@ export class SignService {
     budget: SignBudget,
     step: ApprovalStep,
   ): Promise<SignIntentResult> {
-    // eip712_domain_allowlist / eip712_default_policy are guardrails (issue 20), not enforced here yet.
     const { doc, hash } = parseTypedData(input.typedDataJson, scope.chain.chainId);
+    // eip712_domain_allowlist / eip712_default_policy (issue 20); a domain chainId of another chain
+    // is refused above already (400 naming typed_data.domain.chainId) and by the evaluator.
+    const dom = doc.domain;
+    await this.deps.guardrails?.judgeTypedData(scope, {
+      ...(dom.name != null ? { name: String(dom.name) } : {}),
+      ...(dom.version != null ? { version: String(dom.version) } : {}),
+      ...(dom.chainId != null ? { chainId: String(dom.chainId) } : {}),
+      ...(dom.verifyingContract != null ? { verifyingContract: String(dom.verifyingContract) } : {}),
+    });
     const approvalId = await step({}, undefined, {
       typed_data_hash: hash,
       primary_type: doc.primaryType.slice(0, 100),
@@ -425,6 +448,39 @@ export class SignService {
     const nonce = f.nonce ?? (await this.defaultNonce(scope, rpc));
     const { clamped, ...fields } = filled;
     const unsigned = buildEvmTransaction({ ...fields, nonce });
+    // A signed transaction can be broadcast by the agent: it counts on the day's totals (given back
+    // only when nothing is answered: awaiting approval, refused, out of time, not recorded).
+    const fee = fields.type === 2 ? fields.maxFeePerGas : fields.gasPrice;
+    const admission = await this.deps.guardrails?.admitTransaction(
+      scope,
+      {
+        to: fields.to,
+        value: fields.value,
+        gasLimit: fields.gasLimit,
+        ...(fee !== undefined ? { maxFeePerGas: fee } : {}),
+      },
+      { kind: 'sign_only', reserve: true },
+    );
+    return this.unreservedOnError(
+      () => admission,
+      () => this.signTransaction(scope, budget, step, { from, nonce, clamped, fields, unsigned }),
+    );
+  }
+
+  /** The rest of a sign-only EVM transaction once judged: approval, signature, record. */
+  private async signTransaction(
+    scope: IntentScope,
+    budget: SignBudget,
+    step: ApprovalStep,
+    o: {
+      from: string;
+      nonce: number;
+      clamped: string[];
+      fields: Omit<Awaited<ReturnType<typeof fillEvmTransaction>>, 'clamped'>;
+      unsigned: ReturnType<typeof buildEvmTransaction>;
+    },
+  ): Promise<SignIntentResult> {
+    const { from, nonce, clamped, fields, unsigned } = o;
     const approvalId = await step(
       evmTxFacts(scope.chain, { to: fields.to, value: fields.value, data: fields.data }, {}),
       {
@@ -536,6 +592,22 @@ export class SignService {
    * `marginMs` are left before its deadline: the gateway would answer 503 while signer went on, and
    * a retry would sign (and for a transaction, store and announce) the intent a second time.
    */
+  /**
+   * Runs the signing of a judged transaction; when it ends without a signature answered (awaiting
+   * approval, refused, out of time, not recorded) its guardrail reservation is given back.
+   */
+  private async unreservedOnError<T>(
+    admission: () => Admission | undefined,
+    f: () => Promise<T>,
+  ): Promise<T> {
+    try {
+      return await f();
+    } catch (err) {
+      await this.deps.guardrails?.release(admission(), 'nothing was signed');
+      throw err;
+    }
+  }
+
   private inTime(budget: SignBudget, marginMs: number, step: string): void {
     if (budget.cancelled() || budget.deadline - Date.now() < marginMs) {
       this.deps.logger.warn({ step }, 'sign intent: the caller ran out of time; nothing signed');

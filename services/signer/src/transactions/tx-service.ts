@@ -34,6 +34,7 @@ import {
   signEvmTransaction,
 } from '../evm/index.js';
 import type { IntentContext, IntentScope } from '../intents/intent-context.js';
+import type { Admission, Guardrails } from '../guardrails/guardrails.js';
 import { agentIdOf } from '../keys/key-fns.js';
 import type { IdentityClient } from '../peers/identity-client.js';
 import {
@@ -104,6 +105,8 @@ export class TransactionService {
       staleClaimMs?: number;
       /** The approval gate (issue 19); absent: a matching approval rule is 503, nothing signed. */
       gate?: ApprovalGate;
+      /** The agent's guardrails (issue 20), judged and reserved before a nonce is taken. */
+      guardrails?: Guardrails;
     },
   ) {}
 
@@ -171,6 +174,11 @@ export class TransactionService {
           // Matched here, gate or not: a rule that matches with no gate wired is 503, never skipped.
           const match = matchApprovalPolicy(scope.settings.actionApprovalPolicy, facts);
           if (match) {
+            // A request its guardrails refuse is not put to humans (judged again on resume).
+            await this.deps.guardrails?.admitTransaction(scope, guardrailAmounts(facts), {
+              kind: 'transaction',
+              reserve: false,
+            });
             const tx = await this.hold(scope, req, evmReq, transfer, match, held, onRecorded);
             return { tx, replayed: false };
           }
@@ -188,20 +196,22 @@ export class TransactionService {
             }
           : undefined;
         const tx = transfer
-          ? await submitTransfer(
-              {
-                store: this.deps.store,
-                logger: this.deps.logger,
-                rpcTimeoutMs: this.deps.rpcTimeoutMs ?? 10_000,
-                loader: this.deps.intents.loader,
-                audit: (t, action, row, extra) => this.audit(t, scope.agent, action, row, extra),
-              },
-              scope,
-              transfer,
-              held,
-              budget,
-              onRecorded,
-              resumed && approve ? { id: resumed.id, approve } : undefined,
+          ? await this.guarded(scope, transferAmounts(scope, transfer), () =>
+              submitTransfer(
+                {
+                  store: this.deps.store,
+                  logger: this.deps.logger,
+                  rpcTimeoutMs: this.deps.rpcTimeoutMs ?? 10_000,
+                  loader: this.deps.intents.loader,
+                  audit: (t, action, row, extra) => this.audit(t, scope.agent, action, row, extra),
+                },
+                scope,
+                transfer,
+                held,
+                budget,
+                onRecorded,
+                resumed && approve ? { id: resumed.id, approve } : undefined,
+              ),
             )
           : await this.run(
               scope,
@@ -343,40 +353,108 @@ export class TransactionService {
       );
     }
     const pending = await chainCall('pending nonce', () => rpc.pendingNonce(scope.key.address));
-    // A resume uses its approval last, once everything the chain had to say is known.
-    if (resume) await resume.approve();
-    const row = await store.allocateAndInsert(
+    // The guardrails, judged on the filled transaction, its amounts reserved on the day's totals
+    // (403 guardrail_violation when enforced); given back if it ends before the chain.
+    const admission = await this.deps.guardrails?.admitTransaction(
+      scope,
       {
-        ...base,
-        id: resume?.id ?? randomUUID(),
-        gasLimit: filled.gasLimit.toString(),
-        maxFeePerGas: filled.maxFeePerGas?.toString() ?? null,
-        maxPriorityFeePerGas: filled.maxPriorityFeePerGas?.toString() ?? null,
-        gasPrice: filled.gasPrice?.toString() ?? null,
+        to: filled.to,
+        value: filled.value,
+        gasLimit: filled.gasLimit,
+        ...(cap !== undefined ? { maxFeePerGas: cap } : {}),
       },
-      pending,
-      key,
-      resume?.id,
+      { kind: 'transaction', reserve: true },
     );
+    let row: TxRecord;
+    try {
+      // A resume uses its approval last, once everything the chain had to say is known.
+      if (resume) await resume.approve();
+      row = await store.allocateAndInsert(
+        {
+          ...base,
+          id: resume?.id ?? randomUUID(),
+          gasLimit: filled.gasLimit.toString(),
+          maxFeePerGas: filled.maxFeePerGas?.toString() ?? null,
+          maxPriorityFeePerGas: filled.maxPriorityFeePerGas?.toString() ?? null,
+          gasPrice: filled.gasPrice?.toString() ?? null,
+        },
+        pending,
+        key,
+        resume?.id,
+      );
+    } catch (err) {
+      await this.deps.guardrails?.release(admission, 'not recorded');
+      throw err;
+    }
     onRecorded();
     // From here the row holds a nonce: any end short of the node gives it back.
     // `unclaim`: the request answers an error, so its Idempotency-Key claim goes back with the nonce.
-    return signAndSend({
-      store,
-      logger,
-      actor: p,
-      row,
-      budget,
-      nodeTimeoutMs: rpcTimeout,
-      chainName: scope.chain.name,
-      audit: (tx, action, r, extra) => this.audit(tx, p, action, r, extra),
-      sign: () => {
-        const unsigned = buildEvmTransaction({ ...filled, nonce: row.nonce! });
-        return this.deps.intents.loader.withKey(scope.key, (pk) => signEvmTransaction(pk, unsigned));
-      },
-      send: (signed) => rpc.sendRawTransaction(signed.signedTx),
-      verdictOf: (err) => (err instanceof EvmRpcError ? err : undefined),
-    });
+    return this.releasedIfFailed(admission, row.id, () =>
+      signAndSend({
+        store,
+        logger,
+        actor: p,
+        row,
+        budget,
+        nodeTimeoutMs: rpcTimeout,
+        chainName: scope.chain.name,
+        audit: (tx, action, r, extra) => this.audit(tx, p, action, r, extra),
+        sign: () => {
+          const unsigned = buildEvmTransaction({ ...filled, nonce: row.nonce! });
+          return this.deps.intents.loader.withKey(scope.key, (pk) => signEvmTransaction(pk, unsigned));
+        },
+        send: (signed) => rpc.sendRawTransaction(signed.signedTx),
+        verdictOf: (err) => (err instanceof EvmRpcError ? err : undefined),
+      }),
+    );
+  }
+
+  /**
+   * Runs a recorded transaction's way to the chain and gives its guardrail reservation back when it
+   * ends `failed` there (refused by the node, or given back before the broadcast). One that may
+   * have reached the node (`signed`, `broadcast`) keeps it.
+   */
+  private async releasedIfFailed(
+    admission: Admission | undefined,
+    txId: string,
+    f: () => Promise<TxRecord>,
+  ): Promise<TxRecord> {
+    const g = this.deps.guardrails;
+    if (!g || !admission?.reservationId) return f();
+    try {
+      const t = await f();
+      if (t.status === 'failed') await g.release(admission, 'failed before broadcast');
+      return t;
+    } catch (err) {
+      const now = await this.deps.store.byId(txId).catch(() => undefined);
+      if (now?.status === 'failed') await g.release(admission, 'failed before broadcast');
+      throw err;
+    }
+  }
+
+  /**
+   * A non-EVM transfer under the guardrails: judged and reserved first; the reservation is given
+   * back when the transfer ends `failed`, or is refused (4xx) before it is signed. A 503 keeps it
+   * (the transfer may have gone out; the stricter side).
+   */
+  private async guarded(
+    scope: IntentScope,
+    amounts: { to: string; value: bigint },
+    f: () => Promise<TxRecord>,
+  ): Promise<TxRecord> {
+    const g = this.deps.guardrails;
+    if (!g) return f();
+    const admission = await g.admitTransaction(scope, amounts, { kind: 'transaction', reserve: true });
+    try {
+      const t = await f();
+      if (t.status === 'failed') await g.release(admission, 'failed before broadcast');
+      return t;
+    } catch (err) {
+      if (err instanceof CustosError && err.httpStatus >= 400 && err.httpStatus < 500) {
+        await g.release(admission, 'refused before it was signed');
+      }
+      throw err;
+    }
   }
 
   private gate(): ApprovalGate {
@@ -565,4 +643,17 @@ function fieldDetail(e: CustosError): string {
   const detail = e.detail ?? '';
   const field = e.field ?? 'summary';
   return detail.includes(field) ? detail : `${field} ${detail}`.trim();
+}
+
+/** What a transaction moves, for its guardrails, from its approval facts (no gas: not filled yet). */
+function guardrailAmounts(facts: { to?: string | undefined; valueWei?: bigint | undefined }): {
+  to: string | null;
+  value: bigint;
+} {
+  return { to: facts.to ? facts.to : null, value: facts.valueWei ?? 0n };
+}
+
+/** A non-EVM transfer's destination and native value (a token transfer moves none). */
+function transferAmounts(scope: IntentScope, t: TransferInput): { to: string; value: bigint } {
+  return { to: t.to, value: transferFacts(scope.chain, t).valueWei ?? 0n };
 }

@@ -1,0 +1,167 @@
+import { auditOf } from '@custos/events';
+import {
+  type GuardrailRequest,
+  type TypedDataRequest,
+  type Verdict,
+  ZERO_TOTALS,
+  enforcementOf,
+  evaluateGuardrails,
+  gasCostOf,
+} from '@custos/guardrails';
+import { type Database, type Logger, PermissionDeniedError, type Transaction } from '@custos/service-kit';
+import { failClosed, writeSignerAudit } from '../audit/signer-audit.js';
+import type { IntentScope } from '../intents/intent-context.js';
+import { GuardrailLedger } from './guardrail-ledger.js';
+
+/** The problem type of an enforced guardrail (SPEC §7). */
+export const GUARDRAIL_VIOLATION = 'guardrail_violation';
+/** The audit action of a violation let through in `log` mode (SPEC §6). */
+export const WOULD_DENY = 'guardrail_shadow.would_deny';
+
+/** What a transaction would move, in the chain's smallest units (value; EVM gas and fee). */
+export interface TxAmounts {
+  to: string | null;
+  value: bigint;
+  gasLimit?: bigint;
+  maxFeePerGas?: bigint;
+}
+
+/** An admitted transaction's hold on the day's totals; `release` gives it back (once). */
+export interface Admission {
+  reservationId: string | undefined;
+  verdicts: Verdict[];
+}
+
+/** The 403 of refused verdicts: the first names the field and reason_code; all codes are listed. */
+export function guardrailViolation(verdicts: Verdict[]): PermissionDeniedError {
+  const first = verdicts[0]!;
+  return new PermissionDeniedError(`guardrail: ${first.detail}`, {
+    type: GUARDRAIL_VIOLATION,
+    field: first.field,
+    extensions: {
+      reason_code: first.reasonCode,
+      ...(verdicts.length > 1 ? { reason_codes: verdicts.map((v) => v.reasonCode).join(',') } : {}),
+    },
+  });
+}
+
+/**
+ * The agent's guardrails on the signing path (issue 20), judged by @custos/guardrails' evaluator
+ * against the day's running totals before anything is signed or a nonce taken. A violation is
+ * refused (403 `guardrail_violation`) when the agent's `execution_guardrails.enforcement` is
+ * `enforce` or the verdict is refused in any mode (malformed settings, a typed-data domain of
+ * another chain); in `log` mode the request goes on and each violation is recorded
+ * `guardrail_shadow.would_deny` (its reason_code, the setting, the chain; never the request's
+ * content) in the transaction that reserves the request's amounts.
+ */
+export class Guardrails {
+  readonly ledger: GuardrailLedger;
+
+  constructor(private readonly deps: { db: Database; logger: Logger }) {
+    this.ledger = new GuardrailLedger(deps.db);
+  }
+
+  /**
+   * Judges a transaction (submitted, or signed only) and, when admitted and `reserve`, adds it to
+   * the day's totals. Throws the 403 when refused. `reserve: false` judges against the totals
+   * without taking anything and without records (a transaction about to wait for a human: it is
+   * judged again, and reserved, when it resumes).
+   */
+  async admitTransaction(
+    scope: IntentScope,
+    t: TxAmounts,
+    o: { kind: 'transaction' | 'sign_only'; reserve: boolean },
+  ): Promise<Admission> {
+    const request: GuardrailRequest = {
+      kind: 'transaction',
+      chain: chainOf(scope),
+      to: t.to,
+      value: t.value,
+      ...(t.gasLimit !== undefined ? { gasLimit: t.gasLimit } : {}),
+      ...(t.maxFeePerGas !== undefined ? { maxFeePerGas: t.maxFeePerGas } : {}),
+    };
+    const enforce = enforcementOf(scope.settings) === 'enforce';
+    const { result: verdicts, reservationId } = await failClosed(this.deps.logger, WOULD_DENY, () =>
+      this.ledger.judge(
+        {
+          orgId: scope.agent.orgId,
+          agentId: scope.agent.agentId,
+          chainName: scope.chain.name,
+          family: scope.chain.family,
+        },
+        o.reserve ? { value: t.value, gas: gasCostOf(t) ?? 0n, kind: o.kind } : undefined,
+        async (totals, tx) => {
+          const v = evaluateGuardrails(scope.settings, request, totals);
+          const refused = v.length > 0 && (enforce || v.some((x) => x.always));
+          if (!refused && v.length && o.reserve) await this.wouldDeny(tx, scope, v, o.kind);
+          return { admit: !refused, result: v };
+        },
+      ),
+    );
+    if (verdicts.length && (enforce || verdicts.some((v) => v.always))) throw guardrailViolation(verdicts);
+    return { reservationId, verdicts };
+  }
+
+  /** Judges an EIP-712 document's domain (nothing to reserve); throws the 403 when refused. */
+  async judgeTypedData(scope: IntentScope, domain: TypedDataRequest['domain']): Promise<Verdict[]> {
+    const v = evaluateGuardrails(
+      scope.settings,
+      { kind: 'typed_data', chain: chainOf(scope), domain },
+      ZERO_TOTALS,
+    );
+    if (!v.length) return v;
+    if (enforcementOf(scope.settings) === 'enforce' || v.some((x) => x.always)) throw guardrailViolation(v);
+    await failClosed(this.deps.logger, WOULD_DENY, () =>
+      this.deps.db.transaction((tx) => this.wouldDeny(tx, scope, v, 'typed_data')),
+    );
+    return v;
+  }
+
+  /** Gives an admitted transaction's reservation back; a failure is logged (the day's cap stays the stricter). */
+  async release(a: Admission | undefined, why: string): Promise<void> {
+    if (!a?.reservationId) return;
+    try {
+      await this.ledger.release(a.reservationId);
+    } catch (err) {
+      this.deps.logger.error(
+        { err: String(err), reservation_id: a.reservationId, why },
+        'a guardrail reservation could not be given back',
+      );
+    }
+  }
+
+  /** One `guardrail_shadow.would_deny` record per violation, so the shadow report counts each reason. */
+  private async wouldDeny(
+    tx: Transaction,
+    scope: IntentScope,
+    verdicts: Verdict[],
+    intent: string,
+  ): Promise<void> {
+    for (const v of verdicts) {
+      await writeSignerAudit(
+        tx,
+        auditOf(
+          scope.agent,
+          WOULD_DENY,
+          { type: 'agent', id: scope.agent.agentId },
+          {
+            reason_code: v.reasonCode,
+            field: v.field,
+            detail: v.detail,
+            intent,
+            chain: scope.chain.name,
+            enforcement: 'log',
+          },
+        ),
+      );
+    }
+  }
+}
+
+function chainOf(scope: IntentScope) {
+  return {
+    name: scope.chain.name,
+    chainId: scope.chain.chainId.toString(),
+    decimals: scope.chain.nativeDecimals,
+  };
+}
