@@ -23,6 +23,7 @@ import { IntentContext } from './intents/intent-context.js';
 import { KeyLoader } from './keys/key-loader.js';
 import { EvmRpcPool } from './evm/index.js';
 import { TransactionService } from './transactions/tx-service.js';
+import { Guardrails } from './guardrails/guardrails.js';
 import { TxStore } from './transactions/tx-store.js';
 import { TxWatcher } from './transactions/tx-watcher.js';
 import { transactionAccess, transactionGrpc } from './transactions/tx-grpc.js';
@@ -165,6 +166,8 @@ runDataService({
       previewTimeoutMs: Math.min(c.EVM_RPC_TIMEOUT_MS, 5000),
     });
     const txStore = new TxStore(db);
+    // The agents' guardrails (issue 20), on every transaction and sign intent.
+    const guardrails = new Guardrails({ db, logger: rt.logger });
     const transactions = new TransactionService({
       intents,
       store: txStore,
@@ -174,6 +177,7 @@ runDataService({
       rpcTimeoutMs: c.EVM_RPC_TIMEOUT_MS,
       staleClaimMs: c.TX_RECOVER_AFTER_SECONDS * 1000,
       gate,
+      guardrails,
     });
     rt.grpc.add(TransactionServiceService, transactionGrpc({ keys, transactions }), transactionAccess);
     // Sign intents (POST /v1/agents/{id}/sign) on the same Intents API checks and chain access.
@@ -185,6 +189,7 @@ runDataService({
       inputs: txStore,
       rpcTimeoutMs: c.EVM_RPC_TIMEOUT_MS,
       gate,
+      guardrails,
     });
     rt.grpc.add(SignServiceService, signGrpc({ keys, sign }), signAccess);
     const watcher = new TxWatcher(
