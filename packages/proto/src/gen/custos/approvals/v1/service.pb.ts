@@ -63,7 +63,10 @@ export const ApprovalsServiceService = {
   },
   /**
    * CreateApproval: a platform-created approval (signer: `agent_transaction`, `agent_sign_intent`),
-   * with the server-computed preview and the rule that asked for it. Signer only.
+   * with the server-computed preview and the rule that asked for it. Signer, and the gateway for
+   * `policy_change` only (a human's widening guardrail edit, target `agent_guardrails` and the
+   * change hash; the org and the requester come from the caller's verified token, never from the
+   * request: owners and admins only, and the requester may not decide it).
    */
   createApproval: {
     path: "/custos.approvals.v1.ApprovalsService/CreateApproval",
@@ -137,7 +140,8 @@ export const ApprovalsServiceService = {
    * ConsumeApproval: uses an approval once, for the target it was raised for (one conditional
    * update in the database). Anything else (another agent, another target, not approved, not
    * executed when consensus, used, expired) is PERMISSION_DENIED with problem type
-   * `approval_required`. Signer only.
+   * `approval_required`. Signer (its own actions), and the gateway for `policy_change` only (the
+   * org from the caller's verified token).
    */
   consumeApproval: {
     path: "/custos.approvals.v1.ApprovalsService/ConsumeApproval",
@@ -162,7 +166,10 @@ export interface ApprovalsServiceServer extends UntypedServiceImplementation {
   requestApproval: handleUnaryCall<RequestApprovalRequest, RequestApprovalResponse>;
   /**
    * CreateApproval: a platform-created approval (signer: `agent_transaction`, `agent_sign_intent`),
-   * with the server-computed preview and the rule that asked for it. Signer only.
+   * with the server-computed preview and the rule that asked for it. Signer, and the gateway for
+   * `policy_change` only (a human's widening guardrail edit, target `agent_guardrails` and the
+   * change hash; the org and the requester come from the caller's verified token, never from the
+   * request: owners and admins only, and the requester may not decide it).
    */
   createApproval: handleUnaryCall<CreateApprovalRequest, CreateApprovalResponse>;
   /** GetApproval: one approval, for the agent that it concerns and the humans of its org. */
@@ -188,7 +195,8 @@ export interface ApprovalsServiceServer extends UntypedServiceImplementation {
    * ConsumeApproval: uses an approval once, for the target it was raised for (one conditional
    * update in the database). Anything else (another agent, another target, not approved, not
    * executed when consensus, used, expired) is PERMISSION_DENIED with problem type
-   * `approval_required`. Signer only.
+   * `approval_required`. Signer (its own actions), and the gateway for `policy_change` only (the
+   * org from the caller's verified token).
    */
   consumeApproval: handleUnaryCall<ConsumeApprovalRequest, ConsumeApprovalResponse>;
 }
@@ -217,7 +225,10 @@ export interface ApprovalsServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * CreateApproval: a platform-created approval (signer: `agent_transaction`, `agent_sign_intent`),
-   * with the server-computed preview and the rule that asked for it. Signer only.
+   * with the server-computed preview and the rule that asked for it. Signer, and the gateway for
+   * `policy_change` only (a human's widening guardrail edit, target `agent_guardrails` and the
+   * change hash; the org and the requester come from the caller's verified token, never from the
+   * request: owners and admins only, and the requester may not decide it).
    */
   createApproval(
     request: CreateApprovalRequest,
@@ -313,7 +324,8 @@ export interface ApprovalsServiceClient extends Client {
    * ConsumeApproval: uses an approval once, for the target it was raised for (one conditional
    * update in the database). Anything else (another agent, another target, not approved, not
    * executed when consensus, used, expired) is PERMISSION_DENIED with problem type
-   * `approval_required`. Signer only.
+   * `approval_required`. Signer (its own actions), and the gateway for `policy_change` only (the
+   * org from the caller's verified token).
    */
   consumeApproval(
     request: ConsumeApprovalRequest,

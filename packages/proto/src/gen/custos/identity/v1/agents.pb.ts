@@ -488,12 +488,102 @@ export interface UpdateAgentRequest {
    * (PERMISSION_DENIED `step_up_required` when it fails).
    */
   credential: string;
+  /**
+   * Check only: nothing is written; the response's `guardrail_change` says what the edit would do.
+   * The step-up is checked as for the edit itself.
+   */
+  dryRun: boolean;
+  /**
+   * An approval (UUID) the gateway has consumed for this guardrail change (approvals'
+   * ConsumeApproval, bound to `approved_change_hash`). Identity trusts it from the gateway, the only
+   * caller of UpdateAgent: the edit then applies whatever `guardrail_changes_require_approval` says,
+   * without a second step-up (the gateway's dry run checked it), and its revision records the id.
+   */
+  approvalId: string;
+  /**
+   * With `approval_id`: the change hash the approval was bound to. The edit applies only when the
+   * hash of the change as computed under the agent's row lock is the same (FAILED_PRECONDITION
+   * `guardrail_change_stale` otherwise, nothing changed).
+   */
+  approvedChangeHash: string;
+}
+
+/** GuardrailChange is what an edit of guardrail fields does to an agent's guardrails. */
+export interface GuardrailChange {
+  /** `same`, `narrow`, `widen` or `mixed`. */
+  change: string;
+  /**
+   * Hex SHA-256 of the canonical JSON of the agent id and the guardrails after the edit: what an
+   * approval of the change is bound to.
+   */
+  changeHash: string;
+  /** The guardrail fields before the edit, by their API names. */
+  before?:
+    | { [key: string]: any }
+    | undefined;
+  /** The guardrail fields after the edit, by their API names. */
+  after?:
+    | { [key: string]: any }
+    | undefined;
+  /**
+   * Whether the edit waits for an approval (the org setting is "true" and the edit widens or is
+   * mixed); when true nothing was applied.
+   */
+  approvalRequired: boolean;
 }
 
 /** UpdateAgentResponse carries the updated agent. */
 export interface UpdateAgentResponse {
-  /** The agent after the change. */
-  agent?: Agent | undefined;
+  /** The agent after the change (as it is, when nothing was applied). */
+  agent?:
+    | Agent
+    | undefined;
+  /** Set when the edit touches guardrail fields. */
+  guardrailChange?:
+    | GuardrailChange
+    | undefined;
+  /** Whether the change was written (false for a dry run and for an edit waiting for an approval). */
+  applied: boolean;
+  /** The revision the edit wrote (UUID); empty when none was written. */
+  revisionId: string;
+}
+
+/** GuardrailRevision is one applied edit of an agent's guardrail fields. */
+export interface GuardrailRevision {
+  /** The revision (UUID). */
+  id: string;
+  /** The agent (UUID). */
+  agentId: string;
+  /** The human who made the edit (UUID). */
+  actorId: string;
+  /** `same`, `narrow`, `widen` or `mixed`. */
+  change: string;
+  /** The guardrail fields before, by their API names. */
+  before?:
+    | { [key: string]: any }
+    | undefined;
+  /** The guardrail fields after, by their API names. */
+  after?:
+    | { [key: string]: any }
+    | undefined;
+  /** The approval (UUID) the edit was applied through; empty when none. */
+  approvalId: string;
+  /** RFC 3339. */
+  createdAt: string;
+}
+
+/** ListGuardrailRevisionsRequest filters the caller's org's revisions. */
+export interface ListGuardrailRevisionsRequest {
+  /** Only this agent's revisions (UUID); empty for all agents of the org. */
+  agentId: string;
+  /** At most this many (1 to 500; 0 means 100). */
+  limit: number;
+}
+
+/** ListGuardrailRevisionsResponse lists revisions newest first. */
+export interface ListGuardrailRevisionsResponse {
+  /** The revisions. */
+  revisions: GuardrailRevision[];
 }
 
 /** DeactivateAgentRequest names an agent. */
@@ -3777,7 +3867,7 @@ export const GetOrgAgentResponse: MessageFns<GetOrgAgentResponse> = {
 };
 
 function createBaseUpdateAgentRequest(): UpdateAgentRequest {
-  return { agentId: "", fields: undefined, credential: "" };
+  return { agentId: "", fields: undefined, credential: "", dryRun: false, approvalId: "", approvedChangeHash: "" };
 }
 
 export const UpdateAgentRequest: MessageFns<UpdateAgentRequest> = {
@@ -3790,6 +3880,15 @@ export const UpdateAgentRequest: MessageFns<UpdateAgentRequest> = {
     }
     if (message.credential !== "") {
       writer.uint32(34).string(message.credential);
+    }
+    if (message.dryRun !== false) {
+      writer.uint32(40).bool(message.dryRun);
+    }
+    if (message.approvalId !== "") {
+      writer.uint32(50).string(message.approvalId);
+    }
+    if (message.approvedChangeHash !== "") {
+      writer.uint32(58).string(message.approvedChangeHash);
     }
     return writer;
   },
@@ -3825,6 +3924,30 @@ export const UpdateAgentRequest: MessageFns<UpdateAgentRequest> = {
           message.credential = reader.string();
           continue;
         }
+        case 5: {
+          if (tag !== 40) {
+            break;
+          }
+
+          message.dryRun = reader.bool();
+          continue;
+        }
+        case 6: {
+          if (tag !== 50) {
+            break;
+          }
+
+          message.approvalId = reader.string();
+          continue;
+        }
+        case 7: {
+          if (tag !== 58) {
+            break;
+          }
+
+          message.approvedChangeHash = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -3839,6 +3962,9 @@ export const UpdateAgentRequest: MessageFns<UpdateAgentRequest> = {
       agentId: isSet(object.agentId) ? globalThis.String(object.agentId) : "",
       fields: isSet(object.fields) ? AgentFields.fromJSON(object.fields) : undefined,
       credential: isSet(object.credential) ? globalThis.String(object.credential) : "",
+      dryRun: isSet(object.dryRun) ? globalThis.Boolean(object.dryRun) : false,
+      approvalId: isSet(object.approvalId) ? globalThis.String(object.approvalId) : "",
+      approvedChangeHash: isSet(object.approvedChangeHash) ? globalThis.String(object.approvedChangeHash) : "",
     };
   },
 
@@ -3853,6 +3979,15 @@ export const UpdateAgentRequest: MessageFns<UpdateAgentRequest> = {
     if (message.credential !== "") {
       obj.credential = message.credential;
     }
+    if (message.dryRun !== false) {
+      obj.dryRun = message.dryRun;
+    }
+    if (message.approvalId !== "") {
+      obj.approvalId = message.approvalId;
+    }
+    if (message.approvedChangeHash !== "") {
+      obj.approvedChangeHash = message.approvedChangeHash;
+    }
     return obj;
   },
 
@@ -3866,18 +4001,154 @@ export const UpdateAgentRequest: MessageFns<UpdateAgentRequest> = {
       ? AgentFields.fromPartial(object.fields)
       : undefined;
     message.credential = object.credential ?? "";
+    message.dryRun = object.dryRun ?? false;
+    message.approvalId = object.approvalId ?? "";
+    message.approvedChangeHash = object.approvedChangeHash ?? "";
+    return message;
+  },
+};
+
+function createBaseGuardrailChange(): GuardrailChange {
+  return { change: "", changeHash: "", before: undefined, after: undefined, approvalRequired: false };
+}
+
+export const GuardrailChange: MessageFns<GuardrailChange> = {
+  encode(message: GuardrailChange, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.change !== "") {
+      writer.uint32(10).string(message.change);
+    }
+    if (message.changeHash !== "") {
+      writer.uint32(18).string(message.changeHash);
+    }
+    if (message.before !== undefined) {
+      Struct.encode(Struct.wrap(message.before), writer.uint32(26).fork()).join();
+    }
+    if (message.after !== undefined) {
+      Struct.encode(Struct.wrap(message.after), writer.uint32(34).fork()).join();
+    }
+    if (message.approvalRequired !== false) {
+      writer.uint32(40).bool(message.approvalRequired);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GuardrailChange {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseGuardrailChange();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.change = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.changeHash = reader.string();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.before = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+          continue;
+        }
+        case 4: {
+          if (tag !== 34) {
+            break;
+          }
+
+          message.after = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+          continue;
+        }
+        case 5: {
+          if (tag !== 40) {
+            break;
+          }
+
+          message.approvalRequired = reader.bool();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): GuardrailChange {
+    return {
+      change: isSet(object.change) ? globalThis.String(object.change) : "",
+      changeHash: isSet(object.changeHash) ? globalThis.String(object.changeHash) : "",
+      before: isObject(object.before) ? object.before : undefined,
+      after: isObject(object.after) ? object.after : undefined,
+      approvalRequired: isSet(object.approvalRequired) ? globalThis.Boolean(object.approvalRequired) : false,
+    };
+  },
+
+  toJSON(message: GuardrailChange): unknown {
+    const obj: any = {};
+    if (message.change !== "") {
+      obj.change = message.change;
+    }
+    if (message.changeHash !== "") {
+      obj.changeHash = message.changeHash;
+    }
+    if (message.before !== undefined) {
+      obj.before = message.before;
+    }
+    if (message.after !== undefined) {
+      obj.after = message.after;
+    }
+    if (message.approvalRequired !== false) {
+      obj.approvalRequired = message.approvalRequired;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GuardrailChange>, I>>(base?: I): GuardrailChange {
+    return GuardrailChange.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GuardrailChange>, I>>(object: I): GuardrailChange {
+    const message = createBaseGuardrailChange();
+    message.change = object.change ?? "";
+    message.changeHash = object.changeHash ?? "";
+    message.before = object.before ?? undefined;
+    message.after = object.after ?? undefined;
+    message.approvalRequired = object.approvalRequired ?? false;
     return message;
   },
 };
 
 function createBaseUpdateAgentResponse(): UpdateAgentResponse {
-  return { agent: undefined };
+  return { agent: undefined, guardrailChange: undefined, applied: false, revisionId: "" };
 }
 
 export const UpdateAgentResponse: MessageFns<UpdateAgentResponse> = {
   encode(message: UpdateAgentResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.agent !== undefined) {
       Agent.encode(message.agent, writer.uint32(18).fork()).join();
+    }
+    if (message.guardrailChange !== undefined) {
+      GuardrailChange.encode(message.guardrailChange, writer.uint32(26).fork()).join();
+    }
+    if (message.applied !== false) {
+      writer.uint32(32).bool(message.applied);
+    }
+    if (message.revisionId !== "") {
+      writer.uint32(42).string(message.revisionId);
     }
     return writer;
   },
@@ -3897,6 +4168,30 @@ export const UpdateAgentResponse: MessageFns<UpdateAgentResponse> = {
           message.agent = Agent.decode(reader, reader.uint32());
           continue;
         }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.guardrailChange = GuardrailChange.decode(reader, reader.uint32());
+          continue;
+        }
+        case 4: {
+          if (tag !== 32) {
+            break;
+          }
+
+          message.applied = reader.bool();
+          continue;
+        }
+        case 5: {
+          if (tag !== 42) {
+            break;
+          }
+
+          message.revisionId = reader.string();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -3907,13 +4202,27 @@ export const UpdateAgentResponse: MessageFns<UpdateAgentResponse> = {
   },
 
   fromJSON(object: any): UpdateAgentResponse {
-    return { agent: isSet(object.agent) ? Agent.fromJSON(object.agent) : undefined };
+    return {
+      agent: isSet(object.agent) ? Agent.fromJSON(object.agent) : undefined,
+      guardrailChange: isSet(object.guardrailChange) ? GuardrailChange.fromJSON(object.guardrailChange) : undefined,
+      applied: isSet(object.applied) ? globalThis.Boolean(object.applied) : false,
+      revisionId: isSet(object.revisionId) ? globalThis.String(object.revisionId) : "",
+    };
   },
 
   toJSON(message: UpdateAgentResponse): unknown {
     const obj: any = {};
     if (message.agent !== undefined) {
       obj.agent = Agent.toJSON(message.agent);
+    }
+    if (message.guardrailChange !== undefined) {
+      obj.guardrailChange = GuardrailChange.toJSON(message.guardrailChange);
+    }
+    if (message.applied !== false) {
+      obj.applied = message.applied;
+    }
+    if (message.revisionId !== "") {
+      obj.revisionId = message.revisionId;
     }
     return obj;
   },
@@ -3924,6 +4233,334 @@ export const UpdateAgentResponse: MessageFns<UpdateAgentResponse> = {
   fromPartial<I extends Exact<DeepPartial<UpdateAgentResponse>, I>>(object: I): UpdateAgentResponse {
     const message = createBaseUpdateAgentResponse();
     message.agent = (object.agent !== undefined && object.agent !== null) ? Agent.fromPartial(object.agent) : undefined;
+    message.guardrailChange = (object.guardrailChange !== undefined && object.guardrailChange !== null)
+      ? GuardrailChange.fromPartial(object.guardrailChange)
+      : undefined;
+    message.applied = object.applied ?? false;
+    message.revisionId = object.revisionId ?? "";
+    return message;
+  },
+};
+
+function createBaseGuardrailRevision(): GuardrailRevision {
+  return {
+    id: "",
+    agentId: "",
+    actorId: "",
+    change: "",
+    before: undefined,
+    after: undefined,
+    approvalId: "",
+    createdAt: "",
+  };
+}
+
+export const GuardrailRevision: MessageFns<GuardrailRevision> = {
+  encode(message: GuardrailRevision, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.agentId !== "") {
+      writer.uint32(18).string(message.agentId);
+    }
+    if (message.actorId !== "") {
+      writer.uint32(26).string(message.actorId);
+    }
+    if (message.change !== "") {
+      writer.uint32(34).string(message.change);
+    }
+    if (message.before !== undefined) {
+      Struct.encode(Struct.wrap(message.before), writer.uint32(42).fork()).join();
+    }
+    if (message.after !== undefined) {
+      Struct.encode(Struct.wrap(message.after), writer.uint32(50).fork()).join();
+    }
+    if (message.approvalId !== "") {
+      writer.uint32(58).string(message.approvalId);
+    }
+    if (message.createdAt !== "") {
+      writer.uint32(66).string(message.createdAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GuardrailRevision {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseGuardrailRevision();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.id = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.agentId = reader.string();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.actorId = reader.string();
+          continue;
+        }
+        case 4: {
+          if (tag !== 34) {
+            break;
+          }
+
+          message.change = reader.string();
+          continue;
+        }
+        case 5: {
+          if (tag !== 42) {
+            break;
+          }
+
+          message.before = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+          continue;
+        }
+        case 6: {
+          if (tag !== 50) {
+            break;
+          }
+
+          message.after = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+          continue;
+        }
+        case 7: {
+          if (tag !== 58) {
+            break;
+          }
+
+          message.approvalId = reader.string();
+          continue;
+        }
+        case 8: {
+          if (tag !== 66) {
+            break;
+          }
+
+          message.createdAt = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): GuardrailRevision {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      agentId: isSet(object.agentId) ? globalThis.String(object.agentId) : "",
+      actorId: isSet(object.actorId) ? globalThis.String(object.actorId) : "",
+      change: isSet(object.change) ? globalThis.String(object.change) : "",
+      before: isObject(object.before) ? object.before : undefined,
+      after: isObject(object.after) ? object.after : undefined,
+      approvalId: isSet(object.approvalId) ? globalThis.String(object.approvalId) : "",
+      createdAt: isSet(object.createdAt) ? globalThis.String(object.createdAt) : "",
+    };
+  },
+
+  toJSON(message: GuardrailRevision): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.agentId !== "") {
+      obj.agentId = message.agentId;
+    }
+    if (message.actorId !== "") {
+      obj.actorId = message.actorId;
+    }
+    if (message.change !== "") {
+      obj.change = message.change;
+    }
+    if (message.before !== undefined) {
+      obj.before = message.before;
+    }
+    if (message.after !== undefined) {
+      obj.after = message.after;
+    }
+    if (message.approvalId !== "") {
+      obj.approvalId = message.approvalId;
+    }
+    if (message.createdAt !== "") {
+      obj.createdAt = message.createdAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GuardrailRevision>, I>>(base?: I): GuardrailRevision {
+    return GuardrailRevision.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GuardrailRevision>, I>>(object: I): GuardrailRevision {
+    const message = createBaseGuardrailRevision();
+    message.id = object.id ?? "";
+    message.agentId = object.agentId ?? "";
+    message.actorId = object.actorId ?? "";
+    message.change = object.change ?? "";
+    message.before = object.before ?? undefined;
+    message.after = object.after ?? undefined;
+    message.approvalId = object.approvalId ?? "";
+    message.createdAt = object.createdAt ?? "";
+    return message;
+  },
+};
+
+function createBaseListGuardrailRevisionsRequest(): ListGuardrailRevisionsRequest {
+  return { agentId: "", limit: 0 };
+}
+
+export const ListGuardrailRevisionsRequest: MessageFns<ListGuardrailRevisionsRequest> = {
+  encode(message: ListGuardrailRevisionsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.agentId !== "") {
+      writer.uint32(10).string(message.agentId);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).int32(message.limit);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListGuardrailRevisionsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseListGuardrailRevisionsRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.agentId = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 16) {
+            break;
+          }
+
+          message.limit = reader.int32();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): ListGuardrailRevisionsRequest {
+    return {
+      agentId: isSet(object.agentId) ? globalThis.String(object.agentId) : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+    };
+  },
+
+  toJSON(message: ListGuardrailRevisionsRequest): unknown {
+    const obj: any = {};
+    if (message.agentId !== "") {
+      obj.agentId = message.agentId;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListGuardrailRevisionsRequest>, I>>(base?: I): ListGuardrailRevisionsRequest {
+    return ListGuardrailRevisionsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListGuardrailRevisionsRequest>, I>>(
+    object: I,
+  ): ListGuardrailRevisionsRequest {
+    const message = createBaseListGuardrailRevisionsRequest();
+    message.agentId = object.agentId ?? "";
+    message.limit = object.limit ?? 0;
+    return message;
+  },
+};
+
+function createBaseListGuardrailRevisionsResponse(): ListGuardrailRevisionsResponse {
+  return { revisions: [] };
+}
+
+export const ListGuardrailRevisionsResponse: MessageFns<ListGuardrailRevisionsResponse> = {
+  encode(message: ListGuardrailRevisionsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.revisions) {
+      GuardrailRevision.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListGuardrailRevisionsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseListGuardrailRevisionsResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.revisions.push(GuardrailRevision.decode(reader, reader.uint32()));
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): ListGuardrailRevisionsResponse {
+    return {
+      revisions: globalThis.Array.isArray(object?.revisions)
+        ? object.revisions.map((e: any) => GuardrailRevision.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ListGuardrailRevisionsResponse): unknown {
+    const obj: any = {};
+    if (message.revisions?.length) {
+      obj.revisions = message.revisions.map((e) => GuardrailRevision.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListGuardrailRevisionsResponse>, I>>(base?: I): ListGuardrailRevisionsResponse {
+    return ListGuardrailRevisionsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListGuardrailRevisionsResponse>, I>>(
+    object: I,
+  ): ListGuardrailRevisionsResponse {
+    const message = createBaseListGuardrailRevisionsResponse();
+    message.revisions = object.revisions?.map((e) => GuardrailRevision.fromPartial(e)) || [];
     return message;
   },
 };

@@ -32,6 +32,8 @@ import {
   GetSelfAgentResponse,
   ListAgentsRequest,
   ListAgentsResponse,
+  ListGuardrailRevisionsRequest,
+  ListGuardrailRevisionsResponse,
   RotateAgentKeyRequest,
   RotateAgentKeyResponse,
   UpdateAgentRequest,
@@ -226,6 +228,22 @@ export const IdentityServiceService = {
     responseSerialize: (value: UpdateAgentResponse): Buffer => Buffer.from(UpdateAgentResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): UpdateAgentResponse => UpdateAgentResponse.decode(value),
   },
+  /**
+   * ListGuardrailRevisions lists the applied guardrail edits of the caller's org's agents, newest
+   * first (owners and admins).
+   */
+  listGuardrailRevisions: {
+    path: "/custos.identity.v1.IdentityService/ListGuardrailRevisions",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ListGuardrailRevisionsRequest): Buffer =>
+      Buffer.from(ListGuardrailRevisionsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListGuardrailRevisionsRequest => ListGuardrailRevisionsRequest.decode(value),
+    responseSerialize: (value: ListGuardrailRevisionsResponse): Buffer =>
+      Buffer.from(ListGuardrailRevisionsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListGuardrailRevisionsResponse =>
+      ListGuardrailRevisionsResponse.decode(value),
+  },
   /** DeactivateAgent deactivates an agent: its keys and tokens stop working at once. */
   deactivateAgent: {
     path: "/custos.identity.v1.IdentityService/DeactivateAgent",
@@ -361,6 +379,11 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
   getOrgAgent: handleUnaryCall<GetOrgAgentRequest, GetOrgAgentResponse>;
   /** UpdateAgent changes the fields that are present; an explicit null clears a nullable field. */
   updateAgent: handleUnaryCall<UpdateAgentRequest, UpdateAgentResponse>;
+  /**
+   * ListGuardrailRevisions lists the applied guardrail edits of the caller's org's agents, newest
+   * first (owners and admins).
+   */
+  listGuardrailRevisions: handleUnaryCall<ListGuardrailRevisionsRequest, ListGuardrailRevisionsResponse>;
   /** DeactivateAgent deactivates an agent: its keys and tokens stop working at once. */
   deactivateAgent: handleUnaryCall<DeactivateAgentRequest, DeactivateAgentResponse>;
   /** GetSelfAgent returns the calling agent's own profile. */
@@ -615,6 +638,25 @@ export interface IdentityServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: UpdateAgentResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * ListGuardrailRevisions lists the applied guardrail edits of the caller's org's agents, newest
+   * first (owners and admins).
+   */
+  listGuardrailRevisions(
+    request: ListGuardrailRevisionsRequest,
+    callback: (error: ServiceError | null, response: ListGuardrailRevisionsResponse) => void,
+  ): ClientUnaryCall;
+  listGuardrailRevisions(
+    request: ListGuardrailRevisionsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListGuardrailRevisionsResponse) => void,
+  ): ClientUnaryCall;
+  listGuardrailRevisions(
+    request: ListGuardrailRevisionsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListGuardrailRevisionsResponse) => void,
   ): ClientUnaryCall;
   /** DeactivateAgent deactivates an agent: its keys and tokens stop working at once. */
   deactivateAgent(
