@@ -69,9 +69,13 @@ function ipv4Bits(ip: string): number[] {
 
 /**
  * An IPv4 MaxMind DB mapping each `network` (`a.b.c.d/len`) to `{country: {iso_code: region}}`
- * (more specific networks must not overlap less specific ones here; tests give disjoint ones).
+ * (more specific networks must not overlap less specific ones here; tests give disjoint ones);
+ * `buildEpoch` fixed makes the file reproducible (the e2e fixture is checked against it).
  */
-export function countryMmdb(networks: Record<string, string>): Buffer {
+export function countryMmdb(
+  networks: Record<string, string>,
+  buildEpoch = Math.floor(Date.now() / 1000),
+): Buffer {
   // Data section: one record per distinct region.
   const offsets = new Map<string, number>();
   const chunks: Buffer[] = [];
@@ -118,7 +122,7 @@ export function countryMmdb(networks: Record<string, string>): Buffer {
   const metadata = encode({
     binary_format_major_version: 2,
     binary_format_minor_version: 0,
-    build_epoch: BigInt(Math.floor(Date.now() / 1000)),
+    build_epoch: BigInt(buildEpoch),
     database_type: 'Custos-Test-Country',
     description: { en: 'test fixture' },
     ip_version: 4,

@@ -67,7 +67,17 @@ const tag = 'signing-keys';
  * rotate; humans of the org and the agent itself list) and asks identity itself whether the agent
  * is in the caller's org (404 otherwise, as for GET /v1/agents/{id}).
  */
-export function signingKeyRoutes(peers: Peers, guards: Guards): Router {
+export function signingKeyRoutes(
+  peers: Peers,
+  guards: Guards,
+  opts: {
+    /**
+     * The trusted ingress header holding the client's country (CUSTODY_REGION_HEADER, e.g.
+     * `cf-ipcountry`): its value goes to signer for custody geofencing in header mode (issue 20).
+     */
+    regionHeader?: string | undefined;
+  } = {},
+): Router {
   const router = Router();
   const signer = peers.client(SignerServiceClient, 'signer');
   const call = unaryCaller(signer);
@@ -91,11 +101,13 @@ export function signingKeyRoutes(peers: Peers, guards: Guards): Router {
         },
       },
     },
-    async (_req, res, { params, body }) => {
+    async (req, res, { params, body }) => {
+      const region = opts.regionHeader ? req.header(opts.regionHeader) : undefined;
       const r = await call(signer.createSigningKey, {
         agentId: params.agent_id,
         chain: body.chain,
         custody: body.custody ?? '',
+        clientRegion: (region ?? '').trim().slice(0, 8),
       });
       res.status(201).json(keyBody(must(r.key, 'key')));
     },

@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Principal } from '@custos/auth';
@@ -164,5 +164,20 @@ describe('CustodyGeofence (header)', () => {
       g.check(admin, AGENT, 'server', { clientIp: '5.160.1.1', headerRegion: 'DE' }),
     ).resolves.toBeUndefined();
     await expect(g.check(admin, AGENT, 'server', { headerRegion: '' })).resolves.toBeUndefined();
+  });
+});
+
+describe('the e2e GeoIP fixture (tools/e2e/fixtures/geoip-country-test.mmdb)', () => {
+  // Regenerate it with WRITE_GEOIP_FIXTURE=1 pnpm exec jest src/screening/custody-geofence.test.ts.
+  const E2E_NETWORKS = { '175.45.176.0/22': 'KP', '5.160.0.0/16': 'IR', '8.8.8.0/24': 'US' };
+  const E2E_EPOCH = 1_795_000_000;
+  const fixture = path.join(__dirname, '../../../../tools/e2e/fixtures/geoip-country-test.mmdb');
+
+  it('is exactly what the writer makes of its networks', async () => {
+    if (process.env['WRITE_GEOIP_FIXTURE'] === '1')
+      await writeFile(fixture, countryMmdb(E2E_NETWORKS, E2E_EPOCH));
+    expect((await readFile(fixture)).equals(countryMmdb(E2E_NETWORKS, E2E_EPOCH))).toBe(true);
+    const r = await open<CountryResponse>(fixture);
+    expect(regionOfRecord(r.get('175.45.178.9'))).toBe('KP');
   });
 });
