@@ -219,4 +219,48 @@ describe('the audit chain in Postgres', () => {
       expect(() => recordFromEvent(envelope({ ...data, ...bad }), 'vault-crypto')).toThrow(/malformed/);
     }
   });
+  it('counts the org’s would-deny records since a time by reason_code, for owners and admins only', async () => {
+    const orgId = randomUUID();
+    const store = new AuditStore(db, key);
+    const now = Date.now();
+    const record = (action: string, metadata: Record<string, unknown>, ageMs = 0, org = orgId) =>
+      store.appendNow({
+        id: randomUUID(),
+        orgId: org,
+        actorType: 'agent',
+        actorId: randomUUID(),
+        action,
+        resourceType: 'agent',
+        resourceId: randomUUID(),
+        metadata,
+        createdAt: new Date(now - ageMs),
+      });
+    for (const reason of ['tx_max_value', 'tx_max_value', 'tx_daily_limit', 'tx_max_value'])
+      await record('guardrail_shadow.would_deny', { reason_code: reason, chain: 'anvil' });
+    await record('guardrail_shadow.would_deny', { chain: 'anvil' });
+    // Not counted: before `since`, another org's, another action.
+    await record('guardrail_shadow.would_deny', { reason_code: 'tx_max_value' }, 3_600_000);
+    await record('guardrail_shadow.would_deny', { reason_code: 'tx_max_value' }, 0, randomUUID());
+    await record('agent.transaction.refused', { reason_code: 'tx_max_value' });
+
+    const report = await service.shadowReport(owner(orgId), new Date(now - 60_000));
+    expect(report.total).toBe(5);
+    expect(report.reasonCodes.map((r) => [r.reasonCode, r.count])).toEqual([
+      ['tx_max_value', 3],
+      ['tx_daily_limit', 1],
+      ['unknown', 1],
+    ]);
+    expect(report.reasonCodes[0]!.lastAt.getTime()).toBeGreaterThanOrEqual(now - 1000);
+    expect((await service.shadowReport(owner(orgId), new Date(now - 7_200_000))).total).toBe(6);
+    expect((await service.shadowReport(owner(orgId), new Date(now + 60_000))).reasonCodes).toEqual([]);
+
+    const member = { ...owner(orgId), role: 'member' } as Parameters<typeof service.shadowReport>[0];
+    await expect(service.shadowReport(member, new Date(now - 60_000))).rejects.toMatchObject({
+      kind: 'permission_denied',
+    });
+    await expect(service.shadowReport(owner(orgId), new Date('soon'))).rejects.toMatchObject({
+      kind: 'invalid_argument',
+      field: 'since',
+    });
+  });
 });

@@ -17,6 +17,9 @@ import type {
 /** Actions a service without tables (the gateway) may record through RecordEvent. */
 export const DIRECT_ACTIONS = new Set(['ip_rule.denied']);
 
+/** What a `log`-mode guardrail writes when it lets a violation through (SPEC §6). */
+export const WOULD_DENY = 'guardrail_shadow.would_deny';
+
 /** How records are chained (DECISIONS.md: audit), as verify describes it. */
 export const VERIFY_SCHEME: VerifyScheme = {
   algorithm: 'HMAC-SHA256',
@@ -96,6 +99,24 @@ export class AuditService {
       action: q.action ?? '',
     });
     return { events: rows.map(auditEventOf), count: total };
+  }
+
+  /**
+   * SPEC §4.7: the caller's org's `guardrail_shadow.would_deny` records since `since`, counted by
+   * `reason_code` (owners and admins). One record is one violation a `log`-mode guardrail let through.
+   */
+  async shadowReport(
+    p: Principal,
+    since: Date,
+  ): Promise<{ reasonCodes: Array<{ reasonCode: string; count: number; lastAt: Date }>; total: number }> {
+    requireHumanAdmin(p, 'read the guardrail shadow report');
+    if (Number.isNaN(since.getTime()))
+      throw new InvalidArgumentError('since', 'since must be an ISO 8601 date-time');
+    const rows = await this.store.countByMetadata(p.orgId, WOULD_DENY, 'reason_code', since);
+    return {
+      reasonCodes: rows.map((r) => ({ reasonCode: r.value, count: r.n, lastAt: r.lastAt })),
+      total: rows.reduce((sum, r) => sum + r.n, 0),
+    };
   }
 
   /** Recomputes every HMAC and link of the caller's org's chain and names the first broken record. */

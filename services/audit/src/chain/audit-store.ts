@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gt, lte } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, gte, lte, max, sql } from 'drizzle-orm';
 import type { BatchTx } from '@custos/events';
 import type { Database, Transaction } from '@custos/service-kit';
 import { auditEvents, chainHeads } from '../db/schema.js';
@@ -174,6 +174,29 @@ export class AuditStore {
       this.db.select({ n: count() }).from(auditEvents).where(where),
     ]);
     return { rows, total: Number(total?.n ?? 0) };
+  }
+
+  /**
+   * How many records of `action` an org has since `since`, by the string `key` of their metadata
+   * (`unknown` when absent), most frequent first, with the newest of each.
+   */
+  async countByMetadata(
+    orgId: string,
+    action: string,
+    key: string,
+    since: Date,
+  ): Promise<Array<{ value: string; n: number; lastAt: Date }>> {
+    const value = sql<string>`coalesce(${auditEvents.metadata} ->> ${key}, 'unknown')`;
+    const rows = await this.db
+      .select({ value, n: count(), lastAt: max(auditEvents.createdAt) })
+      .from(auditEvents)
+      .where(
+        and(eq(auditEvents.orgId, orgId), eq(auditEvents.action, action), gte(auditEvents.createdAt, since)),
+      )
+      // By position: the key is a parameter, so each spelling of the expression would differ.
+      .groupBy(sql`1`)
+      .orderBy(desc(count()), sql`1`);
+    return rows.map((r) => ({ value: r.value, n: Number(r.n), lastAt: r.lastAt ?? since }));
   }
 
   /** The stored head of an org's chain. */

@@ -57,7 +57,7 @@ export const auditAccess: RpcAccess<AuditServiceServer> = { default: ['gateway']
 /** gRPC adapter of AuditService: verify the caller, decode, call the rules, encode. */
 export function auditGrpc(deps: {
   keys: IdentityKeys;
-  audit: Pick<AuditService, 'list' | 'verify' | 'record'>;
+  audit: Pick<AuditService, 'list' | 'verify' | 'record' | 'shadowReport'>;
   checkpoints: Pick<CheckpointService, 'list' | 'create' | 'check' | 'exportPage'>;
 }): AsyncService<AuditServiceServer> {
   const caller = () => currentCaller(deps.keys);
@@ -70,6 +70,17 @@ export function auditGrpc(deps: {
         ...(req.action ? { action: req.action } : {}),
       });
       return { records: r.events.map(eventMessage), count: String(r.count) };
+    },
+    async guardrailShadowReport(req) {
+      const r = await deps.audit.shadowReport(await caller(), new Date(req.since));
+      return {
+        reasonCodes: r.reasonCodes.map((x) => ({
+          reasonCode: x.reasonCode,
+          count: String(x.count),
+          lastAt: x.lastAt.toISOString(),
+        })),
+        total: String(r.total),
+      };
     },
     async verify(req) {
       const p = await caller();

@@ -12,7 +12,7 @@ import { AuditServiceClient } from '@custos/proto/custos/audit/v1/service';
 import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { type Guards, declareRoute } from './routes.js';
-import { dateTime, intQuery, jsonObject, queryString, uuid } from './schemas.js';
+import { dateTime, intQuery, isoDateTime, jsonObject, queryString, uuid } from './schemas.js';
 
 const VERIFY_PATH = '/v1/audit/verify';
 // Records per ExportEvents call (well under gRPC's 4 MiB message limit).
@@ -172,6 +172,30 @@ const EventsQuery = z.object({
     .describe('Only records of this action, e.g. `secret.read`'),
 });
 
+/** How far back the shadow report looks when `since` is not given. */
+const SHADOW_REPORT_DEFAULT_MS = 7 * 86_400_000;
+
+const ShadowReportQuery = z.object({
+  since: queryString
+    .pipe(isoDateTime)
+    .optional()
+    .describe('Count records created at or after this time (ISO 8601); default seven days ago'),
+});
+
+const ShadowReportResponse = z.object({
+  since: dateTime,
+  total: z.number().int().describe('Every `guardrail_shadow.would_deny` record since `since`'),
+  reason_codes: z
+    .array(
+      z.object({
+        reason_code: z.string().describe('The guardrail that would have refused, e.g. `tx_max_value`'),
+        count: z.number().int(),
+        last_at: dateTime.describe('The newest such record'),
+      }),
+    )
+    .describe('Most frequent first'),
+});
+
 function auditEventBody(e: AuditEvent): z.infer<typeof AuditEventResponse> {
   return {
     id: e.id,
@@ -255,6 +279,34 @@ export function auditRoutes(peers: Peers, guards: Guards): Router {
         action: query.action ?? '',
       });
       res.json({ events: r.records.map(auditEventBody), count: Number(r.count) });
+    },
+  );
+
+  declareRoute(
+    router,
+    guards,
+    {
+      method: 'get',
+      path: '/v1/org/guardrail-shadow-report',
+      access: 'authenticated',
+      summary:
+        "What the org's `log`-mode guardrails let through: `guardrail_shadow.would_deny` records counted by reason_code (owners and admins)",
+      tag: 'audit',
+      query: ShadowReportQuery,
+      responses: { 200: { description: 'The counts', schema: ShadowReportResponse } },
+    },
+    async (_req, res, { query }) => {
+      const since = query.since ?? new Date(Date.now() - SHADOW_REPORT_DEFAULT_MS).toISOString();
+      const r = await call(audit.guardrailShadowReport, { since });
+      res.json({
+        since: new Date(since).toISOString(),
+        total: Number(r.total),
+        reason_codes: r.reasonCodes.map((x) => ({
+          reason_code: x.reasonCode,
+          count: Number(x.count),
+          last_at: x.lastAt,
+        })),
+      });
     },
   );
 

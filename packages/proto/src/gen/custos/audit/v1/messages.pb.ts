@@ -300,6 +300,29 @@ export interface RecordEventResponse {
   id: string;
 }
 
+/** GuardrailShadowReportRequest names where the report starts. */
+export interface GuardrailShadowReportRequest {
+  /** Records created at or after this time (RFC 3339). */
+  since: string;
+}
+
+/** ReasonCount is how often one guardrail would have refused. */
+export interface ReasonCount {
+  /** The guardrail's reason code (e.g. `tx_max_value`); `unknown` for a record without one. */
+  reasonCode: string;
+  /** How many would-deny records name it. */
+  count: string;
+  /** The newest of them (RFC 3339). */
+  lastAt: string;
+}
+
+/** GuardrailShadowReportResponse counts the would-deny records by reason code, most frequent first. */
+export interface GuardrailShadowReportResponse {
+  reasonCodes: ReasonCount[];
+  /** Every would-deny record since `since`. */
+  total: string;
+}
+
 function createBaseListEventsRequest(): ListEventsRequest {
   return { limit: 0, offset: 0, action: "" };
 }
@@ -2112,6 +2135,236 @@ export const RecordEventResponse: MessageFns<RecordEventResponse> = {
   fromPartial<I extends Exact<DeepPartial<RecordEventResponse>, I>>(object: I): RecordEventResponse {
     const message = createBaseRecordEventResponse();
     message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBaseGuardrailShadowReportRequest(): GuardrailShadowReportRequest {
+  return { since: "" };
+}
+
+export const GuardrailShadowReportRequest: MessageFns<GuardrailShadowReportRequest> = {
+  encode(message: GuardrailShadowReportRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.since !== "") {
+      writer.uint32(10).string(message.since);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GuardrailShadowReportRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseGuardrailShadowReportRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.since = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): GuardrailShadowReportRequest {
+    return { since: isSet(object.since) ? globalThis.String(object.since) : "" };
+  },
+
+  toJSON(message: GuardrailShadowReportRequest): unknown {
+    const obj: any = {};
+    if (message.since !== "") {
+      obj.since = message.since;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GuardrailShadowReportRequest>, I>>(base?: I): GuardrailShadowReportRequest {
+    return GuardrailShadowReportRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GuardrailShadowReportRequest>, I>>(object: I): GuardrailShadowReportRequest {
+    const message = createBaseGuardrailShadowReportRequest();
+    message.since = object.since ?? "";
+    return message;
+  },
+};
+
+function createBaseReasonCount(): ReasonCount {
+  return { reasonCode: "", count: "0", lastAt: "" };
+}
+
+export const ReasonCount: MessageFns<ReasonCount> = {
+  encode(message: ReasonCount, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.reasonCode !== "") {
+      writer.uint32(10).string(message.reasonCode);
+    }
+    if (message.count !== "0") {
+      writer.uint32(16).int64(message.count);
+    }
+    if (message.lastAt !== "") {
+      writer.uint32(26).string(message.lastAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReasonCount {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseReasonCount();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.reasonCode = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 16) {
+            break;
+          }
+
+          message.count = reader.int64().toString();
+          continue;
+        }
+        case 3: {
+          if (tag !== 26) {
+            break;
+          }
+
+          message.lastAt = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): ReasonCount {
+    return {
+      reasonCode: isSet(object.reasonCode) ? globalThis.String(object.reasonCode) : "",
+      count: isSet(object.count) ? globalThis.String(object.count) : "0",
+      lastAt: isSet(object.lastAt) ? globalThis.String(object.lastAt) : "",
+    };
+  },
+
+  toJSON(message: ReasonCount): unknown {
+    const obj: any = {};
+    if (message.reasonCode !== "") {
+      obj.reasonCode = message.reasonCode;
+    }
+    if (message.count !== "0") {
+      obj.count = message.count;
+    }
+    if (message.lastAt !== "") {
+      obj.lastAt = message.lastAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReasonCount>, I>>(base?: I): ReasonCount {
+    return ReasonCount.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReasonCount>, I>>(object: I): ReasonCount {
+    const message = createBaseReasonCount();
+    message.reasonCode = object.reasonCode ?? "";
+    message.count = object.count ?? "0";
+    message.lastAt = object.lastAt ?? "";
+    return message;
+  },
+};
+
+function createBaseGuardrailShadowReportResponse(): GuardrailShadowReportResponse {
+  return { reasonCodes: [], total: "0" };
+}
+
+export const GuardrailShadowReportResponse: MessageFns<GuardrailShadowReportResponse> = {
+  encode(message: GuardrailShadowReportResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.reasonCodes) {
+      ReasonCount.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.total !== "0") {
+      writer.uint32(16).int64(message.total);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GuardrailShadowReportResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseGuardrailShadowReportResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.reasonCodes.push(ReasonCount.decode(reader, reader.uint32()));
+          continue;
+        }
+        case 2: {
+          if (tag !== 16) {
+            break;
+          }
+
+          message.total = reader.int64().toString();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): GuardrailShadowReportResponse {
+    return {
+      reasonCodes: globalThis.Array.isArray(object?.reasonCodes)
+        ? object.reasonCodes.map((e: any) => ReasonCount.fromJSON(e))
+        : [],
+      total: isSet(object.total) ? globalThis.String(object.total) : "0",
+    };
+  },
+
+  toJSON(message: GuardrailShadowReportResponse): unknown {
+    const obj: any = {};
+    if (message.reasonCodes?.length) {
+      obj.reasonCodes = message.reasonCodes.map((e) => ReasonCount.toJSON(e));
+    }
+    if (message.total !== "0") {
+      obj.total = message.total;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GuardrailShadowReportResponse>, I>>(base?: I): GuardrailShadowReportResponse {
+    return GuardrailShadowReportResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GuardrailShadowReportResponse>, I>>(
+    object: I,
+  ): GuardrailShadowReportResponse {
+    const message = createBaseGuardrailShadowReportResponse();
+    message.reasonCodes = object.reasonCodes?.map((e) => ReasonCount.fromPartial(e)) || [];
+    message.total = object.total ?? "0";
     return message;
   },
 };

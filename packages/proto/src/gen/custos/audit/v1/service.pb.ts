@@ -22,6 +22,8 @@ import {
   CreateCheckpointResponse,
   ExportEventsRequest,
   ExportEventsResponse,
+  GuardrailShadowReportRequest,
+  GuardrailShadowReportResponse,
   ListCheckpointsRequest,
   ListCheckpointsResponse,
   ListEventsRequest,
@@ -50,6 +52,21 @@ export const AuditServiceService = {
     requestDeserialize: (value: Buffer): ListEventsRequest => ListEventsRequest.decode(value),
     responseSerialize: (value: ListEventsResponse): Buffer => Buffer.from(ListEventsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListEventsResponse => ListEventsResponse.decode(value),
+  },
+  /**
+   * GuardrailShadowReport counts the caller's org's `guardrail_shadow.would_deny` records since a
+   * time by `reason_code` (SPEC.md §4.7). Owners and admins only.
+   */
+  guardrailShadowReport: {
+    path: "/custos.audit.v1.AuditService/GuardrailShadowReport",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: GuardrailShadowReportRequest): Buffer =>
+      Buffer.from(GuardrailShadowReportRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GuardrailShadowReportRequest => GuardrailShadowReportRequest.decode(value),
+    responseSerialize: (value: GuardrailShadowReportResponse): Buffer =>
+      Buffer.from(GuardrailShadowReportResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GuardrailShadowReportResponse => GuardrailShadowReportResponse.decode(value),
   },
   /**
    * Verify recomputes every HMAC and link of the caller's org's chain and names the first record
@@ -118,6 +135,11 @@ export interface AuditServiceServer extends UntypedServiceImplementation {
   /** ListEvents lists the caller's org's records, newest first. Owners and admins only. */
   listEvents: handleUnaryCall<ListEventsRequest, ListEventsResponse>;
   /**
+   * GuardrailShadowReport counts the caller's org's `guardrail_shadow.would_deny` records since a
+   * time by `reason_code` (SPEC.md §4.7). Owners and admins only.
+   */
+  guardrailShadowReport: handleUnaryCall<GuardrailShadowReportRequest, GuardrailShadowReportResponse>;
+  /**
    * Verify recomputes every HMAC and link of the caller's org's chain and names the first record
    * that fails. Owners and admins only.
    */
@@ -151,6 +173,25 @@ export interface AuditServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListEventsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * GuardrailShadowReport counts the caller's org's `guardrail_shadow.would_deny` records since a
+   * time by `reason_code` (SPEC.md §4.7). Owners and admins only.
+   */
+  guardrailShadowReport(
+    request: GuardrailShadowReportRequest,
+    callback: (error: ServiceError | null, response: GuardrailShadowReportResponse) => void,
+  ): ClientUnaryCall;
+  guardrailShadowReport(
+    request: GuardrailShadowReportRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GuardrailShadowReportResponse) => void,
+  ): ClientUnaryCall;
+  guardrailShadowReport(
+    request: GuardrailShadowReportRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GuardrailShadowReportResponse) => void,
   ): ClientUnaryCall;
   /**
    * Verify recomputes every HMAC and link of the caller's org's chain and names the first record
