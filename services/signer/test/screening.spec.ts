@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Principal } from '@custos/auth';
 import {
-  CustosError,
+  type CustosError,
   createDatabase,
   createLogger,
   createPool,
