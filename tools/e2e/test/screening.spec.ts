@@ -6,9 +6,10 @@ import { type Mesh, startMesh } from '../src/mesh';
 
 // Issue 20, custody geofencing: a private mesh whose signer geofences KP and IR with a GeoIP
 // database made for tests (fixtures/geoip-country-test.mmdb: 175.45.176.0/22 KP, 5.160.0.0/16 IR,
-// 8.8.8.0/24 US, written by services/signer/test/mmdb-writer.ts, whose unit test checks it), behind a "proxy" on loopback so X-Forwarded-For names the client. Creating a
-// server-custody key from a geofenced region is 403 `custody_geofenced`, audited
-// `custody.geofenced` with the region, and makes no key; other regions and client_tss pass.
+// 8.8.8.0/24 US; written by services/signer/test/mmdb-writer.ts, whose unit test checks it),
+// behind a "proxy" on loopback so X-Forwarded-For names the client. Creating a server-custody key
+// from a geofenced region is 403 `custody_geofenced`, audited `custody.geofenced` with the region,
+// and makes no key; other regions and client_tss pass.
 
 type Body = Record<string, unknown>;
 type User = Awaited<ReturnType<typeof quickUser>>;
