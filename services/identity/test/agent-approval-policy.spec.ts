@@ -17,6 +17,7 @@ import { AccountStore } from '../src/account/account-store';
 import { ReauthService } from '../src/account/reauth-service';
 import { AgentService } from '../src/agents/agent-service';
 import { AgentStore } from '../src/agents/agent-store';
+import { GuardrailRevisionStore } from '../src/agents/guardrail-revision-store';
 import { hashPassword } from '../src/credentials/password-fns';
 import { SCHEMA } from '../src/db/schema';
 import { agentChangeOf, agentMessage } from '../src/grpc/agent-messages';
@@ -90,6 +91,7 @@ describe('action_approval_policy of an agent (real Postgres)', () => {
       // Stands in for billing's GetOrgLimits (a peer): no cap on agents.
       { agentCap: async () => ({ maxAgents: -1, plan: 'test' }) },
       reauth,
+      { revisions: new GuardrailRevisionStore(db), changesRequireApproval: async () => false },
     );
     const u = await users.createUserWithOrg({
       email: `o-${randomBytes(4).toString('hex')}@example.com`,

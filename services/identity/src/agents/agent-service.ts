@@ -1,6 +1,7 @@
 import { type OrgAdmin, type Principal, requireHuman, requireHumanAdmin } from '@custos/auth';
 import { auditOf } from '@custos/events';
 import {
+  CustosError,
   InvalidArgumentError,
   NotFoundError,
   PermissionDeniedError,
@@ -27,6 +28,47 @@ import { AGENT_GUARDRAILS_EDIT_PURPOSE, AGENT_KEY_ROTATE_PURPOSE } from '../acco
 import type { StepUpChecker } from '../mfa/mfa-types.js';
 import type { AgentStore } from './agent-store.js';
 import type { Agent, AgentChange } from './agent-types.js';
+import {
+  type GuardrailChange,
+  compareAgentGuardrails,
+  guardrailChangeHash,
+  guardrailJson,
+  needsApproval,
+} from './guardrail-change-fns.js';
+import type { GuardrailRevision, GuardrailRevisionStore } from './guardrail-revision-store.js';
+
+/** What an edit of guardrail fields does: the answer of a dry run, a held edit and an applied one. */
+export interface GuardrailChangeView {
+  change: GuardrailChange;
+  changeHash: string;
+  before: Record<string, unknown>;
+  after: Record<string, unknown>;
+  approvalRequired: boolean;
+}
+
+/** How an update is made: checked only, or applied through an approval the gateway consumed. */
+export interface UpdateOptions {
+  dryRun?: boolean;
+  /** The consumed approval (UUID) and the change hash it was bound to. */
+  approval?: { id: string; changeHash: string };
+}
+
+/** The answer of an update. */
+export interface UpdateResult {
+  agent: Agent;
+  /** Set when the change touches guardrail fields. */
+  guardrailChange?: GuardrailChangeView;
+  /** False for a dry run and for an edit that waits for an approval. */
+  applied: boolean;
+  revisionId?: string;
+}
+
+/** Where the guardrail revisions live and whether widening edits wait for an approval. */
+export interface GuardrailEditRules {
+  revisions: GuardrailRevisionStore;
+  /** The setting `guardrail_changes_require_approval` is "true". */
+  changesRequireApproval(): Promise<boolean>;
+}
 
 const KEY_PREFIX = SECRET_TOKEN_PREFIXES.agentApiKey;
 /** Agent tokens live at most a day, so a subject revocation needs to outlive them by that much. */
@@ -44,6 +86,7 @@ export class AgentService {
     private readonly revocations: Pick<RevocationStore, 'revokeSession' | 'record' | 'publish'>,
     private readonly billing: Pick<BillingClient, 'agentCap'>,
     private readonly stepUp: StepUpChecker,
+    private readonly guardrails: GuardrailEditRules,
   ) {}
 
   /** Registers an agent in the caller's org; the API key is returned once. */
@@ -106,17 +149,49 @@ export class AgentService {
    * before the answer, so the agent exchanges its key again for a token with the new claims.
    */
   async update(p: Principal, agentId: string, change: AgentChange, credential: unknown): Promise<Agent> {
+    return (await this.edit(p, agentId, change, credential)).agent;
+  }
+
+  /**
+   * update(), with the guardrail rules of issue 20: an edit that touches guardrail fields writes a
+   * revision in its transaction; when `guardrail_changes_require_approval` is "true" and the edit
+   * widens (or is mixed) it is held (applied: false, nothing written) for the gateway to raise an
+   * approval; `options.approval` (an approval the gateway consumed for this change's hash) applies
+   * it, when the hash computed under the row lock is still the one approved (409
+   * `guardrail_change_stale` otherwise). `options.dryRun` answers what the edit would do.
+   */
+  async edit(
+    p: Principal,
+    agentId: string,
+    change: AgentChange,
+    credential: unknown,
+    options: UpdateOptions = {},
+  ): Promise<UpdateResult> {
     const user = manager(p);
     const agent = await agentInOrg(this.store, p, agentId);
     const input = checkAgentChange(change, 'update');
-    // SPEC.md §5.9: every guardrail edit needs a step-up; other fields do not.
-    if (touchesGuardrails(input.settings))
+    const guardrailEdit = touchesGuardrails(input.settings);
+    const approval = options.approval;
+    if (approval) {
+      if (!guardrailEdit)
+        throw new InvalidArgumentError(
+          'approval_id',
+          'approval_id applies only to an edit of guardrail fields',
+        );
+      if (!isUuid(approval.id)) throw new InvalidArgumentError('approval_id', 'approval_id must be a UUID');
+      if (options.dryRun) throw new InvalidArgumentError('dry_run', 'a dry run takes no approval');
+    }
+    // SPEC.md §5.9: every guardrail edit needs a step-up; other fields do not. An edit through a
+    // consumed approval was stepped up in the gateway's dry run of the same request, before the
+    // approval was consumed (so a wrong credential does not spend the approval).
+    if (guardrailEdit && !approval)
       await this.stepUp.confirmStepUp(user, AGENT_GUARDRAILS_EDIT_PURPOSE, credential);
+    const gated = guardrailEdit && !approval && (await this.guardrails.changesRequireApproval());
     // Reactivating takes a place under the org's cap on active agents, like creating does: asked
     // whenever the change sets it active, since whether it is inactive is read under the lock.
     const cap = input.isActive === true ? await this.billing.agentCap(agent.orgId) : undefined;
     const target = { type: 'agent', id: agent.id };
-    const { updated, revoked, narrowing } = await this.store.transaction(async (tx) => {
+    const { updated, revoked, narrowing, held, view, revision } = await this.store.transaction(async (tx) => {
       // Lock order, as everywhere: the org's agents lock, then the agent's row.
       if (cap && cap.maxAgents >= 0) await lockOrgResource(tx, agent.orgId, 'agents');
       // Compared with the agent as it is now, under the row's lock: an edit racing this one cannot
@@ -129,6 +204,29 @@ export class AgentService {
           throw new ResourceLimitExceededError('agents', cap.maxAgents, cap.plan);
       }
       const settings = { ...current.settings, ...input.settings };
+      let view: GuardrailChangeView | undefined;
+      if (guardrailEdit) {
+        const before = guardrailJson(current.settings);
+        const after = guardrailJson(settings);
+        const moved = compareAgentGuardrails(current.settings, settings);
+        view = {
+          change: moved,
+          changeHash: guardrailChangeHash(agent.id, after),
+          before,
+          after,
+          approvalRequired: gated && needsApproval(moved),
+        };
+      }
+      // Nothing is written: a dry run, or an edit that waits for an approval.
+      if (options.dryRun || view?.approvalRequired)
+        return { updated: current, revoked: [], narrowing: undefined, held: true, view, revision: undefined };
+      if (approval && view!.changeHash !== approval.changeHash.toLowerCase())
+        throw new CustosError('conflict', {
+          type: 'guardrail_change_stale',
+          field: 'approval_id',
+          detail:
+            "the agent's guardrails changed since this approval was raised: the approved change no longer applies; nothing was changed",
+        });
       const narrowing = narrowsTokenClaims(current.settings, settings);
       const next = await this.store.update(
         agent.id,
@@ -149,17 +247,41 @@ export class AgentService {
         }),
       );
       if (reactivating) await audit(tx, auditOf(user, 'agent.activated', target));
+      let revision: GuardrailRevision | undefined;
+      if (view) {
+        revision = await this.guardrails.revisions.insert(
+          {
+            orgId: agent.orgId,
+            agentId: agent.id,
+            actorId: user.userId,
+            change: view.change,
+            before: view.before,
+            after: view.after,
+            approvalId: approval ? approval.id.toLowerCase() : null,
+          },
+          tx,
+        );
+        await audit(
+          tx,
+          auditOf(user, 'agent.guardrails_revised', target, {
+            revision_id: revision.id,
+            change: view.change,
+            ...(approval ? { approval_id: approval.id.toLowerCase() } : {}),
+          }),
+        );
+      }
       if (!deactivating) {
         // Stored with the change it belongs to: a narrowing never commits without its revocation.
         const revocation = narrowing ? agentRevocation(agent.id) : undefined;
         if (revocation) await this.revocations.record([revocation], tx);
-        return { updated: next, revoked: [], narrowing: revocation };
+        return { updated: next, revoked: [], narrowing: revocation, held: false, view, revision };
       }
       // Deactivating through PATCH is the same as DELETE: keys and tokens stop at once.
       const keyIds = await this.store.revokeKeys(agent.id, tx);
       await audit(tx, auditOf(user, 'agent.deactivated', target, { via: 'update' }));
-      return { updated: next, revoked: keyIds, narrowing: undefined };
+      return { updated: next, revoked: keyIds, narrowing: undefined, held: false, view, revision };
     });
+    if (held) return { agent: updated, ...(view ? { guardrailChange: view } : {}), applied: false };
     await this.revokeTokensOf(revoked);
     if (narrowing) {
       // Stamped again now that the change is visible: a token minted from the old settings between
@@ -170,7 +292,25 @@ export class AgentService {
       const wait = msUntilPastRevocation(fresh.notBefore.getTime(), Date.now());
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     }
-    return updated;
+    return {
+      agent: updated,
+      ...(view ? { guardrailChange: view } : {}),
+      applied: true,
+      ...(revision ? { revisionId: revision.id } : {}),
+    };
+  }
+
+  /** The org's guardrail revisions (owners and admins), newest first; of one agent when named. */
+  async revisions(p: Principal, filter: { agentId: string; limit: number }): Promise<GuardrailRevision[]> {
+    const user = manager(p);
+    if (filter.agentId !== '' && !isUuid(filter.agentId))
+      throw new InvalidArgumentError('agent_id', 'agent_id must be a UUID');
+    if (!Number.isInteger(filter.limit) || filter.limit < 0 || filter.limit > 500)
+      throw new InvalidArgumentError('limit', 'limit must be from 1 to 500');
+    return this.guardrails.revisions.list(user.orgId, {
+      ...(filter.agentId ? { agentId: filter.agentId.toLowerCase() } : {}),
+      limit: filter.limit === 0 ? 100 : filter.limit,
+    });
   }
 
   /** Deactivates an agent: its keys and every token it holds stop working at once. */

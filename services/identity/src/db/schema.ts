@@ -170,6 +170,36 @@ export const agents = identitySchema.table(
   (t) => [index('agents_org_idx').on(t.orgId)],
 );
 
+/**
+ * Applied edits of agents' guardrail fields (issue 20): who, when, the guardrail fields before and
+ * after by their API names, how the edit moved them (`same`, `narrow`, `widen`, `mixed`) and the
+ * approval it was applied through. Written in the transaction of the edit; never changed.
+ */
+export const guardrailRevisions = identitySchema.table(
+  'guardrail_revisions',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    orgId: uuid('org_id')
+      .notNull()
+      .references(() => orgs.id),
+    agentId: uuid('agent_id')
+      .notNull()
+      .references(() => agents.id, { onDelete: 'cascade' }),
+    actorId: uuid('actor_id').notNull(),
+    change: text('change').notNull(),
+    before: jsonb('before').$type<Record<string, unknown>>().notNull(),
+    after: jsonb('after').$type<Record<string, unknown>>().notNull(),
+    approvalId: uuid('approval_id'),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+  },
+  (t) => [
+    index('guardrail_revisions_org_idx').on(t.orgId, t.createdAt),
+    index('guardrail_revisions_agent_idx').on(t.agentId, t.createdAt),
+    // An approval is used by one edit at most (approvals consumes it once; this holds it here too).
+    uniqueIndex('guardrail_revisions_approval_idx').on(t.approvalId),
+  ],
+);
+
 /** Agent API keys (`ocv_`), stored as hashes; a rotation revokes the previous ones. */
 export const agentKeys = identitySchema.table(
   'agent_keys',

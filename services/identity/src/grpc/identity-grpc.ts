@@ -158,10 +158,44 @@ export function identityGrpc(deps: {
     },
     async updateAgent(req, call) {
       const p = await caller(call);
+      // Only the gateway calls UpdateAgent (the allow-list): it sets approval_id only after
+      // approvals consumed that approval for approved_change_hash.
+      const r = await deps.agents.edit(p, req.agentId, agentChangeOf(req.fields), req.credential, {
+        dryRun: req.dryRun,
+        ...(req.approvalId !== ''
+          ? { approval: { id: req.approvalId, changeHash: req.approvedChangeHash } }
+          : {}),
+      });
+      const g = r.guardrailChange;
       return {
-        agent: agentMessage(
-          await deps.agents.update(p, req.agentId, agentChangeOf(req.fields), req.credential),
-        ),
+        agent: agentMessage(r.agent),
+        guardrailChange: g && {
+          change: g.change,
+          changeHash: g.changeHash,
+          before: g.before,
+          after: g.after,
+          approvalRequired: g.approvalRequired,
+        },
+        applied: r.applied,
+        revisionId: r.revisionId ?? '',
+      };
+    },
+    async listGuardrailRevisions(req, call) {
+      const list = await deps.agents.revisions(await caller(call), {
+        agentId: req.agentId,
+        limit: req.limit,
+      });
+      return {
+        revisions: list.map((r) => ({
+          id: r.id,
+          agentId: r.agentId,
+          actorId: r.actorId,
+          change: r.change,
+          before: r.before,
+          after: r.after,
+          approvalId: r.approvalId ?? '',
+          createdAt: r.createdAt.toISOString(),
+        })),
       };
     },
     async deactivateAgent(req, call) {

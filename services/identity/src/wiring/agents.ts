@@ -4,6 +4,8 @@ import { AgentActivity } from '../agents/agent-activity.js';
 import { AgentExchangeService } from '../agents/agent-exchange-service.js';
 import { AgentService } from '../agents/agent-service.js';
 import { AgentStore, type SqlPool } from '../agents/agent-store.js';
+import { GuardrailRevisionStore } from '../agents/guardrail-revision-store.js';
+import { AdminStore } from '../orgs/admin-store.js';
 import { RouterKeyService } from '../agents/router-key-service.js';
 import { RouterKeyStore } from '../agents/router-key-store.js';
 import type { FederationKey } from '../federation/federation-fns.js';
@@ -34,8 +36,12 @@ export function buildAgents(deps: {
   const { db, tokens } = deps;
   const agentStore = new AgentStore(db, deps.pool);
   const routerKeyStore = new RouterKeyStore(db);
+  const adminStore = new AdminStore(db);
   return {
-    agents: new AgentService(agentStore, tokens.revocations, deps.billing, deps.stepUp),
+    agents: new AgentService(agentStore, tokens.revocations, deps.billing, deps.stepUp, {
+      revisions: new GuardrailRevisionStore(db),
+      changesRequireApproval: () => changesRequireApproval(adminStore),
+    }),
     routerKeys: new RouterKeyService(routerKeyStore, agentStore, tokens.revocations, deps.stepUp),
     exchange: new AgentExchangeService(
       agentStore,
@@ -55,4 +61,13 @@ export function buildAgents(deps: {
       deps.policy,
     ),
   };
+}
+
+/**
+ * Whether widening guardrail edits wait for an approval: the setting
+ * `guardrail_changes_require_approval` (`/v1/admin/settings`) is "true". Read on every guardrail
+ * edit, so a change of the setting applies to the next edit.
+ */
+export async function changesRequireApproval(admin: Pick<AdminStore, 'getSetting'>): Promise<boolean> {
+  return (await admin.getSetting('guardrail_changes_require_approval'))?.value === 'true';
 }
