@@ -66,6 +66,17 @@ const PLATFORM_CREATED: Record<string, string> = {
   agent_sign_intent: 'sign_intent',
 };
 
+/**
+ * The approval of a human's guardrail edit (issue 20), raised through the gateway: its target type
+ * and the change hash identity computed (hex SHA-256), and the tier its deciders step up at.
+ */
+export const POLICY_CHANGE_ACTION = 'policy_change';
+export const POLICY_CHANGE_TARGET = 'agent_guardrails';
+const CHANGE_HASH = /^[0-9a-f]{64}$/;
+const POLICY_CHANGE_TIER = 2;
+/** Who may raise and decide a policy_change approval. */
+const POLICY_CHANGE_ROLES: readonly string[] = ['owner', 'admin'];
+
 /** The longest an approval may stay open: 30 days. */
 const MAX_EXPIRY_SECS = 30 * 86_400;
 
@@ -287,6 +298,76 @@ export class ApprovalService {
     );
   }
 
+  /**
+   * A human's widening guardrail edit waiting for another owner or admin (the gateway raises it
+   * when identity holds the edit): the org and the requester are the caller's, the agent must be
+   * in that org, the target is the change hash identity computed; single, tier 2 (deciding needs a
+   * step-up); the requester may not decide it (decide()).
+   */
+  async createPolicyChange(
+    p: Principal,
+    c: Pick<
+      CreateApprovalInput,
+      'agentId' | 'targetType' | 'targetId' | 'summary' | 'preview' | 'expirySecs'
+    >,
+  ): Promise<ApprovalRecord> {
+    requireHuman(p, 'raise guardrail change approvals');
+    if (!POLICY_CHANGE_ROLES.includes(p.role))
+      throw new PermissionDeniedError('only owners and admins may change guardrails');
+    if (!isUuid(c.agentId)) throw new InvalidArgumentError('agent_id', 'agent_id must be a UUID');
+    if (c.targetType !== POLICY_CHANGE_TARGET)
+      throw new InvalidArgumentError(
+        'target_type',
+        `the target of ${POLICY_CHANGE_ACTION} is ${POLICY_CHANGE_TARGET}`,
+      );
+    if (!CHANGE_HASH.test(c.targetId))
+      throw new InvalidArgumentError(
+        'target_id',
+        'target_id must be the change hash (64 lower-case hex digits)',
+      );
+    if (!Number.isInteger(c.expirySecs) || c.expirySecs < 0 || c.expirySecs > MAX_EXPIRY_SECS)
+      throw new InvalidArgumentError('expiry_secs', `expiry_secs must be from 0 to ${MAX_EXPIRY_SECS}`);
+    // NOT_FOUND unless the agent is in the caller's org.
+    const agent = await this.deps.identity.agentInOrg(p.orgId, c.agentId.toLowerCase());
+    const summary = checkSummary(
+      c.summary && c.summary.title.trim() !== ''
+        ? c.summary
+        : {
+            title: `Guardrail change of agent ${agent.name}`,
+            body: c.summary?.body ?? '',
+            fields: c.summary?.fields ?? [],
+          },
+    );
+    const preview = c.preview ?? null;
+    if (preview && Buffer.byteLength(JSON.stringify(preview)) > 4 * MAX_JSON_BYTES)
+      throw new InvalidArgumentError(
+        'preview',
+        `preview must be at most ${4 * MAX_JSON_BYTES} bytes of JSON`,
+      );
+    return this.store(
+      {
+        orgId: p.orgId,
+        agentId: agent.id.toLowerCase(),
+        // The requester: the one human who may not decide it.
+        userId: p.userId,
+        action: POLICY_CHANGE_ACTION,
+        targetType: POLICY_CHANGE_TARGET,
+        targetId: c.targetId,
+        summary,
+        payload: null,
+        reason: null,
+        declaredRiskTier: null,
+        riskTier: POLICY_CHANGE_TIER,
+        kind: 'single',
+        requirement: null,
+        preview,
+        rule: null,
+        ttlSeconds: c.expirySecs > 0 ? c.expirySecs : this.deps.settings.ttlSeconds,
+      },
+      true,
+    );
+  }
+
   private async store(
     n: Parameters<ApprovalStore['insert']>[0],
     platformCreated: boolean,
@@ -372,6 +453,10 @@ export class ApprovalService {
     if (!before) throw new NotFoundError('approval', rawId);
     // Status only: expiry is the database clock's to judge, under the lock below.
     requirePending(before);
+    if (before.action === POLICY_CHANGE_ACTION) {
+      const refusal = policyChangeDeciderRefusal(user, before.userId);
+      if (refusal) throw new PermissionDeniedError(refusal);
+    }
     if (before.kind === 'consensus') {
       const refusal = voterRefusal(before.requirement!, user, before.userId);
       if (refusal) throw new PermissionDeniedError(refusal);
@@ -510,6 +595,17 @@ export class ApprovalService {
    * Uses an approval once for the target it was raised for (signer's resume): one conditional
    * update; anything that does not hold is 403 `approval_required` and changes nothing.
    */
+  /**
+   * The gateway's use of a policy_change approval (a guardrail edit resubmitted with its
+   * approval_id): consume() in the caller's org, for that action only.
+   */
+  async consumePolicyChange(p: Principal, c: Omit<ConsumeInput, 'orgId'>): Promise<ApprovalRecord> {
+    requireHuman(p, 'change guardrails');
+    if (c.action !== POLICY_CHANGE_ACTION || c.targetType !== POLICY_CHANGE_TARGET)
+      throw approvalRequired(c.approvalId, `only ${POLICY_CHANGE_ACTION} approvals are used here`);
+    return this.consume({ ...c, orgId: p.orgId });
+  }
+
   async consume(c: ConsumeInput): Promise<ApprovalRecord> {
     const refused = () =>
       approvalRequired(
@@ -553,4 +649,19 @@ export class ApprovalService {
       return expired.length;
     });
   }
+}
+
+/**
+ * Why a human may not decide a policy_change approval, or undefined: only owners and admins decide
+ * guardrail changes, and never the human who asked for the change (self-approval).
+ */
+export function policyChangeDeciderRefusal(
+  decider: { userId: string; role: string },
+  requester: string | null,
+): string | undefined {
+  if (!POLICY_CHANGE_ROLES.includes(decider.role))
+    return 'only owners and admins may decide guardrail changes';
+  if (requester !== null && decider.userId === requester)
+    return 'the human who asked for a guardrail change may not approve it (self-approval is not allowed)';
+  return undefined;
 }

@@ -30,8 +30,10 @@ function basics(a: ApprovalRecord): Record<string, unknown> {
 export function requestedAudit(a: ApprovalRecord, platformCreated: boolean): AuditRecordInput {
   return {
     orgId: a.orgId,
-    actorType: a.agentId ? 'agent' : 'system',
-    actorId: a.agentId,
+    // A human's guardrail change is requested by that human (userId); other approvals by the agent.
+    ...(a.action === 'policy_change' && a.userId
+      ? { actorType: 'user' as const, actorId: a.userId }
+      : { actorType: a.agentId ? ('agent' as const) : ('system' as const), actorId: a.agentId }),
     action: 'approval.requested',
     resourceType: 'approval',
     resourceId: a.id,

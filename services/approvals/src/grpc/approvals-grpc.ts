@@ -1,7 +1,16 @@
 import { type IdentityKeys, currentCaller } from '@custos/auth';
 import type { ApprovalsServiceServer } from '@custos/proto/custos/approvals/v1/service';
-import { type AsyncService, InvalidArgumentError, type RpcAccess } from '@custos/service-kit';
-import type { ApprovalService } from '../approvals/approval-service.js';
+import {
+  type AsyncService,
+  InvalidArgumentError,
+  type RpcAccess,
+  currentRequestContext,
+} from '@custos/service-kit';
+import {
+  type ApprovalService,
+  POLICY_CHANGE_ACTION,
+  approvalRequired,
+} from '../approvals/approval-service.js';
 import { approvalListPage, approvalMessage, requirementOf, summaryOf } from './approvals-messages.js';
 
 /**
@@ -11,8 +20,12 @@ import { approvalListPage, approvalMessage, requirementOf, summaryOf } from './a
  */
 export const approvalsAccess: RpcAccess<ApprovalsServiceServer> = {
   default: ['gateway'],
-  methods: { createApproval: ['signer'], consumeApproval: ['signer'] },
+  // The gateway only for a human's guardrail change (`policy_change`), decided in the handlers.
+  methods: { createApproval: ['signer', 'gateway'], consumeApproval: ['signer', 'gateway'] },
 };
+
+/** Whether the gateway (not signer) made the current call: its certificate's mesh identity. */
+const fromGateway = () => currentRequestContext()?.caller === 'gateway';
 
 /**
  * int64 `expiry_secs` (a decimal string on the wire; '' is 0) as a number; 400 unless it is
@@ -46,7 +59,24 @@ export function approvalsGrpc(deps: {
       return { approval: approvalMessage(a) };
     },
     async createApproval(req) {
-      // Signer's certificate is the authorization (the allow-list admits no one else).
+      if (fromGateway()) {
+        // A human's guardrail edit: the org and requester come from the verified token only.
+        if (req.action !== POLICY_CHANGE_ACTION)
+          throw new InvalidArgumentError(
+            'action',
+            `the gateway raises ${POLICY_CHANGE_ACTION} approvals only`,
+          );
+        const a = await deps.approvals.createPolicyChange(await caller(), {
+          agentId: req.agentId,
+          targetType: req.targetType,
+          targetId: req.targetId,
+          summary: summaryOf(req.summary),
+          preview: req.preview,
+          expirySecs: expirySecsOf(req.expirySecs),
+        });
+        return { approval: approvalMessage(a) };
+      }
+      // Signer's certificate is the authorization (its platform actions only: create() refuses others).
       const a = await deps.approvals.create({
         orgId: req.orgId,
         agentId: req.agentId,
@@ -87,6 +117,21 @@ export function approvalsGrpc(deps: {
       return { approval: approvalMessage(await deps.approvals.execute(await caller(), req.approvalId)) };
     },
     async consumeApproval(req) {
+      if (fromGateway()) {
+        const used = await deps.approvals.consumePolicyChange(await caller(), {
+          approvalId: req.approvalId,
+          agentId: req.agentId,
+          action: req.action,
+          targetType: req.targetType,
+          targetId: req.targetId,
+        });
+        return { approval: approvalMessage(used) };
+      }
+      if (req.action === POLICY_CHANGE_ACTION)
+        throw approvalRequired(
+          req.approvalId,
+          `${POLICY_CHANGE_ACTION} approvals are used by the gateway only`,
+        );
       const a = await deps.approvals.consume({
         approvalId: req.approvalId,
         orgId: req.orgId,

@@ -186,9 +186,12 @@ describe('approvalListPage', () => {
 });
 
 describe('approvalsAccess', () => {
-  it('lets only signer create and consume approvals, and the gateway do the rest', () => {
+  it('lets signer and the gateway (policy_change only, checked in the handlers) create and consume approvals, and the gateway do the rest', () => {
     expect(approvalsAccess.default).toEqual(['gateway']);
-    expect(approvalsAccess.methods).toEqual({ createApproval: ['signer'], consumeApproval: ['signer'] });
+    expect(approvalsAccess.methods).toEqual({
+      createApproval: ['signer', 'gateway'],
+      consumeApproval: ['signer', 'gateway'],
+    });
   });
 });
 
