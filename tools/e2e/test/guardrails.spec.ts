@@ -49,7 +49,7 @@ describe('guardrails on the signing path (shared mesh, anvil)', () => {
   let chain: JsonRpcProvider;
   let owner: User;
 
-  async function newAgent(settings: Body): Promise<Agent> {
+  async function newAgent(settings: Body, funded = true): Promise<Agent> {
     const created = await api(mesh, 'POST', '/v1/agents', {
       token: owner.token,
       body: { name: `guard-bot-${randomBytes(3).toString('hex')}`, intents_api_enabled: true, ...settings },
@@ -66,10 +66,12 @@ describe('guardrails on the signing path (shared mesh, anvil)', () => {
     });
     expect(t.status).toBe(200);
     const address = key.body['address'] as string;
-    await chain.send('anvil_setBalance', [address, `0x${(100n * ETH).toString(16)}`]);
+    if (funded) await fund(address);
     return { id, token: t.body['access_token'] as string, address };
   }
 
+  const fund = (address: string) =>
+    chain.send('anvil_setBalance', [address, `0x${(100n * ETH).toString(16)}`]);
   const submit = (a: Agent, body: Body) =>
     api(mesh, 'POST', `/v1/agents/${a.id}/transactions`, {
       token: a.token,
@@ -262,6 +264,67 @@ describe('guardrails on the signing path (shared mesh, anvil)', () => {
     );
     // The day is spent: one more wei is refused.
     expectProblem(await submit(a, { to: randomAddress(), value: '1' }), 403, { type: 'guardrail_violation' });
+  });
+
+  it('a transaction the node refuses (ends failed before the chain) gives its reservation back', async () => {
+    const a = await newAgent(
+      { tx_daily_limit_eth: '0.5', execution_guardrails: { enforcement: 'enforce' } },
+      false,
+    );
+    const poor = await submit(a, { to: randomAddress(), value: '0.5' });
+    expect({ status: poor.status, body: poor.body }).toMatchObject({
+      status: 201,
+      body: { status: 'failed' },
+    });
+    const [ledger] = await sqlOn<{ value_spent: string; tx_count: number }>(
+      mesh,
+      `SELECT value_spent::text, tx_count FROM signer.guardrail_ledger WHERE agent_id = $1`,
+      [a.id],
+    );
+    expect(ledger).toEqual({ value_spent: '0', tx_count: 0 });
+    const reservations = await sqlOn<{ released: boolean }>(
+      mesh,
+      `SELECT released_at IS NOT NULL AS released FROM signer.guardrail_reservations WHERE agent_id = $1`,
+      [a.id],
+    );
+    expect(reservations).toEqual([{ released: true }]);
+    // The day's room is whole again: funded now, the same amount goes out.
+    await fund(a.address);
+    const ok = await submit(a, { to: randomAddress(), value: '0.5' });
+    expect({ status: ok.status, body: ok.body }).toMatchObject({
+      status: 201,
+      body: { status: 'broadcast' },
+    });
+  });
+
+  it('a transaction an approval rule holds is judged before humans are asked: enforce refuses it, no approval', async () => {
+    const policy = { rules: [{ conditions: [{ type: 'always' }], risk_tier: 1 }] };
+    const a = await newAgent({
+      action_approval_policy: policy,
+      tx_max_value_eth: '0.001',
+      execution_guardrails: { enforcement: 'enforce' },
+    });
+    const r = await submit(a, { to: randomAddress(), value: '0.01' });
+    expectProblem(r, 403, { type: 'guardrail_violation', field: 'tx_max_value' });
+    expect(await txCount(a.id)).toBe(0);
+    const asked = await sqlOn<{ n: string }>(
+      mesh,
+      `SELECT count(*)::text AS n FROM approvals.approvals WHERE agent_id = $1`,
+      [a.id],
+    );
+    expect(asked[0]!.n).toBe('0');
+    // Within the limit it waits for a human as before, nothing reserved until it resumes.
+    const held = await submit(a, { to: randomAddress(), value: '0.0001' });
+    expect({ status: held.status, body: held.body }).toMatchObject({
+      status: 202,
+      body: { status: 'awaiting_approval' },
+    });
+    const [ledger] = await sqlOn<{ n: number }>(
+      mesh,
+      `SELECT coalesce(sum(tx_count), 0)::int AS n FROM signer.guardrail_ledger WHERE agent_id = $1`,
+      [a.id],
+    );
+    expect(ledger!.n).toBe(0);
   });
 
   it('a sign-only transaction is judged and counted like a submitted one', async () => {
