@@ -1,7 +1,9 @@
 import { Router } from 'express';
 import { z } from 'zod/v4';
-import type { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service';
-import { unaryCaller } from '@custos/service-kit';
+import { ApprovalsServiceClient } from '@custos/proto/custos/approvals/v1/service';
+import type { GuardrailChange } from '@custos/proto/custos/identity/v1/agents';
+import { CustosError, unaryCaller } from '@custos/service-kit';
+import type { Peers } from '../peers.js';
 import { TokenResponse, credential, noStore, tokenBody } from './auth-routes.js';
 import {
   AgentParams,
@@ -9,6 +11,8 @@ import {
   AgentSelfResponse,
   CreateAgentBody,
   GUARDRAIL_FIELDS,
+  GuardrailChangePendingResponse,
+  GuardrailRevisionResponse,
   UpdateAgentBody,
   agentBody,
   agentFields,
@@ -17,12 +21,21 @@ import {
 } from './agent-schemas.js';
 import { type Guards, declareRoute } from './routes.js';
 import { STEP_UP_PURPOSES, authConfirmOf } from './step-up.js';
-import { bodyOf } from './schemas.js';
+import { bodyOf, intQuery, queryString } from './schemas.js';
+
+/** The approval of a human's guardrail edit (approvals' `policy_change`, target the change hash). */
+const POLICY_CHANGE = { action: 'policy_change', targetType: 'agent_guardrails' } as const;
+
+/** The guardrail fields of a GuardrailChange side (a Struct, decoded to JSON). */
+const json = (v: Record<string, unknown> | undefined): Record<string, unknown> => v ?? {};
 
 /** Agents (spec §4.4) and the agent-token exchange (spec §4.1, §5.4); identity decides who may do what. */
-export function agentRoutes(identity: IdentityServiceClient, guards: Guards): Router {
+export function agentRoutes(peers: Peers, guards: Guards): Router {
   const router = Router();
+  const identity = peers.identity;
   const call = unaryCaller(identity);
+  const approvals = peers.client(ApprovalsServiceClient, 'approvals');
+  const callApprovals = unaryCaller(approvals);
   const tag = 'agents';
 
   declareRoute(
@@ -134,7 +147,11 @@ export function agentRoutes(identity: IdentityServiceClient, guards: Guards): Ro
       method: 'patch',
       path: '/v1/agents/:agent_id',
       access: 'authenticated',
-      summary: 'Change an agent’s fields (owners and admins); null clears a nullable field',
+      summary:
+        'Change an agent’s fields (owners and admins); null clears a nullable field. When ' +
+        '`guardrail_changes_require_approval` is "true", a guardrail edit that widens answers 202 ' +
+        'with `pending_approval_id` and applies nothing; resubmit the same body with `approval_id` ' +
+        'once another owner or admin approved it',
       tag,
       params: AgentParams,
       body: UpdateAgentBody,
@@ -143,15 +160,135 @@ export function agentRoutes(identity: IdentityServiceClient, guards: Guards): Ro
         applies: ({ body }) => touchesGuardrails(body),
         description: `when the body sets a guardrail (${GUARDRAIL_FIELDS.join(', ')})`,
       },
-      responses: { 200: { description: 'The agent after the change', schema: AgentResponse } },
+      responses: {
+        200: { description: 'The agent after the change', schema: AgentResponse },
+        202: {
+          description: 'The guardrail edit widens and waits for an approval; nothing was applied',
+          schema: GuardrailChangePendingResponse,
+        },
+      },
     },
     async (req, res, { params, body }) => {
+      const { approval_id: approvalId, ...rest } = body;
+      const fields = agentFields(rest);
+      const credential = authConfirmOf(req);
+      if (approvalId === undefined) {
+        const r = await call(identity.updateAgent, {
+          agentId: params.agent_id,
+          fields,
+          credential,
+          dryRun: false,
+          approvalId: '',
+          approvedChangeHash: '',
+        });
+        const change = r.guardrailChange;
+        if (r.applied || !change?.approvalRequired) {
+          res.json(agentBody(r.agent));
+          return;
+        }
+        // Held by identity (nothing written): the approval other owners and admins decide.
+        const a = await callApprovals(approvals.createApproval, {
+          orgId: '',
+          agentId: params.agent_id,
+          agentCreatedBy: '',
+          action: POLICY_CHANGE.action,
+          targetType: POLICY_CHANGE.targetType,
+          targetId: change.changeHash,
+          summary: {
+            title: `Guardrail change (${change.change}) of agent ${r.agent?.name ?? params.agent_id}`,
+            body: 'Resubmit the same PATCH with approval_id once approved.',
+            fields: [],
+          },
+          preview: {
+            agent_id: params.agent_id,
+            change: change.change,
+            before: json(change.before),
+            after: json(change.after),
+          },
+          rule: undefined,
+          riskTier: 0,
+          requirement: undefined,
+          expirySecs: '0',
+        });
+        const id = a.approval?.id ?? '';
+        res.setHeader('Location', `/v1/approvals/${encodeURIComponent(id)}`);
+        res.status(202).json(pendingBody(params.agent_id, id, change));
+        return;
+      }
+      // A resubmission: the dry run checks the step-up and names the change's hash, the approval is
+      // consumed for exactly that hash, then the edit applies if the hash still holds under the
+      // agent's row lock (identity's 409 guardrail_change_stale otherwise: the approval is spent).
+      const dry = await call(identity.updateAgent, {
+        agentId: params.agent_id,
+        fields,
+        credential,
+        dryRun: true,
+        approvalId: '',
+        approvedChangeHash: '',
+      });
+      const change = dry.guardrailChange;
+      if (!change)
+        throw new CustosError('invalid_argument', {
+          field: 'approval_id',
+          detail: 'approval_id applies only to an edit of guardrail fields',
+        });
+      await callApprovals(approvals.consumeApproval, {
+        approvalId,
+        orgId: '',
+        agentId: params.agent_id,
+        action: POLICY_CHANGE.action,
+        targetType: POLICY_CHANGE.targetType,
+        targetId: change.changeHash,
+      });
       const r = await call(identity.updateAgent, {
         agentId: params.agent_id,
-        fields: agentFields(body),
-        credential: authConfirmOf(req),
+        fields,
+        credential: '',
+        dryRun: false,
+        approvalId,
+        approvedChangeHash: change.changeHash,
       });
       res.json(agentBody(r.agent));
+    },
+  );
+
+  declareRoute(
+    router,
+    guards,
+    {
+      method: 'get',
+      path: '/v1/org/guardrail-revisions',
+      access: 'human',
+      summary: 'Applied guardrail edits of the org’s agents, newest first (owners and admins)',
+      tag,
+      query: z.object({
+        agent_id: queryString.max(200).optional().describe('Only this agent’s'),
+        limit: intQuery(1, 500, 'At most this many (default 100)').optional(),
+      }),
+      responses: {
+        200: {
+          description: 'The revisions: who, when, the guardrail fields before and after, the approval',
+          schema: z.object({ revisions: z.array(GuardrailRevisionResponse) }),
+        },
+      },
+    },
+    async (_req, res, { query }) => {
+      const r = await call(identity.listGuardrailRevisions, {
+        agentId: query.agent_id ?? '',
+        limit: query.limit ?? 0,
+      });
+      res.json({
+        revisions: r.revisions.map((v) => ({
+          id: v.id,
+          agent_id: v.agentId,
+          actor_id: v.actorId,
+          change: v.change as z.infer<typeof GuardrailRevisionResponse>['change'],
+          before: json(v.before),
+          after: json(v.after),
+          approval_id: v.approvalId === '' ? null : v.approvalId,
+          created_at: v.createdAt,
+        })),
+      });
     },
   );
 
@@ -199,4 +336,22 @@ export function agentRoutes(identity: IdentityServiceClient, guards: Guards): Ro
   );
 
   return router;
+}
+
+/** The 202 body of a held guardrail edit. */
+function pendingBody(
+  agentId: string,
+  approvalId: string,
+  change: GuardrailChange,
+): z.infer<typeof GuardrailChangePendingResponse> {
+  return {
+    status: 'pending_approval',
+    pending_approval_id: approvalId,
+    approval_id: approvalId,
+    agent_id: agentId,
+    change: change.change === 'mixed' ? 'mixed' : 'widen',
+    change_hash: change.changeHash,
+    before: json(change.before),
+    after: json(change.after),
+  };
 }

@@ -272,6 +272,40 @@ export const UpdateAgentBody = bodyOf({
   description: description.optional(),
   is_active: z.boolean().optional(),
   ...optionalSettings,
+  approval_id: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe(
+      'The approved `policy_change` approval (`pending_approval_id` of the 202) of exactly this guardrail change: applies it, once',
+    ),
+});
+
+const GuardrailJson = z.record(z.string(), z.unknown());
+
+/** The 202 of a guardrail edit that waits for an approval (nothing was applied). */
+export const GuardrailChangePendingResponse = z.object({
+  status: z.literal('pending_approval'),
+  pending_approval_id: z.string(),
+  approval_id: z.string().describe('The same id as pending_approval_id'),
+  agent_id: z.string(),
+  change: z.enum(['widen', 'mixed']),
+  change_hash: z.string(),
+  before: GuardrailJson,
+  after: GuardrailJson,
+});
+
+/** One applied edit of an agent's guardrail fields. */
+export const GuardrailRevisionResponse = z.object({
+  id: z.string(),
+  agent_id: z.string(),
+  actor_id: z.string(),
+  change: z.enum(['same', 'narrow', 'widen', 'mixed']),
+  before: GuardrailJson,
+  after: GuardrailJson,
+  approval_id: z.string().nullable(),
+  created_at: dateTime,
 });
 
 export const AgentResponse = z.object({

@@ -10,6 +10,7 @@ import { accessLog } from './access-log.js';
 import { agentRoutes } from './agent-routes.js';
 import { approvalRoutes } from './approval-routes.js';
 import { auditRoutes } from './audit-routes.js';
+import { guardrailRoutes } from './guardrail-routes.js';
 import { authRoutes } from './auth-routes.js';
 import { authenticate, humanOnly } from './authenticate.js';
 import { connectIpFilter } from './ip-filter.js';
@@ -147,7 +148,8 @@ export function createApp(deps: AppDeps): Express {
   };
   app.use(healthRoutes(deps.peers, deps.healthTimeoutMs, deps.logger, guards, deps.ownDependenciesDown));
   app.use(authRoutes(deps.peers.identity, deps.identityKeys, guards));
-  app.use(agentRoutes(deps.peers.identity, guards));
+  app.use(agentRoutes(deps.peers, guards));
+  app.use(guardrailRoutes(deps.peers, guards));
   app.use(keyRoutes(deps.peers.identity, guards));
   // Further route groups (MFA, account security, orgs) mount below, one line each.
   app.use(accountRoutes(deps.peers, guards));
