@@ -1,7 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { JsonRpcProvider, getAddress } from 'ethers';
+import { TronResponder } from '@custos/chain-responders/tron';
+import { TronWeb } from 'tronweb';
 import { waitFor } from '@custos/service-kit/testing';
 import { api, expectProblem, quickUser } from '../src/api';
+import { chainAgent, registerChain, submitTransaction } from '../src/chains';
 import { sqlOn } from '../src/db';
 import { type Mesh, sharedMesh } from '../src/mesh';
 
@@ -393,5 +396,49 @@ describe('guardrails on the signing path (shared mesh, anvil)', () => {
         expect.objectContaining({ reason_code: 'eip712_domain_not_allowed', intent: 'typed_data' }),
       ]);
     });
+  });
+
+  it('a non-EVM transfer (Tron, 6 decimals) is judged in its own major unit and counted per chain', async () => {
+    const node = await TronResponder.start();
+    try {
+      node.produceBlock();
+      const tron = await registerChain(mesh, { family: 'tron', network: 'nile', rpcUrl: node.url });
+      const a = await chainAgent(mesh, tron, {
+        tx_max_value_eth: '1',
+        tx_daily_limit_eth: '2.5',
+        execution_guardrails: { enforcement: 'enforce' },
+      });
+      node.fund(a.key['address'] as string, 500n * 1_000_000n);
+      const to = () => TronWeb.address.fromPrivateKey(randomBytes(32).toString('hex')) as string;
+      const big = await submitTransaction(mesh, a, { chain: tron, to: to(), value: '1.000001' });
+      expect({ status: big.status, body: big.body }).toMatchObject({
+        status: 403,
+        body: { type: 'guardrail_violation', reason_code: 'tx_max_value_exceeded' },
+      });
+      // A decimal integer is the smallest unit (sun); a fraction is the major unit (TRX).
+      for (const value of ['1.0', '1000000']) {
+        const ok = await submitTransaction(mesh, a, { chain: tron, to: to(), value });
+        expect({ status: ok.status, body: ok.body }).toMatchObject({ status: 201, body: { family: 'tron' } });
+      }
+      const over = await submitTransaction(mesh, a, { chain: tron, to: to(), value: '0.500001' });
+      expect({ status: over.status, body: over.body }).toMatchObject({
+        status: 403,
+        body: {
+          type: 'guardrail_violation',
+          reason_code: 'tx_daily_limit_exceeded',
+          field: 'tx_daily_limit',
+        },
+      });
+      const fits = await submitTransaction(mesh, a, { chain: tron, to: to(), value: '0.5' });
+      expect(fits.status).toBe(201);
+      const rows = await sqlOn<{ chain_name: string; family: string; value_spent: string; tx_count: number }>(
+        mesh,
+        `SELECT chain_name, family, value_spent::text, tx_count FROM signer.guardrail_ledger WHERE agent_id = $1`,
+        [a.id],
+      );
+      expect(rows).toEqual([{ chain_name: tron, family: 'tron', value_spent: '2500000', tx_count: 3 }]);
+    } finally {
+      await node.close();
+    }
   });
 });
