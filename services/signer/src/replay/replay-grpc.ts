@@ -1,0 +1,33 @@
+import { type IdentityKeys, currentCaller } from '@custos/auth';
+import type { GuardrailReplayServiceServer } from '@custos/proto/custos/signer/v1/guardrails';
+import type { AsyncService, RpcAccess } from '@custos/service-kit';
+import type { GuardrailReplay } from './guardrail-replay.js';
+
+/** Who may call GuardrailReplayService: the gateway, with the caller's token. */
+export const replayAccess: RpcAccess<GuardrailReplayServiceServer> = { default: ['gateway'] };
+
+/** gRPC adapter of the guardrail replay: verify the caller, decode, replay, encode. */
+export function replayGrpc(deps: {
+  keys: IdentityKeys;
+  replay: Pick<GuardrailReplay, 'replay'>;
+}): AsyncService<GuardrailReplayServiceServer> {
+  return {
+    async replayGuardrails(req) {
+      const r = await deps.replay.replay(await currentCaller(deps.keys), req.agentId, req.days, req.draft);
+      return {
+        since: r.since.toISOString(),
+        evaluated: r.evaluated,
+        enforcement: r.enforcement,
+        truncated: r.truncated,
+        denials: r.denials.map((d) => ({
+          transactionId: d.tx.id,
+          createdAt: d.tx.createdAt.toISOString(),
+          chain: d.tx.chainName,
+          to: d.tx.to ?? '',
+          value: d.tx.value.toString(),
+          verdicts: d.verdicts.map((v) => ({ reasonCode: v.reasonCode, field: v.field, detail: v.detail })),
+        })),
+      };
+    },
+  };
+}
