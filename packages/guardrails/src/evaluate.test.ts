@@ -6,6 +6,7 @@ import {
   domainMatches,
   enforcementOf,
   evaluateGuardrails,
+  evmCaps,
   toSmallest,
 } from './index.js';
 
@@ -194,6 +195,26 @@ describe('helpers', () => {
     expect(toSmallest('0.123', 2, 'f')).toBe(12n);
     expect(() => toSmallest('-1', 18, 'f')).toThrow();
     expect(() => toSmallest('', 18, 'f')).toThrow();
+  });
+
+  it('evmCaps reads the fee and gas caps as the evaluator does (rounding sub-wei gwei down)', () => {
+    expect(evmCaps({})).toEqual({});
+    expect(evmCaps({ maxFeePerGasGwei: 2.5, maxGasLimit: '50000' })).toEqual({
+      maxFeePerGas: 2_500_000_000n,
+      maxGasLimit: 50_000n,
+    });
+    expect(evmCaps({ maxFeePerGasGwei: 1.0000000009 })).toEqual({ maxFeePerGas: 1_000_000_000n });
+    expect(evmCaps({ maxFeePerGasGwei: 1e21 })).toEqual({ maxFeePerGas: 10n ** 30n });
+    expect(evmCaps({ maxFeePerGasGwei: -1 })).toEqual({ invalid: 'max_fee_per_gas_gwei' });
+    expect(evmCaps({ maxGasLimit: 'x' })).toEqual({ invalid: 'max_gas_limit' });
+    // A fee at the cap evmCaps gives is never a max_fee_per_gas_exceeded verdict.
+    const cap = evmCaps({ maxFeePerGasGwei: 1.0000000009 }) as { maxFeePerGas: bigint };
+    expect(
+      evaluateGuardrails(
+        { maxFeePerGasGwei: 1.0000000009 },
+        { kind: 'transaction', chain, to: A, value: 0n, maxFeePerGas: cap.maxFeePerGas },
+      ),
+    ).toEqual([]);
   });
 
   it('enforcementOf defaults to log', () => {

@@ -360,6 +360,28 @@ function evaluate(s: GuardrailSettings, r: GuardrailRequest, t: GuardrailTotals)
   return out;
 }
 
+/**
+ * The agent's EVM fee and gas caps as the evaluator reads them (`max_fee_per_gas_gwei` in wei,
+ * rounded down; `max_gas_limit`), for signer's fill, which lowers fetched amounts to them and
+ * refuses given ones above them: one reading of the settings for both. Undefined: no cap.
+ * Unreadable settings give `invalid` with the setting's name.
+ */
+export function evmCaps(
+  s: Pick<GuardrailSettings, 'maxFeePerGasGwei' | 'maxGasLimit'>,
+): { maxFeePerGas?: bigint; maxGasLimit?: bigint } | { invalid: string } {
+  try {
+    const fee = gweiCap(s.maxFeePerGasGwei);
+    const gas = intCap(s.maxGasLimit, 'max_gas_limit');
+    return {
+      ...(fee !== undefined ? { maxFeePerGas: fee } : {}),
+      ...(gas !== undefined ? { maxGasLimit: gas } : {}),
+    };
+  } catch (err) {
+    if (err instanceof Malformed) return { invalid: err.field };
+    throw err;
+  }
+}
+
 /** Whether a domain's chainId (decimal or 0x-hex) is the chain's. */
 function sameChainId(v: string, chainId: string): boolean {
   const t = v.trim();

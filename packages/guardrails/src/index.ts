@@ -12,6 +12,7 @@ export {
   domainMatches,
   enforcementOf,
   evaluateGuardrails,
+  evmCaps,
   gasCostOf,
   sameAddress,
   toSmallest,

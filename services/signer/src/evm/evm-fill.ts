@@ -2,7 +2,7 @@ import { CustosError, InvalidArgumentError } from '@custos/service-kit';
 import type { EvmRpc } from './evm-rpc.js';
 import { EvmRevert } from './evm-rpc.js';
 import type { EvmTxFields } from './evm-tx.js';
-import { gweiToWei } from './evm-fields.js';
+import { evmCaps } from '@custos/guardrails';
 
 /** What a caller asked for, parsed: the fee and gas fields it gave, undefined when left to signer. */
 export interface EvmTxRequest {
@@ -25,14 +25,16 @@ export interface EvmCaps {
   maxGasLimit?: bigint;
 }
 
-/** The caps of an agent's settings (`max_fee_per_gas_gwei`, `max_gas_limit` of identity's Agent). */
+/**
+ * The caps of an agent's settings (`max_fee_per_gas_gwei`, `max_gas_limit` of identity's Agent), read
+ * by @custos/guardrails as its evaluator reads them, so the fill and the guardrail verdicts agree.
+ * A setting that cannot be read caps at 0 (fail closed; the guardrails refuse it as
+ * `settings_invalid` before anything is signed).
+ */
 export function evmCapsOf(settings: { maxFeePerGasGwei?: number; maxGasLimit?: string }): EvmCaps {
-  const caps: EvmCaps = {};
-  if (settings.maxFeePerGasGwei !== undefined && settings.maxFeePerGasGwei !== null) {
-    caps.maxFeePerGas = gweiToWei(settings.maxFeePerGasGwei);
-  }
-  if (settings.maxGasLimit !== undefined && settings.maxGasLimit !== null && settings.maxGasLimit !== '') {
-    caps.maxGasLimit = BigInt(settings.maxGasLimit);
+  const caps = evmCaps(settings);
+  if ('invalid' in caps) {
+    return caps.invalid === 'max_gas_limit' ? { maxGasLimit: 0n } : { maxFeePerGas: 0n };
   }
   return caps;
 }
