@@ -1,8 +1,14 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { SmtpCapture } from '@custos/testing';
 import { TEST_PASSWORD, api, expectProblem, quickUser } from '../src/api';
 import { auditRecords, decide, getApproval } from '../src/approvals';
 import { platformAdmin } from '../src/chains';
 import { invitedMember } from '../src/members';
-import { type Mesh, sharedMesh } from '../src/mesh';
+import { type MailSpool, readMailSpool, startMailSpool } from '../src/mail-spool';
+import { type Mesh, startMesh } from '../src/mesh';
+import { SMTP_PASSWORD, SMTP_USER } from '../src/profiles';
 
 // Issue 20, "Revisions and changes": every guardrail edit is a revision; under the setting
 // guardrail_changes_require_approval a widening edit answers 202 with pending_approval_id and
@@ -16,6 +22,9 @@ const SETTING = '/v1/admin/settings/guardrail_changes_require_approval';
 
 describe('guardrail revisions and approval-gated widening', () => {
   let mesh: Mesh;
+  let spoolDir: string;
+  let spool: MailSpool;
+  let smtp: SmtpCapture;
   let owner: User;
   let admin: User;
   let member: User;
@@ -31,11 +40,24 @@ describe('guardrail revisions and approval-gated widening', () => {
     api(mesh, 'GET', `/v1/org/guardrail-revisions${query}`, { token });
 
   beforeAll(async () => {
-    mesh = await sharedMesh();
-    owner = await quickUser(mesh);
-    admin = await invitedMember(mesh, owner, 'admin');
-    member = await invitedMember(mesh, owner, 'member');
+    // A private mesh: the setting is platform-wide, and on the shared mesh it would hold other
+    // specs' widening edits for approval while this one runs.
+    spoolDir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-e2e-revisions-mail-'));
+    spool = await startMailSpool(spoolDir);
+    const smtpUrl = spool.url(SMTP_USER, SMTP_PASSWORD);
+    smtp = readMailSpool(spoolDir, { port: spool.port, url: smtpUrl });
+    mesh = await startMesh({
+      extraEnv: {
+        EMAIL_VERIFICATION_REQUIRED: 'false',
+        SMTP_URL: smtpUrl,
+        SMTP_ALLOW_INSECURE: 'true',
+      },
+    });
+    // The install's first account is its platform admin (PLATFORM_ADMIN_EMAILS is empty here).
     platform = await platformAdmin(mesh);
+    owner = await quickUser(mesh);
+    admin = await invitedMember(mesh, owner, 'admin', smtp);
+    member = await invitedMember(mesh, owner, 'member', smtp);
     const created = await api(mesh, 'POST', '/v1/agents', {
       token: owner.token,
       body: { name: 'guarded', tx_max_value_eth: '1' },
@@ -43,12 +65,14 @@ describe('guardrail revisions and approval-gated widening', () => {
     expect(created.status).toBe(201);
     agentId = (created.body['agent'] as Body)['id'] as string;
     const on = await api(mesh, 'PUT', SETTING, { token: platform, body: { value: 'true' } });
-    expect(on.status).toBe(200);
-  });
+    if (on.status !== 200) throw new Error(`setting: ${on.status} ${JSON.stringify(on.body)}`);
+  }, 180_000);
 
   afterAll(async () => {
-    // The setting is platform-wide: other specs on the shared mesh expect edits to apply.
-    if (mesh && platform) await api(mesh, 'PUT', SETTING, { token: platform, body: { value: 'false' } });
+    await mesh?.stop();
+    await smtp?.close();
+    await spool?.close();
+    if (spoolDir) fs.rmSync(spoolDir, { recursive: true, force: true });
   });
 
   let approvalId: string;

@@ -574,12 +574,14 @@ describe('orgs: members, invitations, roles, removal, sub-orgs and the platform-
       const name = 'guardrail_changes_require_approval';
       const put = await api(mesh, 'PUT', `/v1/admin/settings/${name}`, {
         token: admin.token,
-        body: { value: 'true' },
+        // "false", the default: "true" would hold other specs' widening guardrail edits on the
+        // shared mesh for approval (guardrail-revisions.spec tests "true" on a mesh of its own).
+        body: { value: 'false' },
       });
       expect(put.status).toBe(200);
       expect(put.body).toEqual({
         name,
-        value: 'true',
+        value: 'false',
         updated_by: admin.userId,
         updated_at: expect.any(String),
       });
@@ -613,7 +615,7 @@ describe('orgs: members, invitations, roles, removal, sub-orgs and the platform-
       expect(
         (await api(mesh, 'GET', `/v1/admin/settings/${name}`, { token: admin.token })).body,
       ).toMatchObject({
-        value: 'true',
+        value: 'false',
       });
     });
   });
