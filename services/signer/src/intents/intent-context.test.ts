@@ -5,6 +5,7 @@ import {
   InvalidArgumentError,
   type Logger,
   NotFoundError,
+  PermissionDeniedError,
   UnavailableError,
 } from '@custos/service-kit';
 import type { ChainRecord } from '../chains/chain-types.js';
@@ -227,6 +228,30 @@ describe('IntentContext.audited', () => {
       r.ctx.audited(agent(), 'agent.transaction', AGENT, () => Promise.reject(new Error('bug'))),
     ).rejects.toThrow('bug');
     expect(r.records).toEqual([]);
+  });
+
+  it('records a guardrail refusal with its reason_code and field, nothing of the request', async () => {
+    const r = rig();
+    const refused = new PermissionDeniedError('guardrail: 2 ETH is over tx_max_value 1 ETH', {
+      type: 'guardrail_violation',
+      field: 'tx_max_value',
+      extensions: { reason_code: 'tx_max_value_exceeded' },
+    });
+    await expect(
+      r.ctx.audited(agent(), 'agent.transaction', AGENT, () => Promise.reject(refused)),
+    ).rejects.toBe(refused);
+    expect(r.records).toEqual([
+      {
+        action: 'agent.transaction.refused',
+        resourceId: AGENT,
+        metadata: {
+          reason: 'guardrail_violation',
+          status: 403,
+          field: 'tx_max_value',
+          reason_code: 'tx_max_value_exceeded',
+        },
+      },
+    ]);
   });
 
   it('answers 503 instead of the refusal when the refusal cannot be recorded', async () => {

@@ -152,6 +152,8 @@ export class IntentContext {
         await this.refuse(p, action, rawAgentId, err.type !== 'about:blank' ? err.type : err.kind, {
           status: err.httpStatus,
           ...(err.field ? { field: err.field } : {}),
+          // A guardrail's or cap's reason code (never request content).
+          ...(err.extensions['reason_code'] ? { reason_code: err.extensions['reason_code'] } : {}),
         });
       }
       throw err;
