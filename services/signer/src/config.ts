@@ -125,6 +125,32 @@ export const configShape = {
       86400,
     )
     .default(3600),
+  PRICE_TABLE_USD: env
+    .string(
+      'USD prices of native currencies for the money caps (usd_daily_limit_usd), e.g. `ETH=3000.25,BTC=65000,USDC=1`; ' +
+        'a price in CHAINLINK_FEEDS is used first. A currency with neither cannot be valued: a transaction under a USD cap ' +
+        'that spends it is 503 `price_unavailable` (docs/guardrails.md).',
+    )
+    .optional(),
+  CHAINLINK_FEEDS: env
+    .string(
+      'Chainlink AggregatorV3 USD feeds, per currency: `ETH=ethereum:0x5f4e…,BTC=ethereum:0xF403…` (the EVM chain, as ' +
+        'registered, whose contract gives the price; read with eth_call on that chain).',
+    )
+    .optional(),
+  PRICE_MAX_AGE_SECONDS: env
+    .int(
+      'The oldest a Chainlink round may be and still value a transaction under a USD cap, in seconds; older is 503.',
+      60,
+      7 * 86400,
+    )
+    .default(3600),
+  USDC_CONTRACTS: env
+    .string(
+      'USDC token contracts per chain for usdc_daily_limit_usd, e.g. `ethereum=0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48`; ' +
+        'a `transfer`/`transferFrom` call to one of them counts its amount against the cap.',
+    )
+    .optional(),
   CUSTODY_GEOFENCED_REGIONS: env.list(
     'ISO 3166-1 alpha-2 country codes (comma-separated, e.g. `KP,IR`) from which no `server`-custody ' +
       'signing key is created (403 `custody_geofenced`, audit `custody.geofenced`). Empty: none.',

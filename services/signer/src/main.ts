@@ -24,6 +24,10 @@ import { KeyLoader } from './keys/key-loader.js';
 import { EvmRpcPool } from './evm/index.js';
 import { TransactionService } from './transactions/tx-service.js';
 import { Guardrails } from './guardrails/guardrails.js';
+import { GuardrailLedger } from './guardrails/guardrail-ledger.js';
+import { parseFeeds, parsePriceTable, parseUsdcContracts } from './prices/price-fns.js';
+import { ChainlinkPrices, PriceOracle, StaticPrices } from './prices/price-source.js';
+import { UsdCaps } from './prices/usd-caps.js';
 import { TxStore } from './transactions/tx-store.js';
 import { TxWatcher } from './transactions/tx-watcher.js';
 import { transactionAccess, transactionGrpc } from './transactions/tx-grpc.js';
@@ -176,7 +180,21 @@ runDataService({
     });
     const txStore = new TxStore(db);
     // The agents' guardrails (issue 20), on every transaction and sign intent.
-    const guardrails = new Guardrails({ db, logger: rt.logger });
+    // Money caps (issue 20): spend valued in USD through Chainlink feeds or the static table.
+    const prices = new PriceOracle(
+      [
+        new ChainlinkPrices(parseFeeds(c.CHAINLINK_FEEDS), chains, evmRpc),
+        new StaticPrices(parsePriceTable(c.PRICE_TABLE_USD)),
+      ],
+      c.PRICE_MAX_AGE_SECONDS * 1000,
+    );
+    const money = new UsdCaps({
+      ledger: new GuardrailLedger(db),
+      oracle: prices,
+      usdc: parseUsdcContracts(c.USDC_CONTRACTS),
+      logger: rt.logger,
+    });
+    const guardrails = new Guardrails({ db, logger: rt.logger, money });
     const transactions = new TransactionService({
       intents,
       store: txStore,

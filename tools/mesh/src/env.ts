@@ -73,6 +73,8 @@ export const PROFILE_DEFAULTS: Readonly<Record<MeshProfile, Readonly<Record<stri
     RATE_LIMIT_BURST: '1000000',
     // Every spec signs up its own users; the signup modes have their own spec with a private mesh.
     SIGNUP_MODE: 'open',
+    // The USD caps' static prices (docs/guardrails.md): anvil's ETH at $2,000.
+    PRICE_TABLE_USD: 'ETH=2000,USDC=1',
     // An approval past its expiry is marked `expired` within a second, not half a minute (the e2e
     // expiry test waits for it).
     APPROVAL_SWEEP_INTERVAL_MS: '1000',

@@ -220,6 +220,11 @@ const settings = {
   eip712_domain_allowlist: strings(1000, 256),
   eip712_default_policy: z.enum(['allow', 'deny']),
   usdc_daily_limit_usd: z.number().nonnegative().nullable().describe('null: no cap'),
+  usd_daily_limit_usd: z
+    .number()
+    .nonnegative()
+    .nullable()
+    .describe('All spend of a UTC day over all chains, valued in USD (docs/guardrails.md); null: no cap'),
   environment: z.enum(['production', 'preview', 'development', 'custom']),
   env_auto_resolve: z.boolean(),
   intents_require_tee: z.boolean(),
@@ -260,6 +265,7 @@ export const GUARDRAIL_FIELDS = [
   'eip712_domain_allowlist',
   'eip712_default_policy',
   'usdc_daily_limit_usd',
+  'usd_daily_limit_usd',
 ] as const satisfies readonly (keyof typeof settings)[];
 
 /** Whether an agent update's body sets a guardrail (null included: clearing one is an edit). */
@@ -544,6 +550,7 @@ export function agentFields(
     eip712DomainAllowlist: stringList(b.eip712_domain_allowlist),
     eip712DefaultPolicy: b.eip712_default_policy,
     usdcDailyLimitUsd: b.usdc_daily_limit_usd ?? undefined,
+    usdDailyLimitUsd: b.usd_daily_limit_usd ?? undefined,
     environment: b.environment,
     envAutoResolve: b.env_auto_resolve,
     intentsRequireTee: b.intents_require_tee,
@@ -611,6 +618,7 @@ export function agentBody(a: Agent | undefined): AgentJson {
     eip712_domain_allowlist: a?.eip712DomainAllowlist ?? [],
     eip712_default_policy: (a?.eip712DefaultPolicy ?? 'deny') as 'allow' | 'deny',
     usdc_daily_limit_usd: n(a?.usdcDailyLimitUsd),
+    usd_daily_limit_usd: n(a?.usdDailyLimitUsd),
     environment: (a?.environment ?? 'production') as AgentJson['environment'],
     env_auto_resolve: a?.envAutoResolve ?? false,
     intents_require_tee: a?.intentsRequireTee ?? false,

@@ -207,6 +207,7 @@ describe('touchesGuardrails', () => {
       'eip712_domain_allowlist',
       'eip712_default_policy',
       'usdc_daily_limit_usd',
+      'usd_daily_limit_usd',
     ]);
   });
 });

@@ -43,6 +43,7 @@ export const SETTING_NAMES: { readonly [K in keyof AgentSettings]: string } = {
   eip712DomainAllowlist: 'eip712_domain_allowlist',
   eip712DefaultPolicy: 'eip712_default_policy',
   usdcDailyLimitUsd: 'usdc_daily_limit_usd',
+  usdDailyLimitUsd: 'usd_daily_limit_usd',
   environment: 'environment',
   envAutoResolve: 'env_auto_resolve',
   intentsRequireTee: 'intents_require_tee',
@@ -78,6 +79,7 @@ export const DEFAULT_AGENT_SETTINGS: AgentSettings = {
   eip712DomainAllowlist: [],
   eip712DefaultPolicy: 'deny',
   usdcDailyLimitUsd: null,
+  usdDailyLimitUsd: null,
   environment: 'production',
   envAutoResolve: false,
   intentsRequireTee: false,
@@ -221,6 +223,7 @@ export const GUARDRAIL_SETTINGS: readonly (keyof AgentSettings)[] = [
   'eip712DomainAllowlist',
   'eip712DefaultPolicy',
   'usdcDailyLimitUsd',
+  'usdDailyLimitUsd',
 ];
 
 /** Whether a change sets any guardrail setting (null included: clearing one is an edit too). */

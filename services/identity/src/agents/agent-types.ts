@@ -66,6 +66,8 @@ export interface AgentSettings {
   eip712DomainAllowlist: string[];
   eip712DefaultPolicy: (typeof EIP712_POLICIES)[number];
   usdcDailyLimitUsd: number | null;
+  /** All spend of a UTC day over all chains, valued in USD; null means no cap. */
+  usdDailyLimitUsd: number | null;
   environment: AgentEnvironment;
   envAutoResolve: boolean;
   intentsRequireTee: boolean;

@@ -86,6 +86,7 @@ function otherSteps(a: AgentSettings, b: AgentSettings): Step[] {
     flag(a.executionRequireTee, b.executionRequireTee, false),
     ra < 0 || rb < 0 ? 2 : (Math.sign(ra - rb) as Step) || 0,
     cap(a.usdcDailyLimitUsd, b.usdcDailyLimitUsd),
+    cap(a.usdDailyLimitUsd, b.usdDailyLimitUsd),
     policyStep,
   ];
 }

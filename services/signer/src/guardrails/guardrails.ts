@@ -12,6 +12,7 @@ import { type Database, type Logger, PermissionDeniedError, type Transaction } f
 import { failClosed, writeSignerAudit } from '../audit/signer-audit.js';
 import type { IntentScope } from '../intents/intent-context.js';
 import { GuardrailLedger } from './guardrail-ledger.js';
+import { type MoneyCaps, type UsdCaps, capMicros } from '../prices/usd-caps.js';
 
 /** The problem type of an enforced guardrail (SPEC §7). */
 export const GUARDRAIL_VIOLATION = 'guardrail_violation';
@@ -22,6 +23,8 @@ export const WOULD_DENY = 'guardrail_shadow.would_deny';
 export interface TxAmounts {
   to: string | null;
   value: bigint;
+  /** EVM call data (a USDC transfer counts towards the money caps); absent: none. */
+  data?: string;
   gasLimit?: bigint;
   maxFeePerGas?: bigint;
 }
@@ -30,6 +33,8 @@ export interface TxAmounts {
 export interface Admission {
   reservationId: string | undefined;
   verdicts: Verdict[];
+  /** The money caps' reservations (USD and USDC buckets), given back with the rest. */
+  money?: string[];
 }
 
 /** The 403 of refused verdicts: the first names the field and reason_code; all codes are listed. */
@@ -57,7 +62,14 @@ export function guardrailViolation(verdicts: Verdict[]): PermissionDeniedError {
 export class Guardrails {
   readonly ledger: GuardrailLedger;
 
-  constructor(private readonly deps: { db: Database; logger: Logger }) {
+  constructor(
+    private readonly deps: {
+      db: Database;
+      logger: Logger;
+      /** The money caps (usd_daily_limit_usd, usdc_daily_limit_usd); absent: not judged here. */
+      money?: UsdCaps;
+    },
+  ) {
     this.ledger = new GuardrailLedger(deps.db);
   }
 
@@ -99,7 +111,39 @@ export class Guardrails {
       ),
     );
     if (verdicts.length && (enforce || verdicts.some((v) => v.always))) throw guardrailViolation(verdicts);
-    return { reservationId, verdicts };
+    const admission: Admission = { reservationId, verdicts };
+    // The money caps, judged on the same request after the chain's own limits: a refusal gives the
+    // chain's reservation back. Caps in money refuse in every mode (docs/guardrails.md).
+    const caps: MoneyCaps = {
+      ...(capMicros(scope.settings.usdDailyLimitUsd) !== undefined
+        ? { usd: capMicros(scope.settings.usdDailyLimitUsd)! }
+        : {}),
+      ...(capMicros(scope.settings.usdcDailyLimitUsd) !== undefined
+        ? { usdc: capMicros(scope.settings.usdcDailyLimitUsd)! }
+        : {}),
+    };
+    if (this.deps.money && (caps.usd !== undefined || caps.usdc !== undefined)) {
+      try {
+        admission.money = await this.deps.money.admit(
+          {
+            orgId: scope.agent.orgId,
+            agentId: scope.agent.agentId,
+            chainName: scope.chain.name,
+            nativeCurrency: scope.chain.nativeCurrency,
+            decimals: scope.chain.nativeDecimals,
+            value: t.value,
+            to: t.to,
+            data: t.data ?? '0x',
+          },
+          caps,
+          o.reserve,
+        );
+      } catch (err) {
+        await this.release(admission, 'a money cap refused the transaction');
+        throw err;
+      }
+    }
+    return admission;
   }
 
   /** Judges an EIP-712 document's domain (nothing to reserve); throws the 403 when refused. */
@@ -119,6 +163,7 @@ export class Guardrails {
 
   /** Gives an admitted transaction's reservation back; a failure is logged (the day's cap stays the stricter). */
   async release(a: Admission | undefined, why: string): Promise<void> {
+    if (a?.money?.length) await this.deps.money?.release(a.money, why);
     if (!a?.reservationId) return;
     try {
       await this.ledger.release(a.reservationId);

@@ -175,7 +175,7 @@ export class TransactionService {
           const match = matchApprovalPolicy(scope.settings.actionApprovalPolicy, facts);
           if (match) {
             // A request its guardrails refuse is not put to humans (judged again on resume).
-            await this.deps.guardrails?.admitTransaction(scope, guardrailAmounts(facts), {
+            await this.deps.guardrails?.admitTransaction(scope, guardrailAmounts(facts, evmReq?.data), {
               kind: 'transaction',
               reserve: false,
             });
@@ -360,6 +360,7 @@ export class TransactionService {
       {
         to: filled.to,
         value: filled.value,
+        data: filled.data,
         gasLimit: filled.gasLimit,
         ...(cap !== undefined ? { maxFeePerGas: cap } : {}),
       },
@@ -646,11 +647,11 @@ function fieldDetail(e: CustosError): string {
 }
 
 /** What a transaction moves, for its guardrails, from its approval facts (no gas: not filled yet). */
-function guardrailAmounts(facts: { to?: string | undefined; valueWei?: bigint | undefined }): {
-  to: string | null;
-  value: bigint;
-} {
-  return { to: facts.to ? facts.to : null, value: facts.valueWei ?? 0n };
+function guardrailAmounts(
+  facts: { to?: string | undefined; valueWei?: bigint | undefined },
+  data: string | undefined,
+): { to: string | null; value: bigint; data?: string } {
+  return { to: facts.to ? facts.to : null, value: facts.valueWei ?? 0n, ...(data ? { data } : {}) };
 }
 
 /** A non-EVM transfer's destination and native value (a token transfer moves none). */

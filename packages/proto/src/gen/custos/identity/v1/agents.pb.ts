@@ -267,6 +267,11 @@ export interface Agent {
   intentsRequireTee: boolean;
   /** Whether executions must come through a TEE. */
   executionRequireTee: boolean;
+  /**
+   * Everything the agent spends in a UTC day over all chains, valued in US dollars through the
+   * price oracle (docs/guardrails.md); absent means no cap.
+   */
+  usdDailyLimitUsd?: number | undefined;
 }
 
 export interface Agent_PerChainGuardrailsEntry {
@@ -417,6 +422,8 @@ export interface AgentFields {
     | undefined;
   /** Nullable fields the caller set to null, by their HTTP names (e.g. `usdc_daily_limit_usd`). */
   clearedFields: string[];
+  /** See Agent.usd_daily_limit_usd. */
+  usdDailyLimitUsd?: number | undefined;
 }
 
 /** CreateAgentRequest registers an agent in the caller's org. */
@@ -1864,6 +1871,7 @@ function createBaseAgent(): Agent {
     envAutoResolve: false,
     intentsRequireTee: false,
     executionRequireTee: false,
+    usdDailyLimitUsd: undefined,
   };
 }
 
@@ -1991,6 +1999,9 @@ export const Agent: MessageFns<Agent> = {
     }
     if (message.executionRequireTee !== false) {
       writer.uint32(328).bool(message.executionRequireTee);
+    }
+    if (message.usdDailyLimitUsd !== undefined) {
+      writer.uint32(337).double(message.usdDailyLimitUsd);
     }
     return writer;
   },
@@ -2333,6 +2344,14 @@ export const Agent: MessageFns<Agent> = {
           message.executionRequireTee = reader.bool();
           continue;
         }
+        case 42: {
+          if (tag !== 337) {
+            break;
+          }
+
+          message.usdDailyLimitUsd = reader.double();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -2410,6 +2429,7 @@ export const Agent: MessageFns<Agent> = {
       envAutoResolve: isSet(object.envAutoResolve) ? globalThis.Boolean(object.envAutoResolve) : false,
       intentsRequireTee: isSet(object.intentsRequireTee) ? globalThis.Boolean(object.intentsRequireTee) : false,
       executionRequireTee: isSet(object.executionRequireTee) ? globalThis.Boolean(object.executionRequireTee) : false,
+      usdDailyLimitUsd: isSet(object.usdDailyLimitUsd) ? globalThis.Number(object.usdDailyLimitUsd) : undefined,
     };
   },
 
@@ -2544,6 +2564,9 @@ export const Agent: MessageFns<Agent> = {
     if (message.executionRequireTee !== false) {
       obj.executionRequireTee = message.executionRequireTee;
     }
+    if (message.usdDailyLimitUsd !== undefined) {
+      obj.usdDailyLimitUsd = message.usdDailyLimitUsd;
+    }
     return obj;
   },
 
@@ -2609,6 +2632,7 @@ export const Agent: MessageFns<Agent> = {
     message.envAutoResolve = object.envAutoResolve ?? false;
     message.intentsRequireTee = object.intentsRequireTee ?? false;
     message.executionRequireTee = object.executionRequireTee ?? false;
+    message.usdDailyLimitUsd = object.usdDailyLimitUsd ?? undefined;
     return message;
   },
 };
@@ -2730,6 +2754,7 @@ function createBaseAgentFields(): AgentFields {
     intentsRequireTee: undefined,
     executionRequireTee: undefined,
     clearedFields: [],
+    usdDailyLimitUsd: undefined,
   };
 }
 
@@ -2839,6 +2864,9 @@ export const AgentFields: MessageFns<AgentFields> = {
     }
     for (const v of message.clearedFields) {
       writer.uint32(282).string(v!);
+    }
+    if (message.usdDailyLimitUsd !== undefined) {
+      writer.uint32(289).double(message.usdDailyLimitUsd);
     }
     return writer;
   },
@@ -3130,6 +3158,14 @@ export const AgentFields: MessageFns<AgentFields> = {
           message.clearedFields.push(reader.string());
           continue;
         }
+        case 36: {
+          if (tag !== 289) {
+            break;
+          }
+
+          message.usdDailyLimitUsd = reader.double();
+          continue;
+        }
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -3200,6 +3236,7 @@ export const AgentFields: MessageFns<AgentFields> = {
       clearedFields: globalThis.Array.isArray(object?.clearedFields)
         ? object.clearedFields.map((e: any) => globalThis.String(e))
         : [],
+      usdDailyLimitUsd: isSet(object.usdDailyLimitUsd) ? globalThis.Number(object.usdDailyLimitUsd) : undefined,
     };
   },
 
@@ -3310,6 +3347,9 @@ export const AgentFields: MessageFns<AgentFields> = {
     if (message.clearedFields?.length) {
       obj.clearedFields = message.clearedFields;
     }
+    if (message.usdDailyLimitUsd !== undefined) {
+      obj.usdDailyLimitUsd = message.usdDailyLimitUsd;
+    }
     return obj;
   },
 
@@ -3375,6 +3415,7 @@ export const AgentFields: MessageFns<AgentFields> = {
     message.intentsRequireTee = object.intentsRequireTee ?? undefined;
     message.executionRequireTee = object.executionRequireTee ?? undefined;
     message.clearedFields = object.clearedFields?.map((e) => e) || [];
+    message.usdDailyLimitUsd = object.usdDailyLimitUsd ?? undefined;
     return message;
   },
 };
