@@ -1,4 +1,4 @@
-import { TEST_PASSWORD, api, decodePayload, quickUser } from '../src/api';
+import { TEST_PASSWORD, api, decodePayload, expectProblem, quickUser } from '../src/api';
 import { sharedMesh, type Mesh } from '../src/mesh';
 
 describe('agents: registration, settings, key exchange, rotation, deactivation', () => {
@@ -90,6 +90,27 @@ describe('agents: registration, settings, key exchange, rotation, deactivation',
     const after = ((await api(mesh, 'GET', '/v1/agents', { token: owner.token })).body['agents'] as unknown[])
       .length;
     expect(after).toBe(before);
+  });
+
+  it('takes tx_max_value and tx_daily_limit as the reference names of the _eth limits, and shows both', async () => {
+    const { agent } = await createAgent({ tx_max_value: '1.5', tx_daily_limit_eth: '4' });
+    expect(agent).toMatchObject({
+      tx_max_value: '1.5',
+      tx_max_value_eth: '1.5',
+      tx_daily_limit: '4',
+      tx_daily_limit_eth: '4',
+    });
+    const id = String(agent['id']);
+    const patch = (body: Record<string, unknown>) =>
+      api(mesh, 'PATCH', `/v1/agents/${id}`, { confirm: TEST_PASSWORD, token: owner.token, body });
+    // Two values for one limit: 400 naming the alias, nothing changed.
+    expectProblem(await patch({ tx_max_value: '2', tx_max_value_eth: '3' }), 400, { field: 'tx_max_value' });
+    expect((await patch({ tx_max_value: '2', tx_max_value_eth: '2' })).body).toMatchObject({
+      tx_max_value_eth: '2',
+    });
+    const cleared = await patch({ tx_daily_limit: null });
+    expect(cleared.status).toBe(200);
+    expect(cleared.body).toMatchObject({ tx_daily_limit: null, tx_daily_limit_eth: null, tx_max_value: '2' });
   });
 
   it('clears the stablecoin cap with an explicit null and keeps it when the field is absent', async () => {

@@ -7,7 +7,7 @@ import type {
   ApprovalConditionSet,
   ApprovalRule,
 } from '@custos/proto/custos/identity/v1/agents';
-import { isUuid } from '@custos/service-kit';
+import { InvalidArgumentError, isUuid } from '@custos/service-kit';
 import { bodyOf, dateTime, idParam, jsonObject } from './schemas.js';
 
 // Agents as HTTP shows them (spec §2.4 and the reference's AgentResponse). Amounts are accepted as
@@ -212,6 +212,11 @@ const settings = {
   ),
   tx_max_value_eth: amount.nullable(),
   tx_daily_limit_eth: amount.nullable(),
+  // DECISIONS.md: the reference's names, the `_eth` ones accepted as aliases (both kept).
+  tx_max_value: amount.nullable().describe('Per transaction, native major units; same as tx_max_value_eth'),
+  tx_daily_limit: amount
+    .nullable()
+    .describe('Per UTC day over transactions, native major units; same as tx_daily_limit_eth'),
   tx_max_per_day: z.number().int().nonnegative().nullable(),
   max_fee_per_gas_gwei: z.number().nonnegative().nullable(),
   max_gas_limit: z.number().int().nonnegative().nullable(),
@@ -257,6 +262,8 @@ export const GUARDRAIL_FIELDS = [
   'per_chain_guardrails',
   'tx_max_value_eth',
   'tx_daily_limit_eth',
+  'tx_max_value',
+  'tx_daily_limit',
   'tx_max_per_day',
   'max_fee_per_gas_gwei',
   'max_gas_limit',
@@ -328,6 +335,8 @@ export const AgentResponse = z.object({
   ...settings,
   tx_max_value_eth: z.string().nullable(),
   tx_daily_limit_eth: z.string().nullable(),
+  tx_max_value: z.string().nullable(),
+  tx_daily_limit: z.string().nullable(),
   per_chain_guardrails: z.record(z.string(), ChainGuardrail.extend({ max_value: z.string().optional() })),
   execution_guardrails: z.object({ enforcement: z.enum(['log', 'enforce']) }),
 });
@@ -503,10 +512,30 @@ const policyMessage = (p: NonNullable<Settings['action_approval_policy']>): Acti
   rules: p.rules.map(approvalRuleMessage),
 });
 
+/** The API names of the limits that have an alias, and the name identity knows them by. */
+const ALIASES = { tx_max_value: 'tx_max_value_eth', tx_daily_limit: 'tx_daily_limit_eth' } as const;
+
+/**
+ * A limit sent under either of its names (`tx_max_value` or `tx_max_value_eth`): the same value
+ * under both is fine, two different ones are a 400 naming the alias.
+ */
+function aliased(b: Settings, alias: keyof typeof ALIASES): string | null | undefined {
+  const main = b[ALIASES[alias]];
+  const other = b[alias];
+  if (main !== undefined && other !== undefined && main !== other)
+    throw new InvalidArgumentError(
+      alias,
+      `${alias} and ${ALIASES[alias]} name the same limit: send one, or the same value`,
+    );
+  return main !== undefined ? main : other;
+}
+
 /** The typed fields of a create or update body; every null goes to `cleared_fields`. */
 export function agentFields(
   b: Settings & { name?: string; description?: string | null; is_active?: boolean },
 ): AgentFields {
+  const txMaxValue = aliased(b, 'tx_max_value');
+  const txDailyLimit = aliased(b, 'tx_daily_limit');
   return {
     name: b.name,
     description: b.description ?? undefined,
@@ -540,8 +569,8 @@ export function agentFields(
         ]),
       ),
     },
-    txMaxValueEth: b.tx_max_value_eth ?? undefined,
-    txDailyLimitEth: b.tx_daily_limit_eth ?? undefined,
+    txMaxValueEth: txMaxValue ?? undefined,
+    txDailyLimitEth: txDailyLimit ?? undefined,
     txMaxPerDay: int64(b.tx_max_per_day),
     maxFeePerGasGwei: b.max_fee_per_gas_gwei ?? undefined,
     maxGasLimit: int64(b.max_gas_limit),
@@ -555,9 +584,13 @@ export function agentFields(
     envAutoResolve: b.env_auto_resolve,
     intentsRequireTee: b.intents_require_tee,
     executionRequireTee: b.execution_require_tee,
-    clearedFields: Object.entries(b)
-      .filter(([, v]) => v === null)
-      .map(([k]) => k),
+    clearedFields: [
+      ...new Set(
+        Object.entries(b)
+          .filter(([, v]) => v === null)
+          .map(([k]) => (k in ALIASES ? ALIASES[k as keyof typeof ALIASES] : k)),
+      ),
+    ],
   };
 }
 
@@ -610,6 +643,8 @@ export function agentBody(a: Agent | undefined): AgentJson {
     ),
     tx_max_value_eth: n(a?.txMaxValueEth),
     tx_daily_limit_eth: n(a?.txDailyLimitEth),
+    tx_max_value: n(a?.txMaxValueEth),
+    tx_daily_limit: n(a?.txDailyLimitEth),
     tx_max_per_day: a?.txMaxPerDay === undefined ? null : Number(a.txMaxPerDay),
     max_fee_per_gas_gwei: n(a?.maxFeePerGasGwei),
     max_gas_limit: a?.maxGasLimit === undefined ? null : Number(a.maxGasLimit),

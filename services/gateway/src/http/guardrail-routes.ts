@@ -16,6 +16,8 @@ const DraftGuardrails = UpdateAgentBody.pick({
   per_chain_guardrails: true,
   tx_max_value_eth: true,
   tx_daily_limit_eth: true,
+  tx_max_value: true,
+  tx_daily_limit: true,
   tx_max_per_day: true,
   max_fee_per_gas_gwei: true,
   max_gas_limit: true,
