@@ -40,9 +40,10 @@ import { ApprovalsServiceClient } from '@custos/proto/custos/approvals/v1/servic
 import { ApprovalsClient } from './peers/approvals-client.js';
 import { PolicyServiceClient } from '@custos/proto/custos/policy/v1/service';
 import { PolicyClient } from './peers/policy-client.js';
-import { GuardrailReplayServiceService } from '@custos/proto/custos/signer/v1/guardrails';
+import { GuardrailServiceService } from '@custos/proto/custos/signer/v1/guardrails';
 import { GuardrailReplay } from './replay/guardrail-replay.js';
 import { replayAccess, replayGrpc } from './replay/replay-grpc.js';
+import { SpendTodayReader } from './replay/spend-today.js';
 import { ApprovalGate } from './approvals/approval-gate.js';
 import { PreviewRpcPool } from './preview/index.js';
 import { CustodyGeofence, parseRegions } from './screening/custody-geofence.js';
@@ -128,10 +129,14 @@ runDataService({
       geofence,
     });
     rt.grpc.add(SignerServiceService, signerGrpc({ keys, chains, signingKeys }), signerAccess);
-    // Guardrail replay (issue 20): a draft of an agent's guardrails against its past transactions.
+    // Guardrails (issue 20): a draft replayed against past transactions; agents' spend of the day.
     rt.grpc.add(
-      GuardrailReplayServiceService,
-      replayGrpc({ keys, replay: new GuardrailReplay({ db, chains, identity: identityClient }) }),
+      GuardrailServiceService,
+      replayGrpc({
+        keys,
+        replay: new GuardrailReplay({ db, chains, identity: identityClient }),
+        spend: new SpendTodayReader({ db, chains }),
+      }),
       replayAccess,
     );
     // Key custody: export and import of agents' keys (step-up checked with identity), client shares.

@@ -37,8 +37,10 @@ describe('guardrails: replaying a draft against recent transactions (shared mesh
       `SELECT (SELECT count(*) FROM signer.guardrail_ledger WHERE agent_id = $1) AS ledger,
               (SELECT coalesce(sum(tx_count), 0) FROM signer.guardrail_ledger WHERE agent_id = $1) AS reservations,
               (SELECT count(*) FROM signer.transactions WHERE agent_id = $1) AS txs,
-              -- The transactions' own records (confirmations) may still be arriving: not counted.
-              (SELECT count(*) FROM audit.events WHERE org_id = $2 AND action NOT LIKE 'agent.transaction.%') AS audit`,
+              -- What a replay could write if it wrote: a shadow record or a refusal (other records of
+              -- the org, such as agents and keys made meanwhile, arrive on their own time).
+              (SELECT count(*) FROM audit.events WHERE org_id = $2
+                 AND (action LIKE 'guardrail_shadow.%' OR action LIKE '%.refused')) AS audit`,
       [agent.id, owner.orgId],
     );
     return row;
@@ -97,6 +99,26 @@ describe('guardrails: replaying a draft against recent transactions (shared mesh
     expect((log.body['would_deny'] as Body[]).map((d) => d['transaction_id'])).toEqual([sent[1], sent[2]]);
     // Without a draft the agent's own (empty) guardrails deny nothing.
     expect((await replay({})).body).toMatchObject({ transactions_evaluated: 3, would_deny_count: 0 });
+  });
+
+  it("shows the day's spend on the agent record by chain family, as the guardrails counted it", async () => {
+    const one = await api(mesh, 'GET', `/v1/agents/${agent.id}`, { token: owner.token });
+    expect(one.body).toMatchObject({ tx_spent_today_by_chain: { evm: '2.8' }, tx_count_today: 3 });
+    const list = await api(mesh, 'GET', '/v1/agents', { token: owner.token });
+    expect((list.body['agents'] as Body[]).find((a) => a['id'] === agent.id)).toMatchObject({
+      tx_spent_today_by_chain: { evm: '2.8' },
+      tx_count_today: 3,
+    });
+    // The agent reads its own.
+    expect((await api(mesh, 'GET', `/v1/agents/${agent.id}`, { token: agent.token })).body).toMatchObject({
+      tx_count_today: 3,
+    });
+    // An agent that sent nothing today shows an empty day.
+    const idle = await anvilAgent(mesh, owner);
+    expect((await api(mesh, 'GET', `/v1/agents/${idle.id}`, { token: owner.token })).body).toMatchObject({
+      tx_spent_today_by_chain: {},
+      tx_count_today: 0,
+    });
   });
 
   it('writes nothing: no ledger, reservation, transaction or audit record', async () => {

@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod/v4';
 import { ApprovalsServiceClient } from '@custos/proto/custos/approvals/v1/service';
+import { GuardrailServiceClient } from '@custos/proto/custos/signer/v1/guardrails';
 import type { GuardrailChange } from '@custos/proto/custos/identity/v1/agents';
 import { CustosError, unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
@@ -36,7 +37,29 @@ export function agentRoutes(peers: Peers, guards: Guards): Router {
   const call = unaryCaller(identity);
   const approvals = peers.client(ApprovalsServiceClient, 'approvals');
   const callApprovals = unaryCaller(approvals);
+  const guardrails = peers.client(GuardrailServiceClient, 'signer');
+  const callGuardrails = unaryCaller(guardrails);
   const tag = 'agents';
+
+  /**
+   * The agents with their day so far from signer's guardrail ledger (`tx_spent_today_by_chain`,
+   * `tx_count_today`); when signer cannot answer, the agents are shown without them.
+   */
+  const withSpendToday = async (agents: ReturnType<typeof agentBody>[]) => {
+    if (agents.length === 0) return agents;
+    let spent: Map<string, { spentByFamily: Record<string, string>; count: number }>;
+    try {
+      const r = await callGuardrails(guardrails.listSpendToday, { agentIds: agents.map((a) => a.id) });
+      spent = new Map(r.agents.map((a) => [a.agentId, a]));
+    } catch {
+      return agents;
+    }
+    return agents.map((a) => ({
+      ...a,
+      tx_spent_today_by_chain: spent.get(a.id)?.spentByFamily ?? {},
+      tx_count_today: spent.get(a.id)?.count ?? 0,
+    }));
+  };
 
   declareRoute(
     router,
@@ -100,7 +123,7 @@ export function agentRoutes(peers: Peers, guards: Guards): Router {
     },
     async (_req, res) => {
       const r = await call(identity.listAgents, {});
-      res.json({ agents: r.agents.map(agentBody) });
+      res.json({ agents: await withSpendToday(r.agents.map(agentBody)) });
     },
   );
 
@@ -136,7 +159,7 @@ export function agentRoutes(peers: Peers, guards: Guards): Router {
     },
     async (_req, res, { params }) => {
       const r = await call(identity.getAgent, { agentId: params.agent_id });
-      res.json(agentBody(r.agent));
+      res.json((await withSpendToday([agentBody(r.agent)]))[0]);
     },
   );
 

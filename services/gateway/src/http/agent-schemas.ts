@@ -339,6 +339,13 @@ export const AgentResponse = z.object({
   tx_daily_limit: z.string().nullable(),
   per_chain_guardrails: z.record(z.string(), ChainGuardrail.extend({ max_value: z.string().optional() })),
   execution_guardrails: z.object({ enforcement: z.enum(['log', 'enforce']) }),
+  tx_spent_today_by_chain: z
+    .record(z.string(), z.string())
+    .optional()
+    .describe(
+      'Native value spent today (UTC) by chain family (`evm`, `bitcoin` …) in major units, as the guardrails count it; on GET only',
+    ),
+  tx_count_today: z.number().int().optional().describe('Transactions counted today (UTC); on GET only'),
 });
 type AgentJson = z.infer<typeof AgentResponse>;
 

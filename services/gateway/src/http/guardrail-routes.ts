@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import { z } from 'zod/v4';
-import { GuardrailReplayServiceClient } from '@custos/proto/custos/signer/v1/guardrails';
+import { GuardrailServiceClient } from '@custos/proto/custos/signer/v1/guardrails';
 import { unaryCaller } from '@custos/service-kit';
 import type { Peers } from '../peers.js';
 import { AgentParams, UpdateAgentBody, agentFields } from './agent-schemas.js';
@@ -59,7 +59,7 @@ const ReplayResponse = z.object({
 /** The guardrail replay route. */
 export function guardrailRoutes(peers: Peers, guards: Guards): Router {
   const router = Router();
-  const replay = peers.client(GuardrailReplayServiceClient, 'signer');
+  const replay = peers.client(GuardrailServiceClient, 'signer');
   const call = unaryCaller(replay);
 
   declareRoute(

@@ -20,6 +20,34 @@ import {
 } from "@grpc/grpc-js";
 import { AgentFields } from "../../identity/v1/agents.pb.js";
 
+/** ListSpendTodayRequest names the agents (of the caller's org; others are left out). */
+export interface ListSpendTodayRequest {
+  /** At most 1,000 agents (UUIDs). */
+  agentIds: string[];
+}
+
+/** AgentSpendToday is one agent's day so far. */
+export interface AgentSpendToday {
+  agentId: string;
+  /**
+   * Native value reserved today by chain family (`evm`, `bitcoin` …), in the family's major units
+   * (decimal strings).
+   */
+  spentByFamily: { [key: string]: string };
+  /** Transactions reserved today, over all chains. */
+  count: number;
+}
+
+export interface AgentSpendToday_SpentByFamilyEntry {
+  key: string;
+  value: string;
+}
+
+/** ListSpendTodayResponse carries the agents that spent anything today; an absent agent spent nothing. */
+export interface ListSpendTodayResponse {
+  agents: AgentSpendToday[];
+}
+
 /** ReplayGuardrailsRequest names the agent, the window and the draft. */
 export interface ReplayGuardrailsRequest {
   /** The agent (UUID). */
@@ -69,6 +97,322 @@ export interface ReplayGuardrailsResponse {
   /** True when the window held more transactions than one replay evaluates (the oldest were left out). */
   truncated: boolean;
 }
+
+function createBaseListSpendTodayRequest(): ListSpendTodayRequest {
+  return { agentIds: [] };
+}
+
+export const ListSpendTodayRequest: MessageFns<ListSpendTodayRequest> = {
+  encode(message: ListSpendTodayRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.agentIds) {
+      writer.uint32(10).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListSpendTodayRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseListSpendTodayRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.agentIds.push(reader.string());
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): ListSpendTodayRequest {
+    return {
+      agentIds: globalThis.Array.isArray(object?.agentIds) ? object.agentIds.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: ListSpendTodayRequest): unknown {
+    const obj: any = {};
+    if (message.agentIds?.length) {
+      obj.agentIds = message.agentIds;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListSpendTodayRequest>, I>>(base?: I): ListSpendTodayRequest {
+    return ListSpendTodayRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListSpendTodayRequest>, I>>(object: I): ListSpendTodayRequest {
+    const message = createBaseListSpendTodayRequest();
+    message.agentIds = object.agentIds?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseAgentSpendToday(): AgentSpendToday {
+  return { agentId: "", spentByFamily: {}, count: 0 };
+}
+
+export const AgentSpendToday: MessageFns<AgentSpendToday> = {
+  encode(message: AgentSpendToday, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.agentId !== "") {
+      writer.uint32(10).string(message.agentId);
+    }
+    Object.entries(message.spentByFamily).forEach(([key, value]) => {
+      AgentSpendToday_SpentByFamilyEntry.encode({ key: key as any, value }, writer.uint32(18).fork()).join();
+    });
+    if (message.count !== 0) {
+      writer.uint32(24).int32(message.count);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AgentSpendToday {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseAgentSpendToday();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.agentId = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          const entry2 = AgentSpendToday_SpentByFamilyEntry.decode(reader, reader.uint32());
+          if (entry2.value !== undefined) {
+            message.spentByFamily[entry2.key] = entry2.value;
+          }
+          continue;
+        }
+        case 3: {
+          if (tag !== 24) {
+            break;
+          }
+
+          message.count = reader.int32();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): AgentSpendToday {
+    return {
+      agentId: isSet(object.agentId) ? globalThis.String(object.agentId) : "",
+      spentByFamily: isObject(object.spentByFamily)
+        ? Object.entries(object.spentByFamily).reduce<{ [key: string]: string }>((acc, [key, value]) => {
+          acc[key] = String(value);
+          return acc;
+        }, {})
+        : {},
+      count: isSet(object.count) ? globalThis.Number(object.count) : 0,
+    };
+  },
+
+  toJSON(message: AgentSpendToday): unknown {
+    const obj: any = {};
+    if (message.agentId !== "") {
+      obj.agentId = message.agentId;
+    }
+    if (message.spentByFamily) {
+      const entries = Object.entries(message.spentByFamily);
+      if (entries.length > 0) {
+        obj.spentByFamily = {};
+        entries.forEach(([k, v]) => {
+          obj.spentByFamily[k] = v;
+        });
+      }
+    }
+    if (message.count !== 0) {
+      obj.count = Math.round(message.count);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AgentSpendToday>, I>>(base?: I): AgentSpendToday {
+    return AgentSpendToday.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AgentSpendToday>, I>>(object: I): AgentSpendToday {
+    const message = createBaseAgentSpendToday();
+    message.agentId = object.agentId ?? "";
+    message.spentByFamily = Object.entries(object.spentByFamily ?? {}).reduce<{ [key: string]: string }>(
+      (acc, [key, value]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.count = object.count ?? 0;
+    return message;
+  },
+};
+
+function createBaseAgentSpendToday_SpentByFamilyEntry(): AgentSpendToday_SpentByFamilyEntry {
+  return { key: "", value: "" };
+}
+
+export const AgentSpendToday_SpentByFamilyEntry: MessageFns<AgentSpendToday_SpentByFamilyEntry> = {
+  encode(message: AgentSpendToday_SpentByFamilyEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AgentSpendToday_SpentByFamilyEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseAgentSpendToday_SpentByFamilyEntry();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.key = reader.string();
+          continue;
+        }
+        case 2: {
+          if (tag !== 18) {
+            break;
+          }
+
+          message.value = reader.string();
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): AgentSpendToday_SpentByFamilyEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: AgentSpendToday_SpentByFamilyEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AgentSpendToday_SpentByFamilyEntry>, I>>(
+    base?: I,
+  ): AgentSpendToday_SpentByFamilyEntry {
+    return AgentSpendToday_SpentByFamilyEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AgentSpendToday_SpentByFamilyEntry>, I>>(
+    object: I,
+  ): AgentSpendToday_SpentByFamilyEntry {
+    const message = createBaseAgentSpendToday_SpentByFamilyEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseListSpendTodayResponse(): ListSpendTodayResponse {
+  return { agents: [] };
+}
+
+export const ListSpendTodayResponse: MessageFns<ListSpendTodayResponse> = {
+  encode(message: ListSpendTodayResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.agents) {
+      AgentSpendToday.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListSpendTodayResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseListSpendTodayResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1: {
+          if (tag !== 10) {
+            break;
+          }
+
+          message.agents.push(AgentSpendToday.decode(reader, reader.uint32()));
+          continue;
+        }
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skip(tag & 7);
+    }
+    return message;
+  },
+
+  fromJSON(object: any): ListSpendTodayResponse {
+    return {
+      agents: globalThis.Array.isArray(object?.agents)
+        ? object.agents.map((e: any) => AgentSpendToday.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ListSpendTodayResponse): unknown {
+    const obj: any = {};
+    if (message.agents?.length) {
+      obj.agents = message.agents.map((e) => AgentSpendToday.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListSpendTodayResponse>, I>>(base?: I): ListSpendTodayResponse {
+    return ListSpendTodayResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListSpendTodayResponse>, I>>(object: I): ListSpendTodayResponse {
+    const message = createBaseListSpendTodayResponse();
+    message.agents = object.agents?.map((e) => AgentSpendToday.fromPartial(e)) || [];
+    return message;
+  },
+};
 
 function createBaseReplayGuardrailsRequest(): ReplayGuardrailsRequest {
   return { agentId: "", days: 0, draft: undefined };
@@ -525,19 +869,20 @@ export const ReplayGuardrailsResponse: MessageFns<ReplayGuardrailsResponse> = {
 };
 
 /**
- * GuardrailReplayService: what a draft of an agent's guardrails would have done to its real
- * transactions (SPEC.md §4.4 `guardrails/replay`). Read-only: no ledger, audit or transaction row
- * changes. Calls carry the caller's bearer JWT in the `authorization` metadata; signer verifies it.
+ * GuardrailService: what a draft of an agent's guardrails would have done to its real transactions
+ * (SPEC.md §4.4 `guardrails/replay`), and what agents spent today. Read-only: no ledger, audit or
+ * transaction row changes. Calls carry the caller's bearer JWT in the `authorization` metadata;
+ * signer verifies it.
  */
-export type GuardrailReplayServiceService = typeof GuardrailReplayServiceService;
-export const GuardrailReplayServiceService = {
+export type GuardrailServiceService = typeof GuardrailServiceService;
+export const GuardrailServiceService = {
   /**
    * ReplayGuardrails evaluates the agent's current guardrails with the draft's fields applied over
    * them against the agent's transactions of the last `days` days, oldest first, with the running
    * totals of each UTC day as the draft would have kept them. Owners and admins of the agent's org.
    */
   replayGuardrails: {
-    path: "/custos.signer.v1.GuardrailReplayService/ReplayGuardrails",
+    path: "/custos.signer.v1.GuardrailService/ReplayGuardrails",
     requestStream: false,
     responseStream: false,
     requestSerialize: (value: ReplayGuardrailsRequest): Buffer =>
@@ -547,18 +892,38 @@ export const GuardrailReplayServiceService = {
       Buffer.from(ReplayGuardrailsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ReplayGuardrailsResponse => ReplayGuardrailsResponse.decode(value),
   },
+  /**
+   * ListSpendToday answers the current UTC day's running totals of agents of the caller's org (the
+   * guardrail ledger), for the agent record's `tx_spent_today_by_chain` and `tx_count_today`.
+   */
+  listSpendToday: {
+    path: "/custos.signer.v1.GuardrailService/ListSpendToday",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: ListSpendTodayRequest): Buffer =>
+      Buffer.from(ListSpendTodayRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListSpendTodayRequest => ListSpendTodayRequest.decode(value),
+    responseSerialize: (value: ListSpendTodayResponse): Buffer =>
+      Buffer.from(ListSpendTodayResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListSpendTodayResponse => ListSpendTodayResponse.decode(value),
+  },
 } as const;
 
-export interface GuardrailReplayServiceServer extends UntypedServiceImplementation {
+export interface GuardrailServiceServer extends UntypedServiceImplementation {
   /**
    * ReplayGuardrails evaluates the agent's current guardrails with the draft's fields applied over
    * them against the agent's transactions of the last `days` days, oldest first, with the running
    * totals of each UTC day as the draft would have kept them. Owners and admins of the agent's org.
    */
   replayGuardrails: handleUnaryCall<ReplayGuardrailsRequest, ReplayGuardrailsResponse>;
+  /**
+   * ListSpendToday answers the current UTC day's running totals of agents of the caller's org (the
+   * guardrail ledger), for the agent record's `tx_spent_today_by_chain` and `tx_count_today`.
+   */
+  listSpendToday: handleUnaryCall<ListSpendTodayRequest, ListSpendTodayResponse>;
 }
 
-export interface GuardrailReplayServiceClient extends Client {
+export interface GuardrailServiceClient extends Client {
   /**
    * ReplayGuardrails evaluates the agent's current guardrails with the draft's fields applied over
    * them against the agent's transactions of the last `days` days, oldest first, with the running
@@ -579,18 +944,33 @@ export interface GuardrailReplayServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ReplayGuardrailsResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * ListSpendToday answers the current UTC day's running totals of agents of the caller's org (the
+   * guardrail ledger), for the agent record's `tx_spent_today_by_chain` and `tx_count_today`.
+   */
+  listSpendToday(
+    request: ListSpendTodayRequest,
+    callback: (error: ServiceError | null, response: ListSpendTodayResponse) => void,
+  ): ClientUnaryCall;
+  listSpendToday(
+    request: ListSpendTodayRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListSpendTodayResponse) => void,
+  ): ClientUnaryCall;
+  listSpendToday(
+    request: ListSpendTodayRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListSpendTodayResponse) => void,
+  ): ClientUnaryCall;
 }
 
-export const GuardrailReplayServiceClient = makeGenericClientConstructor(
-  GuardrailReplayServiceService,
-  "custos.signer.v1.GuardrailReplayService",
+export const GuardrailServiceClient = makeGenericClientConstructor(
+  GuardrailServiceService,
+  "custos.signer.v1.GuardrailService",
 ) as unknown as {
-  new (
-    address: string,
-    credentials: ChannelCredentials,
-    options?: Partial<ClientOptions>,
-  ): GuardrailReplayServiceClient;
-  service: typeof GuardrailReplayServiceService;
+  new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): GuardrailServiceClient;
+  service: typeof GuardrailServiceService;
   serviceName: string;
 };
 
@@ -606,6 +986,10 @@ type DeepPartial<T> = T extends Builtin ? T
 type KeysOfUnion<T> = T extends T ? keyof T : never;
 type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
+
+function isObject(value: any): boolean {
+  return typeof value === "object" && value !== null;
+}
 
 function isSet(value: any): boolean {
   return value !== null && value !== undefined;
