@@ -210,6 +210,7 @@ runDataService({
       staleClaimMs: c.TX_RECOVER_AFTER_SECONDS * 1000,
       gate,
       guardrails,
+      sanctions,
     });
     rt.grpc.add(TransactionServiceService, transactionGrpc({ keys, transactions }), transactionAccess);
     // Sign intents (POST /v1/agents/{id}/sign) on the same Intents API checks and chain access.

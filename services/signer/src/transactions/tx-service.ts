@@ -23,7 +23,13 @@ import {
   summaryOr,
   transferFacts,
   transferHeld,
+  erc20CounterpartiesOf,
 } from '../approvals/approval-fns.js';
+import {
+  type SanctionsScreen,
+  type ScreenResult,
+  sanctionsApprovalMatch,
+} from '../screening/sanctions-screen.js';
 import { approvalRequired } from '../peers/approvals-client.js';
 import {
   type EvmRpcPool,
@@ -107,6 +113,11 @@ export class TransactionService {
       gate?: ApprovalGate;
       /** The agent's guardrails (issue 20), judged and reserved before a nonce is taken. */
       guardrails?: Guardrails;
+      /**
+       * Sanctions screening (issue 20) of the recipients, by the agent's
+       * `address_screening_policy.mode`; absent: an agent with screening on is 503, nothing signed.
+       */
+      sanctions?: Pick<SanctionsScreen, 'screen'>;
     },
   ) {}
 
@@ -169,10 +180,18 @@ export class TransactionService {
             ? await this.deps.store.byId(req.resumeTxId.toLowerCase())
             : undefined;
           resume = this.gate().checkResume(scope, row, approvalRequestHash(req));
+          // Screened again: the list may have changed while it waited (`deny` refuses now; under
+          // `approve` the human who approved it decided).
+          await this.screen(p, scope, evmReq, transfer);
         } else {
           const facts = evmReq ? evmTxFacts(scope.chain, evmReq) : transferFacts(scope.chain, transfer!);
+          // A listed recipient under `deny` is refused here (403, audited); under `approve` it goes
+          // to a human whatever the approval rules say.
+          const screened = await this.screen(p, scope, evmReq, transfer);
           // Matched here, gate or not: a rule that matches with no gate wired is 503, never skipped.
-          const match = matchApprovalPolicy(scope.settings.actionApprovalPolicy, facts);
+          const match = screened?.hit
+            ? sanctionsApprovalMatch(screened)
+            : matchApprovalPolicy(scope.settings.actionApprovalPolicy, facts);
           if (match) {
             // A request its guardrails refuse is not put to humans (judged again on resume).
             await this.deps.guardrails?.admitTransaction(scope, guardrailAmounts(facts, evmReq?.data), {
@@ -456,6 +475,31 @@ export class TransactionService {
       }
       throw err;
     }
+  }
+
+  /**
+   * Screens the transaction's recipients (its `to` and an ERC-20 call's recipient or spender) by the
+   * agent's `address_screening_policy.mode`: nothing when off; a hit under `deny` is audited and
+   * thrown (403 `sanctions_blocked` naming the list); a hit under `approve` is returned.
+   */
+  private async screen(
+    p: Principal,
+    scope: IntentScope,
+    evmReq: { to: string | null; data: string } | undefined,
+    transfer: TransferInput | undefined,
+  ): Promise<ScreenResult | undefined> {
+    const mode = scope.settings.addressScreeningPolicy?.mode;
+    if (!mode || mode === 'off') return undefined;
+    if (!this.deps.sanctions)
+      throw new UnavailableError('address screening is not configured on this signer');
+    const to = evmReq
+      ? [...(evmReq.to ? [evmReq.to] : []), ...erc20CounterpartiesOf(evmReq.data)]
+      : [transfer!.to];
+    return this.deps.sanctions.screen(p, scope.agent.agentId, mode, {
+      family: scope.chain.family,
+      chain: scope.chain.name,
+      to,
+    });
   }
 
   private gate(): ApprovalGate {
