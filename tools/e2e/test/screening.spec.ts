@@ -1,8 +1,12 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { Interface } from 'ethers';
 import { waitFor } from '@custos/service-kit/testing';
 import { api, expectProblem, quickUser } from '../src/api';
-import { type Mesh, startMesh } from '../src/mesh';
+import { ETH, anvilAgent, anvilOf, getApproval, randomAddress, submitTx } from '../src/approvals';
+import { sqlOn } from '../src/db';
+import { type Mesh, sharedMesh, startMesh } from '../src/mesh';
 
 // Issue 20, custody geofencing: a private mesh whose signer geofences KP and IR with a GeoIP
 // database made for tests (fixtures/geoip-country-test.mmdb: 175.45.176.0/22 KP, 5.160.0.0/16 IR,
@@ -10,6 +14,12 @@ import { type Mesh, startMesh } from '../src/mesh';
 // behind a "proxy" on loopback so X-Forwarded-For names the client. Creating a server-custody key
 // from a geofenced region is 403 `custody_geofenced`, audited `custody.geofenced` with the region,
 // and makes no key; other regions and client_tss pass.
+//
+// Sanctions screening: a private mesh (on the shared mesh's anvil) whose signer reads a list file
+// written here (refreshed every 10 s): under `deny` a listed recipient — the transaction's `to` or
+// an ERC-20 transfer's recipient — is 403 `sanctions_blocked` naming the list and audited
+// `sanctions.blocked`; under `approve` it waits for a human (202); `off` screens nothing; a list
+// published eight days ago pauses screened transfers (503 `sanctions_list_stale`).
 
 type Body = Record<string, unknown>;
 type User = Awaited<ReturnType<typeof quickUser>>;
@@ -128,5 +138,118 @@ describe('custody geofencing (private mesh, GeoIP)', () => {
     });
     expect(tss.status).toBe(201);
     expect(tss.body['custody']).toBe('client_tss');
+  });
+});
+
+describe('sanctions screening (private mesh on the shared anvil)', () => {
+  let mesh: Mesh;
+  let dir: string;
+  let listFile: string;
+  let owner: User;
+  const SANCTIONED = randomAddress();
+  const SANCTIONED_TOKEN_RECIPIENT = randomAddress();
+  const writeList = (publishedAt: Date) =>
+    fs.writeFileSync(
+      listFile,
+      JSON.stringify({
+        name: 'test-sdn',
+        published_at: publishedAt.toISOString(),
+        addresses: { ETH: [SANCTIONED.toLowerCase(), SANCTIONED_TOKEN_RECIPIENT] },
+      }),
+    );
+
+  beforeAll(async () => {
+    const shared = await sharedMesh();
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'custos-e2e-sanctions-'));
+    listFile = path.join(dir, 'sdn.json');
+    writeList(new Date());
+    mesh = await startMesh({
+      extraEnv: {
+        EMAIL_VERIFICATION_REQUIRED: 'false',
+        LOCAL_EVM_RPC_URL: shared.env['LOCAL_EVM_RPC_URL']!,
+        SANCTIONS_LIST_FILE: listFile,
+        SANCTIONS_REFRESH_SECONDS: '10',
+      },
+    });
+    owner = await quickUser(mesh);
+  });
+  afterAll(async () => {
+    await mesh?.stop();
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function outbox(action: string, agentId: string): Promise<Body[]> {
+    const rows = await sqlOn<{ payload: Body }>(
+      mesh,
+      `SELECT payload FROM signer.outbox WHERE name = 'audit.recorded'
+         AND payload->>'action' = $1 AND payload->>'resource_id' = $2 ORDER BY seq`,
+      [action, agentId],
+    );
+    return rows.map((r) => r.payload);
+  }
+
+  it('deny: a sanctioned recipient (any case) is 403 naming the list, audited, nothing made', async () => {
+    const agent = await anvilAgent(mesh, owner, { address_screening_policy: { mode: 'deny' } });
+    await anvilOf(mesh).send('anvil_setBalance', [agent.address, `0x${(10n * ETH).toString(16)}`]);
+    const r = await submitTx(mesh, agent, { chain: 'anvil', to: SANCTIONED, value: '0.001' });
+    expectProblem(r as never, 403, { type: 'sanctions_blocked', list: 'test-sdn' });
+    const recs = await outbox('sanctions.blocked', agent.id);
+    expect(recs.map((x) => x['metadata'])).toEqual([
+      { list: 'test-sdn', chain: 'anvil', family: 'evm', address: SANCTIONED.toLowerCase() },
+    ]);
+    // An ERC-20 transfer to a listed recipient is screened on the calldata's recipient.
+    const data = new Interface(['function transfer(address to, uint256 amount)']).encodeFunctionData(
+      'transfer',
+      [SANCTIONED_TOKEN_RECIPIENT, 1n],
+    );
+    const erc20 = await submitTx(mesh, agent, { chain: 'anvil', to: randomAddress(), value: '0', data });
+    expectProblem(erc20 as never, 403, { type: 'sanctions_blocked', list: 'test-sdn' });
+    const rows = await sqlOn<{ n: string }>(
+      mesh,
+      `SELECT count(*)::text AS n FROM signer.transactions WHERE agent_id = $1`,
+      [agent.id],
+    );
+    expect(rows[0]!.n).toBe('0');
+    // A clean recipient goes through.
+    const ok = await submitTx(mesh, agent, { chain: 'anvil', to: randomAddress(), value: '0.001' });
+    expect([200, 201]).toContain(ok.status);
+  });
+
+  it('approve: a sanctioned recipient is 202 awaiting approval', async () => {
+    const agent = await anvilAgent(mesh, owner, { address_screening_policy: { mode: 'approve' } });
+    const r = await submitTx(mesh, agent, { chain: 'anvil', to: SANCTIONED, value: '0.001' });
+    expect(r.status).toBe(202);
+    expect(r.body).toMatchObject({ status: 'awaiting_approval', approval_id: expect.any(String) });
+    // The approver sees why: the deciding rule is the sanctions hit, with the list and address.
+    const a = await getApproval(mesh, owner.token, r.body['approval_id'] as string);
+    expect(a.status).toBe(200);
+    expect(a.body['rule']).toMatchObject({
+      reason: 'sanctions_hit',
+      list: 'test-sdn',
+      chain: 'anvil',
+      address: SANCTIONED.toLowerCase(),
+    });
+  });
+
+  it('off: no screening at all', async () => {
+    const agent = await anvilAgent(mesh, owner, { address_screening_policy: { mode: 'off' } });
+    await anvilOf(mesh).send('anvil_setBalance', [agent.address, `0x${(10n * ETH).toString(16)}`]);
+    const r = await submitTx(mesh, agent, { chain: 'anvil', to: SANCTIONED, value: '0.001' });
+    expect([200, 201]).toContain(r.status);
+  });
+
+  // Last: it leaves the mesh's list stale.
+  it('a list published eight days ago pauses screened transfers with 503 naming the list', async () => {
+    const agent = await anvilAgent(mesh, owner, { address_screening_policy: { mode: 'deny' } });
+    writeList(new Date(Date.now() - 8 * 24 * 3600 * 1000));
+    const r = await waitFor(
+      async () => {
+        const x = await submitTx(mesh, agent, { chain: 'anvil', to: SANCTIONED, value: '0.001' });
+        return x.status === 503 ? x : undefined;
+      },
+      30000,
+      500,
+    );
+    expectProblem(r as never, 503, { type: 'sanctions_list_stale', list: 'test-sdn' });
   });
 });
