@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { JsonRpcProvider } from 'ethers';
-import { api, countStatuses, expectProblem, quickUser } from '../src/api';
+import { TEST_PASSWORD, api, countStatuses, expectProblem, quickUser } from '../src/api';
 import {
   type AnvilAgent,
   ETH,
@@ -45,7 +45,8 @@ describe('approvals: a vault policy’s consensus_trigger (shared mesh, anvil)',
   const fund = (address: string) =>
     chain.send('anvil_setBalance', [address, `0x${(100n * ETH).toString(16)}`]);
   const policies = (path = '') => `/v1/vaults/${vaultId}/policies${path}`;
-  const createPolicy = (body: Body) => api(mesh, 'POST', policies(), { token: owner.token, body });
+  const createPolicy = (body: Body, token = owner.token, confirm: string | null = TEST_PASSWORD) =>
+    api(mesh, 'POST', policies(), { token, body, ...(confirm !== null ? { confirm } : {}) });
   const grantOf = (a: AnvilAgent, extra: Body = {}) => ({
     secret_path_pattern: 'pay/**',
     principal_type: 'agent',
@@ -102,6 +103,12 @@ describe('approvals: a vault policy’s consensus_trigger (shared mesh, anvil)',
       ],
       [grantOf(agent, { consensus_trigger: { ...TRIGGER, conditions: [] } }), 'consensus_trigger.conditions'],
       [
+        grantOf(agent, {
+          consensus_trigger: { ...TRIGGER, conditions: [{ type: 'action_in', actions: ['payments.send'] }] },
+        }),
+        'consensus_trigger.conditions',
+      ],
+      [
         grantOf(agent, { consensus_trigger: { ...TRIGGER, conditions: [{ type: 'sometimes' }] } }),
         'consensus_trigger.conditions[0].type',
       ],
@@ -119,6 +126,31 @@ describe('approvals: a vault policy’s consensus_trigger (shared mesh, anvil)',
   });
 
   let policyId: string;
+
+  it('is for owners and admins with a step-up: without one 401, a member on a vault of their own 403', async () => {
+    const body = grantOf(agent, { consensus_trigger: TRIGGER });
+    expectProblem(await createPolicy(body, owner.token, null), 401, { type: 'step_up_required' });
+    expectProblem(await createPolicy(body, owner.token, 'wrong-password'), 403, { type: 'step_up_required' });
+    const member = await invitedMember(mesh, owner, 'member');
+    const own = await api(mesh, 'POST', '/v1/vaults', {
+      token: member.token,
+      body: { name: `member-${randomBytes(4).toString('hex')}` },
+    });
+    expect(own.status).toBe(201);
+    const r = await api(mesh, 'POST', `/v1/vaults/${own.body['id'] as string}/policies`, {
+      token: member.token,
+      confirm: TEST_PASSWORD,
+      body,
+    });
+    expectProblem(r, 403);
+    // The member still manages plain grants of the vault it created.
+    const plain = await api(mesh, 'POST', `/v1/vaults/${own.body['id'] as string}/policies`, {
+      token: member.token,
+      body: grantOf(agent),
+    });
+    expect(plain.status).toBe(201);
+    expect((await api(mesh, 'GET', policies(), { token: owner.token })).body['policies']).toEqual([]);
+  });
 
   it("stores the trigger on the agent's grant and shows it as an approval rule of tier 1", async () => {
     const r = await createPolicy(grantOf(agent, { consensus_trigger: { ...TRIGGER, deep_inspect: false } }));
@@ -182,8 +214,17 @@ describe('approvals: a vault policy’s consensus_trigger (shared mesh, anvil)',
   });
 
   it('stops applying once the trigger is cleared with null, and applies again once set', async () => {
+    // Clearing it is a change of who must agree: the step-up too.
+    expectProblem(
+      await api(mesh, 'PUT', policies(`/${policyId}`), {
+        token: owner.token,
+        body: { consensus_trigger: null },
+      }),
+      401,
+    );
     const cleared = await api(mesh, 'PUT', policies(`/${policyId}`), {
       token: owner.token,
+      confirm: TEST_PASSWORD,
       body: { consensus_trigger: null },
     });
     expect(cleared.status).toBe(200);
@@ -194,11 +235,24 @@ describe('approvals: a vault policy’s consensus_trigger (shared mesh, anvil)',
 
     const set = await api(mesh, 'PUT', policies(`/${policyId}`), {
       token: owner.token,
+      confirm: TEST_PASSWORD,
       body: { consensus_trigger: TRIGGER },
     });
     expect(set.status).toBe(200);
     expect((await submitTx(mesh, agent, { chain: 'anvil', to: randomAddress(), value: '0.5' })).status).toBe(
       202,
     );
+  });
+
+  it('removing a grant that carries a trigger needs the step-up as well', async () => {
+    expectProblem(await api(mesh, 'DELETE', policies(`/${policyId}`), { token: owner.token }), 401);
+    const gone = await api(mesh, 'DELETE', policies(`/${policyId}`), {
+      token: owner.token,
+      confirm: TEST_PASSWORD,
+    });
+    expect(gone.status).toBe(204);
+    const free = await submitTx(mesh, agent, { chain: 'anvil', to: randomAddress(), value: '0.5' });
+    expect(free.status).toBe(201);
+    await settledTx(mesh, agent, free.body['id'] as string);
   });
 });

@@ -1,5 +1,6 @@
-import { Router } from 'express';
+import { type Request, Router } from 'express';
 import { z } from 'zod/v4';
+import { AccountServiceClient } from '@custos/proto/custos/identity/v1/account';
 import { OrgServiceClient } from '@custos/proto/custos/identity/v1/orgs';
 import type {
   GrantChange,
@@ -16,7 +17,9 @@ import {
   approvalRuleBody,
   approvalRuleMessage,
 } from './agent-schemas.js';
+import { sendProblem } from './problem.js';
 import { type Guards, declareRoute } from './routes.js';
+import { STEP_UP_PURPOSES, authConfirmOf, stepUpChallenge } from './step-up.js';
 import { bodyOf, dateTime, idParam, isoDateTime, must } from './schemas.js';
 
 // The policy service owns the rules of grants (who may manage them, path globs, networks, time
@@ -206,6 +209,28 @@ export function policyRoutes(peers: Peers, guards: Guards): Router {
   const vc = unaryCaller(peers.vaultCrypto);
   const identity = unaryCaller(peers.identity);
   const orgCall = unaryCaller(orgs);
+  const account = peers.client(AccountServiceClient, 'identity');
+  const accountCall = unaryCaller(account);
+
+  /**
+   * A consensus_trigger decides who must agree before an agent signs, as the agent's own rules do:
+   * setting, changing or removing one needs the guardrail step-up, confirmed with identity here
+   * (the policy service calls no one) before policy is asked; policy also keeps it to owners and
+   * admins.
+   */
+  const confirmTriggerStepUp = async (req: Request): Promise<void> => {
+    await accountCall(account.confirmStepUp, {
+      purpose: STEP_UP_PURPOSES.agentGuardrailsEdit,
+      credential: authConfirmOf(req),
+    });
+  };
+  const triggerStepUp = {
+    stepUp: STEP_UP_PURPOSES.agentGuardrailsEdit,
+    stepUpWhen: {
+      applies: ({ body }: { body: { consensus_trigger?: unknown } }) => body.consensus_trigger !== undefined,
+      description: 'when the body sets or clears consensus_trigger',
+    },
+  };
 
   /** Who owns the vault: vault-crypto answers for the caller's org only (404 otherwise). */
   const vaultFacts = async (vaultId: string): Promise<{ vaultId: string; vault: VaultFacts }> => {
@@ -247,9 +272,11 @@ export function policyRoutes(peers: Peers, guards: Guards): Router {
       tag,
       params: vaultParams,
       body: CreateBody,
+      ...triggerStepUp,
       responses: { 201: { description: 'The grant', schema: PolicyResponse } },
     },
-    async (_req, res, { params, body }) => {
+    async (req, res, { params, body }) => {
+      if (body.consensus_trigger != null) await confirmTriggerStepUp(req);
       const facts = await vaultFacts(params.vault_id);
       const principalId = body.principal_id.toLowerCase();
       const r = await call(policy.createPolicy, {
@@ -304,9 +331,11 @@ export function policyRoutes(peers: Peers, guards: Guards): Router {
       tag,
       params: policyParams,
       body: UpdateBody,
+      ...triggerStepUp,
       responses: { 200: { description: 'The grant', schema: PolicyResponse } },
     },
-    async (_req, res, { params, body }) => {
+    async (req, res, { params, body }) => {
+      if (body.consensus_trigger !== undefined) await confirmTriggerStepUp(req);
       const r = await call(policy.updatePolicy, {
         ...(await vaultFacts(params.vault_id)),
         policyId: params.policy_id,
@@ -328,7 +357,16 @@ export function policyRoutes(peers: Peers, guards: Guards): Router {
       params: policyParams,
       responses: { 204: { description: 'Removed' } },
     },
-    async (_req, res, { params }) => {
+    async (req, res, { params }) => {
+      // Removing a grant that carries a consensus_trigger removes the trigger: the same step-up.
+      const facts = await vaultFacts(params.vault_id);
+      const listed = await call(policy.listPolicies, facts);
+      const target = listed.policies.find((x) => x.id.toLowerCase() === params.policy_id.toLowerCase());
+      if (target?.consensusTrigger) {
+        if (authConfirmOf(req) === '')
+          return sendProblem(res, stepUpChallenge(STEP_UP_PURPOSES.agentGuardrailsEdit));
+        await confirmTriggerStepUp(req);
+      }
       await call(policy.deletePolicy, { ...(await vaultFacts(params.vault_id)), policyId: params.policy_id });
       res.status(204).end();
     },

@@ -192,6 +192,24 @@ describe('consensus_trigger', () => {
       fieldOf(() => checkGrantChange({ consensusTrigger: noConditions, cleared: [] }, 'agent', NOW)),
     ).toBe('consensus_trigger.conditions');
   });
+  it('needs an approval, and takes no action conditions (a trigger is for transactions and sign intents)', () => {
+    const { approval: _a, ...noApproval } = trigger;
+    expect(fieldOf(() => checkGrantInput({ ...valid, consensusTrigger: noApproval }, NOW))).toBe(
+      'consensus_trigger.approval',
+    );
+    const action = { ...trigger, conditions: [{ type: 'action_in' as const, actions: ['payments.send'] }] };
+    expect(fieldOf(() => checkGrantInput({ ...valid, consensusTrigger: action }, NOW))).toBe(
+      'consensus_trigger.conditions',
+    );
+    const skip = {
+      ...trigger,
+      skipWhen: [{ conditions: [{ type: 'action_kind_in' as const, actionKinds: ['x'] }] }],
+    };
+    expect(fieldOf(() => checkGrantChange({ consensusTrigger: skip, cleared: [] }, 'agent', NOW))).toBe(
+      'consensus_trigger.conditions',
+    );
+  });
+
   it('is cleared to null, and may not be both set and cleared', () => {
     const change = checkGrantChange({ cleared: ['consensus_trigger'] }, 'agent', NOW);
     expect(change).toEqual({ consensusTrigger: null });

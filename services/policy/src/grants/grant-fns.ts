@@ -115,6 +115,23 @@ function consensusTrigger(v: StoredRule | undefined, type: PrincipalType): Store
     );
   }
   checkApprovalRule('consensus_trigger', v);
+  if (!v.approval)
+    throw new InvalidArgumentError('consensus_trigger.approval', 'consensus_trigger.approval is required');
+  // A trigger applies to transactions and sign intents (signer); agents' own approval requests
+  // read only the agent's action_approval_policy, so action conditions would be silently ignored.
+  const sets = [
+    v.conditions,
+    ...(v.skipWhen ?? []).map((x) => x.conditions),
+    ...(v.requireWhen ?? []).map((x) => x.conditions),
+  ];
+  for (const conditions of sets) {
+    const c = conditions.find((x) => x.type === 'action_in' || x.type === 'action_kind_in');
+    if (c)
+      throw new InvalidArgumentError(
+        'consensus_trigger.conditions',
+        `consensus_trigger applies to transactions and sign intents: a ${c.type} condition is not taken (put it in the agent's action_approval_policy)`,
+      );
+  }
   return v;
 }
 

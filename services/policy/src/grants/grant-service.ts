@@ -1,7 +1,20 @@
-import { type Principal, type UserPrincipal, isCreatorOrAdmin, requireHuman } from '@custos/auth';
+import {
+  type Principal,
+  type UserPrincipal,
+  isCreatorOrAdmin,
+  requireHuman,
+  requireHumanAdmin,
+} from '@custos/auth';
 import { writeEvent } from '@custos/events';
 import type { StoredRule } from '@custos/approval-rules';
-import { InvalidArgumentError, NotFoundError, PermissionDeniedError, isUuid } from '@custos/service-kit';
+import {
+  ConflictError,
+  InvalidArgumentError,
+  NotFoundError,
+  PermissionDeniedError,
+  type Transaction,
+  isUuid,
+} from '@custos/service-kit';
 import { grantAudit, writePolicyAudit } from '../audit/policy-audit.js';
 import { outbox } from '../db/schema.js';
 import { agentScopes, decide } from './decide-fns.js';
@@ -17,6 +30,17 @@ import {
   type Permission,
   type VaultFacts,
 } from './grant-types.js';
+
+/** The most consensus triggers one agent's grants may carry (an agent's own policy takes 50 rules). */
+export const MAX_TRIGGERS_PER_AGENT = 50;
+
+/**
+ * A consensus trigger decides who must agree before an agent signs: only org owners and admins set,
+ * change or remove one (the gateway has checked their step-up), as for the agent's own rules.
+ */
+function requireTriggerAdmin(p: UserPrincipal): void {
+  requireHumanAdmin(p, "set, change or remove a policy's consensus_trigger");
+}
 
 /**
  * Grants (SPEC §2.3) and access decisions. Managing a vault's grants is for humans only: an owner
@@ -60,6 +84,7 @@ export class GrantService {
   ): Promise<GrantRecord> {
     const caller = this.manage(p, vault);
     const input = checkGrantInput(request, this.clock());
+    if (input.consensusTrigger) requireTriggerAdmin(caller);
     if (!principalInOrg) {
       throw new InvalidArgumentError(
         'principal_id',
@@ -67,6 +92,7 @@ export class GrantService {
       );
     }
     const created = await this.store.transaction(async (tx) => {
+      if (input.consensusTrigger) await this.roomForTrigger(tx, vault.orgId, input.principalId);
       const row = await this.store.insert(
         { ...input, orgId: vault.orgId, vaultId: vault.vaultId, createdBy: caller.userId },
         tx,
@@ -81,6 +107,19 @@ export class GrantService {
     });
     await this.changed(created.orgId);
     return created;
+  }
+
+  /**
+   * Refuses (409) a trigger past MAX_TRIGGERS_PER_AGENT on the agent: counted under a transaction
+   * lock on the agent, so parallel creations cannot pass it together.
+   */
+  private async roomForTrigger(tx: Transaction, orgId: string, agentId: string): Promise<void> {
+    const n = await this.store.countTriggers(tx, orgId, agentId);
+    if (n >= MAX_TRIGGERS_PER_AGENT)
+      throw new ConflictError(
+        `the agent's policies carry ${MAX_TRIGGERS_PER_AGENT} consensus triggers already; remove one first`,
+        'consensus_trigger',
+      );
   }
 
   /** A vault's grants, expired ones included, oldest first. */
@@ -109,7 +148,10 @@ export class GrantService {
     const change = checkGrantChange(request, before.principalType, this.clock());
     const changed = changedFields(change);
     if (changed.length === 0) return before;
+    if (change.consensusTrigger !== undefined) requireTriggerAdmin(caller);
     const updated = await this.store.transaction(async (tx) => {
+      if (change.consensusTrigger && !before.consensusTrigger)
+        await this.roomForTrigger(tx, vault.orgId, before.principalId);
       const row = await this.store.update(vault.orgId, vault.vaultId, before.id, change, tx);
       if (!row) throw new NotFoundError('policy', policyId);
       await writeEvent(tx, outbox, {
@@ -128,6 +170,7 @@ export class GrantService {
   async delete(p: Principal, vault: VaultFacts, policyId: string): Promise<void> {
     const caller = this.manage(p, vault);
     const before = await this.existing(vault, policyId);
+    if (before.consensusTrigger) requireTriggerAdmin(caller);
     await this.store.transaction(async (tx) => {
       const row = await this.store.delete(vault.orgId, vault.vaultId, before.id, tx);
       if (!row) throw new NotFoundError('policy', policyId);

@@ -1,4 +1,4 @@
-import { and, asc, eq } from 'drizzle-orm';
+import { and, asc, count, eq, isNotNull, sql } from 'drizzle-orm';
 import type pg from 'pg';
 import type { StoredRule } from '@custos/approval-rules';
 import type { Database, Transaction } from '@custos/service-kit';
@@ -148,6 +148,26 @@ export class GrantStore {
       values: [orgId, vaultId, type, principalId, now],
     });
     return r.rows.map(toRecord);
+  }
+
+  /**
+   * How many of an agent's grants carry a consensus trigger, after taking a transaction lock on the
+   * agent (held to the transaction's end, so concurrent trigger changes of one agent serialize).
+   */
+  async countTriggers(tx: Transaction, orgId: string, agentId: string): Promise<number> {
+    await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${`policy:triggers:${agentId}`}))`);
+    const [r] = await tx
+      .select({ n: count() })
+      .from(grants)
+      .where(
+        and(
+          eq(grants.orgId, orgId),
+          eq(grants.principalType, 'agent'),
+          eq(grants.principalId, agentId),
+          isNotNull(grants.consensusTrigger),
+        ),
+      );
+    return Number(r?.n ?? 0);
   }
 
   /**
