@@ -1,5 +1,5 @@
 import type { ChainGuardrail } from '@custos/proto/custos/identity/v1/agents';
-import { type GuardrailSettings, toSmallest } from './evaluate.js';
+import { type GuardrailSettings, enforcementOf, toSmallest } from './evaluate.js';
 
 /** How a guardrail edit moves the limits. */
 export type GuardrailChange = 'same' | 'narrow' | 'widen' | 'mixed';
@@ -101,7 +101,8 @@ export function compareGuardrails(before: GuardrailSettings, after: GuardrailSet
 }
 
 function stepsOf(a: GuardrailSettings, b: GuardrailSettings): Step[] {
-  const enforce = (s: GuardrailSettings) => (s.executionGuardrails?.enforcement === 'enforce' ? 1 : 0);
+  // log < approve (a human lets it through) < enforce.
+  const enforce = (s: GuardrailSettings) => ({ log: 0, approve: 1, enforce: 2 })[enforcementOf(s)];
   const steps: Step[] = [
     (Math.sign(enforce(a) - enforce(b)) as Step) || 0,
     compareCaps(amount(a.txMaxValueEth), amount(b.txMaxValueEth)),

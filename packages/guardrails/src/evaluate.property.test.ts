@@ -235,6 +235,15 @@ describe('evaluateGuardrails against the reference model', () => {
 });
 
 describe('compareGuardrails', () => {
+  it('orders the enforcement modes log < approve < enforce', () => {
+    const mode = (enforcement: string) => ({ executionGuardrails: { enforcement } });
+    expect(compareGuardrails(mode('log'), mode('approve'))).toBe('narrow');
+    expect(compareGuardrails(mode('approve'), mode('enforce'))).toBe('narrow');
+    expect(compareGuardrails(mode('enforce'), mode('approve'))).toBe('widen');
+    expect(compareGuardrails(mode('approve'), mode('log'))).toBe('widen');
+    expect(compareGuardrails(mode('approve'), mode('approve'))).toBe('same');
+  });
+
   it('an unchanged setting is the same; swapping the sides swaps narrow and widen', () => {
     fc.assert(
       fc.property(modelArb, modelArb, (a, b) => {

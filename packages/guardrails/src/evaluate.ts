@@ -96,9 +96,13 @@ export interface Verdict {
   always: boolean;
 }
 
-/** `log` (default: violations are recorded, the request goes on) or `enforce` (refused). */
-export function enforcementOf(s: GuardrailSettings): 'log' | 'enforce' {
-  return s.executionGuardrails?.enforcement === 'enforce' ? 'enforce' : 'log';
+/**
+ * `log` (default: violations are recorded, the request goes on), `approve` (a violating transaction
+ * waits for a human) or `enforce` (refused). Anything else reads as `enforce` (fail closed).
+ */
+export function enforcementOf(s: GuardrailSettings): 'log' | 'approve' | 'enforce' {
+  const m = s.executionGuardrails?.enforcement;
+  return m === undefined || m === '' || m === 'log' ? 'log' : m === 'approve' ? 'approve' : 'enforce';
 }
 
 class Malformed extends Error {

@@ -72,6 +72,12 @@ export const configShape = {
   POLICY_ADDR: env.address('host:port of the policy service.').default('127.0.0.1:50053'),
   SIGNER_ADDR: env.address('host:port of the signer service.').default('127.0.0.1:50054'),
   APPROVALS_ADDR: env.address('host:port of the approvals service.').default('127.0.0.1:50055'),
+  CUSTODY_REGION_HEADER: env
+    .string(
+      "A trusted ingress header holding the client's country (ISO 3166-1 alpha-2, e.g. `cf-ipcountry`); its value goes to signer " +
+        "for custody geofencing when signer's CUSTODY_REGION_SOURCE is `header`. Set it only behind an ingress that always overwrites the header.",
+    )
+    .optional(),
   AUDIT_ADDR: env.address('host:port of the audit service.').default('127.0.0.1:50056'),
   WEBHOOK_DISPATCHER_ADDR: env
     .address('host:port of the webhook-dispatcher service.')

@@ -31,6 +31,7 @@ runService({
 
     const app = createApp({
       logger: rt.logger,
+      custodyRegionHeader: c.CUSTODY_REGION_HEADER,
       registry: rt.metrics.registry,
       redis,
       peers,

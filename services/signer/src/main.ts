@@ -162,6 +162,7 @@ runDataService({
       stepUp: new StepUpClient(account),
       loader,
       logger: rt.logger,
+      geofence,
     });
     rt.grpc.add(KeyCustodyServiceService, custodyGrpc({ keys, custody }), custodyAccess);
     // The Intents API: the checks every transaction and sign intent passes, and the key loader.
@@ -223,6 +224,7 @@ runDataService({
       rpcTimeoutMs: c.EVM_RPC_TIMEOUT_MS,
       gate,
       guardrails,
+      sanctions,
     });
     rt.grpc.add(SignServiceService, signGrpc({ keys, sign }), signAccess);
     const watcher = new TxWatcher(

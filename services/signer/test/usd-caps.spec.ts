@@ -11,7 +11,10 @@ import { USD_BUCKET, USDC_BUCKET, UsdCaps } from '../src/prices/usd-caps';
 const logger = createLogger({ service: 'signer-test', level: 'silent' });
 const ETH = 10n ** 18n;
 const USDC = `0x${'a0'.repeat(20)}`;
-const ERC20 = new Interface(['function transfer(address to, uint256 amount)']);
+const ERC20 = new Interface([
+  'function transfer(address to, uint256 amount)',
+  'function approve(address spender, uint256 amount)',
+]);
 
 // The money caps in Postgres: spend valued at the oracle's price and reserved in the guardrail
 // ledger's USD and USDC rows under their lock, so parallel transactions cannot pass a cap.
@@ -110,6 +113,14 @@ describe('USD caps in Postgres', () => {
     // The refused one took nothing from either row.
     expect(await usdToday(agentId, USDC_BUCKET)).toBe(30_000_000n);
     expect(await usdToday(agentId)).toBe(30_000_000n);
+    // An allowance counts as moved: the spender could take it with its own transferFrom.
+    const approve = spend(agentId, 0n, {
+      to: USDC,
+      data: ERC20.encodeFunctionData('approve', [`0x${'22'.repeat(20)}`, 25_000_000n]),
+    });
+    await expect(caps.admit(approve, both)).rejects.toMatchObject({
+      extensions: { reason_code: 'usdc_daily_limit_exceeded' },
+    });
     // The same call to another contract is no USDC.
     expect(
       await caps.admit({ ...usdcSpend(25_000_000n), to: `0x${'33'.repeat(20)}` }, { usdc: 50_000_000n }),

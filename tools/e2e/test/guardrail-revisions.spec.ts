@@ -136,16 +136,21 @@ describe('guardrail revisions and approval-gated widening', () => {
     expect(applied.status).toBe(200);
     expect(applied.body['tx_max_value_eth']).toBe('10');
 
-    expectProblem(await patch({ tx_max_value_eth: '10', approval_id: approvalId }), 403, {
-      type: 'approval_required',
+    // The same edit again needs no approval (nothing would change): 409, the approval not touched.
+    expectProblem(await patch({ tx_max_value_eth: '10', approval_id: approvalId }), 409, {
+      field: 'approval_id',
     });
     expect(await maxValue()).toBe('10');
   });
 
-  it('applies a narrowing edit at once', async () => {
+  it('applies a narrowing edit at once; the used approval never widens again', async () => {
     const r = await patch({ tx_max_value_eth: '2' });
     expect(r.status).toBe(200);
     expect(r.body['tx_max_value_eth']).toBe('2');
+    expectProblem(await patch({ tx_max_value_eth: '10', approval_id: approvalId }), 403, {
+      type: 'approval_required',
+    });
+    expect(await maxValue()).toBe('2');
   });
 
   it('lists both revisions newest first with before, after and the approval id; members are 403', async () => {

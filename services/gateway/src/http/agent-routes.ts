@@ -255,6 +255,13 @@ export function agentRoutes(peers: Peers, guards: Guards): Router {
           field: 'approval_id',
           detail: 'approval_id applies only to an edit of guardrail fields',
         });
+      // An edit that needs no approval now (it narrows, the guardrails already are so, or the setting
+      // is off): the approval stays unspent and the caller sends the edit without it.
+      if (!change.approvalRequired)
+        throw new CustosError('conflict', {
+          field: 'approval_id',
+          detail: 'this edit needs no approval now: send it without approval_id (the approval is not used)',
+        });
       await callApprovals(approvals.consumeApproval, {
         approvalId,
         orgId: '',

@@ -205,7 +205,7 @@ const settings = {
     .describe('Must be in the future'),
   action_approval_policy: ApprovalPolicySchema.nullable(),
   address_screening_policy: z.strictObject({ mode: z.enum(['off', 'deny', 'approve']) }),
-  execution_guardrails: z.strictObject({ enforcement: z.enum(['log', 'enforce']).default('log') }),
+  execution_guardrails: z.strictObject({ enforcement: z.enum(['log', 'approve', 'enforce']).default('log') }),
   per_chain_guardrails: z.record(
     z.string().regex(/^[a-z0-9_-]{1,40}$/, 'must be a chain name'),
     ChainGuardrail,
@@ -338,7 +338,7 @@ export const AgentResponse = z.object({
   tx_max_value: z.string().nullable(),
   tx_daily_limit: z.string().nullable(),
   per_chain_guardrails: z.record(z.string(), ChainGuardrail.extend({ max_value: z.string().optional() })),
-  execution_guardrails: z.object({ enforcement: z.enum(['log', 'enforce']) }),
+  execution_guardrails: z.object({ enforcement: z.enum(['log', 'approve', 'enforce']) }),
   tx_spent_today_by_chain: z
     .record(z.string(), z.string())
     .optional()

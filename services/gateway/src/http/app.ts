@@ -68,6 +68,8 @@ export const FORM_ROUTES = ['/v1/auth/federated-token'];
 /** What the HTTP app needs. */
 export interface AppDeps {
   logger: Logger;
+  /** CUSTODY_REGION_HEADER: a trusted ingress header holding the client's country, for signer's geofencing. */
+  custodyRegionHeader?: string | undefined;
   registry: Registry;
   redis: Redis;
   peers: Peers;
@@ -165,7 +167,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(auditRoutes(deps.peers, guards));
   app.use(webhookRoutes(deps.peers, guards));
   app.use(chainRoutes(deps.peers, guards));
-  app.use(signingKeyRoutes(deps.peers, guards));
+  app.use(signingKeyRoutes(deps.peers, guards, { regionHeader: deps.custodyRegionHeader }));
   app.use(custodyRoutes(deps.peers, guards));
   app.use(signRoutes(deps.peers, guards));
   app.use(transactionRoutes(deps.peers, guards));

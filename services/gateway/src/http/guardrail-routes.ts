@@ -35,7 +35,9 @@ const ReplayBody = bodyOf({
 const ReplayResponse = z.object({
   agent_id: z.string(),
   since: dateTime,
-  enforcement: z.enum(['log', 'enforce']).describe("The draft's: `enforce` would refuse, `log` would record"),
+  enforcement: z
+    .enum(['log', 'approve', 'enforce'])
+    .describe("The draft's: `enforce` would refuse, `approve` would hold for a human, `log` would record"),
   transactions_evaluated: z.number().int(),
   truncated: z
     .boolean()
@@ -88,7 +90,7 @@ export function guardrailRoutes(peers: Peers, guards: Guards): Router {
       res.json({
         agent_id: params.agent_id.toLowerCase(),
         since: r.since,
-        enforcement: r.enforcement === 'enforce' ? 'enforce' : 'log',
+        enforcement: (['log', 'approve', 'enforce'] as const).find((m) => m === r.enforcement) ?? 'enforce',
         transactions_evaluated: r.evaluated,
         truncated: r.truncated,
         would_deny_count: r.denials.length,

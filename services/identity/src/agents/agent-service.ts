@@ -211,7 +211,7 @@ export class AgentService {
         const moved = compareAgentGuardrails(current.settings, settings);
         view = {
           change: moved,
-          changeHash: guardrailChangeHash(agent.id, after),
+          changeHash: guardrailChangeHash(agent.id, before, after),
           before,
           after,
           approvalRequired: gated && needsApproval(moved),

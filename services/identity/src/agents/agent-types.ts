@@ -13,7 +13,7 @@ export type AgentEnvironment = (typeof AGENT_ENVIRONMENTS)[number];
 /** What a transaction to a screened address does. */
 export const SCREENING_MODES = ['off', 'deny', 'approve'] as const;
 /** Whether execution guardrails only log or also refuse. */
-export const ENFORCEMENT_MODES = ['log', 'enforce'] as const;
+export const ENFORCEMENT_MODES = ['log', 'approve', 'enforce'] as const;
 /** What EIP-712 domains off the allowlist get. */
 export const EIP712_POLICIES = ['allow', 'deny'] as const;
 /** A per-chain override of the transaction limits; amounts are decimal strings. */

@@ -52,19 +52,19 @@ describe('compareAgentGuardrails', () => {
 });
 
 describe('guardrailChangeHash', () => {
-  it('binds the agent and the guardrails after the edit, whatever the key order', () => {
+  it('binds the agent and the guardrails before and after the edit, whatever the key order', () => {
+    const before = guardrailJson(w({ txMaxValueEth: '1' }));
     const after = guardrailJson(w({ txMaxValueEth: '2' }));
     const reordered = Object.fromEntries(Object.entries(after).reverse());
     const agent = '6f1c3c1e-6b0e-4a53-8d59-6a0b9d0f4d11';
-    expect(guardrailChangeHash(agent, after)).toMatch(/^[0-9a-f]{64}$/);
-    expect(guardrailChangeHash(agent, reordered)).toBe(guardrailChangeHash(agent, after));
-    expect(guardrailChangeHash(agent.toUpperCase(), after)).toBe(guardrailChangeHash(agent, after));
-    expect(guardrailChangeHash(agent, guardrailJson(w({ txMaxValueEth: '3' })))).not.toBe(
-      guardrailChangeHash(agent, after),
-    );
-    expect(guardrailChangeHash('7f1c3c1e-6b0e-4a53-8d59-6a0b9d0f4d11', after)).not.toBe(
-      guardrailChangeHash(agent, after),
-    );
+    const h = guardrailChangeHash(agent, before, after);
+    expect(h).toMatch(/^[0-9a-f]{64}$/);
+    expect(guardrailChangeHash(agent, before, reordered)).toBe(h);
+    expect(guardrailChangeHash(agent.toUpperCase(), before, after)).toBe(h);
+    expect(guardrailChangeHash(agent, before, guardrailJson(w({ txMaxValueEth: '3' })))).not.toBe(h);
+    expect(guardrailChangeHash('7f1c3c1e-6b0e-4a53-8d59-6a0b9d0f4d11', before, after)).not.toBe(h);
+    // The same end state from guardrails that moved since (a narrowing meanwhile): another change.
+    expect(guardrailChangeHash(agent, guardrailJson(w({ txMaxValueEth: '0.01' })), after)).not.toBe(h);
   });
 
   it('keeps only guardrail fields in a revision side', () => {

@@ -134,12 +134,13 @@ export function canonicalJson(v: unknown): string {
 
 /**
  * What an approval of a guardrail change is bound to: hex SHA-256 of the canonical JSON of the
- * agent id and its guardrail fields after the edit. Another agent, another resulting guardrail
- * set, or the same body applied over guardrails that changed since, hash differently.
+ * agent id and its guardrail fields before and after the edit. Another agent, another resulting
+ * guardrail set, or any guardrail change since the approval was raised (a narrowing included: an
+ * old approval never undoes it) hash differently.
  */
-export function guardrailChangeHash(agentId: string, after: Json): string {
+export function guardrailChangeHash(agentId: string, before: Json, after: Json): string {
   return createHash('sha256')
-    .update(canonicalJson({ agent_id: agentId.toLowerCase(), guardrails: after }))
+    .update(canonicalJson({ agent_id: agentId.toLowerCase(), before, after }))
     .digest('hex');
 }
 

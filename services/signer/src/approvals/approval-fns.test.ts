@@ -2,7 +2,6 @@ import { Interface, Wallet } from 'ethers';
 import type { SubmitTransactionRequest } from '@custos/proto/custos/signer/v1/transactions';
 import { canonicalJson } from '@custos/service-kit';
 import {
-  erc20CounterpartiesOf,
   PAYLOAD_DATA_MAX,
   approvalPayload,
   approvalRequestHash,
@@ -222,27 +221,5 @@ describe('boundPreview', () => {
     });
     expect(Buffer.byteLength(JSON.stringify(q), 'utf8')).toBeLessThanOrEqual(PREVIEW_JSON_MAX);
     expect(q).toMatchObject({ token_transfer: null, left_out: ['token_transfer'], chain: 'anvil' });
-  });
-});
-
-describe('erc20CounterpartiesOf', () => {
-  const I = new Interface([
-    'function transfer(address to, uint256 amount)',
-    'function approve(address spender, uint256 amount)',
-    'function transferFrom(address from, address to, uint256 amount)',
-  ]);
-  const A = `0x${'aa'.repeat(20)}`;
-  const B = `0x${'bb'.repeat(20)}`;
-  it('names the recipient of a transfer or transferFrom and the spender of an approve', () => {
-    const lower = (l: string[]) => l.map((x) => x.toLowerCase());
-    expect(lower(erc20CounterpartiesOf(I.encodeFunctionData('transfer', [A, 1n])))).toEqual([A]);
-    expect(lower(erc20CounterpartiesOf(I.encodeFunctionData('transferFrom', [B, A, 1n])))).toEqual([A]);
-    expect(lower(erc20CounterpartiesOf(I.encodeFunctionData('approve', [B, 1n])))).toEqual([B]);
-  });
-  it('names nobody for other calls, plain transfers and arguments that do not decode', () => {
-    expect(erc20CounterpartiesOf('0x')).toEqual([]);
-    expect(erc20CounterpartiesOf(undefined)).toEqual([]);
-    expect(erc20CounterpartiesOf('0x12345678')).toEqual([]);
-    expect(erc20CounterpartiesOf('0xa9059cbb0000')).toEqual([]);
   });
 });

@@ -51,24 +51,6 @@ export function erc20AmountOf(data: string | undefined): bigint | 'unknown' | un
   }
 }
 
-/**
- * Who an EVM call pays or empowers besides its `to`: the recipient of an ERC-20 `transfer` or
- * `transferFrom`, the spender of an `approve` (screened for sanctions as the transaction's own
- * destination is). Empty for any other call or arguments that do not decode.
- */
-export function erc20CounterpartiesOf(data: string | undefined): string[] {
-  const selector = selectorOf(data);
-  if (!selector || !data) return [];
-  try {
-    const fn = ERC20.getFunction(selector);
-    if (!fn) return [];
-    const args = ERC20.decodeFunctionData(fn, data);
-    return [String(fn.name === 'approve' ? args.getValue('spender') : args.getValue('to'))];
-  } catch {
-    return [];
-  }
-}
-
 /** The rule facts of an EVM transaction as signer parsed it. */
 export function evmTxFacts(
   chain: Pick<ChainRecord, 'name' | 'chainId'>,

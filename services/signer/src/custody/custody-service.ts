@@ -1,3 +1,4 @@
+import type { CustodyGeofence } from '../screening/custody-geofence.js';
 import { randomUUID } from 'node:crypto';
 import { type OrgAdmin, type Principal, type StepUpClient, requireHumanAdmin } from '@custos/auth';
 import { auditOf, writeEvent } from '@custos/events';
@@ -72,6 +73,8 @@ export class CustodyService {
       /** The signing path's opened keys: a key an import replaced is dropped from memory. */
       loader: Pick<KeyLoader, 'forget'>;
       logger: Logger;
+      /** Custody geofencing (issue 20): an imported key is a server key made from the caller's region. */
+      geofence?: Pick<CustodyGeofence, 'check'>;
     },
   ) {}
 
@@ -164,6 +167,7 @@ export class CustodyService {
       try {
         const { publicKey, address } = adapter.derive(privateKey);
         await this.deps.identity.requireAgentInOrg(user.orgId, agentId);
+        await this.deps.geofence?.check(user, agentId, 'server');
         const previous = await this.deps.keys.active(user.orgId, agentId, chain.family);
         if (previous && previous.custody !== 'server') {
           throw new ConflictError(

@@ -13,7 +13,7 @@ import {
 import { createTestDatabase } from '@custos/service-kit/testing';
 import { SCHEMA, guardrailLedger, guardrailReservations, outbox } from '../db/schema.js';
 import type { IntentScope } from '../intents/intent-context.js';
-import { GUARDRAIL_VIOLATION, Guardrails, WOULD_DENY } from './guardrails.js';
+import { GUARDRAIL_VIOLATION, Guardrails, WOULD_DENY, guardrailApprovalMatch } from './guardrails.js';
 
 // The guardrails of the signing path on a real Postgres (signer's migrations): refusals in
 // `enforce` change nothing and record nothing here (IntentContext.audited records the refusal);
@@ -183,6 +183,48 @@ describe('Guardrails on a real database', () => {
     expect(r!.releasedAt).not.toBeNull();
     await guardrails.admitTransaction(s, { to: TO, value: ETH }, { kind: 'transaction', reserve: true });
     expect(await ledgerOf(s.agent.agentId)).toMatchObject({ valueSpent: ETH.toString(), txCount: 1 });
+  });
+
+  it('approve: a violation waits for a human (violations, holding), refuses otherwise, and passes once approved, without a shadow record', async () => {
+    const s = scopeOf({
+      executionGuardrails: { enforcement: 'approve' },
+      txMaxValueEth: '0.5',
+    } as Partial<Agent>);
+    const v = await guardrails.violations(s, { to: TO, value: ETH });
+    expect(v.map((x) => x.reasonCode)).toEqual(['tx_max_value_exceeded']);
+    expect(guardrailApprovalMatch(v)).toMatchObject({
+      tier: 2,
+      ruleJson: { reason: 'guardrail_violation', violations: [{ reason_code: 'tx_max_value_exceeded' }] },
+    });
+    // Held: judged, not refused, nothing taken.
+    await guardrails.admitTransaction(
+      s,
+      { to: TO, value: ETH },
+      { kind: 'transaction', reserve: false, holding: true },
+    );
+    expect((await ledgerOf(s.agent.agentId))?.txCount ?? 0).toBe(0);
+    // Not approved (it should have been held): refused as under enforce.
+    const err = await refusal(
+      guardrails.admitTransaction(s, { to: TO, value: ETH }, { kind: 'transaction', reserve: true }),
+    );
+    expect(err.type).toBe(GUARDRAIL_VIOLATION);
+    // Approved for another guardrail only: still refused.
+    await refusal(
+      guardrails.admitTransaction(
+        s,
+        { to: TO, value: ETH },
+        { kind: 'transaction', reserve: true, approvedCodes: ['to_not_allowed'] },
+      ),
+    );
+    // Approved: through and reserved, no would_deny record.
+    const a = await guardrails.admitTransaction(
+      s,
+      { to: TO, value: ETH },
+      { kind: 'transaction', reserve: true, approvedCodes: ['tx_max_value_exceeded'] },
+    );
+    expect(a.reservationId).toBeDefined();
+    expect((await ledgerOf(s.agent.agentId))?.txCount).toBe(1);
+    expect(await recordsOf(s.agent.agentId)).toEqual([]);
   });
 
   it('reserve: false judges against the totals and takes nothing, records nothing', async () => {

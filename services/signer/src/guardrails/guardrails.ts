@@ -1,3 +1,4 @@
+import type { RuleMatch } from '@custos/approval-rules';
 import { auditOf } from '@custos/events';
 import {
   type GuardrailRequest,
@@ -82,7 +83,18 @@ export class Guardrails {
   async admitTransaction(
     scope: IntentScope,
     t: TxAmounts,
-    o: { kind: 'transaction' | 'sign_only'; reserve: boolean },
+    o: {
+      kind: 'transaction' | 'sign_only';
+      reserve: boolean;
+      /**
+       * The reason codes a human approved when the transaction was held (under `approve`): those
+       * violations are let through on resume (without a shadow record); any other refuses as under
+       * `enforce` (gas and fee, or a day that grew while it waited, were not in the approval).
+       */
+      approvedCodes?: readonly string[];
+      /** Judging a transaction about to be held for a human: under `approve` violations do not refuse. */
+      holding?: boolean;
+    },
   ): Promise<Admission> {
     const request: GuardrailRequest = {
       kind: 'transaction',
@@ -92,7 +104,13 @@ export class Guardrails {
       ...(t.gasLimit !== undefined ? { gasLimit: t.gasLimit } : {}),
       ...(t.maxFeePerGas !== undefined ? { maxFeePerGas: t.maxFeePerGas } : {}),
     };
-    const enforce = enforcementOf(scope.settings) === 'enforce';
+    const mode = enforcementOf(scope.settings);
+    const approved = new Set(o.approvedCodes ?? []);
+    const refuses = (v: readonly Verdict[]) =>
+      v.length > 0 &&
+      (mode === 'enforce' ||
+        v.some((x) => x.always) ||
+        (mode === 'approve' && !o.holding && !v.every((x) => approved.has(x.reasonCode))));
     const { result: verdicts, reservationId } = await failClosed(this.deps.logger, WOULD_DENY, () =>
       this.ledger.judge(
         {
@@ -104,13 +122,13 @@ export class Guardrails {
         o.reserve ? { value: t.value, gas: gasCostOf(t) ?? 0n, kind: o.kind } : undefined,
         async (totals, tx) => {
           const v = evaluateGuardrails(scope.settings, request, totals);
-          const refused = v.length > 0 && (enforce || v.some((x) => x.always));
-          if (!refused && v.length && o.reserve) await this.wouldDeny(tx, scope, v, o.kind);
+          const refused = refuses(v);
+          if (!refused && v.length && o.reserve && mode === 'log') await this.wouldDeny(tx, scope, v, o.kind);
           return { admit: !refused, result: v };
         },
       ),
     );
-    if (verdicts.length && (enforce || verdicts.some((v) => v.always))) throw guardrailViolation(verdicts);
+    if (refuses(verdicts)) throw guardrailViolation(verdicts);
     const admission: Admission = { reservationId, verdicts };
     // The money caps, judged on the same request after the chain's own limits: a refusal gives the
     // chain's reservation back. Caps in money refuse in every mode (docs/guardrails.md).
@@ -146,6 +164,34 @@ export class Guardrails {
     return admission;
   }
 
+  /**
+   * The violations a transaction would have now, against the day's totals, nothing reserved or
+   * recorded: under `approve`, whether it must wait for a human. A violation refused in every mode
+   * (`always`) throws the 403.
+   */
+  async violations(scope: IntentScope, t: TxAmounts): Promise<Verdict[]> {
+    const request: GuardrailRequest = {
+      kind: 'transaction',
+      chain: chainOf(scope),
+      to: t.to,
+      value: t.value,
+      ...(t.gasLimit !== undefined ? { gasLimit: t.gasLimit } : {}),
+      ...(t.maxFeePerGas !== undefined ? { maxFeePerGas: t.maxFeePerGas } : {}),
+    };
+    const { result } = await this.ledger.judge(
+      {
+        orgId: scope.agent.orgId,
+        agentId: scope.agent.agentId,
+        chainName: scope.chain.name,
+        family: scope.chain.family,
+      },
+      undefined,
+      async (totals) => ({ admit: false, result: evaluateGuardrails(scope.settings, request, totals) }),
+    );
+    if (result.some((v) => v.always)) throw guardrailViolation(result);
+    return result;
+  }
+
   /** Judges an EIP-712 document's domain (nothing to reserve); throws the 403 when refused. */
   async judgeTypedData(scope: IntentScope, domain: TypedDataRequest['domain']): Promise<Verdict[]> {
     const v = evaluateGuardrails(
@@ -154,7 +200,8 @@ export class Guardrails {
       ZERO_TOTALS,
     );
     if (!v.length) return v;
-    if (enforcementOf(scope.settings) === 'enforce' || v.some((x) => x.always)) throw guardrailViolation(v);
+    // `approve` holds transactions only: a typed-data document it would hold is refused as under `enforce`.
+    if (enforcementOf(scope.settings) !== 'log' || v.some((x) => x.always)) throw guardrailViolation(v);
     await failClosed(this.deps.logger, WOULD_DENY, () =>
       this.deps.db.transaction((tx) => this.wouldDeny(tx, scope, v, 'typed_data')),
     );
@@ -201,6 +248,24 @@ export class Guardrails {
       );
     }
   }
+}
+
+/**
+ * The approval match a transaction is held with when its guardrails are in `approve` mode and it
+ * violates them: tier 2 (a step-up), one human decision; the approver's preview names the
+ * violated guardrails as the deciding rule.
+ */
+export function guardrailApprovalMatch(verdicts: readonly Verdict[]): RuleMatch {
+  return {
+    tier: 2,
+    ruleIndex: -1,
+    rule: { conditions: [], riskTier: 2, skipWhen: [], requireWhen: [] },
+    ruleJson: {
+      reason: 'guardrail_violation',
+      violations: verdicts.map((v) => ({ reason_code: v.reasonCode, field: v.field, detail: v.detail })),
+      risk_tier: 2,
+    },
+  };
 }
 
 function chainOf(scope: IntentScope) {

@@ -163,6 +163,8 @@ export class KeyService {
         `the ${previous.custody} key is not rotated on the server path`,
       );
     }
+    // A rotation makes a new server key: geofenced as a creation is (issue 20).
+    await this.deps.geofence?.check(user, agentId, 'server');
     const row = await this.generateAndStore(user, agentId, adapter, previous.keyVersion + 1);
     const r = await failClosed(this.deps.logger, 'signing_key.rotated', () =>
       this.deps.store.rotate(previous, row, async (tx, k, old) => {

@@ -36,11 +36,11 @@ export interface PriceSource {
 
 /** The operator's table (PRICE_TABLE_USD): fixed prices, as fresh as the configuration. */
 export class StaticPrices implements PriceSource {
-  private readonly loadedAt = new Date();
   constructor(private readonly table: ReadonlyMap<string, bigint>) {}
+  /** A configured price is as fresh as the configuration: never stale by age. */
   async price(asset: string): Promise<Price | undefined> {
     const micros = this.table.get(asset);
-    return micros === undefined ? undefined : { micros, updatedAt: this.loadedAt, source: 'static' };
+    return micros === undefined ? undefined : { micros, updatedAt: new Date(), source: 'static' };
   }
 }
 

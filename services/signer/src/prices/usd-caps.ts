@@ -42,11 +42,14 @@ export interface Spend {
 const ERC20 = new Interface([
   'function transfer(address to, uint256 amount)',
   'function transferFrom(address from, address to, uint256 amount)',
+  'function approve(address spender, uint256 amount)',
+  'function increaseAllowance(address spender, uint256 addedValue)',
 ]);
 
 /**
  * The USDC amount (6 decimals, so USD micros at face value) a call to one of the chain's USDC
- * contracts moves: `transfer` and `transferFrom`; 0 for anything else.
+ * contracts moves or lets another move: `transfer`, `transferFrom`, `approve`,
+ * `increaseAllowance`; 0 for anything else.
  */
 export function usdcMoved(
   spend: Pick<Spend, 'chainName' | 'to' | 'data'>,
@@ -57,7 +60,8 @@ export function usdcMoved(
   try {
     const call = ERC20.parseTransaction({ data: spend.data });
     if (!call) return 0n;
-    return BigInt(call.name === 'transfer' ? call.args[1] : call.args[2]);
+    // An allowance lets the spender move the amount with its own transferFrom: it counts as moved.
+    return BigInt(call.name === 'transferFrom' ? call.args[2] : call.args[1]);
   } catch {
     return 0n;
   }

@@ -8,6 +8,7 @@ import type { ChainFamily } from '../chains/chain-types.js';
 import { transactions } from '../db/schema.js';
 import { agentIdOf } from '../keys/key-fns.js';
 import type { IdentityClient } from '../peers/identity-client.js';
+import { enforcementOf } from '@custos/guardrails';
 import { type ReplayDenial, type ReplayTx, draftSettings, replayGuardrails } from './replay-fns.js';
 
 /** The most days a replay looks back. */
@@ -23,7 +24,7 @@ export interface ReplayReport {
   since: Date;
   evaluated: number;
   denials: ReplayDenial[];
-  enforcement: 'log' | 'enforce';
+  enforcement: 'log' | 'approve' | 'enforce';
   truncated: boolean;
 }
 
@@ -105,7 +106,7 @@ export class GuardrailReplay {
       since,
       evaluated: txs.length,
       denials: replayGuardrails(settings, txs),
-      enforcement: settings.executionGuardrails?.enforcement === 'enforce' ? 'enforce' : 'log',
+      enforcement: enforcementOf(settings),
       truncated,
     };
   }

@@ -72,7 +72,9 @@ const utcDay = (d: Date) => d.toISOString().slice(0, 10);
  * Pure.
  */
 export function replayGuardrails(settings: GuardrailSettings, txs: readonly ReplayTx[]): ReplayDenial[] {
-  const enforce = enforcementOf(settings) === 'enforce';
+  // `approve` holds a violating transaction until a human lets it through: like `enforce`, the
+  // draft's day does not count it.
+  const enforce = enforcementOf(settings) !== 'log';
   const totals = new Map<string, { spent: bigint; gasSpent: bigint; count: number }>();
   const denials: ReplayDenial[] = [];
   for (const tx of txs) {

@@ -30,4 +30,13 @@ describe('evmRecipients', () => {
     const data = ERC20.encodeFunctionData('transfer', [BOB, 5n]).slice(0, 40);
     expect(evmRecipients(TOKEN, data)).toEqual([TOKEN]);
   });
+  it('screens the low 20 bytes of a recipient word with dirty high bytes (what old-decoder tokens pay)', () => {
+    const clean = ERC20.encodeFunctionData('transfer', [BOB, 5n]);
+    // Byte 0 of the address word set: ethers refuses it as an address; the token pays BOB.
+    const dirty = clean.slice(0, 10) + 'ff' + clean.slice(12);
+    expect(evmRecipients(TOKEN, dirty).map((a) => a.toLowerCase())).toEqual([TOKEN, BOB.toLowerCase()]);
+    const from = ERC20.encodeFunctionData('transferFrom', [ALICE, BOB, 5n]);
+    const dirtyFrom = from.slice(0, 10 + 64) + 'ff' + from.slice(10 + 64 + 2);
+    expect(evmRecipients(TOKEN, dirtyFrom).map((a) => a.toLowerCase())).toEqual([TOKEN, BOB.toLowerCase()]);
+  });
 });

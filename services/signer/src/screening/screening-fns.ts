@@ -9,7 +9,8 @@ const ERC20 = new Interface([
 /**
  * Every address an EVM transaction sends value to or empowers, for sanctions screening: its `to`,
  * and for an ERC-20 `transfer`/`transferFrom` the token's recipient, for `approve` the spender.
- * Calldata that does not decode adds nothing (the `to` is still screened).
+ * An argument word that does not decode as an address adds its low 20 bytes (what a token with the
+ * old ABI decoder pays).
  */
 export function evmRecipients(to: string | null | undefined, data: string | undefined): string[] {
   const out: string[] = to ? [to] : [];
@@ -20,12 +21,17 @@ export function evmRecipients(to: string | null | undefined, data: string | unde
   } catch {
     return out;
   }
-  if (!fn || dataLength(data) < 4 + 32 * fn.inputs.length) return out;
+  if (!fn) return out;
+  // The word of the recipient (transfer, approve: the first; transferFrom: the second).
+  const word = fn.name === 'transferFrom' ? 1 : 0;
   try {
     const args = ERC20.decodeFunctionData(fn, data);
     out.push(String(fn.name === 'approve' ? args.getValue('spender') : args.getValue('to')));
   } catch {
-    // not an ERC-20 call after all: only `to` is screened
+    // Arguments that do not decode as an address (dirty high bytes) are still paid by tokens built
+    // with the old ABI decoder, which keeps the low 20 bytes: those are screened (fails closed).
+    const start = 2 + 8 + word * 64;
+    if (dataLength(data) >= 4 + 32 * (word + 1)) out.push(`0x${data.slice(start + 24, start + 64)}`);
   }
   return out;
 }

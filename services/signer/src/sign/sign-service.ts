@@ -10,6 +10,8 @@ import {
   UnavailableError,
 } from '@custos/service-kit';
 import { type RuleFacts, matchApprovalPolicy } from '@custos/approval-rules';
+import type { SanctionsScreen } from '../screening/sanctions-screen.js';
+import { evmRecipients } from '../screening/screening-fns.js';
 import { canonicalJson } from '@custos/service-kit';
 import { failClosed } from '../audit/signer-audit.js';
 import type { ApprovalGate, HeldTx } from '../approvals/approval-gate.js';
@@ -139,8 +141,28 @@ export class SignService {
       gate?: ApprovalGate;
       /** The agent's guardrails (issue 20): transactions and EIP-712 domains, before the key is used. */
       guardrails?: Guardrails;
+      /** Sanctions screening (issue 20); absent: an agent with screening on is 503, nothing signed. */
+      sanctions?: Pick<SanctionsScreen, 'screen'>;
     },
   ) {}
+
+  /**
+   * Screens what a signature would pay or empower (a transaction's recipients, a typed-data
+   * document's addresses) by the agent's `address_screening_policy.mode`. A sign intent is not held
+   * for a human over a sanctions hit: under `approve` as under `deny` a hit is 403
+   * `sanctions_blocked`, audited, nothing signed (the agent could broadcast what it gets).
+   */
+  private async screen(scope: IntentScope, to: readonly string[]): Promise<void> {
+    const mode = scope.settings.addressScreeningPolicy?.mode;
+    if (!mode || mode === 'off') return;
+    if (!this.deps.sanctions)
+      throw new UnavailableError('address screening is not configured on this signer');
+    await this.deps.sanctions.screen(scope.agent, scope.agent.agentId, 'deny', {
+      family: scope.chain.family,
+      chain: scope.chain.name,
+      to,
+    });
+  }
 
   /**
    * The approval step of one sign request, run with the intent's facts just before the key is used:
@@ -296,6 +318,7 @@ export class SignService {
               beforeSign: async (t) => {
                 const from = addressOn(scope.adapter, scope.key, scope.chain);
                 const facts = transferFacts(scope.chain, t, {});
+                await this.screen(scope, [t.to]);
                 admission = await this.deps.guardrails?.admitTransaction(
                   scope,
                   { to: t.to, value: facts.valueWei ?? 0n },
@@ -363,6 +386,8 @@ export class SignService {
     // eip712_domain_allowlist / eip712_default_policy (issue 20); a domain chainId of another chain
     // is refused above already (400 naming typed_data.domain.chainId) and by the evaluator.
     const dom = doc.domain;
+    // The document's addresses (a permit's spender, a transfer authorization's recipient …).
+    await this.screen(scope, addressesIn(doc.message));
     await this.deps.guardrails?.judgeTypedData(scope, {
       ...(dom.name != null ? { name: String(dom.name) } : {}),
       ...(dom.version != null ? { version: String(dom.version) } : {}),
@@ -451,11 +476,13 @@ export class SignService {
     // A signed transaction can be broadcast by the agent: it counts on the day's totals (given back
     // only when nothing is answered: awaiting approval, refused, out of time, not recorded).
     const fee = fields.type === 2 ? fields.maxFeePerGas : fields.gasPrice;
+    await this.screen(scope, evmRecipients(fields.to, fields.data));
     const admission = await this.deps.guardrails?.admitTransaction(
       scope,
       {
         to: fields.to,
         value: fields.value,
+        data: fields.data,
         gasLimit: fields.gasLimit,
         ...(fee !== undefined ? { maxFeePerGas: fee } : {}),
       },
@@ -706,4 +733,17 @@ export class SignService {
 /** The 65-byte signature of a serialized signed transaction. */
 function signatureOf(signedTx: string): string | undefined {
   return Transaction.from(signedTx).signature?.serialized;
+}
+
+/** Every EVM address among a typed-data message's values (nested objects and arrays, bounded). */
+export function addressesIn(v: unknown, depth = 0, out: string[] = []): string[] {
+  if (out.length >= 256 || depth > 8) return out;
+  if (typeof v === 'string') {
+    if (/^0x[0-9a-fA-F]{40}$/.test(v)) out.push(v);
+  } else if (Array.isArray(v)) {
+    for (const x of v) addressesIn(x, depth + 1, out);
+  } else if (v && typeof v === 'object') {
+    for (const x of Object.values(v)) addressesIn(x, depth + 1, out);
+  }
+  return out;
 }

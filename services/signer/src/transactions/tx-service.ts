@@ -7,6 +7,7 @@ import {
   InvalidArgumentError,
   type Logger,
   NotFoundError,
+  PermissionDeniedError,
   type Transaction,
   UnavailableError,
   describeError,
@@ -23,13 +24,13 @@ import {
   summaryOr,
   transferFacts,
   transferHeld,
-  erc20CounterpartiesOf,
 } from '../approvals/approval-fns.js';
 import {
   type SanctionsScreen,
   type ScreenResult,
   sanctionsApprovalMatch,
 } from '../screening/sanctions-screen.js';
+import { evmRecipients } from '../screening/screening-fns.js';
 import { approvalRequired } from '../peers/approvals-client.js';
 import {
   type EvmRpcPool,
@@ -40,7 +41,8 @@ import {
   signEvmTransaction,
 } from '../evm/index.js';
 import type { IntentContext, IntentScope } from '../intents/intent-context.js';
-import type { Admission, Guardrails } from '../guardrails/guardrails.js';
+import { type Admission, type Guardrails, guardrailApprovalMatch } from '../guardrails/guardrails.js';
+import { type Verdict, enforcementOf } from '@custos/guardrails';
 import { agentIdOf } from '../keys/key-fns.js';
 import type { IdentityClient } from '../peers/identity-client.js';
 import {
@@ -117,7 +119,7 @@ export class TransactionService {
        * Sanctions screening (issue 20) of the recipients, by the agent's
        * `address_screening_policy.mode`; absent: an agent with screening on is 503, nothing signed.
        */
-      sanctions?: Pick<SanctionsScreen, 'screen'>;
+      sanctions?: Pick<SanctionsScreen, 'screen' | 'auditBlocked'>;
     },
   ) {}
 
@@ -180,25 +182,45 @@ export class TransactionService {
             ? await this.deps.store.byId(req.resumeTxId.toLowerCase())
             : undefined;
           resume = this.gate().checkResume(scope, row, approvalRequestHash(req));
-          // Screened again: the list may have changed while it waited (`deny` refuses now; under
-          // `approve` the human who approved it decided).
-          await this.screen(p, scope, evmReq, transfer);
+          // Screened again: the list may have changed while it waited. `deny` refuses now; under
+          // `approve` a hit goes on only when it is the very one the human was shown.
+          const hit = await this.screen(p, scope, evmReq, transfer);
+          if (hit?.hit && resume.details['held_sanctions_address'] !== hit.address) {
+            await this.deps.sanctions!.auditBlocked(p, scope.agent.agentId, hit);
+            throw new PermissionDeniedError(
+              `the recipient ${hit.address} is on the sanctions list ${hit.list}, which the approval did not show; nothing was signed`,
+              { type: 'sanctions_blocked', extensions: { list: hit.list } },
+            );
+          }
         } else {
           const facts = evmReq ? evmTxFacts(scope.chain, evmReq) : transferFacts(scope.chain, transfer!);
           // A listed recipient under `deny` is refused here (403, audited); under `approve` it goes
           // to a human whatever the approval rules say.
           const screened = await this.screen(p, scope, evmReq, transfer);
           // Matched here, gate or not: a rule that matches with no gate wired is 503, never skipped.
-          const match = screened?.hit
-            ? sanctionsApprovalMatch(screened)
-            : matchApprovalPolicy(scope.settings.actionApprovalPolicy, facts);
+          let match = matchApprovalPolicy(scope.settings.actionApprovalPolicy, facts);
+          // What the hold is for beyond the rules, kept on the row for its resume.
+          const heldFor: Record<string, string> = {};
+          if (screened?.hit) {
+            match = withSanctionsHit(match, screened);
+            heldFor['held_sanctions_address'] = screened.address;
+          }
+          // Guardrails in `approve` mode: a violating transaction waits for a human.
+          if (this.deps.guardrails && enforcementOf(scope.settings) === 'approve') {
+            const v = await this.deps.guardrails.violations(scope, guardrailAmounts(facts, evmReq?.data));
+            if (v.length > 0) {
+              match = withGuardrailViolations(match, v);
+              heldFor['held_guardrail_codes'] = [...new Set(v.map((x) => x.reasonCode))].join(',');
+            }
+          }
           if (match) {
             // A request its guardrails refuse is not put to humans (judged again on resume).
             await this.deps.guardrails?.admitTransaction(scope, guardrailAmounts(facts, evmReq?.data), {
               kind: 'transaction',
               reserve: false,
+              holding: true,
             });
-            const tx = await this.hold(scope, req, evmReq, transfer, match, held, onRecorded);
+            const tx = await this.hold(scope, req, evmReq, transfer, match, held, onRecorded, heldFor);
             return { tx, replayed: false };
           }
         }
@@ -215,22 +237,27 @@ export class TransactionService {
             }
           : undefined;
         const tx = transfer
-          ? await this.guarded(scope, transferAmounts(scope, transfer), () =>
-              submitTransfer(
-                {
-                  store: this.deps.store,
-                  logger: this.deps.logger,
-                  rpcTimeoutMs: this.deps.rpcTimeoutMs ?? 10_000,
-                  loader: this.deps.intents.loader,
-                  audit: (t, action, row, extra) => this.audit(t, scope.agent, action, row, extra),
-                },
-                scope,
-                transfer,
-                held,
-                budget,
-                onRecorded,
-                resumed && approve ? { id: resumed.id, approve } : undefined,
-              ),
+          ? await this.guarded(
+              scope,
+              transferAmounts(scope, transfer),
+              approvedCodesOf(resumed),
+              () => recorded,
+              () =>
+                submitTransfer(
+                  {
+                    store: this.deps.store,
+                    logger: this.deps.logger,
+                    rpcTimeoutMs: this.deps.rpcTimeoutMs ?? 10_000,
+                    loader: this.deps.intents.loader,
+                    audit: (t, action, row, extra) => this.audit(t, scope.agent, action, row, extra),
+                  },
+                  scope,
+                  transfer,
+                  held,
+                  budget,
+                  onRecorded,
+                  resumed && approve ? { id: resumed.id, approve } : undefined,
+                ),
             )
           : await this.run(
               scope,
@@ -239,7 +266,9 @@ export class TransactionService {
               held,
               budget,
               onRecorded,
-              resumed && approve ? { id: resumed.id, approve } : undefined,
+              resumed && approve
+                ? { id: resumed.id, approve, approvedCodes: approvedCodesOf(resumed) }
+                : undefined,
             );
         return { tx, replayed: false };
       } catch (err) {
@@ -277,7 +306,7 @@ export class TransactionService {
     key: HeldClaim | undefined,
     budget: SubmitBudget,
     onRecorded: () => void,
-    resume?: { id: string; approve: () => Promise<void> },
+    resume?: { id: string; approve: () => Promise<void>; approvedCodes?: string[] },
   ): Promise<TxRecord> {
     const { store, logger } = this.deps;
     const p = scope.agent;
@@ -383,7 +412,7 @@ export class TransactionService {
         gasLimit: filled.gasLimit,
         ...(cap !== undefined ? { maxFeePerGas: cap } : {}),
       },
-      { kind: 'transaction', reserve: true },
+      { kind: 'transaction', reserve: true, approvedCodes: resume?.approvedCodes ?? [] },
     );
     let row: TxRecord;
     try {
@@ -460,11 +489,17 @@ export class TransactionService {
   private async guarded(
     scope: IntentScope,
     amounts: { to: string; value: bigint },
+    approvedCodes: string[],
+    recorded: () => boolean,
     f: () => Promise<TxRecord>,
   ): Promise<TxRecord> {
     const g = this.deps.guardrails;
     if (!g) return f();
-    const admission = await g.admitTransaction(scope, amounts, { kind: 'transaction', reserve: true });
+    const admission = await g.admitTransaction(scope, amounts, {
+      kind: 'transaction',
+      reserve: true,
+      approvedCodes,
+    });
     try {
       const t = await f();
       if (t.status === 'failed') await g.release(admission, 'failed before broadcast');
@@ -472,6 +507,10 @@ export class TransactionService {
     } catch (err) {
       if (err instanceof CustosError && err.httpStatus >= 400 && err.httpStatus < 500) {
         await g.release(admission, 'refused before it was signed');
+      } else if (!recorded()) {
+        // Nothing was recorded, so nothing was signed or sent (a node that failed while the
+        // transfer was prepared, an answer out of time before signing): the day keeps nothing.
+        await g.release(admission, 'ended before it was recorded');
       }
       throw err;
     }
@@ -492,9 +531,7 @@ export class TransactionService {
     if (!mode || mode === 'off') return undefined;
     if (!this.deps.sanctions)
       throw new UnavailableError('address screening is not configured on this signer');
-    const to = evmReq
-      ? [...(evmReq.to ? [evmReq.to] : []), ...erc20CounterpartiesOf(evmReq.data)]
-      : [transfer!.to];
+    const to = evmReq ? evmRecipients(evmReq.to, evmReq.data) : [transfer!.to];
     return this.deps.sanctions.screen(p, scope.agent.agentId, mode, {
       family: scope.chain.family,
       chain: scope.chain.name,
@@ -520,6 +557,7 @@ export class TransactionService {
     match: RuleMatch,
     key: HeldClaim | undefined,
     onRecorded: () => void,
+    heldFor: Record<string, string> = {},
   ): Promise<TxRecord> {
     const { store, logger } = this.deps;
     const gate = this.gate();
@@ -547,7 +585,7 @@ export class TransactionService {
           data,
           txType: evmReq ? evmReq.type : 0,
           gasLimit: evmReq?.gasLimit?.toString() ?? null,
-          ...(transfer ? { details: transferDetails(transfer, {}) } : {}),
+          details: { ...(transfer ? transferDetails(transfer, {}) : {}), ...heldFor },
           status: 'awaiting_approval',
           requestHash: approvalRequestHash(req),
         },
@@ -701,4 +739,31 @@ function guardrailAmounts(
 /** A non-EVM transfer's destination and native value (a token transfer moves none). */
 function transferAmounts(scope: IntentScope, t: TransferInput): { to: string; value: bigint } {
   return { to: t.to, value: transferFacts(scope.chain, t).valueWei ?? 0n };
+}
+
+/** The guardrail reason codes a held transaction was approved with (none when held for rules only). */
+function approvedCodesOf(row: TxRecord | undefined): string[] {
+  const codes = row?.details['held_guardrail_codes'];
+  return codes ? codes.split(',').filter(Boolean) : [];
+}
+
+/**
+ * A sanctions hit on top of whatever rule matched: the rule's consensus requirement and expiry are
+ * kept (a hit never asks for fewer humans), at tier 3, the hit shown to the approver.
+ */
+function withSanctionsHit(match: RuleMatch | undefined, hit: ScreenResult & { hit: true }): RuleMatch {
+  const s = sanctionsApprovalMatch(hit);
+  if (!match) return s;
+  return { ...match, tier: 3, ruleJson: { ...match.ruleJson, sanctions_hit: s.ruleJson } };
+}
+
+/** Guardrail violations under `approve` on top of whatever matched: the stricter of both is asked. */
+function withGuardrailViolations(match: RuleMatch | undefined, v: Verdict[]): RuleMatch {
+  const g = guardrailApprovalMatch(v);
+  if (!match) return g;
+  return {
+    ...match,
+    tier: Math.max(match.tier, g.tier) as RuleMatch['tier'],
+    ruleJson: { ...match.ruleJson, guardrail_violations: g.ruleJson['violations'] },
+  };
 }
