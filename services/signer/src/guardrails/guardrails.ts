@@ -96,14 +96,7 @@ export class Guardrails {
       holding?: boolean;
     },
   ): Promise<Admission> {
-    const request: GuardrailRequest = {
-      kind: 'transaction',
-      chain: chainOf(scope),
-      to: t.to,
-      value: t.value,
-      ...(t.gasLimit !== undefined ? { gasLimit: t.gasLimit } : {}),
-      ...(t.maxFeePerGas !== undefined ? { maxFeePerGas: t.maxFeePerGas } : {}),
-    };
+    const request = transactionRequest(scope, t);
     const mode = enforcementOf(scope.settings);
     const approved = new Set(o.approvedCodes ?? []);
     const refuses = (v: readonly Verdict[]) =>
@@ -170,24 +163,11 @@ export class Guardrails {
    * (`always`) throws the 403.
    */
   async violations(scope: IntentScope, t: TxAmounts): Promise<Verdict[]> {
-    const request: GuardrailRequest = {
-      kind: 'transaction',
-      chain: chainOf(scope),
-      to: t.to,
-      value: t.value,
-      ...(t.gasLimit !== undefined ? { gasLimit: t.gasLimit } : {}),
-      ...(t.maxFeePerGas !== undefined ? { maxFeePerGas: t.maxFeePerGas } : {}),
-    };
-    const { result } = await this.ledger.judge(
-      {
-        orgId: scope.agent.orgId,
-        agentId: scope.agent.agentId,
-        chainName: scope.chain.name,
-        family: scope.chain.family,
-      },
-      undefined,
-      async (totals) => ({ admit: false, result: evaluateGuardrails(scope.settings, request, totals) }),
-    );
+    const request = transactionRequest(scope, t);
+    const { result } = await this.ledger.judge(ledgerKeyOf(scope), undefined, async (totals) => ({
+      admit: false,
+      result: evaluateGuardrails(scope.settings, request, totals),
+    }));
     if (result.some((v) => v.always)) throw guardrailViolation(result);
     return result;
   }
@@ -265,6 +245,28 @@ export function guardrailApprovalMatch(verdicts: readonly Verdict[]): RuleMatch 
       violations: verdicts.map((v) => ({ reason_code: v.reasonCode, field: v.field, detail: v.detail })),
       risk_tier: 2,
     },
+  };
+}
+
+/** A transaction as the evaluator reads it. */
+function transactionRequest(scope: IntentScope, t: TxAmounts): GuardrailRequest {
+  return {
+    kind: 'transaction',
+    chain: chainOf(scope),
+    to: t.to,
+    value: t.value,
+    ...(t.gasLimit !== undefined ? { gasLimit: t.gasLimit } : {}),
+    ...(t.maxFeePerGas !== undefined ? { maxFeePerGas: t.maxFeePerGas } : {}),
+  };
+}
+
+/** The agent's ledger row of the request's chain. */
+function ledgerKeyOf(scope: IntentScope) {
+  return {
+    orgId: scope.agent.orgId,
+    agentId: scope.agent.agentId,
+    chainName: scope.chain.name,
+    family: scope.chain.family,
   };
 }
 
