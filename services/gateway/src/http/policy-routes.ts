@@ -224,13 +224,17 @@ export function policyRoutes(peers: Peers, guards: Guards): Router {
       credential: authConfirmOf(req),
     });
   };
-  const triggerStepUp = {
+  /** The step-up when a body sets a trigger (`setsOnly`: a create's null sets nothing) or clears one. */
+  const triggerStepUp = (setsOnly: boolean) => ({
     stepUp: STEP_UP_PURPOSES.agentGuardrailsEdit,
     stepUpWhen: {
-      applies: ({ body }: { body: { consensus_trigger?: unknown } }) => body.consensus_trigger !== undefined,
-      description: 'when the body sets or clears consensus_trigger',
+      applies: ({ body }: { body: { consensus_trigger?: unknown } }) =>
+        setsOnly ? body.consensus_trigger != null : body.consensus_trigger !== undefined,
+      description: setsOnly
+        ? 'when the body sets consensus_trigger'
+        : 'when the body sets or clears consensus_trigger',
     },
-  };
+  });
 
   /** Who owns the vault: vault-crypto answers for the caller's org only (404 otherwise). */
   const vaultFacts = async (vaultId: string): Promise<{ vaultId: string; vault: VaultFacts }> => {
@@ -272,7 +276,7 @@ export function policyRoutes(peers: Peers, guards: Guards): Router {
       tag,
       params: vaultParams,
       body: CreateBody,
-      ...triggerStepUp,
+      ...triggerStepUp(true),
       responses: { 201: { description: 'The grant', schema: PolicyResponse } },
     },
     async (req, res, { params, body }) => {
@@ -331,7 +335,7 @@ export function policyRoutes(peers: Peers, guards: Guards): Router {
       tag,
       params: policyParams,
       body: UpdateBody,
-      ...triggerStepUp,
+      ...triggerStepUp(false),
       responses: { 200: { description: 'The grant', schema: PolicyResponse } },
     },
     async (req, res, { params, body }) => {

@@ -39,4 +39,8 @@ describe('evmRecipients', () => {
     const dirtyFrom = from.slice(0, 10 + 64) + 'ff' + from.slice(10 + 64 + 2);
     expect(evmRecipients(TOKEN, dirtyFrom).map((a) => a.toLowerCase())).toEqual([TOKEN, BOB.toLowerCase()]);
   });
+  it('adds the spender of increaseAllowance', () => {
+    const I = new Interface(['function increaseAllowance(address spender, uint256 addedValue)']);
+    expect(evmRecipients(TOKEN, I.encodeFunctionData('increaseAllowance', [BOB, 1n]))).toEqual([TOKEN, BOB]);
+  });
 });

@@ -4,6 +4,7 @@ const ERC20 = new Interface([
   'function transfer(address to, uint256 amount)',
   'function approve(address spender, uint256 amount)',
   'function transferFrom(address from, address to, uint256 amount)',
+  'function increaseAllowance(address spender, uint256 addedValue)',
 ]);
 
 /**
@@ -26,7 +27,11 @@ export function evmRecipients(to: string | null | undefined, data: string | unde
   const word = fn.name === 'transferFrom' ? 1 : 0;
   try {
     const args = ERC20.decodeFunctionData(fn, data);
-    out.push(String(fn.name === 'approve' ? args.getValue('spender') : args.getValue('to')));
+    out.push(
+      String(
+        fn.name === 'transfer' || fn.name === 'transferFrom' ? args.getValue('to') : args.getValue('spender'),
+      ),
+    );
   } catch {
     // Arguments that do not decode as an address (dirty high bytes) are still paid by tokens built
     // with the old ABI decoder, which keeps the low 20 bytes: those are screened (fails closed).

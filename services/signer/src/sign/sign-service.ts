@@ -1,3 +1,4 @@
+import { type TypedDataField, TypedDataEncoder, getAddress } from 'ethers';
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '@custos/auth';
 import { auditOf } from '@custos/events';
@@ -387,7 +388,7 @@ export class SignService {
     // is refused above already (400 naming typed_data.domain.chainId) and by the evaluator.
     const dom = doc.domain;
     // The document's addresses (a permit's spender, a transfer authorization's recipient …).
-    await this.screen(scope, addressesIn(doc.message));
+    await this.screen(scope, typedDataAddresses(doc));
     await this.deps.guardrails?.judgeTypedData(scope, {
       ...(dom.name != null ? { name: String(dom.name) } : {}),
       ...(dom.version != null ? { version: String(dom.version) } : {}),
@@ -735,15 +736,20 @@ function signatureOf(signedTx: string): string | undefined {
   return Transaction.from(signedTx).signature?.serialized;
 }
 
-/** Every EVM address among a typed-data message's values (nested objects and arrays, bounded). */
-export function addressesIn(v: unknown, depth = 0, out: string[] = []): string[] {
-  if (out.length >= 256 || depth > 8) return out;
-  if (typeof v === 'string') {
-    if (/^0x[0-9a-fA-F]{40}$/.test(v)) out.push(v);
-  } else if (Array.isArray(v)) {
-    for (const x of v) addressesIn(x, depth + 1, out);
-  } else if (v && typeof v === 'object') {
-    for (const x of Object.values(v)) addressesIn(x, depth + 1, out);
-  }
+/**
+ * Every address field of a typed-data message, walked by its declared types (nested structs and
+ * arrays included) and normalised as EIP-712 hashes it (with or without `0x`, checksummed or not,
+ * ICAP): what the signature pays or empowers, for sanctions screening. No bound: the document is
+ * already bounded in size.
+ */
+export function typedDataAddresses(doc: {
+  types: Record<string, TypedDataField[]>;
+  message: Record<string, unknown>;
+}): string[] {
+  const out: string[] = [];
+  TypedDataEncoder.from(doc.types).visit(doc.message, (type, value) => {
+    if (type === 'address') out.push(getAddress(String(value)));
+    return value;
+  });
   return out;
 }

@@ -754,7 +754,20 @@ function approvedCodesOf(row: TxRecord | undefined): string[] {
 function withSanctionsHit(match: RuleMatch | undefined, hit: ScreenResult & { hit: true }): RuleMatch {
   const s = sanctionsApprovalMatch(hit);
   if (!match) return s;
-  return { ...match, tier: 3, ruleJson: { ...match.ruleJson, sanctions_hit: s.ruleJson } };
+  return { ...atTier(match, 3), ruleJson: { ...match.ruleJson, sanctions_hit: s.ruleJson } };
+}
+
+/**
+ * A match raised to `tier`: its consensus requirement kept, less the credential types a vote cannot
+ * prove at that tier (tier 3 votes are TOTP codes), so the approval can still be decided.
+ */
+function atTier(match: RuleMatch, tier: RuleMatch['tier']): RuleMatch {
+  if (tier <= match.tier) return match;
+  const r = match.requirement;
+  if (!r || r.requireCredentialTypes.length === 0) return { ...match, tier };
+  const votable =
+    tier === 3 ? r.requireCredentialTypes.filter((t) => t === 'totp') : r.requireCredentialTypes;
+  return { ...match, tier, requirement: { ...r, requireCredentialTypes: votable } };
 }
 
 /** Guardrail violations under `approve` on top of whatever matched: the stricter of both is asked. */
@@ -762,8 +775,7 @@ function withGuardrailViolations(match: RuleMatch | undefined, v: Verdict[]): Ru
   const g = guardrailApprovalMatch(v);
   if (!match) return g;
   return {
-    ...match,
-    tier: Math.max(match.tier, g.tier) as RuleMatch['tier'],
+    ...atTier(match, Math.max(match.tier, g.tier) as RuleMatch['tier']),
     ruleJson: { ...match.ruleJson, guardrail_violations: g.ruleJson['violations'] },
   };
 }
