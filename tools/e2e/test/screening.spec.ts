@@ -231,6 +231,51 @@ describe('sanctions screening (private mesh on the shared anvil)', () => {
     });
   });
 
+  it('sign intents are screened too: a sign-only transaction or a typed-data address to a listed party is 403, even under approve', async () => {
+    const agent = await anvilAgent(mesh, owner, {
+      address_screening_policy: { mode: 'approve' },
+      message_signing_enabled: true,
+      eip712_default_policy: 'allow',
+    });
+    await anvilOf(mesh).send('anvil_setBalance', [agent.address, `0x${(10n * ETH).toString(16)}`]);
+    const sign = (body: Body) =>
+      api(mesh, 'POST', `/v1/agents/${agent.id}/sign`, {
+        token: agent.token,
+        body: { chain: 'anvil', ...body },
+      });
+    expectProblem(await sign({ intent_type: 'transaction', to: SANCTIONED, value: '0.001' }), 403, {
+      type: 'sanctions_blocked',
+      list: 'test-sdn',
+    });
+    // A permit whose spender is written without 0x is still the listed address.
+    const permit = (spender: string) => ({
+      types: {
+        EIP712Domain: [
+          { name: 'name', type: 'string' },
+          { name: 'chainId', type: 'uint256' },
+        ],
+        Permit: [
+          { name: 'owner', type: 'address' },
+          { name: 'spender', type: 'address' },
+          { name: 'value', type: 'uint256' },
+        ],
+      },
+      primaryType: 'Permit',
+      domain: { name: 'Token', chainId: 31337 },
+      message: { owner: agent.address, spender, value: '1' },
+    });
+    expectProblem(
+      await sign({ intent_type: 'typed_data', typed_data: permit(SANCTIONED.slice(2).toLowerCase()) }),
+      403,
+      { type: 'sanctions_blocked' },
+    );
+    expect(
+      (await outbox('sanctions.blocked', agent.id)).map((r) => (r['metadata'] as Body)['address']),
+    ).toEqual([SANCTIONED.toLowerCase(), SANCTIONED.toLowerCase()]);
+    // A clean spender is signed.
+    expect((await sign({ intent_type: 'typed_data', typed_data: permit(randomAddress()) })).status).toBe(200);
+  });
+
   it('off: no screening at all', async () => {
     const agent = await anvilAgent(mesh, owner, { address_screening_policy: { mode: 'off' } });
     await anvilOf(mesh).send('anvil_setBalance', [agent.address, `0x${(10n * ETH).toString(16)}`]);

@@ -125,13 +125,11 @@ export class Guardrails {
     const admission: Admission = { reservationId, verdicts };
     // The money caps, judged on the same request after the chain's own limits: a refusal gives the
     // chain's reservation back. Caps in money refuse in every mode (docs/guardrails.md).
+    const usd = capMicros(scope.settings.usdDailyLimitUsd);
+    const usdc = capMicros(scope.settings.usdcDailyLimitUsd);
     const caps: MoneyCaps = {
-      ...(capMicros(scope.settings.usdDailyLimitUsd) !== undefined
-        ? { usd: capMicros(scope.settings.usdDailyLimitUsd)! }
-        : {}),
-      ...(capMicros(scope.settings.usdcDailyLimitUsd) !== undefined
-        ? { usdc: capMicros(scope.settings.usdcDailyLimitUsd)! }
-        : {}),
+      ...(usd !== undefined ? { usd } : {}),
+      ...(usdc !== undefined ? { usdc } : {}),
     };
     if (this.deps.money && (caps.usd !== undefined || caps.usdc !== undefined)) {
       try {

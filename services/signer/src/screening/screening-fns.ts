@@ -1,4 +1,4 @@
-import { Interface, dataLength } from 'ethers';
+import { Interface, type TypedDataField, TypedDataEncoder, dataLength, getAddress } from 'ethers';
 
 const ERC20 = new Interface([
   'function transfer(address to, uint256 amount)',
@@ -38,5 +38,23 @@ export function evmRecipients(to: string | null | undefined, data: string | unde
     const start = 2 + 8 + word * 64;
     if (dataLength(data) >= 4 + 32 * (word + 1)) out.push(`0x${data.slice(start + 24, start + 64)}`);
   }
+  return out;
+}
+
+/**
+ * Every address field of a typed-data message, walked by its declared types (nested structs and
+ * arrays included) and normalised as EIP-712 hashes it (with or without `0x`, checksummed or not,
+ * ICAP): what the signature pays or empowers, for sanctions screening. No bound: the document is
+ * already bounded in size.
+ */
+export function typedDataAddresses(doc: {
+  types: Record<string, TypedDataField[]>;
+  message: Record<string, unknown>;
+}): string[] {
+  const out: string[] = [];
+  TypedDataEncoder.from(doc.types).visit(doc.message, (type, value) => {
+    if (type === 'address') out.push(getAddress(String(value)));
+    return value;
+  });
   return out;
 }

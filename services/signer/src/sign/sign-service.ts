@@ -1,4 +1,3 @@
-import { type TypedDataField, TypedDataEncoder, getAddress } from 'ethers';
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '@custos/auth';
 import { auditOf } from '@custos/events';
@@ -12,7 +11,7 @@ import {
 } from '@custos/service-kit';
 import { type RuleFacts, matchApprovalPolicy } from '@custos/approval-rules';
 import type { SanctionsScreen } from '../screening/sanctions-screen.js';
-import { evmRecipients } from '../screening/screening-fns.js';
+import { evmRecipients, typedDataAddresses } from '../screening/screening-fns.js';
 import { canonicalJson } from '@custos/service-kit';
 import { failClosed } from '../audit/signer-audit.js';
 import type { ApprovalGate, HeldTx } from '../approvals/approval-gate.js';
@@ -734,22 +733,4 @@ export class SignService {
 /** The 65-byte signature of a serialized signed transaction. */
 function signatureOf(signedTx: string): string | undefined {
   return Transaction.from(signedTx).signature?.serialized;
-}
-
-/**
- * Every address field of a typed-data message, walked by its declared types (nested structs and
- * arrays included) and normalised as EIP-712 hashes it (with or without `0x`, checksummed or not,
- * ICAP): what the signature pays or empowers, for sanctions screening. No bound: the document is
- * already bounded in size.
- */
-export function typedDataAddresses(doc: {
-  types: Record<string, TypedDataField[]>;
-  message: Record<string, unknown>;
-}): string[] {
-  const out: string[] = [];
-  TypedDataEncoder.from(doc.types).visit(doc.message, (type, value) => {
-    if (type === 'address') out.push(getAddress(String(value)));
-    return value;
-  });
-  return out;
 }

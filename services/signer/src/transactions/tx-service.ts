@@ -25,11 +25,7 @@ import {
   transferFacts,
   transferHeld,
 } from '../approvals/approval-fns.js';
-import {
-  type SanctionsScreen,
-  type ScreenResult,
-  sanctionsApprovalMatch,
-} from '../screening/sanctions-screen.js';
+import type { SanctionsScreen, ScreenResult } from '../screening/sanctions-screen.js';
 import { evmRecipients } from '../screening/screening-fns.js';
 import { approvalRequired } from '../peers/approvals-client.js';
 import {
@@ -41,8 +37,9 @@ import {
   signEvmTransaction,
 } from '../evm/index.js';
 import type { IntentContext, IntentScope } from '../intents/intent-context.js';
-import { type Admission, type Guardrails, guardrailApprovalMatch } from '../guardrails/guardrails.js';
-import { type Verdict, enforcementOf } from '@custos/guardrails';
+import type { Admission, Guardrails } from '../guardrails/guardrails.js';
+import { approvedCodesOf, withGuardrailViolations, withSanctionsHit } from '../approvals/hold-reasons.js';
+import { enforcementOf } from '@custos/guardrails';
 import { agentIdOf } from '../keys/key-fns.js';
 import type { IdentityClient } from '../peers/identity-client.js';
 import {
@@ -739,43 +736,4 @@ function guardrailAmounts(
 /** A non-EVM transfer's destination and native value (a token transfer moves none). */
 function transferAmounts(scope: IntentScope, t: TransferInput): { to: string; value: bigint } {
   return { to: t.to, value: transferFacts(scope.chain, t).valueWei ?? 0n };
-}
-
-/** The guardrail reason codes a held transaction was approved with (none when held for rules only). */
-function approvedCodesOf(row: TxRecord | undefined): string[] {
-  const codes = row?.details['held_guardrail_codes'];
-  return codes ? codes.split(',').filter(Boolean) : [];
-}
-
-/**
- * A sanctions hit on top of whatever rule matched: the rule's consensus requirement and expiry are
- * kept (a hit never asks for fewer humans), at tier 3, the hit shown to the approver.
- */
-function withSanctionsHit(match: RuleMatch | undefined, hit: ScreenResult & { hit: true }): RuleMatch {
-  const s = sanctionsApprovalMatch(hit);
-  if (!match) return s;
-  return { ...atTier(match, 3), ruleJson: { ...match.ruleJson, sanctions_hit: s.ruleJson } };
-}
-
-/**
- * A match raised to `tier`: its consensus requirement kept, less the credential types a vote cannot
- * prove at that tier (tier 3 votes are TOTP codes), so the approval can still be decided.
- */
-function atTier(match: RuleMatch, tier: RuleMatch['tier']): RuleMatch {
-  if (tier <= match.tier) return match;
-  const r = match.requirement;
-  if (!r || r.requireCredentialTypes.length === 0) return { ...match, tier };
-  const votable =
-    tier === 3 ? r.requireCredentialTypes.filter((t) => t === 'totp') : r.requireCredentialTypes;
-  return { ...match, tier, requirement: { ...r, requireCredentialTypes: votable } };
-}
-
-/** Guardrail violations under `approve` on top of whatever matched: the stricter of both is asked. */
-function withGuardrailViolations(match: RuleMatch | undefined, v: Verdict[]): RuleMatch {
-  const g = guardrailApprovalMatch(v);
-  if (!match) return g;
-  return {
-    ...atTier(match, Math.max(match.tier, g.tier) as RuleMatch['tier']),
-    ruleJson: { ...match.ruleJson, guardrail_violations: g.ruleJson['violations'] },
-  };
 }

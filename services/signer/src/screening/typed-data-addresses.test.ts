@@ -1,5 +1,5 @@
 import { getAddress } from 'ethers';
-import { typedDataAddresses } from './sign-service';
+import { typedDataAddresses } from './screening-fns.js';
 
 // The addresses a typed-data signature pays or empowers, for sanctions screening: every field of
 // type `address`, however written, at any depth.
