@@ -1,5 +1,8 @@
 import { env } from '@custos/service-kit';
 
+const MAX_BYTES_DOC =
+  "Most bytes the JetStream stream holds; -1: unlimited (bounded by NATS_STREAM_MAX_AGE_HOURS and the server's JetStream storage). When set (at least 1048576), a full stream refuses new events (discard policy `new`): they wait in each service's outbox and go out once old events age out, rather than NATS dropping events not yet consumed. An existing stream with no or a larger limit is lowered to it (refused without stream-edit rights: then a warning tells the operator).";
+
 /** Variables of a service that publishes or consumes events. */
 export const natsConfigShape = {
   NATS_URL: env.url('NATS server URL(s) with JetStream enabled; comma-separated for a cluster.', [
@@ -14,6 +17,20 @@ export const natsConfigShape = {
       24 * 365,
     )
     .default(168),
+  NATS_STREAM_REPLICAS: env
+    .int(
+      'Copies of each event the JetStream stream keeps across a NATS cluster (3 on a three-server JetStream cluster; 1 on a single server, which refuses more). New streams are created with it; an existing stream with fewer replicas is raised to it (more are kept); when NATS refuses, the stream is used as it is and a warning gives the `nats stream edit` command.',
+      1,
+      5,
+    )
+    .default(1),
+  NATS_STREAM_MAX_BYTES: env
+    .int(MAX_BYTES_DOC, -1)
+    .refine((v) => v === -1 || v >= 1024 * 1024, {
+      message: 'expected -1 (unlimited) or at least 1048576 bytes',
+    })
+    .describe(MAX_BYTES_DOC)
+    .default(-1),
   NATS_BATCH_AUDIT_RECORDS: env
     .bool(
       'Send audit records several to a JetStream message (a batch envelope). Set false on every producer while upgrading from a release before batching, until the audit service runs this release: an older audit service cannot read a batch and would drop its records.',

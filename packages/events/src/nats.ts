@@ -1,10 +1,12 @@
 import { describeError, type Logger } from '@custos/service-kit';
 import {
+  DiscardPolicy,
   jetstream,
   jetstreamManager,
   type JetStreamClient,
   type JetStreamManager,
   type StreamConfig,
+  type StreamInfo,
 } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
@@ -17,6 +19,14 @@ export interface StreamSettings {
   duplicateWindowMs?: number;
   /** How long the stream keeps a message (its max age); absent: unlimited (tests only). */
   maxAgeMs?: number;
+  /** Copies of each message across a JetStream cluster (1..5); absent: 1. */
+  replicas?: number;
+  /**
+   * Most bytes the stream holds; absent or -1: unlimited (bounded by max age and the server's
+   * storage). When set, a full stream refuses new messages (discard `new`): the relays keep them in
+   * their outboxes and retry, rather than NATS dropping the oldest events, consumed or not.
+   */
+  maxBytes?: number;
 }
 
 /** How a service proves who it is to NATS, and where its replies arrive. */
@@ -169,14 +179,20 @@ export class NatsLink {
  * service may create it (whoever starts first on a fresh install), so every service also checks what
  * it finds: a stream that does not carry the prefix, or that lets a publisher roll up (purge) the
  * stream with a `Nats-Rollup` header, is refused — the link stays not ready and says why — rather
- * than used. New streams also refuse message deletes and purges, and keep a message at most
- * `maxAgeMs`. An existing stream with no or a longer max age is lowered to it; when NATS refuses
- * (services have no stream-edit rights in a secured install) the stream is still used and the
- * returned note says what the operator should run. Returns undefined when nothing needs saying.
+ * than used. New streams also refuse message deletes and purges, keep a message at most `maxAgeMs`,
+ * hold at most `maxBytes` (refusing new messages when full) on `replicas` servers. An existing
+ * stream is brought towards the settings, never away from safety: a longer (or no) max age and a
+ * larger (or no) byte limit are lowered, fewer replicas are raised; what an operator set stricter is
+ * kept. When NATS refuses the change (services have no stream-edit rights in a secured install) the
+ * stream is still used and the returned note says what the operator should run; a stream with fewer
+ * copies than `replicas` (a single server) is used with a note too. A new stream a single server
+ * cannot replicate is refused (thrown). Returns undefined when nothing needs saying.
  */
 export async function ensureStream(jsm: JetStreamManager, s: StreamSettings): Promise<string | undefined> {
   const maxAge = s.maxAgeMs ? nanos(s.maxAgeMs) : 0;
   const dupMs = s.duplicateWindowMs ?? 2 * 60 * 60 * 1000;
+  const maxBytes = s.maxBytes !== undefined && s.maxBytes > 0 ? s.maxBytes : -1;
+  const replicas = s.replicas ?? 1;
   const config = {
     name: s.stream,
     subjects: [`${s.subjectPrefix}.>`],
@@ -186,6 +202,11 @@ export async function ensureStream(jsm: JetStreamManager, s: StreamSettings): Pr
     deny_delete: true,
     deny_purge: true,
     max_age: maxAge,
+    max_bytes: maxBytes,
+    // With a byte limit, `old` would silently drop events no consumer has read yet; `new` refuses
+    // the publish instead, and the event waits in its producer's outbox (Postgres) until room frees.
+    discard: maxBytes > 0 ? DiscardPolicy.New : DiscardPolicy.Old,
+    num_replicas: replicas,
   };
   let info;
   try {
@@ -197,41 +218,108 @@ export async function ensureStream(jsm: JetStreamManager, s: StreamSettings): Pr
     } catch (err) {
       // Another process may have created it in between; fall through to verify.
       info = await jsm.streams.info(s.stream).catch(() => {
-        throw err;
+        throw new Error(
+          `event stream ${s.stream} could not be created (${errorText(err)})` +
+            (replicas > 1
+              ? `; NATS_STREAM_REPLICAS is ${replicas}: it needs a JetStream cluster of at least ${replicas} servers (1 for a single server)`
+              : ''),
+        );
       });
     }
   }
   const problem = streamConfigProblem(info.config, config.subjects[0]!);
   if (problem) throw new Error(`stream ${s.stream} is not safe to use: ${problem}`);
-  return lowerMaxAge(jsm, info.config, maxAge);
+  const adjusted = await adjustStream(jsm, info, { maxAge, maxBytes, replicas });
+  const notes = [adjusted.note, copiesNote(adjusted.info, replicas)].filter(Boolean);
+  return notes.length ? notes.join('; ') : undefined;
 }
 
 /**
- * Lowers an existing stream's max age to `maxAge` (nanoseconds) when it keeps messages longer (0:
- * forever). A shorter max age an operator chose is kept. Returns a note when NATS refused.
+ * A note when the stream has fewer copies than NATS_STREAM_REPLICAS asks: a single (non-clustered)
+ * server accepts a stream update to any replica count and reports it in the configuration, yet
+ * keeps one copy; only the cluster part of the stream's info shows the copies that exist.
  */
-async function lowerMaxAge(
+function copiesNote(info: StreamInfo, replicas: number): string | undefined {
+  if (replicas <= 1) return undefined;
+  const copies = info.cluster ? 1 + (info.cluster.replicas?.length ?? 0) : 1;
+  if (copies >= replicas) return undefined;
+  return (
+    `event stream ${info.config.name} has ${copies} ${copies === 1 ? 'copy' : 'copies'}, fewer than ` +
+    `NATS_STREAM_REPLICAS (${replicas})` +
+    (info.cluster ? '' : ': NATS runs as a single server, not a JetStream cluster') +
+    `; run ${replicas} JetStream servers in a cluster, or set NATS_STREAM_REPLICAS to ${copies}`
+  );
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** What an existing stream should be moved to (NATS units: nanoseconds, bytes; -1/0: unlimited). */
+interface StreamTargets {
+  maxAge: number;
+  maxBytes: number;
+  replicas: number;
+}
+
+/**
+ * Brings an existing stream towards `t`: lowers a longer (or no) max age and a larger (or no) byte
+ * limit, raises fewer replicas; a stricter setting an operator chose is kept. Returns a note of what
+ * changed, or of what NATS refused with the `nats stream edit` command that does it.
+ */
+async function adjustStream(
   jsm: JetStreamManager,
-  c: StreamConfig,
-  maxAge: number,
-): Promise<string | undefined> {
-  if (!maxAge || (c.max_age > 0 && c.max_age <= maxAge)) return undefined;
-  const hours = Math.round(maxAge / 3.6e12);
-  try {
-    await jsm.streams.update(c.name, {
-      ...c,
-      max_age: maxAge,
-      duplicate_window: Math.min(c.duplicate_window ?? maxAge, maxAge),
-    });
-    return `event stream max age lowered to ${hours} h (NATS_STREAM_MAX_AGE_HOURS)`;
-  } catch (err) {
-    const why = err instanceof Error ? err.message : String(err);
-    return (
-      `event stream keeps messages ${c.max_age > 0 ? `${Math.round(c.max_age / 3.6e12)} h` : 'forever'}, ` +
-      `longer than NATS_STREAM_MAX_AGE_HOURS (${hours} h), and could not be lowered (${why}); ` +
-      `run: nats stream edit ${c.name} --max-age ${hours}h`
-    );
+  info: StreamInfo,
+  t: StreamTargets,
+): Promise<{ info: StreamInfo; note?: string }> {
+  const c = info.config;
+  const changes: Partial<StreamConfig> = {};
+  const said: string[] = [];
+  const flags: string[] = [];
+  if (t.maxAge && !(c.max_age > 0 && c.max_age <= t.maxAge)) {
+    const hours = Math.round(t.maxAge / 3.6e12);
+    changes.max_age = t.maxAge;
+    changes.duplicate_window = Math.min(c.duplicate_window ?? t.maxAge, t.maxAge);
+    said.push(`max age ${hours} h (NATS_STREAM_MAX_AGE_HOURS; it kept messages ${ageText(c.max_age)})`);
+    flags.push(`--max-age ${hours}h`);
   }
+  if (t.maxBytes > 0 && !(c.max_bytes > 0 && c.max_bytes <= t.maxBytes)) {
+    changes.max_bytes = t.maxBytes;
+    said.push(
+      `max bytes ${t.maxBytes} (NATS_STREAM_MAX_BYTES; it was ${c.max_bytes > 0 ? c.max_bytes : 'unlimited'})`,
+    );
+    flags.push(`--max-bytes ${t.maxBytes}`);
+  }
+  // A byte limit (ours or an operator's) must refuse new events rather than drop unconsumed ones.
+  if ((changes.max_bytes ?? c.max_bytes) > 0 && c.discard !== DiscardPolicy.New) {
+    changes.discard = DiscardPolicy.New;
+    said.push(
+      'discard new (a full stream refuses events, which wait in the outboxes, instead of dropping old ones)',
+    );
+    flags.push('--discard new');
+  }
+  // A single server would accept the change and still keep one copy; copiesNote says so instead.
+  if (info.cluster && (c.num_replicas ?? 1) < t.replicas) {
+    changes.num_replicas = t.replicas;
+    said.push(`${t.replicas} replicas (NATS_STREAM_REPLICAS; it had ${c.num_replicas ?? 1})`);
+    flags.push(`--replicas ${t.replicas}`);
+  }
+  if (said.length === 0) return { info };
+  try {
+    const updated = await jsm.streams.update(c.name, { ...c, ...changes });
+    return { info: updated, note: `event stream ${c.name} changed to ${said.join(', ')}` };
+  } catch (err) {
+    return {
+      info,
+      note:
+        `event stream ${c.name} should have ${said.join(', ')}, but NATS refused the change ` +
+        `(${errorText(err)}); it is used as it is. Run: nats stream edit ${c.name} ${flags.join(' ')}`,
+    };
+  }
+}
+
+function ageText(maxAge: number): string {
+  return maxAge > 0 ? `${Math.round(maxAge / 3.6e12)} h` : 'forever';
 }
 
 /** Why an existing stream's configuration cannot carry Custos events, or undefined when it can. */

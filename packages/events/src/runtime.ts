@@ -36,6 +36,8 @@ export function startEvents(
       stream: c.NATS_STREAM,
       subjectPrefix: c.NATS_SUBJECT_PREFIX,
       maxAgeMs: c.NATS_STREAM_MAX_AGE_HOURS * 60 * 60 * 1000,
+      replicas: c.NATS_STREAM_REPLICAS,
+      maxBytes: c.NATS_STREAM_MAX_BYTES,
     },
     rt.logger,
     `custos-${rt.name}`,
