@@ -10,7 +10,7 @@ import {
   redisTlsOptions,
 } from '@custos/service-kit';
 import { IdentityKeys, type TokenTrust } from './identity-keys.js';
-import { redisAnswers } from './revocation.js';
+import { type RevocationCheckOptions, redisAnswers } from './revocation.js';
 import { tokenTrustOf } from './token-config.js';
 
 /** What a service behind the gateway needs to verify the caller's token itself. */
@@ -27,6 +27,8 @@ export interface IdentityKeysSettings {
   tls: MeshTls;
   /** Accepted issuers and audience: the service's own configuration (tokenTrustOf). */
   trust: TokenTrust;
+  /** Counts revocation checks by outcome (the runtime's `metrics.tokenRevocationChecks`). */
+  revocationOutcomes?: RevocationCheckOptions['outcomes'];
 }
 
 /**
@@ -73,7 +75,10 @@ export async function connectIdentityKeys(
   onShutdown('identity-client', async () => {
     identity.close();
   });
-  return IdentityKeys.overGrpc(identity, redis, logger, s.trust, { requirePublished: true });
+  return IdentityKeys.overGrpc(identity, redis, logger, s.trust, {
+    requirePublished: true,
+    ...(s.revocationOutcomes ? { outcomes: s.revocationOutcomes } : {}),
+  });
 }
 
 /** The configuration a service behind the gateway verifies tokens with (its config.ts has these). */
@@ -101,6 +106,7 @@ export function connectServiceIdentityKeys(rt: Runtime<IdentityKeysConfig>): Pro
       deadlineMs: c.GRPC_DEADLINE_MS,
       trust: tokenTrustOf(c, rt.name),
       tls: rt.tls,
+      revocationOutcomes: rt.metrics.tokenRevocationChecks,
     },
     rt.logger,
     rt.onShutdown,

@@ -30,7 +30,15 @@ export interface RevocationCheckOptions {
    * "nothing is revoked". On in every service (their wiring); off for a bare Redis in unit tests.
    */
   requirePublished?: boolean;
+  /**
+   * Counts each check by outcome (the service's `custos_token_revocation_checks_total`): `failed`
+   * when Redis could not answer or its list is not restored, so the token was refused with 503.
+   */
+  outcomes?: { inc(labels: { outcome: RevocationOutcome }): void };
 }
+
+/** How a revocation check ended. */
+export type RevocationOutcome = 'passed' | 'revoked' | 'failed';
 
 /** The part of a Redis client the check needs. */
 export interface RedisLike {
@@ -51,6 +59,7 @@ export function redisRevocationCheck(
   opts: RevocationCheckOptions = {},
 ): (p: Principal, kid: string) => Promise<boolean> {
   const requirePublished = opts.requirePublished ?? false;
+  const count = (outcome: RevocationOutcome) => opts.outcomes?.inc({ outcome });
   return async (p, kid) => {
     const keys = [
       revocationKey('jti', p.tokenId),
@@ -63,13 +72,21 @@ export function redisRevocationCheck(
     try {
       values = await redis.mget(...keys);
     } catch {
+      count('failed');
       throw new UnavailableError('token revocation status cannot be checked right now');
     }
     const [jti, subBefore, retiredKid, published, sid] = values;
-    if (requirePublished && (published === null || published === undefined))
+    if (requirePublished && (published === null || published === undefined)) {
+      count('failed');
       throw new UnavailableError('token revocations are being restored after a Redis restart; retry shortly');
-    if (jti !== null || retiredKid !== null || (sid !== undefined && sid !== null)) return true;
-    return subBefore !== null && subBefore !== undefined && p.issuedAt < Number(subBefore);
+    }
+    const revoked =
+      jti !== null ||
+      retiredKid !== null ||
+      (sid !== undefined && sid !== null) ||
+      (subBefore !== null && subBefore !== undefined && p.issuedAt < Number(subBefore));
+    count(revoked ? 'revoked' : 'passed');
+    return revoked;
   };
 }
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { freePort } from '@custos/service-kit/testing';
-import { UnavailableError } from '@custos/service-kit';
+import { UnavailableError, createMetrics } from '@custos/service-kit';
 import type { Principal } from '../src';
 import {
   REVOCATIONS_PUBLISHED_KEY,
@@ -131,5 +131,54 @@ describe('redisRevocationCheck with requirePublished (against Redis)', () => {
     await redis.set(revocationKey('jti', a.tokenId), '1', 'EX', 60);
     expect(await isRevoked(a, KID)).toBe(true);
     expect(await redisAnswers(redis)).toBe(true);
+  });
+});
+
+describe('redisRevocationCheck outcomes (custos_token_revocation_checks_total)', () => {
+  const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const redis = new Redis(url, { lazyConnect: true, db: 13 });
+  beforeAll(() => redis.connect());
+  afterAll(async () => {
+    await redis.del(REVOCATIONS_PUBLISHED_KEY);
+    await redis.quit();
+  });
+
+  /** The counter's value per outcome, as the service's /metrics shows it. */
+  async function counts(metrics: ReturnType<typeof createMetrics>): Promise<Record<string, number>> {
+    const m = await metrics.tokenRevocationChecks.get();
+    return Object.fromEntries(m.values.map((v) => [String(v.labels.outcome), v.value]));
+  }
+
+  it('counts passed, revoked and failed checks (Redis down, list not restored)', async () => {
+    const metrics = createMetrics('revocation-test');
+    expect(await counts(metrics)).toEqual({ passed: 0, revoked: 0, failed: 0 });
+    const isRevoked = redisRevocationCheck(redis, {
+      requirePublished: true,
+      outcomes: metrics.tokenRevocationChecks,
+    });
+    await redis.del(REVOCATIONS_PUBLISHED_KEY);
+    await expect(isRevoked(user(), KID)).rejects.toBeInstanceOf(UnavailableError);
+    await redis.set(REVOCATIONS_PUBLISHED_KEY, new Date().toISOString());
+    expect(await isRevoked(user(), KID)).toBe(false);
+    expect(await isRevoked(user(), KID)).toBe(false);
+    const a = user();
+    await redis.set(revocationKey('jti', a.tokenId), '1', 'EX', 60);
+    expect(await isRevoked(a, KID)).toBe(true);
+
+    const dead = new Redis(`redis://127.0.0.1:${await freePort()}`, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      disconnectTimeout: 50,
+    });
+    dead.on('error', () => undefined);
+    const deadCheck = redisRevocationCheck(dead, { outcomes: metrics.tokenRevocationChecks });
+    await expect(deadCheck(user(), KID)).rejects.toBeInstanceOf(UnavailableError);
+    dead.disconnect();
+
+    expect(await counts(metrics)).toEqual({ passed: 2, revoked: 1, failed: 2 });
+    expect(await metrics.registry.metrics()).toContain(
+      'custos_token_revocation_checks_total{outcome="failed",service="revocation-test"} 2',
+    );
   });
 });

@@ -1,5 +1,6 @@
 export * from './config.js';
 export * from './db.js';
+export * from './db-metrics.js';
 export * from './dependency-errors.js';
 export * from './errors.js';
 export * from './grpc-client.js';
@@ -13,6 +14,7 @@ export * from './redact.js';
 export * from './request-context.js';
 export * from './runtime.js';
 export * from './tracing.js';
+export * from './otel-resource.js';
 export * from './expiring-lru.js';
 export * from './cidr.js';
 export * from './ids.js';

@@ -6,14 +6,31 @@ export interface Metrics {
   registry: Registry;
   grpcHandled: Counter<'method' | 'grpc_code'>;
   grpcDuration: Histogram<'method'>;
+  /**
+   * Bearer-token revocation checks against Redis by outcome: `passed`, `revoked`, or `failed`
+   * (Redis down, timed out, or its revocation list not restored yet: the request was refused 503).
+   */
+  tokenRevocationChecks: Counter<'outcome'>;
 }
+
+/** The outcomes of a revocation check, as `custos_token_revocation_checks_total` labels them. */
+export const REVOCATION_OUTCOMES = ['passed', 'revoked', 'failed'] as const;
 
 /** Creates the registry with process metrics and the kit's gRPC metrics, labelled with the service. */
 export function createMetrics(service: string): Metrics {
   const registry = new Registry();
   registry.setDefaultLabels({ service });
   collectDefaultMetrics({ register: registry });
+  const tokenRevocationChecks = new Counter({
+    name: 'custos_token_revocation_checks_total',
+    help: 'Bearer-token revocation checks against Redis, by outcome (passed, revoked, failed: Redis could not answer).',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  // Every outcome exported from the start, so a rate over it exists before the first failure.
+  for (const outcome of REVOCATION_OUTCOMES) tokenRevocationChecks.inc({ outcome }, 0);
   return {
+    tokenRevocationChecks,
     registry,
     grpcHandled: new Counter({
       name: 'custos_grpc_server_handled_total',

@@ -9,12 +9,14 @@ import {
   provisionServiceRole,
   serviceRoleName,
 } from './db.js';
+import { registerPoolMetrics } from './db-metrics.js';
 import { isDependencyOutage } from './dependency-errors.js';
 import { GrpcServer } from './grpc-server.js';
 import { DependencyHealth, ServingStatus } from './health.js';
 import { createLogger, describeError, type Logger } from './logger.js';
 import { MeshTls, MeshTlsError } from './mesh-tls.js';
 import { createMetrics, startMetricsServer, type Metrics } from './metrics.js';
+import { parseResourceAttributes } from './otel-resource.js';
 import { initTracing } from './tracing.js';
 import type pg from 'pg';
 
@@ -46,6 +48,16 @@ export function baseConfigShape(defaults: { grpcPort: number; metricsPort: numbe
       ])
       .optional(),
     OTEL_BSP_SCHEDULE_DELAY: env.int('Milliseconds between batched span exports.', 10, 60000).default(2000),
+    OTEL_SERVICE_NAME: env
+      .string(
+        'Names this process in traces (`service.name`); unset: the service’s own name (e.g. `vault-crypto`).',
+      )
+      .optional(),
+    OTEL_RESOURCE_ATTRIBUTES: env
+      .string(
+        'Extra resource attributes of this process’s traces, the OpenTelemetry way: comma-separated `key=value` pairs, percent-decoded (e.g. `deployment.environment=prod,k8s.pod.name=$(POD_NAME)`). A `service.name` here applies unless OTEL_SERVICE_NAME is set; a malformed list is ignored whole, with a warning.',
+      )
+      .optional(),
     SHUTDOWN_GRACE_MS: env
       .int('How long calls in flight may finish after SIGTERM, in milliseconds.', 0, 120000)
       .default(10000),
@@ -150,13 +162,18 @@ export function runService<S extends ConfigShape>(opts: ServiceDefinitionOptions
   }
   // Spans are created by the kit's own wrappers (no require hooks), so tracing can follow config.
   const base = config as unknown as ConfigOf<ReturnType<typeof baseConfigShape>>;
+  const resource = parseResourceAttributes(base.OTEL_RESOURCE_ATTRIBUTES);
   const tracing = initTracing({
     serviceName: opts.name,
     serviceVersion: version,
     otlpEndpoint: base.OTEL_EXPORTER_OTLP_ENDPOINT,
     scheduledDelayMillis: base.OTEL_BSP_SCHEDULE_DELAY,
+    otelServiceName: base.OTEL_SERVICE_NAME,
+    ...('attributes' in resource ? { resourceAttributes: resource.attributes } : {}),
   });
   const logger = createLogger({ service: opts.name, level: base.LOG_LEVEL });
+  if ('error' in resource)
+    logger.warn({ reason: resource.error }, 'OTEL_RESOURCE_ATTRIBUTES is malformed and was ignored');
   const metrics = createMetrics(opts.name);
   const tls = loadMeshTls(opts.name, base, logger);
   const grpc = new GrpcServer(logger, metrics, tls);
@@ -292,6 +309,7 @@ export async function openDatabase(
     `custos-${rt.name}`,
   );
   rt.onShutdown('postgres', () => pool.end());
+  registerPoolMetrics(rt.metrics.registry, pool, 'main');
   // Postgres not there yet (a cluster restarting, a failover) is waited for, not a reason to exit:
   // the process is alive (/livez) and not ready (/readyz) meanwhile.
   for (let delay = 500; ; delay = Math.min(delay * 2, 10_000)) {
@@ -311,6 +329,7 @@ export async function openDatabase(
   // of a busy service and report a healthy Postgres as down.
   const probe = createPool(rt.config.DATABASE_URL, 1, rt.logger, `custos-${rt.name}-health`);
   rt.onShutdown('postgres-probe', () => probe.end());
+  registerPoolMetrics(rt.metrics.registry, probe, 'health');
   rt.dependencies.add({
     name: 'postgres',
     required: true,

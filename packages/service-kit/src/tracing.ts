@@ -19,7 +19,8 @@ import {
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
-import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import { ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import { resourceAttributesOf } from './otel-resource.js';
 
 let provider: NodeTracerProvider | undefined;
 
@@ -33,6 +34,10 @@ export interface TracingOptions {
   exporter?: SpanExporter;
   /** How often batched spans are exported, in milliseconds. */
   scheduledDelayMillis?: number;
+  /** OTEL_SERVICE_NAME: names the process in traces instead of `serviceName`. */
+  otelServiceName?: string | undefined;
+  /** Attributes of OTEL_RESOURCE_ATTRIBUTES (parseResourceAttributes), merged under `service.name`. */
+  resourceAttributes?: Record<string, string>;
 }
 
 /**
@@ -42,7 +47,10 @@ export interface TracingOptions {
  * propagate, but no attributes, events or timings are collected only to be dropped (measured:
  * ~5 % of a busy service's CPU). A caller that sends a sampled `traceparent` is still honoured.
  */
-export function initTracing(opts: TracingOptions): { shutdown: () => Promise<void> } {
+export function initTracing(opts: TracingOptions): {
+  shutdown: () => Promise<void>;
+  forceFlush: () => Promise<void>;
+} {
   const processors: SpanProcessor[] = [];
   const delay = opts.scheduledDelayMillis ?? 2000;
   if (opts.otlpEndpoint) {
@@ -52,8 +60,12 @@ export function initTracing(opts: TracingOptions): { shutdown: () => Promise<voi
   if (opts.exporter) processors.push(new BatchSpanProcessor(opts.exporter, { scheduledDelayMillis: delay }));
   provider = new NodeTracerProvider({
     resource: resourceFromAttributes({
-      [ATTR_SERVICE_NAME]: opts.serviceName,
       [ATTR_SERVICE_VERSION]: opts.serviceVersion ?? '0.1.0',
+      ...resourceAttributesOf({
+        serviceName: opts.serviceName,
+        otelServiceName: opts.otelServiceName,
+        ...(opts.resourceAttributes ? { attributes: opts.resourceAttributes } : {}),
+      }),
     }),
     spanProcessors: processors,
     ...(processors.length === 0 ? { sampler: new ParentBasedSampler({ root: new AlwaysOffSampler() }) } : {}),
@@ -64,7 +76,7 @@ export function initTracing(opts: TracingOptions): { shutdown: () => Promise<voi
     }),
   });
   const p = provider;
-  return { shutdown: () => p.shutdown() };
+  return { shutdown: () => p.shutdown(), forceFlush: () => p.forceFlush() };
 }
 
 /** The tracer for Custos instrumentation. */

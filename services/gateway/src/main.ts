@@ -54,6 +54,7 @@ runService({
       ownDependenciesDown: () => rt.dependencies.unavailable,
       identityKeys: IdentityKeys.overGrpc(peers.identity, redis, rt.logger, tokenTrustOf(rt.config), {
         requirePublished: true,
+        outcomes: rt.metrics.tokenRevocationChecks,
       }),
       ipRulesCacheTtlMs: c.IP_RULES_CACHE_TTL_MS,
     });

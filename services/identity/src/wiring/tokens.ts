@@ -96,7 +96,10 @@ export async function buildTokens(rt: Runtime<ConfigOf<typeof configShape>>, db:
     keys: localKeySource(ring),
     issuers: settings.issuers,
     audience: settings.audience,
-    isRevoked: redisRevocationCheck(redis, { requirePublished: true }),
+    isRevoked: redisRevocationCheck(redis, {
+      requirePublished: true,
+      outcomes: rt.metrics.tokenRevocationChecks,
+    }),
   });
   const wrongSecrets = new WrongSecretBucket(redis, c.EXCHANGE_WRONG_SECRETS_PER_KEY_PER_MINUTE, rt.logger);
   return {
