@@ -43,12 +43,17 @@ export const env = {
         ),
       )
       .describe(description),
-  /** `host:port` of a peer service. */
+  /**
+   * `host:port` of a peer service, or `dns:///host:port` (every address the name resolves to, e.g. a
+   * headless Service's pods, balanced round-robin and re-resolved on reconnect).
+   */
   address: (description: string) =>
     z
       .preprocess(
         blankToUndefined,
-        z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, { message: 'expected host:port' }),
+        z.string().regex(/^(dns:\/\/\/)?(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, {
+          message: 'expected host:port or dns:///host:port',
+        }),
       )
       .describe(description),
   /** One of a fixed set of values. */
