@@ -174,6 +174,22 @@ export function renderFailure(args: string[]): { status: number | null; stderr: 
   return { status, stderr };
 }
 
+/**
+ * `helm lint --strict` of the chart with `args`, judged strictly: helm 4's lint exits 0 and counts
+ * the chart as passed even when a template calls `fail` (it only logs `funcMap fail` at INFO), so
+ * a refusal is read from the output too. `problems` lists the [ERROR] and [WARNING] lines and the
+ * refusal messages; it is empty only when the chart linted clean.
+ */
+export function lintStrict(args: string[]): { status: number | null; problems: string[] } {
+  const { status, stdout, stderr } = runHelm(['lint', chartDir, '--strict', ...args]);
+  const lines = `${stdout}\n${stderr}`.split('\n');
+  const problems = lines.filter(
+    (line) => /\[(ERROR|WARNING)\]/.test(line) || /funcMap fail|^Error:/.test(line),
+  );
+  if (status !== 0 && problems.length === 0) problems.push(`helm lint exited ${status}`);
+  return { status, problems };
+}
+
 /** `--set` pairs for each of `sets`. */
 export function sets(...values: string[]): string[] {
   return values.flatMap((v) => ['--set', v]);
