@@ -168,8 +168,9 @@ export function propagationInterceptor(
 }
 
 /**
- * Creates a client for the peer service at `host:port` over mTLS, with deadlines, bounded
- * retries and propagation. There is no plaintext mode.
+ * Creates a client for the peer service at `address` (`host:port`, or any grpc-js target such as
+ * `dns:///host:port`) over mTLS, with deadlines, bounded retries, round-robin over the addresses
+ * the target resolves to, and propagation. There is no plaintext mode.
  */
 export function createGrpcClient<C extends Client>(
   Ctor: ClientCtor<C>,
@@ -185,7 +186,13 @@ export function createGrpcClient<C extends Client>(
     backoffMultiplier: 2,
     retryableStatusCodes: ['UNAVAILABLE'],
   };
-  const serviceConfig = { methodConfig: [{ name: [{}], ...(maxAttempts > 1 ? { retryPolicy } : {}) }] };
+  const serviceConfig = {
+    // Calls spread over every address the target resolves to (a headless Service's pod IPs with a
+    // dns:/// target); with one address it is the same as pick_first. New pods are found when the
+    // resolver runs again: at reconnects, which the servers' GRPC_MAX_CONNECTION_AGE_MS forces.
+    loadBalancingConfig: [{ round_robin: {} }],
+    methodConfig: [{ name: [{}], ...(maxAttempts > 1 ? { retryPolicy } : {}) }],
+  };
   return new Ctor(address, opts.tls.channelCredentials(opts.peer), {
     interceptors: [
       propagationInterceptor(

@@ -11,6 +11,7 @@ import {
 } from '@grpc/grpc-js';
 import { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
 import { HealthService } from '@custos/proto/grpc/health/v1/health';
+import { env } from './config.js';
 import { toGrpcStatus } from './grpc-errors.js';
 import { HealthRegistry, ServingStatus } from './health.js';
 import type { Logger } from './logger.js';
@@ -84,19 +85,57 @@ function meshCallerOf(call: Parameters<typeof callerIdentity>[0]): string | unde
   return caller;
 }
 
+/** The gRPC server's own variables (merged into every service's base configuration). */
+export const grpcServerConfigShape = {
+  GRPC_MAX_CONNECTION_AGE_MS: env
+    .int(
+      'Milliseconds after which the gRPC server asks a client connection to close (GOAWAY; calls in flight get 30 s more), so clients reconnect, re-resolve DNS and spread over new pods after a scale-out. 0 keeps connections open indefinitely.',
+      0,
+      86_400_000,
+    )
+    .default(300_000),
+};
+
+/** Connection settings of a GrpcServer. */
+export interface GrpcServerOptions {
+  /**
+   * Close each client connection after this long (grpc-js adds up to ±10 % jitter), so clients
+   * reconnect and re-resolve; 0 or unset: never.
+   */
+  maxConnectionAgeMs?: number;
+  /** How long calls in flight on a connection past its age may finish; default 30 s. */
+  maxConnectionAgeGraceMs?: number;
+}
+
+/** grpc-js server options for `opts`: the message limit, and the connection age when set. */
+export function grpcServerChannelOptions(opts: GrpcServerOptions = {}): Record<string, number> {
+  const age = opts.maxConnectionAgeMs ?? 0;
+  return {
+    'grpc.max_receive_message_length': 4 * 1024 * 1024,
+    ...(age > 0
+      ? {
+          'grpc.max_connection_age_ms': age,
+          'grpc.max_connection_age_grace_ms': opts.maxConnectionAgeGraceMs ?? 30_000,
+        }
+      : {}),
+  };
+}
+
 /**
  * The gRPC server of one service: mTLS (a client certificate from the mesh CA required), a caller
  * allow-list per RPC, tracing, request context, metrics and error mapping on every call.
  */
 export class GrpcServer {
-  readonly server = new Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
+  readonly server: Server;
   readonly health = new HealthRegistry();
 
   constructor(
     private readonly logger: Logger,
     private readonly metrics: Metrics,
     private readonly tls: MeshTls,
+    options: GrpcServerOptions = {},
   ) {
+    this.server = new Server(grpcServerChannelOptions(options));
     // Health answers any certificate from the mesh CA (the gateway and the launcher both ask).
     this.register(HealthService, this.health.implementation(), (caller) => caller !== undefined);
   }
