@@ -4,11 +4,17 @@
 #
 #   docker build -f tools/docker/service.Dockerfile --build-arg SERVICE=identity -t custos-identity .
 #
+# All nine at once, tagged with the chart's appVersion, with SBOM and provenance: `docker buildx bake`
+# (docker-bake.hcl at the root; docs/images.md).
+#
 # Each services/<name>/Dockerfile is a copy of this file whose only difference is the default of
 # `ARG SERVICE` (plain Docker has no include), so `docker build -f services/<name>/Dockerfile .`
 # needs no build argument. Edit this file, then copy it over the nine; tests/chart fails when they drift.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+# Node 24 LTS ("Krypton", supported until April 2028), one full version for both stages. To pin by
+# digest: --build-arg NODE_IMAGE=node:24.17.0-bookworm-slim@sha256:<digest> (docs/images.md).
+# The code itself still runs on Node 20.19+ (package.json engines) for local development.
+ARG NODE_IMAGE=node:24.17.0-bookworm-slim
 
 # ---- build: install the workspace, compile the service and its workspace packages, then
 # `pnpm deploy` a self-contained folder (dist, migrations, production node_modules) to /out.

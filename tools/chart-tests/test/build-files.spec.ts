@@ -1,18 +1,23 @@
 // The image and dev-loop files that sit beside the chart: the nine Dockerfiles stay copies of
-// tools/docker/service.Dockerfile, and skaffold.yaml builds and wires one image per service.
-import { existsSync, readFileSync } from 'node:fs';
+// tools/docker/service.Dockerfile on one Node LTS image, docker-bake.hcl builds the nine images the
+// chart pulls, and skaffold.yaml deploys the dev dependencies, then builds (each image from its own
+// inputs only) and wires one image per service.
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import yaml from 'js-yaml';
+import { evaluateBake, HclError, parseHcl } from './bake-hcl';
 import { SERVICES } from './facts';
-import { ofKind, renderChart, repoRoot, type Json } from './helm';
+import { ofKind, renderChart, repoRoot, type Json, type K8sObject } from './helm';
+import { validationErrors } from './validate';
 
 const read = (file: string) => readFileSync(path.join(repoRoot, file), 'utf8');
 
 describe('Dockerfiles', () => {
   const shared = read('tools/docker/service.Dockerfile');
 
-  it('the shared Dockerfile builds with pnpm 10.34.9 on node:20-bookworm-slim and runs as uid 10001', () => {
-    expect(shared).toMatch(/^ARG NODE_IMAGE=node:20-bookworm-slim$/m);
+  it('the shared Dockerfile builds with pnpm 10.34.9 on a pinned Node 24 LTS image and runs as uid 10001', () => {
+    // A full version (24.x.y), never a moving tag; both stages use it.
+    expect(shared).toMatch(/^ARG NODE_IMAGE=node:24\.\d+\.\d+-bookworm-slim$/m);
     expect(shared).toMatch(/^FROM \$\{NODE_IMAGE\} AS build$/m);
     expect(shared).toMatch(/^FROM \$\{NODE_IMAGE\} AS runtime$/m);
     expect(shared).toContain('pnpm@10.34.9');
@@ -34,6 +39,26 @@ describe('Dockerfiles', () => {
     },
   );
 
+  it('every FROM of the ten Dockerfiles uses the one NODE_IMAGE, whose default is the same in all', () => {
+    const files = ['tools/docker/service.Dockerfile', ...SERVICES.map((s) => `services/${s}/Dockerfile`)];
+    const defaults = new Set<string>();
+    for (const file of files) {
+      const text = read(file);
+      const froms = text.match(/^FROM .*$/gm) ?? [];
+      expect(froms).toEqual(['FROM ${NODE_IMAGE} AS build', 'FROM ${NODE_IMAGE} AS runtime']);
+      const args = text.match(/^ARG NODE_IMAGE=(.*)$/gm) ?? [];
+      expect(args).toHaveLength(1);
+      defaults.add(args[0]!);
+    }
+    expect(defaults.size).toBe(1);
+  });
+
+  it("package.json engines still accept Node 20.19 (local development) and the image's Node 24", () => {
+    const engines: string = JSON.parse(read('package.json')).engines.node;
+    expect(engines).toMatch(/>=20\.19/);
+    expect(engines).toMatch(/>=22|>=24/);
+  });
+
   it('.dockerignore keeps build outputs, dependencies and local tools out of the context', () => {
     const patterns = read('.dockerignore')
       .split('\n')
@@ -45,19 +70,222 @@ describe('Dockerfiles', () => {
   });
 });
 
+/** The folders of the workspace packages `service` depends on, transitively (dev dependencies too). */
+function workspaceDependencies(service: string): string[] {
+  const dirs = new Map<string, string>();
+  for (const group of ['packages', 'services', 'tools']) {
+    for (const d of readdirSync(path.join(repoRoot, group))) {
+      const file = path.join(repoRoot, group, d, 'package.json');
+      if (existsSync(file)) dirs.set(JSON.parse(readFileSync(file, 'utf8')).name, `${group}/${d}`);
+    }
+  }
+  const depsOf = (name: string): string[] => {
+    const pkg = JSON.parse(read(`${dirs.get(name)}/package.json`));
+    return Object.keys({ ...pkg.dependencies, ...pkg.devDependencies }).filter((k) => dirs.has(k));
+  };
+  const seen = new Set<string>();
+  const todo = [`@custos/${service}`];
+  while (todo.length > 0) {
+    for (const d of depsOf(todo.pop()!)) {
+      if (!seen.has(d)) {
+        seen.add(d);
+        todo.push(d);
+      }
+    }
+  }
+  return [...seen].map((n) => dirs.get(n)!).sort();
+}
+
+describe('docker-bake.hcl', () => {
+  const bake = evaluateBake(read('docker-bake.hcl'));
+  const chart = yaml.load(read('charts/custos/Chart.yaml')) as Json;
+
+  it('its default group is exactly the nine services', () => {
+    expect([...bake.groups['default']!].sort()).toEqual([...SERVICES].sort());
+  });
+
+  it.each(SERVICES)(
+    'target %s builds the shared Dockerfile with SERVICE=<name> as ${REGISTRY}/custos-<name>:${TAG}',
+    (service) => {
+      const t = bake.targets[service]!;
+      expect(t.context).toBe('.');
+      expect(t.dockerfile).toBe('tools/docker/service.Dockerfile');
+      expect(t.target).toBe('runtime');
+      expect(t.args['SERVICE']).toBe(service);
+      expect(t.tags).toEqual([`registry.example.com/custos/custos-${service}:${chart.appVersion}`]);
+      const other = evaluateBake(read('docker-bake.hcl'), { REGISTRY: 'r.test/x', TAG: '9.9.9' });
+      expect(other.targets[service]!.tags).toEqual([`r.test/x/custos-${service}:9.9.9`]);
+    },
+  );
+
+  it("TAG defaults to the chart's appVersion and REGISTRY to its image.registry: the defaults pull what bake pushes", () => {
+    expect(bake.variables['TAG']).toBe(String(chart.appVersion));
+    const values = yaml.load(read('charts/custos/values.yaml')) as Json;
+    expect(bake.variables['REGISTRY']).toBe(values.image.registry);
+  });
+
+  it('every image carries the OCI labels, an SBOM and max provenance, for amd64 and arm64, reproducible timestamps', () => {
+    for (const service of SERVICES) {
+      const t = bake.targets[service]!;
+      expect(Object.keys(t.labels).sort()).toEqual(
+        expect.arrayContaining([
+          'org.opencontainers.image.licenses',
+          'org.opencontainers.image.revision',
+          'org.opencontainers.image.source',
+          'org.opencontainers.image.version',
+        ]),
+      );
+      expect(t.labels['org.opencontainers.image.version']).toBe(String(chart.appVersion));
+      expect(t.labels['org.opencontainers.image.licenses']).toBe(JSON.parse(read('package.json')).license);
+      expect(t.attest).toEqual(['type=sbom', 'type=provenance,mode=max']);
+      expect(t.platforms).toEqual(['linux/amd64', 'linux/arm64']);
+      expect(t.args['SOURCE_DATE_EPOCH']).toBe('');
+      expect(t.output).toEqual(['type=image,rewrite-timestamp=true']);
+    }
+    const pinned = evaluateBake(read('docker-bake.hcl'), {
+      SOURCE_DATE_EPOCH: '1700000000',
+      REVISION: 'abc',
+    });
+    expect(pinned.targets['gateway']!.args).toEqual({ SOURCE_DATE_EPOCH: '1700000000', SERVICE: 'gateway' });
+    expect(pinned.targets['gateway']!.labels['org.opencontainers.image.revision']).toBe('abc');
+  });
+});
+
+describe('the bake file reader', () => {
+  it('reads blocks, attributes, lists, objects, interpolation, inherits and split()', () => {
+    const src = [
+      '# comment',
+      'variable "V" { default = "x" }',
+      'variable "L" {',
+      '  default = "a,b"',
+      '}',
+      'group "default" { targets = ["t"] }',
+      'target "_base" {',
+      '  args = { A = "1", B = "2" } // trailing comment',
+      '  platforms = split(",", L)',
+      '}',
+      'target "t" {',
+      '  inherits = ["_base"]',
+      '  args = {',
+      '    B = "3"',
+      '    "C" = "${V}-$${V}"',
+      '  }',
+      '  tags = ["r/${V}:1",]',
+      '}',
+    ].join('\n');
+    const b = evaluateBake(src);
+    expect(b.targets['t']).toMatchObject({
+      args: { A: '1', B: '3', C: 'x-${V}' },
+      platforms: ['a', 'b'],
+      tags: ['r/x:1'],
+    });
+    expect(evaluateBake(src, { V: 'y' }).targets['t']!.tags).toEqual(['r/y:1']);
+  });
+
+  it('refuses what it does not understand instead of misreading it', () => {
+    expect(() => parseHcl('target "t" { tags = ["${join(",", X)}"] }')).toThrow(HclError);
+    expect(() => parseHcl('x = <<EOT\nhi\nEOT\n')).toThrow(HclError);
+    expect(() => parseHcl('target "t" { a = "1" b = "2" }')).toThrow(HclError);
+    expect(() => parseHcl('target "t" {')).toThrow(HclError);
+    expect(() => evaluateBake('target "t" { cache-from = ["x"] }')).toThrow(/not read by this reader/);
+    expect(() => evaluateBake('target "t" { tags = ["${NOPE}"] }')).toThrow(/unknown variable NOPE/);
+    expect(() => evaluateBake('target "t" { inherits = ["t"] }')).toThrow(/cycle/);
+  });
+});
+
 describe('skaffold.yaml', () => {
   const config = yaml.load(read('skaffold.yaml')) as Json;
 
-  it('has one docker artifact per service, built from the repository root', () => {
-    expect(config.apiVersion).toMatch(/^skaffold\/v4beta\d+$/);
+  it('has one artifact per service, built from the repository root by its own Dockerfile', () => {
+    expect(config.apiVersion).toBe('skaffold/v4beta11');
     const artifacts: Json[] = config.build.artifacts;
     expect(artifacts.map((a) => a.image).sort()).toEqual(SERVICES.map((s) => `custos-${s}`).sort());
     for (const a of artifacts) {
       const service = a.image.replace(/^custos-/, '');
       expect(a.context).toBe('.');
-      expect(a.docker.dockerfile).toBe(`services/${service}/Dockerfile`);
-      expect(existsSync(path.join(repoRoot, a.docker.dockerfile))).toBe(true);
+      expect(a.custom.buildCommand).toBe(`sh tools/skaffold/build-image.sh ${service}`);
+      expect(existsSync(path.join(repoRoot, `services/${service}/Dockerfile`))).toBe(true);
     }
+    expect(existsSync(path.join(repoRoot, 'tools/skaffold/build-image.sh'))).toBe(true);
+  });
+
+  it.each(SERVICES)(
+    'custos-%s is rebuilt by changes to its own inputs only: its service, its workspace packages, the build files',
+    (service) => {
+      const artifact = (config.build.artifacts as Json[]).find((a) => a.image === `custos-${service}`);
+      const paths: string[] = artifact.custom.dependencies.paths;
+      expect(paths).toContain(`services/${service}/**`);
+      for (const other of SERVICES.filter((s) => s !== service)) {
+        expect(paths.filter((p) => p.startsWith(`services/${other}/`) || p === `services/${other}`)).toEqual(
+          [],
+        );
+      }
+      // No pattern reaches into another service's folder (services/** or a glob over services/*).
+      expect(paths.filter((p) => p.startsWith('services/') && !p.startsWith(`services/${service}/`))).toEqual(
+        [],
+      );
+      // Every workspace package the service needs, transitively (a missing one = a stale image).
+      for (const dir of workspaceDependencies(service)) expect(paths).toContain(`${dir}/**`);
+      for (const file of [
+        'package.json',
+        'pnpm-lock.yaml',
+        'pnpm-workspace.yaml',
+        'turbo.json',
+        'tsconfig.base.json',
+        'proto/**',
+        'tools/docker/service.Dockerfile',
+      ]) {
+        expect(paths).toContain(file);
+      }
+      expect(artifact.custom.dependencies.ignore).toEqual(
+        expect.arrayContaining(['**/node_modules/**', '**/dist/**']),
+      );
+    },
+  );
+
+  it('deploys the development dependencies before the chart: Postgres, NATS, Redis, Mailpit, the mesh issuer', () => {
+    const [req, ...more] = config.requires;
+    expect(more).toEqual([]);
+    expect(req.path).toBe('tools/skaffold/skaffold-deps.yaml');
+    const deps = yaml.loadAll(read(req.path)) as Json[];
+    expect(deps.map((d) => d.metadata.name).sort()).toEqual([...req.configs].sort());
+    const objects: K8sObject[] = deps.flatMap((d) => {
+      expect(d.apiVersion).toBe(config.apiVersion);
+      expect(d.deploy.kubectl.defaultNamespace).toBe('custos');
+      return (d.manifests.rawYaml as string[]).flatMap(
+        (f) => yaml.loadAll(read(path.join('tools/skaffold', f))) as K8sObject[],
+      );
+    });
+    // Every manifest under tools/skaffold/deps is deployed.
+    const listed = deps.flatMap((d) => d.manifests.rawYaml as string[]).sort();
+    expect(listed).toEqual(
+      readdirSync(path.join(repoRoot, 'tools/skaffold/deps'))
+        .map((f) => `deps/${f}`)
+        .sort(),
+    );
+    expect(validationErrors(objects.filter((o) => !o.apiVersion.startsWith('cert-manager.io/')))).toEqual([]);
+    const services = ofKind(objects, 'Service')
+      .map((o) => o.metadata.name)
+      .sort();
+    expect(services).toEqual(['mailpit', 'nats', 'postgres', 'redis']);
+    const env = (name: string) =>
+      ofKind(objects, 'Deployment').find((d) => d.metadata.name === name)!.spec.template.spec.containers[0];
+    expect(env('nats').args).toContain('--jetstream');
+    expect(env('postgres').env).toEqual(
+      expect.arrayContaining([{ name: 'POSTGRES_HOST_AUTH_METHOD', value: 'trust' }]),
+    );
+    const issuers = objects.filter((o) => o.kind === 'Issuer').map((o) => o.metadata.name);
+    expect(issuers).toContain('custos-mesh-ca');
+  });
+
+  it('the dev release points at those dependencies: the Services above are what its values name', () => {
+    const values: Record<string, unknown> = config.deploy.helm.releases[0].setValues;
+    expect(values['mail.smtpUrl']).toBe('smtp://mailpit:1025');
+    const chartValues = yaml.load(read('charts/custos/values.yaml')) as Json;
+    expect(chartValues.postgres.migrationUrl).toBe('postgres://custos@postgres:5432/custos');
+    expect(chartValues.nats.url).toBe('nats://nats:4222');
+    expect(chartValues.redis.host).toBe('redis');
+    expect(chartValues.mtls.certManager.issuerRef.name).toBe('custos-mesh-ca');
   });
 
   it('deploys charts/custos with each built image wired into its service', () => {
