@@ -243,6 +243,15 @@ describe('skaffold.yaml', () => {
     },
   );
 
+  it('docs/images.md states the minimum skaffold version: the release that introduced the schema', () => {
+    // skaffold's schemas/version-mappings: v4beta11 first shipped in skaffold v2.12.0.
+    const firstRelease: Record<string, string> = { 'skaffold/v4beta11': 'v2.12.0' };
+    const minimum = firstRelease[config.apiVersion];
+    expect(minimum).toBeDefined();
+    expect(read('docs/images.md')).toContain(`**skaffold ${minimum} or newer**`);
+    expect(read('skaffold.yaml')).toContain(`skaffold ${minimum} or newer`);
+  });
+
   it('deploys the development dependencies before the chart: Postgres, NATS, Redis, Mailpit, the mesh issuer', () => {
     const [req, ...more] = config.requires;
     expect(more).toEqual([]);
