@@ -163,6 +163,9 @@ version, the development-only local KMS without kms.allowLocal. Renders nothing.
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- if and .Values.redis.sentinel.enabled (not .Values.redis.sentinel.hosts) -}}
+{{- fail "redis.sentinel.enabled: list the sentinels in redis.sentinel.hosts (host:port, Sentinel's port is 26379)" -}}
+{{- end -}}
 {{- if and (eq .Values.kms.provider "local") (not .Values.kms.allowLocal) -}}
 {{- fail "kms: provider \"local\" keeps the master key of every stored secret in a Kubernetes Secret and is for development only. For a throwaway evaluation install set kms.allowLocal=true; for anything you keep, set kms.provider to aws-kms or pkcs11 (docs/kms.md)" -}}
 {{- end -}}
@@ -187,6 +190,10 @@ audit-hmac-key: {{ .Values.audit.hmacKey | b64enc | quote }}
 {{- /* The audit checkpoint key is optional: without it no checkpoints are signed (docs/security.md). */ -}}
 {{- if and (not .Values.audit.checkpointExistingSecret) .Values.audit.checkpointSigningKey }}
 audit-checkpoint-signing-key: {{ .Values.audit.checkpointSigningKey | b64enc | quote }}
+{{- end -}}
+{{- $sentinel := .Values.redis.sentinel | default dict -}}
+{{- if and $sentinel.enabled (not $sentinel.existingSecret) $sentinel.password }}
+redis-sentinel-password: {{ $sentinel.password | b64enc | quote }}
 {{- end -}}
 {{- /* signer's chain endpoints: a provider URL often embeds its API key, so they live in a Secret. */ -}}
 {{- if and (not .Values.signer.chainRpcUrlsExistingSecret) .Values.signer.chainRpcUrls }}
@@ -574,6 +581,10 @@ issuer and audience from its own configuration, never from a peer's answer. */ -
 {{- $_ := set $plain "NATS_STREAM" $root.Values.nats.stream -}}
 {{- $_ := set $plain "NATS_SUBJECT_PREFIX" $root.Values.nats.subjectPrefix -}}
 {{- $_ := set $plain "NATS_STREAM_MAX_AGE_HOURS" (toString (int $root.Values.nats.streamMaxAgeHours)) -}}
+{{- $_ := set $plain "NATS_STREAM_REPLICAS" (toString (int ($root.Values.nats.streamReplicas | default 1))) -}}
+{{- if ne (int ($root.Values.nats.streamMaxBytes | default -1)) -1 -}}
+{{- $_ := set $plain "NATS_STREAM_MAX_BYTES" (toString (int64 $root.Values.nats.streamMaxBytes)) -}}
+{{- end -}}
 {{- $_ := set $plain "NATS_BATCH_AUDIT_RECORDS" (ternary "true" "false" (ne $root.Values.nats.batchAuditRecords false)) -}}
 {{- if $root.Values.nats.auth.enabled -}}
 {{- $_ := set $plain "NATS_USER" (index $root.Values.nats.users .name).user -}}
@@ -607,6 +618,17 @@ issuer and audience from its own configuration, never from a peer's answer. */ -
 {{- end -}}
 {{- if $root.Values.redis.tls.caSecret -}}
 {{- $_ := set $plain "REDIS_TLS_CA_FILE" "/etc/custos/redis-ca/ca.crt" -}}
+{{- end -}}
+{{- $sentinel := $root.Values.redis.sentinel | default dict -}}
+{{- if $sentinel.enabled -}}
+{{- $_ := set $plain "REDIS_SENTINELS" (join "," $sentinel.hosts) -}}
+{{- $_ := set $plain "REDIS_SENTINEL_MASTER" $sentinel.masterName -}}
+{{- $_ := set $plain "REDIS_SENTINEL_USERNAME" ($sentinel.username | default "") -}}
+{{- if $sentinel.existingSecret -}}
+{{- $_ := set $secret "REDIS_SENTINEL_PASSWORD" (dict "name" $sentinel.existingSecret "key" $sentinel.existingSecretKey) -}}
+{{- else if $sentinel.password -}}
+{{- $_ := set $secret "REDIS_SENTINEL_PASSWORD" (dict "name" (include "custos.managedSecretName" $root) "key" "redis-sentinel-password") -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- if eq .name "audit" -}}
@@ -765,3 +787,22 @@ capabilities:
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
+
+
+{{/* The ports of redis.sentinel.hosts (host:port, [v6]:port) as a YAML list of {port, protocol}; empty without sentinels. (root) */}}
+{{- define "custos.sentinelPorts" -}}
+{{- $ports := list -}}
+{{- if .Values.redis.sentinel.enabled -}}
+{{- range .Values.redis.sentinel.hosts -}}
+{{- $port := regexFind "[0-9]+$" . | int -}}
+{{- $ports = append $ports $port -}}
+{{- end -}}
+{{- range $port := $ports | uniq | sortAlpha }}
+- port: {{ $port }}
+  protocol: TCP
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Where a pod mounts the Postgres server's CA (postgres.tls.caSecret). */}}
+{{- define "custos.postgresCaDir" -}}/etc/custos/postgres-ca{{- end -}}

@@ -26,10 +26,13 @@ const SERVICE_MOUNTS = [
   { name: 'mesh-tls', mountPath: '/etc/custos/tls', readOnly: true },
 ];
 
+/** The Postgres CA mount of values-production.yaml (postgres.tls.caSecret). */
+const POSTGRES_CA_MOUNT = { name: 'postgres-ca', mountPath: '/etc/custos/postgres-ca', readOnly: true };
+
 function expectHardenedPod(
   podSpec: Json,
   where: string,
-  mounts: Json[] = [{ name: 'tmp', mountPath: '/tmp' }],
+  mounts: Json[] | ((container: Json) => Json[]) = [{ name: 'tmp', mountPath: '/tmp' }],
 ): void {
   expect({ where, automount: podSpec.automountServiceAccountToken }).toEqual({ where, automount: false });
   expect({ where, pod: podSpec.securityContext }).toMatchObject({
@@ -51,7 +54,8 @@ function expectHardenedPod(
         seccompProfile: { type: 'RuntimeDefault' },
       },
     });
-    expect({ id, mounts: c.volumeMounts }).toEqual({ id, mounts });
+    const expected = typeof mounts === 'function' ? mounts(c) : mounts;
+    expect({ id, mounts: c.volumeMounts }).toEqual({ id, mounts: expected });
     expect({ id, resources: c.resources }).toMatchObject({
       id,
       resources: {
@@ -66,7 +70,9 @@ function envOf(container: Json): Map<string, Json> {
   return new Map((container.env ?? []).map((e: Json) => [e.name, e]));
 }
 
-describe.each(scenarios)('pods rendered with $label', ({ args }) => {
+describe.each(scenarios)('pods rendered with $label', ({ label, args }) => {
+  // values-production.yaml mounts the Postgres server's CA where a database is used.
+  const postgresCa = label === 'values-production.yaml';
   let objects: K8sObject[];
   beforeAll(() => {
     objects = renderChart(args);
@@ -75,7 +81,8 @@ describe.each(scenarios)('pods rendered with $label', ({ args }) => {
   it.each(SERVICES)('%s: hardened pod with its own ServiceAccount', (service) => {
     const deployment = named(objects, 'Deployment', objectName(service));
     const pod = deployment.spec.template.spec;
-    expectHardenedPod(pod, service, SERVICE_MOUNTS);
+    const withCa = postgresCa && (DATABASE_SERVICES as string[]).includes(service);
+    expectHardenedPod(pod, service, withCa ? [...SERVICE_MOUNTS, POSTGRES_CA_MOUNT] : SERVICE_MOUNTS);
     expect(pod.containers).toHaveLength(1);
     expect(pod.serviceAccountName).toBe(objectName(service));
     expect(named(objects, 'ServiceAccount', objectName(service)).automountServiceAccountToken).toBe(false);
@@ -152,7 +159,10 @@ describe.each(scenarios)('pods rendered with $label', ({ args }) => {
 
   it('migration Job pod is hardened the same way', () => {
     const [job] = ofKind(objects, 'Job');
-    expectHardenedPod(job!.spec.template.spec, 'migration Job');
+    const tmp = { name: 'tmp', mountPath: '/tmp' };
+    expectHardenedPod(job!.spec.template.spec, 'migration Job', (c: Json) =>
+      postgresCa && c.name.startsWith('migrate-') ? [tmp, POSTGRES_CA_MOUNT] : [tmp],
+    );
   });
 
   it('services that own a schema are exactly the ones with DATABASE_URL', () => {
