@@ -11,7 +11,7 @@ import {
 } from './db.js';
 import { registerPoolMetrics } from './db-metrics.js';
 import { isDependencyOutage } from './dependency-errors.js';
-import { GrpcServer } from './grpc-server.js';
+import { GrpcServer, grpcServerConfigShape } from './grpc-server.js';
 import { DependencyHealth, ServingStatus } from './health.js';
 import { createLogger, describeError, type Logger } from './logger.js';
 import { MeshTls, MeshTlsError } from './mesh-tls.js';
@@ -28,6 +28,7 @@ export function baseConfigShape(defaults: { grpcPort: number; metricsPort: numbe
       .default('info'),
     GRPC_HOST: env.string('Address the gRPC server binds (health and internal RPCs).').default('0.0.0.0'),
     GRPC_PORT: env.port('Port of the gRPC server.').default(defaults.grpcPort),
+    ...grpcServerConfigShape,
     GRPC_TLS_CA_FILE: env.string(
       'PEM file of the mesh CA: gRPC peers (clients and servers) must present a certificate it issued. Re-read when it changes.',
     ),
@@ -176,7 +177,7 @@ export function runService<S extends ConfigShape>(opts: ServiceDefinitionOptions
     logger.warn({ reason: resource.error }, 'OTEL_RESOURCE_ATTRIBUTES is malformed and was ignored');
   const metrics = createMetrics(opts.name);
   const tls = loadMeshTls(opts.name, base, logger);
-  const grpc = new GrpcServer(logger, metrics, tls);
+  const grpc = new GrpcServer(logger, metrics, tls, { maxConnectionAgeMs: base.GRPC_MAX_CONNECTION_AGE_MS });
   const steps: Array<{ name: string; step: () => Promise<void> }> = [];
   // Registered first, so it runs last: the certificate watcher outlives every client and server.
   steps.push({ name: 'mesh-tls', step: async () => tls.close() });
