@@ -21,6 +21,7 @@ import { getTableConfig } from 'drizzle-orm/pg-core';
 import type pg from 'pg';
 import { type EventEnvelope, type EventSubject, eventOfSubject } from './catalogue.js';
 import { batchMessageId, isEventBatch } from './event-batch.js';
+import { consumerMetricsOf, trackConsumer, untrackConsumer } from './event-metrics.js';
 import type { NatsLink } from './nats.js';
 import type { InboxTable } from './tables.js';
 
@@ -178,12 +179,14 @@ export class IdempotentConsumer {
 
   /** Starts consuming (waits in the background for NATS when it is down). */
   start(): void {
+    trackConsumer(this.opts.link, this.opts.stream, this.opts.durable);
     this.loop ??= this.run();
   }
 
   /** Stops fetching; the messages in hand are finished first. */
   async stop(): Promise<void> {
     this.stopped = true;
+    untrackConsumer(this.opts.link, this.opts.stream, this.opts.durable);
     await this.messages?.close().catch(() => undefined);
     await this.loop;
   }
@@ -448,8 +451,11 @@ export class IdempotentConsumer {
             .onConflictDoNothing()
             .returning({ id: this.opts.inbox.eventId });
           if (fresh.length > 0) await handler(event, tx, delivery);
+          return fresh.length > 0;
         }),
-    );
+    ).then((applied) => {
+      if (applied) consumerMetricsOf(this.opts.link)?.applied(this.opts.durable, [event.created_at]);
+    });
   }
 
   private async handleBatch(batch: Delivered[]): Promise<void> {
@@ -487,6 +493,7 @@ export class IdempotentConsumer {
   }
 
   private logFailed(c: Checked, err: unknown): void {
+    consumerMetricsOf(this.opts.link)?.failed(this.opts.durable, 1);
     this.opts.logger.warn(
       { err: describeError(err), event_id: c.event.id, type: c.event.type },
       'event handler failed; will redeliver',
@@ -524,7 +531,14 @@ export class IdempotentConsumer {
               apply.map(({ event, delivery }) => ({ event, delivery })),
               client,
             );
+          return apply;
         }),
-    );
+    ).then((applied) => {
+      if (applied.length > 0)
+        consumerMetricsOf(this.opts.link)?.applied(
+          this.opts.durable,
+          applied.map((c) => c.event.created_at),
+        );
+    });
   }
 }

@@ -9,3 +9,4 @@ export * from './runtime.js';
 export * from './audit.js';
 export * from './nats-permissions.js';
 export * from './outbox-batch.js';
+export * from './event-metrics.js';

@@ -1,5 +1,5 @@
 import { connectServiceIdentityKeys } from '@custos/auth';
-import { runDataService } from '@custos/events';
+import { runDataService, startServiceEventMetrics } from '@custos/events';
 import { ApprovalsServiceService } from '@custos/proto/custos/approvals/v1/service';
 import { AccountServiceClient } from '@custos/proto/custos/identity/v1/account';
 import { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service';
@@ -18,7 +18,9 @@ runDataService({
   name: 'approvals',
   schema: SCHEMA,
   configShape,
-  async start(rt, { db }) {
+  async start(rt, { db, pool, events }) {
+    // Outbox backlog and consumer lag (custos_outbox_*, custos_nats_consumer_*) on /metrics.
+    startServiceEventMetrics(rt, { pool, schema: SCHEMA, events });
     const c = rt.config;
     const keys = await connectServiceIdentityKeys(rt);
     const peer = { tls: rt.tls, deadlineMs: c.GRPC_DEADLINE_MS, peer: 'identity' } as const;

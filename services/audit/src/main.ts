@@ -1,5 +1,10 @@
 import { connectServiceIdentityKeys } from '@custos/auth';
-import { IdempotentConsumer, auditRecordedFilter, runDataService } from '@custos/events';
+import {
+  IdempotentConsumer,
+  auditRecordedFilter,
+  runDataService,
+  startServiceEventMetrics,
+} from '@custos/events';
 import { AuditServiceService } from '@custos/proto/custos/audit/v1/service';
 import { Counter } from 'prom-client';
 import { AuditService } from './chain/audit-service.js';
@@ -18,6 +23,8 @@ runDataService({
   schema: SCHEMA,
   configShape,
   async start(rt, { pool, db, events }) {
+    // Outbox backlog and consumer lag (custos_outbox_*, custos_nats_consumer_*) on /metrics.
+    startServiceEventMetrics(rt, { pool, schema: SCHEMA, events });
     const c = rt.config;
     const keys = await connectServiceIdentityKeys(rt);
     const chain = new AuditStore(db, c.AUDIT_HMAC_KEY);

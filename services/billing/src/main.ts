@@ -1,5 +1,5 @@
 import { connectServiceIdentityKeys } from '@custos/auth';
-import { runDataService } from '@custos/events';
+import { runDataService, startServiceEventMetrics } from '@custos/events';
 import { BillingServiceService } from '@custos/proto/custos/billing/v1/service';
 import { configShape } from './config.js';
 import { SCHEMA } from './db/schema.js';
@@ -12,7 +12,9 @@ runDataService({
   name: 'billing',
   schema: SCHEMA,
   configShape,
-  async start(rt, { db }) {
+  async start(rt, { db, pool, events }) {
+    // Outbox backlog and consumer lag (custos_outbox_*, custos_nats_consumer_*) on /metrics.
+    startServiceEventMetrics(rt, { pool, schema: SCHEMA, events });
     const c = rt.config;
     const keys = await connectServiceIdentityKeys(rt);
     const plans = new PlanService(new PlanStore(db), c.BILLING_DEFAULT_PLAN);

@@ -1,4 +1,4 @@
-import { OutboxGroupCommit, runDataService } from '@custos/events';
+import { OutboxGroupCommit, runDataService, startServiceEventMetrics } from '@custos/events';
 import { BillingServiceClient } from '@custos/proto/custos/billing/v1/service';
 import { AccountServiceService } from '@custos/proto/custos/identity/v1/account';
 import { FederationServiceService } from '@custos/proto/custos/identity/v1/federation';
@@ -39,6 +39,8 @@ runDataService({
   schema: SCHEMA,
   configShape,
   async start(rt, { db, pool, events }) {
+    // Outbox backlog and consumer lag (custos_outbox_*, custos_nats_consumer_*) on /metrics.
+    startServiceEventMetrics(rt, { pool, schema: SCHEMA, events });
     const c = rt.config;
     await configurePasswordHashing({
       memoryCost: c.ARGON2_MEMORY_KIB,

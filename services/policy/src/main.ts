@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { connectServiceIdentityKeys, verifierRedisOptions } from '@custos/auth';
-import { runDataService } from '@custos/events';
+import { runDataService, startServiceEventMetrics } from '@custos/events';
 import { PolicyServiceService } from '@custos/proto/custos/policy/v1/service';
 import { describeError } from '@custos/service-kit';
 import { configShape } from './config.js';
@@ -19,7 +19,9 @@ runDataService({
   name: 'policy',
   schema: SCHEMA,
   configShape,
-  async start(rt, { db, pool }) {
+  async start(rt, { db, pool, events }) {
+    // Outbox backlog and consumer lag (custos_outbox_*, custos_nats_consumer_*) on /metrics.
+    startServiceEventMetrics(rt, { pool, schema: SCHEMA, events });
     const keys = await connectServiceIdentityKeys(rt);
     const c = rt.config;
     // Its own connection for the decision generation (the keys' one only reads revocations).

@@ -1,5 +1,5 @@
 import { StepUpClient, connectServiceIdentityKeys } from '@custos/auth';
-import { runDataService } from '@custos/events';
+import { runDataService, startServiceEventMetrics } from '@custos/events';
 import { SignerServiceService } from '@custos/proto/custos/signer/v1/service';
 import { IdentityServiceClient } from '@custos/proto/custos/identity/v1/service';
 import { AgentKeyVaultServiceClient } from '@custos/proto/custos/vault_crypto/v1/agent_keys';
@@ -55,7 +55,9 @@ runDataService({
   name: 'signer',
   schema: SCHEMA,
   configShape,
-  async start(rt, { db }) {
+  async start(rt, { db, pool, events }) {
+    // Outbox backlog and consumer lag (custos_outbox_*, custos_nats_consumer_*) on /metrics.
+    startServiceEventMetrics(rt, { pool, schema: SCHEMA, events });
     const c = rt.config;
     const keys = await connectServiceIdentityKeys(rt);
     const vaultCrypto = createGrpcClient(AgentKeyVaultServiceClient, c.VAULT_CRYPTO_ADDR, {

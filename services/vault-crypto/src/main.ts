@@ -1,5 +1,5 @@
 import { StepUpClient, connectServiceIdentityKeys, verifierRedisOptions } from '@custos/auth';
-import { OutboxGroupCommit, runDataService } from '@custos/events';
+import { OutboxGroupCommit, runDataService, startServiceEventMetrics } from '@custos/events';
 import { Redis } from 'ioredis';
 import { BillingServiceClient } from '@custos/proto/custos/billing/v1/service';
 import { AccountServiceClient } from '@custos/proto/custos/identity/v1/account';
@@ -17,6 +17,7 @@ import { agentKeyVaultAccess, agentKeyVaultGrpc } from './grpc/agent-key-grpc.js
 import { vaultCryptoAccess, vaultCryptoGrpc } from './grpc/vault-crypto-grpc.js';
 import { OrgKeyRing } from './keys/org-key-ring.js';
 import { createKmsProvider } from './kms/kms-factory.js';
+import { measuredKms } from './kms/kms-metrics.js';
 import { BillingClient } from './peers/billing-client.js';
 import { PolicyClient } from './peers/policy-client.js';
 import { EnvService } from './secrets/env-service.js';
@@ -35,8 +36,11 @@ runDataService({
   schema: SCHEMA,
   configShape,
   async start(rt, { db, pool, events }) {
+    // Outbox backlog and consumer lag (custos_outbox_*, custos_nats_consumer_*) on /metrics.
+    startServiceEventMetrics(rt, { pool, schema: SCHEMA, events });
     const c = rt.config;
-    const kms = await createKmsProvider(c, rt.logger);
+    // Timed and counted: custos_kms_request_duration_seconds, custos_kms_request_failures_total.
+    const kms = measuredKms(await createKmsProvider(c, rt.logger), rt.metrics.registry);
     rt.onShutdown('kms', async () => {
       await kms.close?.();
     });

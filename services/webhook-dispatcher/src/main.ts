@@ -5,6 +5,7 @@ import {
   LEGACY_FANOUT_DURABLE,
   consumerFilter,
   runDataService,
+  startServiceEventMetrics,
 } from '@custos/events';
 import { WebhookDispatcherServiceService } from '@custos/proto/custos/webhook_dispatcher/v1/service';
 import { parseNetwork } from '@custos/service-kit';
@@ -24,7 +25,9 @@ runDataService({
   name: 'webhook-dispatcher',
   schema: SCHEMA,
   configShape,
-  async start(rt, { db, events }) {
+  async start(rt, { db, events, pool }) {
+    // Outbox backlog and consumer lag (custos_outbox_*, custos_nats_consumer_*) on /metrics.
+    startServiceEventMetrics(rt, { pool, schema: SCHEMA, events });
     const c = rt.config;
     const keys = await connectServiceIdentityKeys(rt);
     const policy: DestinationPolicy = {
