@@ -108,8 +108,12 @@ export function startEventMetrics(opts: EventMetricsOptions): EventMetrics {
     buckets: DELAY_BUCKETS,
     registers: [registry],
   });
+  // Consumers whose delay series exist (zeroed by the poller, or made by an observation: a zero then
+  // would wipe it).
+  const zeroed = new Set<string>();
   metricsOn.set(link, {
     applied(durable, createdAt, now = Date.now()) {
+      zeroed.add(durable);
       applied.inc({ consumer: durable }, createdAt.length);
       for (const at of createdAt) {
         const t = at ? Date.parse(at) : NaN;
@@ -131,6 +135,10 @@ export function startEventMetrics(opts: EventMetricsOptions): EventMetrics {
           // Every consumer exports its series from the start, so an alert on it has data at once.
           applied.inc({ consumer: durable }, 0);
           failures.inc({ consumer: durable }, 0);
+          if (!zeroed.has(durable)) {
+            zeroed.add(durable);
+            delay.zero({ consumer: durable });
+          }
           if (!nats) continue;
           const info = await nats.jsm.consumers.info(stream, durable).catch((err: unknown) => {
             opts.logger.debug({ err: describeError(err), consumer: durable }, 'consumer info not read');
