@@ -166,6 +166,15 @@ version, the development-only local KMS without kms.allowLocal. Renders nothing.
 {{- if and .Values.redis.sentinel.enabled (not .Values.redis.sentinel.hosts) -}}
 {{- fail "redis.sentinel.enabled: list the sentinels in redis.sentinel.hosts (host:port, Sentinel's port is 26379)" -}}
 {{- end -}}
+{{- range .Values.http.trustedProxies | default list -}}
+{{- if contains "/" . -}}
+{{- $bits := splitList "/" . | last | int -}}
+{{- $min := ternary 48 16 (contains ":" .) -}}
+{{- if and (lt $bits $min) (not $.Values.http.allowBroadTrustedProxies) -}}
+{{- fail (printf "http.trustedProxies: %s is wider than /%d: every pod in it could set X-Forwarded-For and choose the client address the gateway sees (rate limits, IP rules, audit). List only the ingress controller's pods, e.g. a dedicated IP pool (docs/deployment.md, \"Trusted proxies\"), or set http.allowBroadTrustedProxies=true if nothing else can hold those addresses" . $min) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- if and (eq .Values.kms.provider "local") (not .Values.kms.allowLocal) -}}
 {{- fail "kms: provider \"local\" keeps the master key of every stored secret in a Kubernetes Secret and is for development only. For a throwaway evaluation install set kms.allowLocal=true; for anything you keep, set kms.provider to aws-kms or pkcs11 (docs/kms.md)" -}}
 {{- end -}}
@@ -529,13 +538,16 @@ leaves nothing: an egress rule without `to` would admit every address. (dict roo
 
 {{/*
 TOKEN_ISSUER: tokens.issuer, else the Ingress's URL (https://<host> with TLS, http://<host>
-without), else empty (the service's default, only right for a local setup).
+without), else https://<the HTTPRoute's first host name>, else empty (the service's default, only right for a local setup).
 */}}
 {{- define "custos.tokenIssuer" -}}
 {{- if .Values.tokens.issuer -}}
 {{- .Values.tokens.issuer -}}
 {{- else if and .Values.ingress.enabled .Values.ingress.host -}}
 {{- printf "%s://%s" (ternary "https" "http" .Values.ingress.tls.enabled) .Values.ingress.host -}}
+{{- else if and .Values.httpRoute.enabled .Values.httpRoute.hostnames -}}
+{{- /* TLS ends at the Gateway. */ -}}
+{{- printf "https://%s" (first .Values.httpRoute.hostnames) -}}
 {{- end -}}
 {{- end -}}
 
