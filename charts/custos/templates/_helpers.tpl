@@ -776,30 +776,15 @@ issuer and audience from its own configuration, never from a peer's answer. */ -
 {{- end }}
 {{- end -}}
 
-{{/* Pod-level security context shared by the services and the migration Job. */}}
+{{/* Pod-level security context shared by the services and the migration Job (podSecurityContext). */}}
 {{- define "custos.podSecurityContext" -}}
-runAsNonRoot: true
-runAsUser: 10001
-runAsGroup: 10001
-fsGroup: 10001
-seccompProfile:
-  type: RuntimeDefault
+{{- toYaml .Values.podSecurityContext -}}
 {{- end -}}
 
-{{/* Container-level security context shared by the services and the migration Job. */}}
+{{/* Container-level security context shared by the services and the migration Job (containerSecurityContext). */}}
 {{- define "custos.containerSecurityContext" -}}
-runAsNonRoot: true
-runAsUser: 10001
-runAsGroup: 10001
-readOnlyRootFilesystem: true
-allowPrivilegeEscalation: false
-privileged: false
-capabilities:
-  drop: ["ALL"]
-seccompProfile:
-  type: RuntimeDefault
+{{- toYaml .Values.containerSecurityContext -}}
 {{- end -}}
-
 
 {{/* The ports of redis.sentinel.hosts (host:port, [v6]:port) as a YAML list of {port, protocol}; empty without sentinels. (root) */}}
 {{- define "custos.sentinelPorts" -}}
