@@ -7,7 +7,8 @@ import {
   type Runtime,
   createGrpcClient,
   describeError,
-  redisTlsOptions,
+  type RedisConnectionSettings,
+  redisConnectionOptions,
 } from '@custos/service-kit';
 import { IdentityKeys, type TokenTrust } from './identity-keys.js';
 import { type RevocationCheckOptions, redisAnswers } from './revocation.js';
@@ -17,8 +18,8 @@ import { tokenTrustOf } from './token-config.js';
 export interface IdentityKeysSettings {
   /** Redis of the revocations identity mirrors. */
   redisUrl: string;
-  /** CA of a `rediss://` server's certificate (REDIS_TLS_CA_FILE). */
-  redisTlsCaFile?: string | undefined;
+  /** CA of a `rediss://` server's certificate and Redis Sentinel (REDIS_TLS_CA_FILE, REDIS_SENTINEL*). */
+  redisConnection?: RedisConnectionSettings;
   /** host:port of the identity service (its JWKS). */
   identityAddr: string;
   /** Deadline of a call to identity, in milliseconds. */
@@ -35,15 +36,16 @@ export interface IdentityKeysSettings {
  * Options of a verifying service's Redis client. Auto-pipelining: the revocation MGETs of the calls
  * a service handles in one event-loop turn leave in one write and come back in one read; each check
  * still sends its own MGET when its call asks, so a revocation stored before the check is seen.
+ * `conn`: the CA and Redis Sentinel settings (redisConnectionOptions).
  */
-export function verifierRedisOptions(url: string, tlsCaFile?: string): RedisOptions {
+export function verifierRedisOptions(url: string, conn: RedisConnectionSettings = {}): RedisOptions {
   return {
     maxRetriesPerRequest: 1,
     // A Redis that does not answer fails the check (503) in 2 s rather than holding the request.
     commandTimeout: 2000,
     enableAutoPipelining: true,
     lazyConnect: true,
-    ...redisTlsOptions(url, tlsCaFile),
+    ...redisConnectionOptions({ ...conn, REDIS_URL: url }),
   };
 }
 
@@ -57,7 +59,7 @@ export async function connectIdentityKeys(
   onShutdown: (name: string, fn: () => Promise<void>) => void,
   dependencies?: Pick<DependencyHealth, 'add'>,
 ): Promise<IdentityKeys> {
-  const redis = new Redis(s.redisUrl, verifierRedisOptions(s.redisUrl, s.redisTlsCaFile));
+  const redis = new Redis(s.redisUrl, verifierRedisOptions(s.redisUrl, s.redisConnection));
   redis.on('error', (err) => logger.warn({ err: describeError(err) }, 'redis error'));
   // Reported, not required: while Redis is away revocation checks fail closed (503) on their own.
   dependencies?.add({ name: 'redis', required: false, check: () => redisAnswers(redis) });
@@ -82,9 +84,8 @@ export async function connectIdentityKeys(
 }
 
 /** The configuration a service behind the gateway verifies tokens with (its config.ts has these). */
-export interface IdentityKeysConfig {
+export interface IdentityKeysConfig extends RedisConnectionSettings {
   REDIS_URL: string;
-  REDIS_TLS_CA_FILE?: string | undefined;
   IDENTITY_ADDR: string;
   GRPC_DEADLINE_MS: number;
   TOKEN_ISSUER: string;
@@ -101,7 +102,7 @@ export function connectServiceIdentityKeys(rt: Runtime<IdentityKeysConfig>): Pro
   return connectIdentityKeys(
     {
       redisUrl: c.REDIS_URL,
-      redisTlsCaFile: c.REDIS_TLS_CA_FILE,
+      redisConnection: c,
       identityAddr: c.IDENTITY_ADDR,
       deadlineMs: c.GRPC_DEADLINE_MS,
       trust: tokenTrustOf(c, rt.name),

@@ -55,6 +55,16 @@ describe('isDependencyOutage', () => {
       override name = 'ClosedConnectionError';
     }
     expect(isDependencyOutage(new ClosedConnectionError('closed connection'))).toBe(true);
+    // ioredis's ReplyError from a Redis master a Sentinel failover demoted.
+    class ReplyError extends Error {
+      override name = 'ReplyError';
+    }
+    expect(isDependencyOutage(new ReplyError("READONLY You can't write against a read only replica."))).toBe(
+      true,
+    );
+    expect(
+      isDependencyOutage(new ReplyError('WRONGTYPE Operation against a key holding the wrong kind of value')),
+    ).toBe(false);
   });
 
   it('is false for programming errors', () => {

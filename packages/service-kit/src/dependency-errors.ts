@@ -27,6 +27,8 @@ const MESSAGES = [
   /^Connection is closed\.?$/,
   /^Reached the max retries per request limit/,
   /Stream isn't writeable/,
+  // A Redis master demoted by a Sentinel failover, before the client has moved to the new one.
+  /^READONLY /,
 ];
 // nats.js (3.x) errors of a broker that is away, by class name (they carry no code).
 const NATS_ERROR_NAMES = new Set(['ClosedConnectionError', 'DrainingConnectionError', 'ConnectionError']);

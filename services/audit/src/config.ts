@@ -1,5 +1,5 @@
 import { natsConfigShape } from '@custos/events';
-import { baseConfigShape, databaseConfigShape, env, redisTlsConfigShape } from '@custos/service-kit';
+import { baseConfigShape, databaseConfigShape, env, redisConnectionConfigShape } from '@custos/service-kit';
 import { tokenTrustConfigShape } from '@custos/auth';
 
 /** Every environment variable the audit service reads (see docs/configuration.md). */
@@ -9,7 +9,7 @@ export const configShape = {
   ...natsConfigShape,
   ...tokenTrustConfigShape,
   REDIS_URL: env.url('Redis URL; token revocations are read there.', ['redis', 'rediss']),
-  ...redisTlsConfigShape,
+  ...redisConnectionConfigShape,
   IDENTITY_ADDR: env
     .address('host:port of the identity service (token signing keys).')
     .default('127.0.0.1:50051'),

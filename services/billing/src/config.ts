@@ -1,5 +1,5 @@
 import { natsConfigShape } from '@custos/events';
-import { baseConfigShape, databaseConfigShape, env, redisTlsConfigShape } from '@custos/service-kit';
+import { baseConfigShape, databaseConfigShape, env, redisConnectionConfigShape } from '@custos/service-kit';
 import { PLANS } from './plans/plan-fns.js';
 import { tokenTrustConfigShape } from '@custos/auth';
 
@@ -16,7 +16,7 @@ export const configShape = {
     )
     .default('enterprise'),
   REDIS_URL: env.url('Redis URL; token revocations are read there.', ['redis', 'rediss']),
-  ...redisTlsConfigShape,
+  ...redisConnectionConfigShape,
   IDENTITY_ADDR: env
     .address('host:port of the identity service (token signing keys).')
     .default('127.0.0.1:50051'),

@@ -1,5 +1,5 @@
 import { tokenTrustConfigShape } from '@custos/auth';
-import { baseConfigShape, env, redisTlsConfigShape } from '@custos/service-kit';
+import { baseConfigShape, env, redisConnectionConfigShape } from '@custos/service-kit';
 
 /** The peer services the gateway calls, with the variable that gives each one's address. */
 export const PEERS = [
@@ -20,7 +20,7 @@ export const configShape = {
   HOST: env.string('Address the public HTTP server binds.').default('0.0.0.0'),
   PORT: env.port('Port of the public HTTP API.').default(8080),
   REDIS_URL: env.url('Redis URL for rate-limit counters.', ['redis', 'rediss']),
-  ...redisTlsConfigShape,
+  ...redisConnectionConfigShape,
   RATE_LIMIT_RPS: env.int('Sustained requests per second allowed per client IP.', 1, 1_000_000).default(100),
   RATE_LIMIT_BURST: env.int('Burst size per client IP (token bucket capacity).', 1, 1_000_000).default(200),
   AUTH_RATE_LIMIT_PER_MINUTE: env

@@ -17,7 +17,7 @@ runService({
     const trustedProxies = parseTrustedProxies(c.TRUSTED_PROXIES);
     const peers = connectPeers(c, rt.tls);
     rt.onShutdown('peers', async () => peers.close());
-    const redis = new Redis(c.REDIS_URL, gatewayRedisOptions(c.REDIS_URL, c.REDIS_TLS_CA_FILE));
+    const redis = new Redis(c.REDIS_URL, gatewayRedisOptions(c.REDIS_URL, c));
     redis.on('error', (err) => rt.logger.warn({ err: describeError(err) }, 'redis error'));
     rt.onShutdown('redis', async () => {
       redis.disconnect();

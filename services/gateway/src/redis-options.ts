@@ -1,5 +1,5 @@
 import type { RedisOptions } from 'ioredis';
-import { redisTlsOptions } from '@custos/service-kit';
+import { type RedisConnectionSettings, redisConnectionOptions } from '@custos/service-kit';
 
 /**
  * Options of the gateway's Redis client (rate-limit buckets, revocation checks). Every request
@@ -9,9 +9,10 @@ import { redisTlsOptions } from '@custos/service-kit';
  * or failed one fails only its own request), and each is sent when its request asks, so a
  * revocation written before a request's check is seen by that check. No offline queue: when Redis
  * is down a command fails at once (the limiter lets the request through, the revocation check
- * answers 503) rather than waiting for a reconnect.
+ * answers 503) rather than waiting for a reconnect. `conn`: the CA and Redis Sentinel settings
+ * (redisConnectionOptions).
  */
-export function gatewayRedisOptions(url: string, tlsCaFile?: string): RedisOptions {
+export function gatewayRedisOptions(url: string, conn: RedisConnectionSettings = {}): RedisOptions {
   return {
     maxRetriesPerRequest: 1,
     // A Redis that accepts connections but does not answer fails the command (and its request) in
@@ -20,6 +21,6 @@ export function gatewayRedisOptions(url: string, tlsCaFile?: string): RedisOptio
     enableOfflineQueue: false,
     enableAutoPipelining: true,
     lazyConnect: true,
-    ...redisTlsOptions(url, tlsCaFile),
+    ...redisConnectionOptions({ ...conn, REDIS_URL: url }),
   };
 }

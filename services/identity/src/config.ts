@@ -1,6 +1,6 @@
 import { tokenTrustConfigShape } from '@custos/auth';
 import { natsConfigShape } from '@custos/events';
-import { baseConfigShape, databaseConfigShape, env, redisTlsConfigShape } from '@custos/service-kit';
+import { baseConfigShape, databaseConfigShape, env, redisConnectionConfigShape } from '@custos/service-kit';
 import { mailConfigShape } from './notifications/mail-config.js';
 import { SIGNUP_MODES } from './users/signup-mode-fns.js';
 
@@ -14,7 +14,7 @@ export const configShape = {
     'redis',
     'rediss',
   ]),
-  ...redisTlsConfigShape,
+  ...redisConnectionConfigShape,
   POLICY_ADDR: env
     .address('host:port of the policy service (the grants behind agent token scopes).')
     .default('127.0.0.1:50053'),

@@ -8,8 +8,8 @@ import {
   describeError,
   env,
   loadConfig,
-  redisTlsConfigShape,
-  redisTlsOptions,
+  redisConnectionConfigShape,
+  redisConnectionOptions,
 } from '@custos/service-kit';
 import { retireCompromisedKey } from './tokens/retire-key-fns.js';
 
@@ -23,7 +23,7 @@ import { retireCompromisedKey } from './tokens/retire-key-fns.js';
 const shape = {
   DATABASE_URL: databaseConfigShape.DATABASE_URL,
   REDIS_URL: env.url('Redis URL.', ['redis', 'rediss']),
-  ...redisTlsConfigShape,
+  ...redisConnectionConfigShape,
 };
 
 async function main(): Promise<number> {
@@ -47,7 +47,7 @@ async function main(): Promise<number> {
   const redis = new Redis(config.REDIS_URL, {
     maxRetriesPerRequest: 1,
     lazyConnect: true,
-    ...redisTlsOptions(config.REDIS_URL, config.REDIS_TLS_CA_FILE),
+    ...redisConnectionOptions(config),
   });
   redis.on('error', () => undefined);
   try {

@@ -1,5 +1,5 @@
 import { natsConfigShape } from '@custos/events';
-import { baseConfigShape, databaseConfigShape, env, redisTlsConfigShape } from '@custos/service-kit';
+import { baseConfigShape, databaseConfigShape, env, redisConnectionConfigShape } from '@custos/service-kit';
 import { tokenTrustConfigShape } from '@custos/auth';
 
 /** Every environment variable the policy service reads (see docs/configuration.md). */
@@ -12,7 +12,7 @@ export const configShape = {
     "Redis URL; token revocations are read there, and each org's decision generation is bumped there after a grant change.",
     ['redis', 'rediss'],
   ),
-  ...redisTlsConfigShape,
+  ...redisConnectionConfigShape,
   IDENTITY_ADDR: env
     .address("host:port of the identity service (the keys that verify callers' tokens).")
     .default('127.0.0.1:50051'),

@@ -25,7 +25,7 @@ runDataService({
     const keys = await connectServiceIdentityKeys(rt);
     const c = rt.config;
     // Its own connection for the decision generation (the keys' one only reads revocations).
-    const redis = new Redis(c.REDIS_URL, verifierRedisOptions(c.REDIS_URL, c.REDIS_TLS_CA_FILE));
+    const redis = new Redis(c.REDIS_URL, verifierRedisOptions(c.REDIS_URL, c));
     redis.on('error', (err) => rt.logger.warn({ err: describeError(err) }, 'redis error'));
     rt.onShutdown('redis-generation', async () => {
       redis.disconnect();

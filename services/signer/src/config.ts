@@ -1,6 +1,6 @@
 import { tokenTrustConfigShape } from '@custos/auth';
 import { natsConfigShape } from '@custos/events';
-import { baseConfigShape, databaseConfigShape, env, redisTlsConfigShape } from '@custos/service-kit';
+import { baseConfigShape, databaseConfigShape, env, redisConnectionConfigShape } from '@custos/service-kit';
 
 /** Every environment variable the signer service reads (see docs/configuration.md). */
 export const configShape = {
@@ -9,7 +9,7 @@ export const configShape = {
   ...natsConfigShape,
   ...tokenTrustConfigShape,
   REDIS_URL: env.url('Redis URL; token revocations are read there.', ['redis', 'rediss']),
-  ...redisTlsConfigShape,
+  ...redisConnectionConfigShape,
   IDENTITY_ADDR: env
     .address(
       "host:port of the identity service (token signing keys; whether an agent is in the caller's org).",

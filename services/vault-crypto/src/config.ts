@@ -1,5 +1,5 @@
 import { natsConfigShape } from '@custos/events';
-import { baseConfigShape, databaseConfigShape, env, redisTlsConfigShape } from '@custos/service-kit';
+import { baseConfigShape, databaseConfigShape, env, redisConnectionConfigShape } from '@custos/service-kit';
 import { kmsConfigShape } from './kms/kms-config.js';
 import { tokenTrustConfigShape } from '@custos/auth';
 
@@ -14,7 +14,7 @@ export const configShape = {
     "Redis URL; token revocations are read there, and each org's decision generation (see POLICY_DECISION_CACHE_TTL_MS).",
     ['redis', 'rediss'],
   ),
-  ...redisTlsConfigShape,
+  ...redisConnectionConfigShape,
   IDENTITY_ADDR: env
     .address('host:port of the identity service (token signing keys).')
     .default('127.0.0.1:50051'),

@@ -69,7 +69,7 @@ runDataService({
     );
     // Its own Redis connection for the orgs' decision generations (the keys' one reads revocations).
     // Auto-pipelined: the GETs of concurrent operations leave in one write (each still asks).
-    const redis = new Redis(c.REDIS_URL, verifierRedisOptions(c.REDIS_URL, c.REDIS_TLS_CA_FILE));
+    const redis = new Redis(c.REDIS_URL, verifierRedisOptions(c.REDIS_URL, c));
     redis.on('error', (err) => rt.logger.warn({ err: describeError(err) }, 'redis error'));
     rt.onShutdown('redis-decisions', async () => {
       redis.disconnect();

@@ -4,7 +4,7 @@ import {
   databaseConfigShape,
   env,
   normalizeCidr,
-  redisTlsConfigShape,
+  redisConnectionConfigShape,
 } from '@custos/service-kit';
 import { tokenTrustConfigShape } from '@custos/auth';
 
@@ -20,7 +20,7 @@ export const configShape = {
   ...natsConfigShape,
   ...tokenTrustConfigShape,
   REDIS_URL: env.url('Redis URL; token revocations are read there.', ['redis', 'rediss']),
-  ...redisTlsConfigShape,
+  ...redisConnectionConfigShape,
   IDENTITY_ADDR: env
     .address('host:port of the identity service (token signing keys).')
     .default('127.0.0.1:50051'),

@@ -5,7 +5,7 @@ import {
   type Database,
   type Runtime,
   describeError,
-  redisTlsOptions,
+  redisConnectionOptions,
 } from '@custos/service-kit';
 import type { configShape } from '../config.js';
 import { WrongSecretBucket } from '../credentials/wrong-secret-bucket.js';
@@ -41,7 +41,7 @@ export async function buildTokens(rt: Runtime<ConfigOf<typeof configShape>>, db:
     maxRetriesPerRequest: 1,
     commandTimeout: 2000,
     lazyConnect: true,
-    ...redisTlsOptions(c.REDIS_URL, c.REDIS_TLS_CA_FILE),
+    ...redisConnectionOptions(c),
   });
   redis.on('error', (err) => rt.logger.warn({ err: describeError(err) }, 'redis error'));
   rt.onShutdown('redis', async () => {
