@@ -58,7 +58,7 @@ app.kubernetes.io/part-of: custos
 {{/*
 The effective settings of one service as YAML (use with fromYaml): serviceDefaults overlaid by
 services.<name>. A key set for the service replaces the default, except env and secretEnv, which
-are merged key by key (the service wins), and extraEnv, envFrom, extraVolumes and
+(and autoscaling) are merged key by key (the service wins), and extraEnv, envFrom, extraVolumes and
 extraVolumeMounts, which are appended.
 (dict root name)
 */}}
@@ -66,7 +66,7 @@ extraVolumeMounts, which are appended.
 {{- $own := index .root.Values.services .name | default dict -}}
 {{- $cfg := deepCopy .root.Values.serviceDefaults -}}
 {{- range $key, $value := $own -}}
-{{- if has $key (list "env" "secretEnv") -}}
+{{- if has $key (list "env" "secretEnv" "autoscaling") -}}
 {{- $_ := set $cfg $key (merge (deepCopy ($value | default dict)) (index $cfg $key | default dict)) -}}
 {{- else if has $key (list "extraEnv" "envFrom" "extraVolumes" "extraVolumeMounts") -}}
 {{- $_ := set $cfg $key (concat (index $cfg $key | default list) ($value | default list)) -}}
@@ -101,13 +101,29 @@ reference there), else <repository>:<tag> with repository defaulting to
 {{- $img.pullPolicy | default .root.Values.image.pullPolicy -}}
 {{- end -}}
 
-{{/* host:port of a service's gRPC endpoint, the value of <NAME>_ADDR. (dict root name) */}}
+{{/*
+Name of a service's headless gRPC Service: <prefix>-<service>-grpc, the prefix shortened so that
+the name fits in 63 characters. (dict root name)
+*/}}
+{{- define "custos.grpcHeadlessName" -}}
+{{- $suffix := printf "-%s-grpc" .name -}}
+{{- printf "%s%s" (include "custos.fullname" .root | trunc (sub 63 (len $suffix) | int) | trimSuffix "-") $suffix -}}
+{{- end -}}
+
+{{/*
+The value of <NAME>_ADDR: with grpc.headlessServices dns:///<headless>.<namespace>.svc.<domain>:<port>
+(the client resolves every pod and balances round robin), else <service>:<port>. (dict root name)
+*/}}
 {{- define "custos.grpcAddress" -}}
 {{- $peer := index .root.Values.services .name -}}
 {{- if not $peer -}}
 {{- fail (printf "unknown service %q in peers or allowedCallers" .name) -}}
 {{- end -}}
+{{- if .root.Values.grpc.headlessServices -}}
+{{- printf "dns:///%s.%s.svc.%s:%d" (include "custos.grpcHeadlessName" .) .root.Release.Namespace .root.Values.clusterDomain ($peer.grpcPort | int) -}}
+{{- else -}}
 {{- printf "%s:%d" (include "custos.componentName" .) ($peer.grpcPort | int) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Whether a service uses NATS: every service with a database (its outbox and consumers). */}}
@@ -570,6 +586,7 @@ Blank derived values are left out: the services treat a blank variable as unset 
   "OTEL_EXPORTER_OTLP_ENDPOINT" $root.Values.otel.endpoint
   "OTEL_BSP_SCHEDULE_DELAY" ($root.Values.otel.scheduleDelayMs | int | toString)
   "SHUTDOWN_GRACE_MS" ($root.Values.shutdownGraceMs | int | toString)
+  "GRPC_MAX_CONNECTION_AGE_MS" (include "custos.optionalInt" $root.Values.grpc.maxConnectionAgeMs)
   "GRPC_TLS_CA_FILE" (printf "%s/ca.crt" (include "custos.meshTlsDir" .))
   "GRPC_TLS_CERT_FILE" (printf "%s/tls.crt" (include "custos.meshTlsDir" .))
   "GRPC_TLS_KEY_FILE" (printf "%s/tls.key" (include "custos.meshTlsDir" .))

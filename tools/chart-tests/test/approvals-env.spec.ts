@@ -15,7 +15,9 @@ describe.each(scenarios)('approvals env rendered with $label', ({ args }) => {
       name: 'REDIS_URL',
       valueFrom: { secretKeyRef: { name: expect.stringContaining('approvals'), key: 'redis-url' } },
     });
-    expect(env.get('IDENTITY_ADDR')).toMatchObject({ value: expect.stringMatching(/identity:50051$/) });
+    expect(env.get('IDENTITY_ADDR')).toMatchObject({
+      value: expect.stringMatching(/identity-grpc\.custos\.svc\.cluster\.local:50051$/),
+    });
     expect([...env.keys()].filter((k) => k.endsWith('_ADDR'))).toEqual(['IDENTITY_ADDR']);
   });
 });

@@ -31,10 +31,13 @@ describe.each(scenarios)('chart rendered with $label', ({ args }) => {
 
   it('renders a Deployment, Service, ServiceAccount, Certificate and NetworkPolicy for each of the nine services', () => {
     const expected = SERVICES.map(objectName).sort();
-    for (const kind of ['Deployment', 'Service', 'ServiceAccount', 'Certificate']) {
+    for (const kind of ['Deployment', 'ServiceAccount', 'Certificate']) {
       const names = ofKind(objects, kind).map((o) => o.metadata.name);
       expect({ kind, names: names.sort() }).toEqual({ kind, names: expected });
     }
+    // Two Services each: the ClusterIP one and the headless gRPC one (grpc.headlessServices).
+    const services = ofKind(objects, 'Service').map((o) => o.metadata.name);
+    expect(services.sort()).toEqual([...expected, ...expected.map((n) => `${n}-grpc`)].sort());
     // Besides one per service: the migration Job's, and one per in-cluster dependency.
     const policies = ofKind(objects, 'NetworkPolicy').map((o) => o.metadata.name);
     expect(policies.filter((n) => expected.includes(n)).sort()).toEqual(expected);

@@ -15,6 +15,7 @@ import {
   named,
   objectName,
   ofKind,
+  release,
   renderChart,
   scenarios,
   type Json,
@@ -133,9 +134,13 @@ describe.each(scenarios)('pods rendered with $label', ({ label, args }) => {
     expect(addrs).toEqual([...PEER_ADDRS[service]].sort());
     for (const addr of addrs) {
       const peer = serviceOfAddr(addr);
-      expect(env.get(addr).value).toBe(`${objectName(peer)}:${GRPC_PORTS[peer]}`);
-      // The address names a Service that exists and exposes that port.
-      const peerSvc = named(objects, 'Service', objectName(peer));
+      // The peer's headless Service (every ready pod), dialled with dns:/// for round robin.
+      expect(env.get(addr).value).toBe(
+        `dns:///${objectName(peer)}-grpc.${release.namespace}.svc.cluster.local:${GRPC_PORTS[peer]}`,
+      );
+      // The address names a headless Service that exists and exposes that port.
+      const peerSvc = named(objects, 'Service', `${objectName(peer)}-grpc`);
+      expect(peerSvc.spec.clusterIP).toBe('None');
       expect(peerSvc.spec.ports.find((p: Json) => p.name === 'grpc').port).toBe(GRPC_PORTS[peer]);
     }
     const secretVars = [...env.values()].filter((e) => e.valueFrom?.secretKeyRef).map((e) => e.name);

@@ -188,6 +188,11 @@ describe.each([
           `${svc}.${release.namespace}`,
           `${svc}.${release.namespace}.svc`,
           `${svc}.${release.namespace}.svc.cluster.local`,
+          // The headless gRPC Service the peers dial.
+          `${svc}-grpc`,
+          `${svc}-grpc.${release.namespace}`,
+          `${svc}-grpc.${release.namespace}.svc`,
+          `${svc}-grpc.${release.namespace}.svc.cluster.local`,
         ]);
         expect(cert.spec.issuerRef).toEqual({
           name: 'custos-mesh-ca',
