@@ -4,6 +4,7 @@ import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
 import { describeError, type Logger } from './logger.js';
+import { pgTlsProblem } from './pg-tls.js';
 
 /** A Drizzle database bound to a pool. */
 export type Database = NodePgDatabase<Record<string, never>>;
@@ -17,6 +18,10 @@ export type Database = NodePgDatabase<Record<string, never>>;
  * dead client when it is released, and the next checkout connects anew.
  */
 export function createPool(url: string, max: number, logger: Logger, applicationName: string): pg.Pool {
+  // TLS: from the URL (`?sslmode=verify-full&sslrootcert=<CA file>`, see docs/dependencies.md); a
+  // setting that would verify the wrong name is refused rather than half-applied.
+  const tlsProblem = pgTlsProblem(url);
+  if (tlsProblem) throw new Error(`Postgres URL refused: ${tlsProblem}`);
   const pool = new pg.Pool({
     connectionString: url,
     max,
