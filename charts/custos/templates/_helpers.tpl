@@ -820,3 +820,54 @@ issuer and audience from its own configuration, never from a peer's answer. */ -
 
 {{/* Where a pod mounts the Postgres server's CA (postgres.tls.caSecret). */}}
 {{- define "custos.postgresCaDir" -}}/etc/custos/postgres-ca{{- end -}}
+
+{{/*
+The Secrets of the operator's that a service's pods read, as a sorted, comma-separated list: every
+secretKeyRef of its env, every envFrom secretRef, the CA Secrets it mounts and its extraVolumes'
+Secrets; without the Secrets the chart renders (a checksum annotation rolls the pods for those) and
+the mesh certificate Secret (re-read in place). (dict root name cfg)
+*/}}
+{{- define "custos.referencedExistingSecrets" -}}
+{{- $root := .root -}}
+{{- $ctx := dict "root" .root "name" .name -}}
+{{- /* Only the Secrets the chart does render: an operator's Secret may carry the same name. */ -}}
+{{- $skip := list (include "custos.meshTlsSecretName" $ctx) -}}
+{{- if include "custos.managedSecretData" $root -}}
+{{- $skip = append $skip (include "custos.managedSecretName" $root) -}}
+{{- end -}}
+{{- if include "custos.serviceSecretData" $ctx -}}
+{{- $skip = append $skip (include "custos.credentialsSecretName" $ctx) -}}
+{{- end -}}
+{{- $names := list -}}
+{{- range include "custos.env" . | fromYamlArray -}}
+{{- with ((.valueFrom | default dict).secretKeyRef | default dict).name -}}
+{{- $names = append $names . -}}
+{{- end -}}
+{{- end -}}
+{{- range .cfg.envFrom | default list -}}
+{{- with (.secretRef | default dict).name -}}
+{{- $names = append $names . -}}
+{{- end -}}
+{{- end -}}
+{{- if and (include "custos.hasDatabase" $ctx) $root.Values.postgres.tls.caSecret -}}
+{{- $names = append $names $root.Values.postgres.tls.caSecret -}}
+{{- end -}}
+{{- if and (include "custos.usesNats" $ctx) $root.Values.nats.tls.caSecret -}}
+{{- $names = append $names $root.Values.nats.tls.caSecret -}}
+{{- end -}}
+{{- if and (include "custos.usesRedis" $ctx) $root.Values.redis.tls.caSecret -}}
+{{- $names = append $names $root.Values.redis.tls.caSecret -}}
+{{- end -}}
+{{- range .cfg.extraVolumes | default list -}}
+{{- with (.secret | default dict).secretName -}}
+{{- $names = append $names . -}}
+{{- end -}}
+{{- end -}}
+{{- $kept := list -}}
+{{- range $names | uniq | sortAlpha -}}
+{{- if not (has . $skip) -}}
+{{- $kept = append $kept . -}}
+{{- end -}}
+{{- end -}}
+{{- join "," $kept -}}
+{{- end -}}
