@@ -1,7 +1,7 @@
 import { env } from '@custos/service-kit';
 
 const MAX_BYTES_DOC =
-  "Most bytes the JetStream stream holds; -1: unlimited (bounded by NATS_STREAM_MAX_AGE_HOURS and the server's JetStream storage). When set (at least 1048576), a full stream refuses new events (discard policy `new`): they wait in each service's outbox and go out once old events age out, rather than NATS dropping events not yet consumed. An existing stream with no or a larger limit is lowered to it (refused without stream-edit rights: then a warning tells the operator).";
+  "Most bytes the JetStream stream holds; -1: unlimited (bounded by NATS_STREAM_MAX_AGE_HOURS and the server's JetStream storage). When set (at least 1048576), a full stream refuses new events (discard policy `new`): they wait in each service's outbox and go out once old events age out, rather than NATS dropping events not yet consumed. An existing stream with no or a larger limit is lowered to it when what it holds fits under it (NATS would otherwise delete the oldest events to fit); otherwise, or without stream-edit rights, a warning gives the operator the `nats stream edit` command.";
 
 /** Variables of a service that publishes or consumes events. */
 export const natsConfigShape = {

@@ -182,7 +182,8 @@ export class NatsLink {
  * than used. New streams also refuse message deletes and purges, keep a message at most `maxAgeMs`,
  * hold at most `maxBytes` (refusing new messages when full) on `replicas` servers. An existing
  * stream is brought towards the settings, never away from safety: a longer (or no) max age and a
- * larger (or no) byte limit are lowered, fewer replicas are raised; what an operator set stricter is
+ * larger (or no) byte limit are lowered (a byte limit only when nothing would be deleted for it),
+ * fewer replicas are raised; what an operator set stricter is
  * kept. When NATS refuses the change (services have no stream-edit rights in a secured install) the
  * stream is still used and the returned note says what the operator should run; a stream with fewer
  * copies than `replicas` (a single server) is used with a note too. A new stream a single server
@@ -264,7 +265,8 @@ interface StreamTargets {
 
 /**
  * Brings an existing stream towards `t`: lowers a longer (or no) max age and a larger (or no) byte
- * limit, raises fewer replicas; a stricter setting an operator chose is kept. Returns a note of what
+ * limit (the latter only when what the stream holds fits under it), raises fewer replicas; a
+ * stricter setting an operator chose is kept. Returns a note of what
  * changed, or of what NATS refused with the `nats stream edit` command that does it.
  */
 async function adjustStream(
@@ -283,12 +285,22 @@ async function adjustStream(
     said.push(`max age ${hours} h (NATS_STREAM_MAX_AGE_HOURS; it kept messages ${ageText(c.max_age)})`);
     flags.push(`--max-age ${hours}h`);
   }
+  let held: string | undefined;
   if (t.maxBytes > 0 && !(c.max_bytes > 0 && c.max_bytes <= t.maxBytes)) {
-    changes.max_bytes = t.maxBytes;
-    said.push(
-      `max bytes ${t.maxBytes} (NATS_STREAM_MAX_BYTES; it was ${c.max_bytes > 0 ? c.max_bytes : 'unlimited'})`,
-    );
-    flags.push(`--max-bytes ${t.maxBytes}`);
+    // NATS makes a lowered limit fit at once by deleting the oldest events, consumed or not: only a
+    // stream that already fits under it is lowered.
+    if (info.state.bytes <= t.maxBytes) {
+      changes.max_bytes = t.maxBytes;
+      said.push(
+        `max bytes ${t.maxBytes} (NATS_STREAM_MAX_BYTES; it was ${c.max_bytes > 0 ? c.max_bytes : 'unlimited'})`,
+      );
+      flags.push(`--max-bytes ${t.maxBytes}`);
+    } else
+      held =
+        `event stream ${c.name} holds ${info.state.bytes} bytes, more than NATS_STREAM_MAX_BYTES (${t.maxBytes}), ` +
+        `so its limit stays ${c.max_bytes > 0 ? c.max_bytes : 'unlimited'}: NATS would delete the oldest events, ` +
+        `consumed or not, to fit. Raise NATS_STREAM_MAX_BYTES, or lower it by hand once they may go: ` +
+        `nats stream edit ${c.name} --max-bytes ${t.maxBytes} --discard new`;
   }
   // A byte limit (ours or an operator's) must refuse new events rather than drop unconsumed ones.
   if ((changes.max_bytes ?? c.max_bytes) > 0 && c.discard !== DiscardPolicy.New) {
@@ -304,17 +316,16 @@ async function adjustStream(
     said.push(`${t.replicas} replicas (NATS_STREAM_REPLICAS; it had ${c.num_replicas ?? 1})`);
     flags.push(`--replicas ${t.replicas}`);
   }
-  if (said.length === 0) return { info };
+  const join = (...notes: Array<string | undefined>) => notes.filter(Boolean).join('; ');
+  if (said.length === 0) return { info, ...(held ? { note: held } : {}) };
   try {
     const updated = await jsm.streams.update(c.name, { ...c, ...changes });
-    return { info: updated, note: `event stream ${c.name} changed to ${said.join(', ')}` };
+    return { info: updated, note: join(`event stream ${c.name} changed to ${said.join(', ')}`, held) };
   } catch (err) {
-    return {
-      info,
-      note:
-        `event stream ${c.name} should have ${said.join(', ')}, but NATS refused the change ` +
-        `(${errorText(err)}); it is used as it is. Run: nats stream edit ${c.name} ${flags.join(' ')}`,
-    };
+    const refused =
+      `event stream ${c.name} should have ${said.join(', ')}, but NATS refused the change ` +
+      `(${errorText(err)}); it is used as it is. Run: nats stream edit ${c.name} ${flags.join(' ')}`;
+    return { info, note: join(refused, held) };
   }
 }
 

@@ -86,6 +86,23 @@ describe('ensureStream: replicas and max bytes (NATS_STREAM_REPLICAS, NATS_STREA
     expect(c.deny_delete && c.deny_purge).toBe(true);
   });
 
+  it('does not lower the byte limit of a stream that holds more: NATS would delete the oldest events', async () => {
+    const s = names();
+    await ensureStream(jsm, s);
+    const js = jetstream(nc);
+    for (let i = 0; i < 30; i++)
+      await js.publish(`${s.subjectPrefix}.x`, new Uint8Array(100 * 1024), { msgID: `m${i}` });
+    const note = await ensureStream(jsm, { ...s, maxBytes: MiB });
+    expect(note).toMatch(
+      /holds \d+ bytes, more than NATS_STREAM_MAX_BYTES \(1048576\), so its limit stays unlimited/,
+    );
+    expect(note).toContain(`nats stream edit ${s.stream} --max-bytes 1048576 --discard new`);
+    const info = await jsm.streams.info(s.stream);
+    expect(info.config.max_bytes).toBe(-1);
+    expect(info.state.messages).toBe(30);
+    expect(info.state.first_seq).toBe(1);
+  });
+
   it('a byte limit an operator set with discard old is switched to discard new', async () => {
     const s = names();
     await ensureStream(jsm, s);
