@@ -1,6 +1,7 @@
 import { connectServiceIdentityKeys } from '@custos/auth';
 import {
   IdempotentConsumer,
+  NATS_SERVICE_NAMES,
   auditRecordedFilter,
   runDataService,
   startServiceEventMetrics,
@@ -50,6 +51,14 @@ runDataService({
       timer.unref();
       rt.onShutdown('audit-checkpoints', async () => clearInterval(timer));
     }
+    const refused = new Counter({
+      name: 'custos_audit_records_refused_total',
+      help: 'Audit records refused because the producing service may not record their action.',
+      labelNames: ['producer'],
+      registers: [rt.metrics.registry],
+    });
+    // Every producer (and `unknown`) exported from the start, so an increase() over it is defined.
+    for (const producer of [...NATS_SERVICE_NAMES, 'unknown']) refused.inc({ producer }, 0);
     const consumer = new IdempotentConsumer({
       link: events.link,
       stream: events.stream,
@@ -63,12 +72,7 @@ runDataService({
       batchHandler: auditRecordedBatchConsumer({
         audit,
         logger: rt.logger,
-        refused: new Counter({
-          name: 'custos_audit_records_refused_total',
-          help: 'Audit records refused because the producing service may not record their action.',
-          labelNames: ['producer'],
-          registers: [rt.metrics.registry],
-        }),
+        refused,
       }),
     });
     consumer.start();

@@ -73,6 +73,8 @@ runDataService({
       labelNames: ['result'],
       registers: [rt.metrics.registry],
     });
+    // Every result exported from the start, so rates over them exist before the first attempt.
+    for (const result of ['succeeded', 'failed', 'refused'] as const) attempts.inc({ result }, 0);
     const worker = new DeliveryWorker({
       store,
       policy,

@@ -1,0 +1,423 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { parser } from '@prometheus-io/lezer-promql';
+import { waitFor } from '@custos/service-kit/testing';
+import yaml from 'js-yaml';
+import { api, quickUser } from '../src/api';
+import { SERVICES, type Mesh, type ServiceName, sharedMesh } from '../src/mesh';
+import { sharedRun } from '../src/shared-run';
+
+// The alerts (charts/custos/files/prometheus-rules.yaml) and the dashboard
+// (charts/custos/files/grafana-dashboard.json) against what the running services export: every
+// metric an alert or a panel names must be in the /metrics of the service(s) that should export it.
+
+const REPO = path.resolve(__dirname, '../../..');
+const RULES_FILE = path.join(REPO, 'charts/custos/files/prometheus-rules.yaml');
+const DASHBOARD_FILE = path.join(REPO, 'charts/custos/files/grafana-dashboard.json');
+const MONITORING_DOC = path.join(REPO, 'docs/monitoring.md');
+const RUNBOOK = 'https://github.com/custos-dev/custos/blob/main/docs/monitoring.md#';
+
+/** Series Prometheus makes itself, never exported by a service. */
+const PROMETHEUS_MADE = new Set(['up']);
+
+const DATA_SERVICES = SERVICES.filter((s) => s !== 'gateway');
+/** Who must export each custos_* family (docs/monitoring.md lists the same). */
+const EXPECTED: Record<string, readonly ServiceName[]> = {
+  // The gateway answers no RPCs of its own (its gRPC server is for health checks).
+  custos_grpc_server_handled_total: DATA_SERVICES,
+  custos_grpc_server_handling_seconds_bucket: DATA_SERVICES,
+  custos_token_revocation_checks_total: SERVICES,
+  custos_pg_pool_connections: DATA_SERVICES,
+  custos_pg_pool_idle_connections: DATA_SERVICES,
+  custos_pg_pool_waiting_requests: DATA_SERVICES,
+  custos_pg_pool_max_connections: DATA_SERVICES,
+  custos_outbox_pending_events: DATA_SERVICES,
+  custos_outbox_oldest_pending_age_seconds: DATA_SERVICES,
+  custos_nats_consumer_pending_messages: ['audit', 'identity', 'webhook-dispatcher'],
+  custos_nats_consumer_ack_pending_messages: ['audit', 'identity', 'webhook-dispatcher'],
+  custos_nats_consumer_redelivered_messages: ['audit', 'identity', 'webhook-dispatcher'],
+  custos_event_consumer_applied_total: ['audit', 'identity', 'webhook-dispatcher'],
+  custos_event_consumer_failures_total: ['audit', 'identity', 'webhook-dispatcher'],
+  custos_event_consumer_delay_seconds_bucket: ['audit', 'identity', 'webhook-dispatcher'],
+  custos_kms_request_duration_seconds_bucket: ['vault-crypto'],
+  custos_kms_request_failures_total: ['vault-crypto'],
+  custos_http_requests_total: ['gateway'],
+  custos_http_request_duration_seconds_bucket: ['gateway'],
+  custos_audit_records_refused_total: ['audit'],
+  custos_webhook_attempts_total: ['webhook-dispatcher'],
+};
+
+/** One sample of an exposition: its name and labels. */
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** Parses the Prometheus text exposition (prom-client's): the samples, comments left out. */
+function parseExposition(text: string): Sample[] {
+  const samples: Sample[] = [];
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)/.exec(line);
+    if (!m) throw new Error(`not an exposition line: ${line}`);
+    const labels: Record<string, string> = {};
+    const body = m[3] ?? '';
+    const re = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
+    for (let l = re.exec(body); l; l = re.exec(body)) labels[l[1]!] = l[2]!.replace(/\\(.)/g, '$1');
+    samples.push({ name: m[1]!, labels, value: Number(m[4]) });
+  }
+  return samples;
+}
+
+/** A vector selector of an expression: its metric name and its `service` matcher, if any. */
+interface Selector {
+  metric: string;
+  service?: { op: string; value: string };
+}
+
+/**
+ * The vector selectors of a PromQL expression, read with Prometheus' own grammar
+ * (@prometheus-io/lezer-promql); throws when the expression does not parse.
+ */
+function selectorsOf(expr: string): Selector[] {
+  const tree = parser.parse(expr);
+  const errors: number[] = [];
+  const found: Selector[] = [];
+  const text = (n: { from: number; to: number }) => expr.slice(n.from, n.to);
+  tree.iterate({
+    enter(n) {
+      if (n.type.isError) errors.push(n.from);
+      if (n.name !== 'VectorSelector') return;
+      const node = n.node;
+      let metric = node.getChild('Identifier') ? text(node.getChild('Identifier')!) : undefined;
+      let service: Selector['service'];
+      for (const m of node.getChild('LabelMatchers')?.getChildren('UnquotedLabelMatcher') ?? []) {
+        const name = text(m.getChild('LabelName')!);
+        const op = text(m.getChild('MatchOp')!);
+        const value = JSON.parse(text(m.getChild('StringLiteral')!)) as string;
+        if (name === '__name__' && op === '=') metric = value;
+        if (name === 'service') service = { op, value };
+      }
+      if (!metric) throw new Error(`a selector without a metric name in: ${expr}`);
+      found.push({ metric, ...(service ? { service } : {}) });
+    },
+  });
+  if (errors.length > 0) throw new Error(`invalid PromQL at offset ${errors[0]}: ${expr}`);
+  return found;
+}
+
+/**
+ * The services that must export the selector's metric: the one `service="x"` names, those a
+ * `service=~"a|b"` regex matches; undefined when any one will do (no matcher, a negative one, `.+`).
+ */
+function exportersOf(s: Selector): readonly ServiceName[] | undefined {
+  if (!s.service) return undefined;
+  if (s.service.op === '=') return [s.service.value as ServiceName];
+  if (s.service.op === '=~' && !/^\.[*+]$/.test(s.service.value)) {
+    const re = new RegExp(`^(?:${s.service.value})$`);
+    return SERVICES.filter((x) => re.test(x));
+  }
+  return undefined;
+}
+
+/** What is wrong with the metrics `exprs` name, given each service's samples: one line per miss. */
+function missingMetrics(
+  exprs: ReadonlyArray<{ where: string; expr: string }>,
+  scrapes: ReadonlyMap<ServiceName, Sample[]>,
+): string[] {
+  const names = new Map<ServiceName, Set<string>>(
+    [...scrapes].map(([s, samples]) => [s, new Set(samples.map((x) => x.name))]),
+  );
+  const problems: string[] = [];
+  for (const { where, expr } of exprs) {
+    for (const sel of selectorsOf(expr)) {
+      if (PROMETHEUS_MADE.has(sel.metric)) continue;
+      const must = exportersOf(sel);
+      if (must) {
+        for (const s of must) {
+          if (!names.get(s)?.has(sel.metric))
+            problems.push(`${where}: ${sel.metric} is not exported by ${s}`);
+        }
+      } else if (![...names.values()].some((n) => n.has(sel.metric))) {
+        problems.push(`${where}: ${sel.metric} is exported by no service`);
+      }
+    }
+  }
+  return problems;
+}
+
+interface Rule {
+  alert?: string;
+  record?: string;
+  expr: string;
+  for?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+function loadRules(): Rule[] {
+  const doc = yaml.load(fs.readFileSync(RULES_FILE, 'utf8')) as {
+    groups: Array<{ name: string; rules: Rule[] }>;
+  };
+  return doc.groups.flatMap((g) => g.rules);
+}
+
+interface Panel {
+  title?: string;
+  type: string;
+  panels?: Panel[];
+  targets?: Array<{ expr?: string }>;
+}
+
+/** Every panel target's expression, with the dashboard's variables put in as Grafana would. */
+function dashboardExprs(): Array<{ where: string; expr: string }> {
+  const dash = JSON.parse(fs.readFileSync(DASHBOARD_FILE, 'utf8')) as { panels: Panel[] };
+  const all = (ps: Panel[]): Panel[] => ps.flatMap((p) => [p, ...all(p.panels ?? [])]);
+  return all(dash.panels).flatMap((p) =>
+    (p.targets ?? []).map((t) => ({
+      where: `panel "${p.title}"`,
+      // `$service` is the "All" value (.+), `$__rate_interval` a range.
+      expr: (t.expr ?? '').replace(/\$__rate_interval/g, '5m').replace(/\$\{?service\}?/g, '.+'),
+    })),
+  );
+}
+
+/** Each service's metrics port, from its `ready` log line in the shared mesh's logs. */
+function metricsPorts(): Map<ServiceName, number> {
+  const info = sharedRun().meshes.default!;
+  const ports = new Map<ServiceName, number>();
+  for (const s of SERVICES) {
+    const lines = fs.readFileSync(path.join(info.logDir, `${s}.log`), 'utf8').split('\n');
+    for (const line of lines) {
+      if (!line.startsWith('{')) continue;
+      const entry = JSON.parse(line) as { msg?: string; metrics_port?: number };
+      // The last one: a service the supervisor restarted announces its port again.
+      if (entry.msg === 'ready' && entry.metrics_port) ports.set(s, entry.metrics_port);
+    }
+    if (!ports.has(s)) throw new Error(`no ready line with metrics_port in ${s}.log`);
+  }
+  return ports;
+}
+
+async function scrapeAll(ports: Map<ServiceName, number>): Promise<Map<ServiceName, Sample[]>> {
+  const out = new Map<ServiceName, Sample[]>();
+  for (const [s, port] of ports) {
+    const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    out.set(s, parseExposition(text));
+  }
+  return out;
+}
+
+describe('PromQL metric names (the checker itself)', () => {
+  const scrapes = new Map<ServiceName, Sample[]>([
+    ['gateway', [{ name: 'custos_http_requests_total', labels: { service: 'gateway' }, value: 1 }]],
+    ['audit', [{ name: 'custos_event_consumer_applied_total', labels: { service: 'audit' }, value: 1 }]],
+  ]);
+
+  it('reads names out of selectors, ranges, functions and __name__ matchers, with their service', () => {
+    expect(
+      selectorsOf(
+        'sum by (service) (rate(a_total{service="gateway", x=~"1|2"}[5m])) / on(service) b unless {__name__="c", service=~"audit|billing"}',
+      ),
+    ).toEqual([
+      { metric: 'a_total', service: { op: '=', value: 'gateway' } },
+      { metric: 'b' },
+      { metric: 'c', service: { op: '=~', value: 'audit|billing' } },
+    ]);
+    expect(() => selectorsOf('sum(rate(a_total[5m])')).toThrow(/invalid PromQL/);
+  });
+
+  it('reports a metric nobody exports, and one the named service does not export', () => {
+    expect(
+      missingMetrics(
+        [
+          { where: 'ok', expr: 'rate(custos_http_requests_total{service="gateway"}[5m])' },
+          { where: 'typo', expr: 'rate(custos_http_request_total[5m]) > 0' },
+          { where: 'wrong service', expr: 'custos_event_consumer_applied_total{service=~"audit|identity"}' },
+          { where: 'prometheus', expr: 'up{job="audit"} == 0' },
+        ],
+        scrapes,
+      ),
+    ).toEqual([
+      'typo: custos_http_request_total is exported by no service',
+      'wrong service: custos_event_consumer_applied_total is not exported by identity',
+    ]);
+  });
+});
+
+describe('the alert rules file', () => {
+  const rules = loadRules();
+  const doc = fs.readFileSync(MONITORING_DOC, 'utf8');
+
+  it('has alerts with a duration, a severity, a summary, a description and a runbook in docs/monitoring.md', () => {
+    expect(rules.length).toBeGreaterThanOrEqual(15);
+    const anchors = new Set(
+      [...doc.matchAll(/^#{2,4} (.+)$/gm)].map((m) =>
+        m[1]!
+          .trim()
+          .toLowerCase()
+          .replace(/[^a-z0-9 -]/g, '')
+          .replace(/ /g, '-'),
+      ),
+    );
+    for (const r of rules) {
+      expect(r.alert).toMatch(/^Custos[A-Z][A-Za-z0-9]+$/);
+      expect(r.for).toMatch(/^\d+[smh]$/);
+      expect(['critical', 'warning']).toContain(r.labels?.['severity']);
+      expect(r.annotations?.['summary']).toBeTruthy();
+      expect(r.annotations?.['description']).toBeTruthy();
+      const url = r.annotations?.['runbook_url'] ?? '';
+      expect(url.startsWith(RUNBOOK)).toBe(true);
+      const anchor = url.slice(RUNBOOK.length);
+      expect({ alert: r.alert, anchor, inDoc: anchors.has(anchor) }).toEqual({
+        alert: r.alert,
+        anchor: r.alert!.toLowerCase(),
+        inDoc: true,
+      });
+    }
+    expect(new Set(rules.map((r) => r.alert)).size).toBe(rules.length);
+  });
+
+  it('has only expressions that parse as PromQL, and its target-down alert names every service', () => {
+    for (const r of rules) expect(() => selectorsOf(r.expr)).not.toThrow();
+    const down = rules.find((r) => r.alert === 'CustosTargetDown')!;
+    const job = /job=~"([^"]+)"/.exec(down.expr)![1]!;
+    expect(job.split('|').sort()).toEqual([...SERVICES].sort());
+  });
+
+  it('covers what the issue asks to be alerted on', () => {
+    const used = new Set(rules.flatMap((r) => selectorsOf(r.expr).map((s) => s.metric)));
+    for (const m of [
+      'up',
+      'custos_http_requests_total',
+      'custos_http_request_duration_seconds_bucket',
+      'custos_grpc_server_handled_total',
+      'custos_outbox_oldest_pending_age_seconds',
+      'custos_nats_consumer_pending_messages',
+      'custos_event_consumer_delay_seconds_bucket',
+      'custos_kms_request_failures_total',
+      'custos_kms_request_duration_seconds_bucket',
+      'custos_pg_pool_waiting_requests',
+      'custos_pg_pool_max_connections',
+      'custos_token_revocation_checks_total',
+    ])
+      expect({ metric: m, used: used.has(m) }).toEqual({ metric: m, used: true });
+  });
+});
+
+describe('the metrics the running services export', () => {
+  let mesh: Mesh;
+  let scrapes: Map<ServiceName, Sample[]>;
+  let vaultId: string;
+  const canary = `canary-${randomBytes(12).toString('hex')}`;
+
+  beforeAll(async () => {
+    mesh = await sharedMesh();
+    // Traffic through every kind of work: a request per route kind, a KMS wrap and unwrap, an
+    // audit record chained, and a secret value that must never reach a label.
+    const owner = await quickUser(mesh);
+    const v = await api(mesh, 'POST', '/v1/vaults', { token: owner.token, body: { name: 'metrics' } });
+    expect(v.status).toBe(201);
+    vaultId = v.body['id'] as string;
+    const put = await api(mesh, 'PUT', `/v1/vaults/${vaultId}/secrets/app/${canary}`, {
+      token: owner.token,
+      body: { type: 'password', value: canary },
+    });
+    expect(put.status).toBe(201);
+    const got = await api(mesh, 'GET', `/v1/vaults/${vaultId}/secrets/app/${canary}`, { token: owner.token });
+    expect(got.status).toBe(200);
+    expect(
+      await api(mesh, 'GET', `/v1/vaults/${vaultId}/secrets/app/missing`, { token: owner.token }),
+    ).toMatchObject({
+      status: 404,
+    });
+    // The records are chained once audit has applied them; then its delay histogram has them.
+    await waitFor(async () => {
+      const r = await api(mesh, 'GET', '/v1/audit/events?limit=50', { token: owner.token });
+      const events = (r.body['events'] ?? []) as Array<{ action: string }>;
+      return events.some((e) => e.action === 'secret.read');
+    }, 30000);
+    const ports = metricsPorts();
+    // Consumers' lag is read 1 s after start and every 15 s: wait until every consumer has a reading.
+    scrapes = await waitFor(async () => {
+      const s = await scrapeAll(ports);
+      const names = (svc: ServiceName) => new Set(s.get(svc)!.map((x) => x.name));
+      const ready = ['audit', 'identity', 'webhook-dispatcher'].every((svc) =>
+        names(svc as ServiceName).has('custos_nats_consumer_pending_messages'),
+      );
+      return ready ? s : undefined;
+    }, 30000);
+  });
+
+  it('exports every metric an alert expression names, from the services the alert expects', () => {
+    const exprs = loadRules().map((r) => ({ where: `alert ${r.alert}`, expr: r.expr }));
+    expect(missingMetrics(exprs, scrapes)).toEqual([]);
+  });
+
+  it('exports every metric a dashboard panel names', () => {
+    const exprs = dashboardExprs();
+    expect(exprs.length).toBeGreaterThanOrEqual(25);
+    expect(missingMetrics(exprs, scrapes)).toEqual([]);
+  });
+
+  it('exports each custos_* family from every service that does that work, labelled with the service', () => {
+    for (const [metric, services] of Object.entries(EXPECTED)) {
+      for (const s of services) {
+        const samples = scrapes.get(s)!.filter((x) => x.name === metric);
+        expect({ metric, service: s, exported: samples.length > 0 }).toEqual({
+          metric,
+          service: s,
+          exported: true,
+        });
+        expect(samples.every((x) => x.labels['service'] === s)).toBe(true);
+      }
+    }
+  });
+
+  it('counts the work that was done: KMS calls, revocation checks, chained audit records', () => {
+    // Summed over the series of the name that have these labels.
+    const value = (s: ServiceName, name: string, labels: Record<string, string>) =>
+      scrapes
+        .get(s)!
+        .filter((x) => x.name === name && Object.entries(labels).every(([k, v]) => x.labels[k] === v))
+        .reduce((sum, x) => sum + x.value, 0);
+    const wraps = { provider: 'local', operation: 'wrap' };
+    expect(value('vault-crypto', 'custos_kms_request_duration_seconds_count', wraps)).toBeGreaterThan(0);
+    expect(value('gateway', 'custos_token_revocation_checks_total', { outcome: 'passed' })).toBeGreaterThan(
+      0,
+    );
+    expect(
+      value('vault-crypto', 'custos_token_revocation_checks_total', { outcome: 'passed' }),
+    ).toBeGreaterThan(0);
+    expect(
+      value('audit', 'custos_event_consumer_applied_total', { consumer: 'audit-chain' }),
+    ).toBeGreaterThan(0);
+    expect(
+      value('audit', 'custos_event_consumer_delay_seconds_count', { consumer: 'audit-chain' }),
+    ).toBeGreaterThan(0);
+    expect(value('vault-crypto', 'custos_pg_pool_max_connections', { pool: 'main' })).toBeGreaterThan(0);
+  });
+
+  it('labels gateway requests by route template, and no label anywhere holds an id or a secret', () => {
+    const routes = new Set(
+      scrapes
+        .get('gateway')!
+        .filter((x) => x.name === 'custos_http_requests_total')
+        .map((x) => x.labels['route']),
+    );
+    expect(routes).toContain('/v1/vaults/:vault_id/secrets/*path');
+    const uuid = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
+    for (const [service, samples] of scrapes) {
+      for (const { name, labels } of samples) {
+        for (const [label, value] of Object.entries(labels)) {
+          const bad = uuid.test(value) || value.includes(canary) || value.includes(vaultId);
+          if (bad) throw new Error(`${service} ${name}{${label}="${value}"} holds an id or a secret`);
+        }
+      }
+    }
+  });
+});
