@@ -191,6 +191,15 @@ version, the development-only local KMS without kms.allowLocal. Renders nothing.
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- $registry := .Values.image.registry | default "" | trimSuffix "/" -}}
+{{- if or (eq $registry "registry.example.com") (hasPrefix "registry.example.com/" $registry) -}}
+{{- range $name, $svc := .Values.services -}}
+{{- $img := $svc.image | default dict -}}
+{{- if not (or $img.reference $img.repository) -}}
+{{- fail (printf "image.registry: %s is a placeholder, nothing is published there (there is no public registry of Custos images). Build the images and push them to your registry (docker buildx bake --push, docs/images.md), then set image.registry to it (or image.registry='' for images loaded into the cluster)" $registry) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- if and (eq .Values.kms.provider "local") (not .Values.kms.allowLocal) -}}
 {{- fail "kms: provider \"local\" keeps the master key of every stored secret in a Kubernetes Secret and is for development only. For a throwaway evaluation install set kms.allowLocal=true; for anything you keep, set kms.provider to aws-kms or pkcs11 (docs/kms.md)" -}}
 {{- end -}}

@@ -23,6 +23,9 @@ export type K8sObject = {
   [k: string]: Json;
 };
 
+/** The registry of the test renders (values.yaml's default is a refused placeholder). */
+export const TEST_REGISTRY = 'registry.test/custos';
+
 /** The token-signing KEK of the test renders: base64 of the 32 bytes "chart-tests:not-a-real-token-kek". */
 export const TEST_SIGNING_KEK = Buffer.from('chart-tests:not-a-real-token-kek').toString('base64');
 /** The audit HMAC key of the test renders: base64 of the 32 bytes "chart-tests:not-a-real-audit-key". */
@@ -60,6 +63,9 @@ export function testDatabasePassword(service: string): string {
  * throwaway evaluation install would.
  */
 export const REQUIRED_SETS = [
+  // The images' registry: the default is a placeholder the chart refuses (docs/images.md).
+  '--set',
+  `image.registry=${TEST_REGISTRY}`,
   // --set, not --set-string: helm applies every --set-string after every --set, so a later
   // `--set tokens.signingKek=` could not take the value away again.
   '--set',
@@ -88,7 +94,11 @@ export const scenarios: Array<{ label: string; args: string[] }> = [
     label: 'default values (+ the required keys, SMTP URL, NATS and database passwords, kms.allowLocal)',
     args: REQUIRED_SETS,
   },
-  { label: 'values-production.yaml', args: ['-f', path.join(chartDir, 'values-production.yaml')] },
+  {
+    label: 'values-production.yaml',
+    // + the one value it leaves to the operator: where the images were pushed.
+    args: ['-f', path.join(chartDir, 'values-production.yaml'), '--set', `image.registry=${TEST_REGISTRY}`],
+  },
 ];
 
 let helmPath: string | undefined;

@@ -100,6 +100,38 @@ describe('helm lint --strict catches what the chart refuses', () => {
   });
 });
 
+describe('image registry', () => {
+  const withoutRegistry = REQUIRED_SETS.filter(
+    (a, i) => !a.startsWith('image.registry=') && !REQUIRED_SETS[i + 1]?.startsWith('image.registry='),
+  );
+
+  it('refuses the placeholder registry.example.com, naming docs/images.md', () => {
+    expect(withoutRegistry).toHaveLength(REQUIRED_SETS.length - 2);
+    for (const args of [withoutRegistry, ['-f', `${chartDir}/values-production.yaml`]]) {
+      const { status, stderr } = runHelm(['template', 'custos', chartDir, ...args]);
+      expect(status).not.toBe(0);
+      expect(stderr).toMatch(
+        /image.registry: registry.example.com\/custos is a placeholder.*docs\/images.md/,
+      );
+    }
+  });
+
+  it('renders with images of your own: a registry, none (loaded into the cluster), or a reference per service (skaffold)', () => {
+    const image = (args: string[]) =>
+      renderChart(args).find((o) => o.kind === 'Deployment' && o.metadata.name === 'custos-audit')!.spec
+        .template.spec.containers[0].image;
+    expect(image([...withoutRegistry, '--set', 'image.registry=ghcr.io/acme/custos'])).toBe(
+      'ghcr.io/acme/custos/custos-audit:0.1.0',
+    );
+    expect(image([...withoutRegistry, '--set', 'image.registry='])).toBe('custos-audit:0.1.0');
+    const refs = SERVICES.flatMap((s) => [
+      '--set',
+      `services.${s}.image.reference=localhost:5000/custos-${s}:dev`,
+    ]);
+    expect(image([...withoutRegistry, ...refs])).toBe('localhost:5000/custos-audit:dev');
+  });
+});
+
 describe('Kubernetes version', () => {
   it('is refused below 1.24, the oldest version the chart supports', () => {
     const { status, stderr } = runHelm([
