@@ -39,8 +39,12 @@ RUN pnpm turbo run build --filter="@custos/${SERVICE}..."
 # `deploy` copies the service's "files" (dist, migrations) and its production dependencies,
 # workspace packages included, into a folder that runs without the monorepo. pnpm 10 refuses the
 # non-legacy deploy unless the workspace sets inject-workspace-packages, which this one does not.
+# deploy also writes node_modules/.modules.yaml, pnpm's install record: it holds the wall-clock time
+# of the install (prunedAt) and lists in no stable order, so two builds of one commit would differ in
+# it. Nothing reads it at run time; removed in the same step, it never reaches a layer.
 RUN --mount=type=cache,id=custos-pnpm-store,target=/pnpm/store \
-    pnpm --filter "@custos/${SERVICE}" deploy --prod --legacy --store-dir /pnpm/store /out
+    pnpm --filter "@custos/${SERVICE}" deploy --prod --legacy --store-dir /pnpm/store /out \
+ && rm -f /out/node_modules/.modules.yaml
 
 # ---- runtime: Node and the deployed folder only, owned by root and run as an unprivileged user,
 # so the process cannot rewrite its own code (the chart also mounts the root filesystem read-only).

@@ -30,6 +30,20 @@ describe('Dockerfiles', () => {
     expect(shared.match(/^ARG SERVICE$/gm)).toHaveLength(2);
   });
 
+  it("the deployed folder leaves out pnpm's install record, whose wall-clock time and order differ per build", () => {
+    // One instruction per entry, continuation lines joined. The removal is part of the deploy
+    // instruction itself, so no later edit can slip a step between the two that reads or keeps it.
+    const instructions = shared
+      .replace(/\\\n/g, ' ')
+      .split('\n')
+      .filter((l) => /^[A-Z]+ /.test(l));
+    const deploy = instructions.filter((l) => / deploy --prod /.test(l));
+    expect(deploy).toHaveLength(1);
+    expect(deploy[0]).toMatch(
+      /^RUN .* deploy --prod .* \/out +&& rm -f \/out\/node_modules\/\.modules\.yaml$/,
+    );
+  });
+
   it.each(SERVICES)(
     'services/%s/Dockerfile is the shared one with SERVICE defaulting to its name',
     (service) => {
