@@ -9,10 +9,16 @@ SERVICE="${1:?usage: build-image.sh <service>}"
 : "${IMAGE:?skaffold sets IMAGE}"
 DOCKERFILE="services/${SERVICE}/Dockerfile"
 [ -f "$DOCKERFILE" ] || { echo "no $DOCKERFILE" >&2; exit 2; }
+# The output is always named: with a docker-container builder (docs/images.md has the operator
+# create one for bake), a build without --load or --push stays in the builder's cache, and
+# skaffold (or kind load) would not find $IMAGE.
 if [ "${PUSH_IMAGE:-false}" = true ]; then
-  # shellcheck disable=SC2086 # PLATFORMS is one comma-separated word or empty
-  docker buildx build --file "$DOCKERFILE" --tag "$IMAGE" ${PLATFORMS:+--platform "$PLATFORMS"} --push .
+  OUTPUT=--push
 else
-  # A local cluster (kind, minikube, Docker Desktop): skaffold loads the image from the local daemon.
-  DOCKER_BUILDKIT=1 docker build --file "$DOCKERFILE" --tag "$IMAGE" .
+  # A local cluster (kind, minikube, Docker Desktop): skaffold loads the image from the local
+  # image store. --load takes one platform unless Docker uses the containerd image store.
+  OUTPUT=--load
 fi
+# shellcheck disable=SC2086 # PLATFORMS is one comma-separated word or empty
+exec docker buildx build --file "$DOCKERFILE" --tag "$IMAGE" ${PLATFORMS:+--platform "$PLATFORMS"} \
+  --provenance=false --sbom=false "$OUTPUT" .

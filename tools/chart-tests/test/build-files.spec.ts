@@ -2,7 +2,17 @@
 // tools/docker/service.Dockerfile on one Node LTS image, docker-bake.hcl builds the nine images the
 // chart pulls, and skaffold.yaml deploys the dev dependencies, then builds (each image from its own
 // inputs only) and wires one image per service.
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import yaml from 'js-yaml';
 import { evaluateBake, HclError, parseHcl } from './bake-hcl';
@@ -221,6 +231,61 @@ describe('skaffold.yaml', () => {
       expect(existsSync(path.join(repoRoot, `services/${service}/Dockerfile`))).toBe(true);
     }
     expect(existsSync(path.join(repoRoot, 'tools/skaffold/build-image.sh'))).toBe(true);
+  });
+
+  describe('tools/skaffold/build-image.sh', () => {
+    // The script runs for real; `docker` is a stand-in on PATH that records its arguments, since
+    // what the script decides is which build command (and which output) it asks for.
+    let bin: string;
+    beforeAll(() => {
+      bin = mkdtempSync(path.join(os.tmpdir(), 'custos-build-image-'));
+      writeFileSync(path.join(bin, 'docker'), '#!/bin/sh\nprintf \'%s\\n\' "$@" > "$DOCKER_ARGS_FILE"\n');
+      chmodSync(path.join(bin, 'docker'), 0o755);
+    });
+    afterAll(() => rmSync(bin, { recursive: true, force: true }));
+
+    const run = (env: Record<string, string>, service = 'identity') => {
+      const argsFile = path.join(bin, 'args');
+      rmSync(argsFile, { force: true });
+      const r = spawnSync('sh', ['tools/skaffold/build-image.sh', service], {
+        cwd: repoRoot,
+        encoding: 'utf8',
+        env: { PATH: `${bin}:${process.env['PATH']}`, DOCKER_ARGS_FILE: argsFile, ...env },
+      });
+      const args = existsSync(argsFile) ? readFileSync(argsFile, 'utf8').trimEnd().split('\n') : [];
+      return { status: r.status, stderr: r.stderr, args };
+    };
+
+    it('loads the image into the local store when skaffold does not push (a docker-container builder keeps it in its cache otherwise)', () => {
+      const r = run({ IMAGE: 'custos-identity:abc', PUSH_IMAGE: 'false' });
+      expect(r.status).toBe(0);
+      expect(r.args.slice(0, 2)).toEqual(['buildx', 'build']);
+      expect(r.args).toContain('--load');
+      expect(r.args).not.toContain('--push');
+      expect(r.args).toEqual(
+        expect.arrayContaining(['--file', 'services/identity/Dockerfile', '--tag', 'custos-identity:abc']),
+      );
+      expect(r.args.at(-1)).toBe('.');
+      expect(run({ IMAGE: 'custos-identity:abc' }).args).toContain('--load');
+    });
+
+    it('pushes when skaffold pushes, for the platforms it asks for', () => {
+      const r = run(
+        { IMAGE: 'r.test/custos-audit:abc', PUSH_IMAGE: 'true', PLATFORMS: 'linux/amd64,linux/arm64' },
+        'audit',
+      );
+      expect(r.status).toBe(0);
+      expect(r.args).toContain('--push');
+      expect(r.args).not.toContain('--load');
+      expect(r.args[r.args.indexOf('--platform') + 1]).toBe('linux/amd64,linux/arm64');
+      expect(r.args[r.args.indexOf('--tag') + 1]).toBe('r.test/custos-audit:abc');
+    });
+
+    it('refuses an unknown service and a missing IMAGE before building', () => {
+      expect(run({ IMAGE: 'x' }, 'nope')).toMatchObject({ status: 2, args: [] });
+      expect(run({}).args).toEqual([]);
+      expect(run({}).status).not.toBe(0);
+    });
   });
 
   it.each(SERVICES)(
