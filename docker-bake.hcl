@@ -1,11 +1,18 @@
-# The nine Custos service images in one command, from the repository root (docs/images.md):
+# The nine Custos service images in one command, from the repository root (docs/images.md).
+# By default every target is built for linux/amd64 and linux/arm64 with an SBOM and provenance,
+# which Docker's default builder (the "docker" driver) cannot do unless Docker uses the containerd
+# image store: create a docker-container builder first (docker buildx create --driver
+# docker-container --use). Without --push the images then stay inside that builder (its cache);
+# nothing lands in `docker images`.
 #
-#   docker buildx bake                                   # build all nine for this machine's platform
 #   REGISTRY=registry.example.com/custos TAG=0.1.0 \
 #     SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) REVISION=$(git rev-parse HEAD) \
-#     docker buildx bake --push                          # multi-platform, with SBOM and provenance
-#   docker buildx bake identity                          # one service
+#     docker buildx bake --push                          # the release: all nine, pushed
+#   PLATFORMS=linux/amd64 docker buildx bake --load      # into the local image store, one platform
+#   PLATFORMS=linux/amd64 docker buildx bake --load --sbom=false --provenance=false
+#                                                        # the same with the default "docker" builder
 #   docker buildx bake --print                           # the resolved build definition, no build
+#   PLATFORMS=linux/amd64 docker buildx bake --load identity signer   # some targets only
 #
 # Every target builds tools/docker/service.Dockerfile with SERVICE=<name>; the image is
 # ${REGISTRY}/custos-<name>:${TAG}, which is what charts/custos pulls by default

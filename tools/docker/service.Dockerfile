@@ -4,8 +4,9 @@
 #
 #   docker build -f tools/docker/service.Dockerfile --build-arg SERVICE=identity -t custos-identity .
 #
-# All nine at once, tagged with the chart's appVersion, with SBOM and provenance: `docker buildx bake`
-# (docker-bake.hcl at the root; docs/images.md).
+# All nine at once, tagged with the chart's appVersion, with SBOM and provenance, pushed:
+# `docker buildx bake --push` (docker-bake.hcl at the root; it needs a docker-container builder, and
+# without --push or --load the images stay in that builder: docs/images.md).
 #
 # Each services/<name>/Dockerfile is a copy of this file whose only difference is the default of
 # `ARG SERVICE` (plain Docker has no include), so `docker build -f services/<name>/Dockerfile .`
