@@ -17,7 +17,16 @@ import path from 'node:path';
 import yaml from 'js-yaml';
 import { evaluateBake, HclError, parseHcl } from './bake-hcl';
 import { SERVICES } from './facts';
-import { ofKind, renderChart, repoRoot, type Json, type K8sObject } from './helm';
+import {
+  named,
+  objectName,
+  ofKind,
+  renderChart,
+  repoRoot,
+  serviceEnv,
+  type Json,
+  type K8sObject,
+} from './helm';
 import { validationErrors } from './validate';
 
 const read = (file: string) => readFileSync(path.join(repoRoot, file), 'utf8');
@@ -391,11 +400,34 @@ describe('skaffold.yaml', () => {
     expect(Object.keys(templates)).toHaveLength(SERVICES.length);
   });
 
+  /** The release's values as skaffold passes them: setValues, and each image template filled in. */
+  const devReleaseArgs = (): string[] => {
+    const release = config.deploy.helm.releases[0];
+    const values: Record<string, unknown> = release.setValues;
+    const templates: Record<string, string> = release.setValueTemplates;
+    return [
+      ...Object.entries(values).flatMap(([k, v]) => ['--set', `${k}=${String(v)}`]),
+      ...Object.entries(templates).flatMap(([k, t]) => {
+        const image = /IMAGE_FULLY_QUALIFIED_(\w+)/.exec(t)![1]!.replace(/_/g, '-');
+        return ['--set', `${k}=${image}:0123abcd`];
+      }),
+    ];
+  };
+
   it('its values render the chart (a value the chart newly requires breaks `skaffold dev` here first)', () => {
-    const values: Record<string, unknown> = config.deploy.helm.releases[0].setValues;
-    const args = Object.entries(values).flatMap(([k, v]) => ['--set', `${k}=${String(v)}`]);
-    const objects = renderChart(args);
+    const objects = renderChart(devReleaseArgs());
     expect(ofKind(objects, 'Deployment')).toHaveLength(SERVICES.length);
+    for (const service of SERVICES) {
+      const [container] = named(objects, 'Deployment', objectName(service)).spec.template.spec.containers;
+      expect(container.image).toBe(`custos-${service}:0123abcd`);
+    }
+  });
+
+  it("identity may send through the dev cluster's Mailpit, which offers no STARTTLS", () => {
+    // identity refuses plain SMTP unless SMTP_ALLOW_INSECURE: without it, no dev e-mail is sent.
+    const env = serviceEnv(renderChart(devReleaseArgs()), 'identity');
+    expect(env.get('SMTP_ALLOW_INSECURE')).toEqual({ name: 'SMTP_ALLOW_INSECURE', value: 'true' });
+    expect(config.deploy.helm.releases[0].setValues['mail.allowInsecure']).toBe(true);
   });
 
   it('accepts the development-only settings knowingly: the local KMS and trust-auth database roles', () => {
