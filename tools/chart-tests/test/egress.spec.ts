@@ -187,8 +187,9 @@ describe.each(scenarios)('egress rendered with $label', ({ args }) => {
     }
   });
 
-  // webhook-dispatcher delivers to the internet, vault-crypto reaches its KMS, signer its chain nodes.
-  it.each(SERVICES.filter((s) => !['webhook-dispatcher', 'vault-crypto', 'signer'].includes(s)))(
+  // webhook-dispatcher delivers to the internet, vault-crypto reaches its KMS, signer its chain
+  // nodes, identity its SMTP server (each tested below).
+  it.each(SERVICES.filter((s) => !['webhook-dispatcher', 'vault-crypto', 'signer', 'identity'].includes(s)))(
     '%s: cannot reach the internet on any port',
     (service) => {
       for (const rule of policy(service).spec.egress)
@@ -387,6 +388,28 @@ describe('egress values', () => {
     const s2 = policyOf(own, 'signer');
     expect(allowsAddress(s2, '10.40.0.7', 8545)).toBe(true);
     expect(allowsAddress(s2, '104.18.2.3', 443)).toBe(false);
+  });
+
+  it('identity alone reaches its SMTP server: the internet on 587 and 465 by default, or the named network', () => {
+    const objects = render();
+    const identity = policyOf(objects, 'identity');
+    for (const port of [587, 465]) expect(allowsAddress(identity, '198.51.100.25', port)).toBe(true);
+    for (const port of [25, 443, 80, 22, 5432])
+      expect(allowsAddress(identity, '198.51.100.25', port)).toBe(false);
+    expect(allowsAddress(identity, '169.254.169.254', 587)).toBe(false);
+    expect(allowsAddress(identity, '10.244.0.9', 587)).toBe(false);
+    for (const s of SERVICES.filter((x) => x !== 'identity' && x !== 'webhook-dispatcher'))
+      expect({ s, allowed: allowsAddress(policyOf(objects, s), '198.51.100.25', 587) }).toEqual({
+        s,
+        allowed: false,
+      });
+    const own = render(
+      'networkPolicy.smtp.to[0].ipBlock.cidr=10.30.0.0/24',
+      'networkPolicy.smtp.ports[0].port=1025',
+    );
+    const id2 = policyOf(own, 'identity');
+    expect(allowsAddress(id2, '10.30.0.5', 1025)).toBe(true);
+    expect(allowsAddress(id2, '198.51.100.25', 587)).toBe(false);
   });
 
   it('the OTLP collector is reached only when otel.endpoint is set', () => {

@@ -99,6 +99,8 @@ describe('ServiceMonitor', () => {
           port: 'metrics',
           path: '/metrics',
           scheme: 'http',
+          // The services' own service="<name>" label, which every alert matches, survives.
+          honorLabels: true,
           interval: '15s',
           scrapeTimeout: '10s',
           relabelings: [{ targetLabel: 'cluster', replacement: 'prod-eu' }],
@@ -151,7 +153,13 @@ describe('PodMonitor', () => {
     expect(validationErrors(monitors)).toEqual([]);
     for (const service of SERVICES) {
       const monitor = named(objects, 'PodMonitor', objectName(service));
-      expect(monitor.spec.podMetricsEndpoints[0]).toMatchObject({ port: 'metrics', path: '/metrics' });
+      expect(monitor.spec.podMetricsEndpoints[0]).toMatchObject({
+        port: 'metrics',
+        path: '/metrics',
+        honorLabels: true,
+      });
+      // job = the Custos service name (the target-down alert matches on it).
+      expect(monitor.spec.jobLabel).toBe('app.kubernetes.io/component');
       const pods = [...ofKind(objects, 'Deployment'), ...ofKind(objects, 'Job')].filter((d) =>
         selects(monitor.spec.selector, d.spec.template.metadata.labels),
       );
