@@ -80,6 +80,34 @@ describe('production values', () => {
 describe('helm lint --strict catches what the chart refuses', () => {
   const production = scenarios[1]!.args;
 
+  it('lints clean with the OpenShift example and with every optional object on', () => {
+    const everything = [
+      '--set',
+      'monitoring.serviceMonitor.enabled=true',
+      '--set',
+      'monitoring.prometheusRule.enabled=true',
+      '--set',
+      'monitoring.grafanaDashboard.enabled=true',
+      '--set',
+      'httpRoute.enabled=true',
+      '--set',
+      'httpRoute.parentRefs[0].name=public',
+      '--set',
+      'serviceDefaults.autoscaling.enabled=true',
+      '--set',
+      'redis.sentinel.enabled=true',
+      '--set',
+      'redis.sentinel.hosts={sentinel-0:26379}',
+    ];
+    for (const args of [
+      [...production, '-f', `${chartDir}/values-openshift.yaml`],
+      [...production, ...everything],
+    ]) {
+      expect(lintStrict(args)).toEqual({ status: 0, problems: [] });
+      expect(validationErrors(renderChart(args))).toEqual([]);
+    }
+  });
+
   it('reports the refusal of a template (`fail`), which helm 4 lint alone only logs', () => {
     // kms.provider local without kms.allowLocal is refused by a template, not by the schema.
     const lint = lintStrict([...production, '--set', 'kms.provider=local']);
