@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -306,6 +307,27 @@ describe('the alert rules file', () => {
       'custos_token_revocation_checks_total',
     ])
       expect({ metric: m, used: used.has(m) }).toEqual({ metric: m, used: true });
+  });
+});
+
+// Prometheus' own checker and evaluator, where installed (Debian's `prometheus` package has it):
+// the rules load, and the alerts fire with these labels and annotations on synthetic series.
+const promtool = spawnSync('promtool', ['--version']).status === 0;
+(promtool ? describe : describe.skip)('the alert rules under promtool (installed here)', () => {
+  const run = (...args: string[]) => {
+    const r = spawnSync('promtool', args, { encoding: 'utf8' });
+    return { status: r.status, out: `${r.stdout}${r.stderr}` };
+  };
+
+  it('loads every rule (promtool check rules)', () => {
+    expect(run('check', 'rules', RULES_FILE)).toMatchObject({ status: 0 });
+  });
+
+  it('fires the alerts its unit tests expect (promtool test rules)', () => {
+    const tests = path.join(__dirname, '../fixtures/prometheus-rules.promtool-test.yaml');
+    const r = run('test', 'rules', tests);
+    expect(r.out).toContain('SUCCESS');
+    expect(r.status).toBe(0);
   });
 });
 
