@@ -103,7 +103,13 @@ export interface GrpcServerOptions {
    * reconnect and re-resolve; 0 or unset: never.
    */
   maxConnectionAgeMs?: number;
-  /** How long calls in flight on a connection past its age may finish; default 30 s. */
+  /**
+   * How long calls in flight on a connection past its age may finish; default 30 s. A call still
+   * running after that is cut, and the client's retry policy (UNAVAILABLE) runs it again, on this
+   * or another server: harmless for today's RPCs, all under the clients' 5 s deadline, but an RPC
+   * that may run longer than the grace (a stream, a long export) must either be safe to run twice
+   * or be given a longer grace.
+   */
   maxConnectionAgeGraceMs?: number;
 }
 
