@@ -8,6 +8,15 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * The target schemes grpc-js registers (resolver-dns, resolver-ip, resolver-uds): `unix:50051` is
+ * the socket file `50051` to it, not the host `unix`. Compared case-insensitively, to be safe.
+ */
+const GRPC_TARGET_SCHEMES = ['dns', 'ipv4', 'ipv6', 'unix'];
+
+/** The host of a scheme-less `host:port` (`[v6]:port` included). */
+const hostOf = (v: string) => v.slice(0, v.lastIndexOf(':'));
+
 const blankToUndefined = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v);
 
 /** Builders for environment variables; every one carries a description that the docs are checked against. */
@@ -44,18 +53,29 @@ export const env = {
       )
       .describe(description),
   /**
-   * `host:port` of a peer service, or `dns:///host:port` (every address the name resolves to, e.g. a
-   * headless Service's pods, balanced round-robin and re-resolved on reconnect).
+   * `host:port` of a peer service, or `dns:///host:port`. Both go through grpc-js's DNS resolver (a
+   * target without a scheme it knows is read as `dns:<target>`), which returns every address the
+   * name has: a headless Service's pods are balanced round-robin either way, and re-resolved on
+   * reconnect; `dns:///` only says so. A host that grpc-js would read as a scheme (`unix:50051`,
+   * `ipv4:…`, `ipv6:…`, `dns:50051` without `///`) is refused: it would name a socket file or an
+   * address list, not the host.
    */
   address: (description: string) =>
     z
       .preprocess(
         blankToUndefined,
-        z.string().regex(/^(dns:\/\/\/)?(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, {
-          message: 'expected host:port or dns:///host:port',
-        }),
+        z
+          .string()
+          .regex(/^(dns:\/\/\/)?(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, {
+            message: 'expected host:port or dns:///host:port',
+          })
+          .refine((v) => v.startsWith('dns:///') || !GRPC_TARGET_SCHEMES.includes(hostOf(v).toLowerCase()), {
+            message: `a host named ${GRPC_TARGET_SCHEMES.join(', ')} is read by gRPC as a scheme: use dns:///host:port`,
+          }),
       )
-      .describe(description),
+      .describe(
+        `${description} Also \`dns:///host:port\`; either form is resolved through DNS, and calls go round robin over every address of the name.`,
+      ),
   /** One of a fixed set of values. */
   oneOf: <T extends [string, ...string[]]>(description: string, values: T) =>
     z.preprocess(blankToUndefined, z.enum(values)).describe(description),

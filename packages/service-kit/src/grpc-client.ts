@@ -168,9 +168,9 @@ export function propagationInterceptor(
 }
 
 /**
- * Creates a client for the peer service at `address` (`host:port`, or any grpc-js target such as
- * `dns:///host:port`) over mTLS, with deadlines, bounded retries, round-robin over the addresses
- * the target resolves to, and propagation. There is no plaintext mode.
+ * Creates a client for the peer service at `address` (`host:port` or `dns:///host:port`, both
+ * resolved through DNS; see `env.address`) over mTLS, with deadlines, bounded retries, round-robin
+ * over the addresses the target resolves to, and propagation. There is no plaintext mode.
  */
 export function createGrpcClient<C extends Client>(
   Ctor: ClientCtor<C>,
@@ -206,6 +206,10 @@ export function createGrpcClient<C extends Client>(
     'grpc.ssl_target_name_override': opts.peer,
     'grpc.enable_retries': 1,
     'grpc.service_config': JSON.stringify(serviceConfig),
+    // grpc-js otherwise asks DNS for a TXT record of the target's name and, when it holds
+    // `grpc_config=…`, uses that service config instead of the one above: whoever can publish a
+    // DNS record could then change this client's retries, timeouts and balancing.
+    'grpc.service_config_disable_resolution': 1,
     'grpc.keepalive_time_ms': 30000,
   });
 }
