@@ -353,6 +353,47 @@ describe('gRPC balancing and connection age', () => {
       c.close();
     }
   });
+
+  it('a call outliving the grace is cut and run again by the retry policy: the handler runs twice', async () => {
+    // What GrpcServerOptions.maxConnectionAgeGraceMs warns about: fine for idempotent RPCs under
+    // a 5 s deadline, not for a long RPC that must not run twice.
+    const server = new GrpcServer(logger, createMetrics('balancing-grace'), serverTls, {
+      maxConnectionAgeMs: 200,
+      maxConnectionAgeGraceMs: 300,
+    });
+    servers.push(server);
+    let runs = 0;
+    const unused = Object.fromEntries(
+      Object.keys(VaultCryptoServiceService).map((method) => [
+        method,
+        async () => {
+          throw new Error(`${method} is not part of this test`);
+        },
+      ]),
+    ) as unknown as Parameters<GrpcServer['add']>[1];
+    server.add(
+      VaultCryptoServiceService,
+      {
+        ...unused,
+        getKmsHealth: async () => {
+          runs += 1;
+          // The first run outlives connection age + grace (about 0.5 s); a retry answers at once.
+          if (runs === 1) await sleep(1500);
+          return { provider: `run ${runs}`, healthy: true, detail: '', latencyMs: 0 };
+        },
+      },
+      { default: ['gateway'] },
+    );
+    const port = await server.listen('127.0.0.1', 0);
+    server.health.setAll(ServingStatus.SERVING);
+    const c = clientOf(`127.0.0.1:${port}`);
+    try {
+      await expect(call(c)).resolves.toMatchObject({ provider: 'run 2' });
+      expect(runs).toBe(2);
+    } finally {
+      c.close();
+    }
+  });
 });
 
 describe('a service started by runService', () => {
