@@ -2,7 +2,7 @@
 #
 # The one image recipe of every Custos service. Build it from the repository root:
 #
-#   docker build -f tools/docker/service.Dockerfile --build-arg SERVICE=identity -t custos-identity .
+#   docker buildx build --load -f tools/docker/service.Dockerfile --build-arg SERVICE=identity -t custos-identity .
 #
 # All nine at once, tagged with the chart's appVersion, with SBOM and provenance, pushed:
 # `docker buildx bake --push` (docker-bake.hcl at the root; it needs a docker-container builder, and
