@@ -23,7 +23,15 @@ import {
 } from './helm';
 import { validationErrors } from './validate';
 
-const production = scenarios[1]!.args;
+/** values-production.yaml with its monitoring objects off, so each test turns on what it checks. */
+const production = [
+  ...scenarios[1]!.args,
+  ...sets(
+    'monitoring.serviceMonitor.enabled=false',
+    'monitoring.prometheusRule.enabled=false',
+    'monitoring.grafanaDashboard.enabled=false',
+  ),
+];
 const MONITORING_KINDS = ['ServiceMonitor', 'PodMonitor', 'PrometheusRule'];
 const RULES_FILE = path.join(chartDir, 'files', 'prometheus-rules.yaml');
 const DASHBOARD_FILE = path.join(chartDir, 'files', 'grafana-dashboard.json');
@@ -56,16 +64,16 @@ function selects(selector: Json, labels: Record<string, string>): boolean {
 }
 
 describe('monitoring objects are off by default', () => {
-  it.each(scenarios)(
-    '$label renders no ServiceMonitor, PodMonitor, PrometheusRule or dashboard',
-    ({ args }) => {
-      const objects = renderChart(args);
-      expect(objects.filter((o) => MONITORING_KINDS.includes(o.kind))).toEqual([]);
-      expect(ofKind(objects, 'ConfigMap').map((c) => c.metadata.name)).not.toContain(
-        'custos-grafana-dashboard',
-      );
-    },
-  );
+  it.each([
+    { label: 'default values', args: scenarios[0]!.args },
+    { label: 'values-production.yaml with monitoring off', args: production },
+  ])('$label renders no ServiceMonitor, PodMonitor, PrometheusRule or dashboard', ({ args }) => {
+    const objects = renderChart(args);
+    expect(objects.filter((o) => MONITORING_KINDS.includes(o.kind))).toEqual([]);
+    expect(ofKind(objects, 'ConfigMap').map((c) => c.metadata.name)).not.toContain(
+      'custos-grafana-dashboard',
+    );
+  });
 });
 
 describe('ServiceMonitor', () => {
@@ -130,6 +138,18 @@ describe('ServiceMonitor', () => {
         podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } },
       },
     ]);
+  });
+
+  it('values-production.yaml: a ServiceMonitor per service, the rule and the dashboard, for kube-prometheus-stack', () => {
+    const objects = renderChart(scenarios[1]!.args);
+    expect(validationErrors(objects)).toEqual([]);
+    const monitors = ofKind(objects, 'ServiceMonitor');
+    expect(monitors).toHaveLength(SERVICES.length);
+    for (const m of monitors) expect(m.metadata.labels.release).toBe('kube-prometheus-stack');
+    const [rule] = ofKind(objects, 'PrometheusRule');
+    expect(rule!.metadata.labels.release).toBe('kube-prometheus-stack');
+    const cm = named(objects, 'ConfigMap', 'custos-grafana-dashboard');
+    expect(cm.metadata).toMatchObject({ namespace: 'monitoring', labels: { grafana_dashboard: '1' } });
   });
 
   it('in the release namespace needs no namespaceSelector', () => {
