@@ -42,7 +42,7 @@ export const ALLOWED_CALLERS: Record<ServiceName, ServiceName[]> = {
   approvals: ['gateway', 'signer'],
   audit: ['gateway'],
   'webhook-dispatcher': ['gateway'],
-  billing: ['gateway', 'identity', 'vault-crypto', 'signer'],
+  billing: ['gateway', 'identity', 'vault-crypto'],
 };
 
 /** The peer address variables each service gets. */
@@ -60,7 +60,7 @@ export const PEER_ADDRS: Record<ServiceName, string[]> = {
   identity: ['POLICY_ADDR', 'BILLING_ADDR', 'VAULT_CRYPTO_ADDR'],
   'vault-crypto': ['IDENTITY_ADDR', 'POLICY_ADDR', 'BILLING_ADDR'],
   policy: ['IDENTITY_ADDR'],
-  signer: ['IDENTITY_ADDR', 'VAULT_CRYPTO_ADDR', 'POLICY_ADDR', 'APPROVALS_ADDR', 'BILLING_ADDR'],
+  signer: ['IDENTITY_ADDR', 'VAULT_CRYPTO_ADDR', 'POLICY_ADDR', 'APPROVALS_ADDR'],
   approvals: ['IDENTITY_ADDR'],
   audit: ['IDENTITY_ADDR'],
   'webhook-dispatcher': ['IDENTITY_ADDR'],
