@@ -6,7 +6,8 @@
 #     tests start private nats-servers on other ports),
 #   - softhsm2 (the PKCS#11 token that the KMS tests use),
 #   - moto_server (the AWS KMS the KMS tests use), from pip when it is missing,
-#   - curl and jq (the README walk-through test).
+#   - curl and jq (the README walk-through test),
+#   - promtool (Prometheus' rule checker: the monitoring rules are checked and unit-tested with it).
 # Whatever is missing is installed from Debian's packages (root only) and started. Anything that is
 # already up is left exactly as it is. Idempotent; prints one line per dependency.
 # Exits non-zero with a message when something cannot be made reachable within 30 s.
@@ -353,9 +354,25 @@ ensure_cli_tools() {
   say "curl, jq: installed ${missing[*]}"
 }
 
+# ---------------------------------------------------------------------------------------------------
+# promtool: tools/e2e/test/metrics.spec.ts runs `promtool check rules` and `promtool test rules` on the
+# chart's alert rules. Debian ships it in the prometheus package; the server it also installs is not
+# started here (nothing in the suite needs it).
+
+ensure_promtool() {
+  if command -v promtool >/dev/null 2>&1; then
+    say "promtool: present"
+    return
+  fi
+  apt_install promtool prometheus
+  command -v promtool >/dev/null 2>&1 || die "promtool: the prometheus package installed no promtool"
+  say "promtool: installed"
+}
+
 ensure_postgres
 ensure_redis
 ensure_nats
 ensure_softhsm
 ensure_moto
 ensure_cli_tools
+ensure_promtool
