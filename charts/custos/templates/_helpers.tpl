@@ -182,12 +182,27 @@ version, the development-only local KMS without kms.allowLocal. Renders nothing.
 {{- if and .Values.redis.sentinel.enabled (not .Values.redis.sentinel.hosts) -}}
 {{- fail "redis.sentinel.enabled: list the sentinels in redis.sentinel.hosts (host:port, Sentinel's port is 26379)" -}}
 {{- end -}}
+{{- if not .Values.http.allowBroadTrustedProxies -}}
+{{- $net := .Values.networkPolicy.internet -}}
+{{- $clusterNets := concat ($net.podCidrs | default list) ($net.serviceCidrs | default list) ($net.nodeCidrs | default list) -}}
 {{- range .Values.http.trustedProxies | default list -}}
-{{- if contains "/" . -}}
-{{- $bits := splitList "/" . | last | int -}}
-{{- $min := ternary 48 16 (contains ":" .) -}}
-{{- if and (lt $bits $min) (not $.Values.http.allowBroadTrustedProxies) -}}
+{{- $entry := lower . -}}
+{{- $addr := splitList "/" $entry | first -}}
+{{- $bits := ternary (splitList "/" $entry | last | int) (ternary 128 32 (contains ":" $entry)) (contains "/" $entry) -}}
+{{- $min := ternary 64 20 (contains ":" $addr) -}}
+{{- if lt $bits $min -}}
 {{- fail (printf "http.trustedProxies: %s is wider than /%d: every pod in it could set X-Forwarded-For and choose the client address the gateway sees (rate limits, IP rules, audit). List only the ingress controller's pods, e.g. a dedicated IP pool (docs/deployment.md, \"Trusted proxies\"), or set http.allowBroadTrustedProxies=true if nothing else can hold those addresses" . $min) -}}
+{{- end -}}
+{{- if contains ":" $addr -}}
+{{- /* IPv4-mapped and -compatible IPv6 (::ffff:a.b.c.d, ::a.b.c.d, 0:0:…) would trust IPv4 peers under an IPv6 spelling. */ -}}
+{{- if or (hasPrefix "::" $addr) (regexMatch "^0+:" $addr) (contains "." $addr) -}}
+{{- fail (printf "http.trustedProxies: %s is an IPv4-mapped or zero-prefixed IPv6 range, which would trust IPv4 peers: list the ingress controller's IPv4 pool as IPv4" .) -}}
+{{- end -}}
+{{- end -}}
+{{- range $cluster := $clusterNets -}}
+{{- if include "custos.cidrContains" (dict "outer" $entry "inner" (lower $cluster)) -}}
+{{- fail (printf "http.trustedProxies: %s contains %s, a whole pod, Service or node network of networkPolicy.internet: every pod there could choose its client address. List the ingress controller's own pool only (docs/deployment.md, \"Trusted proxies\")" $entry $cluster) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -879,4 +894,32 @@ the mesh certificate Secret (re-read in place). (dict root name cfg)
 {{- end -}}
 {{- end -}}
 {{- join "," $kept -}}
+{{- end -}}
+
+{{/* An IPv4 address as an integer. (string a.b.c.d) */}}
+{{- define "custos.ipv4Int" -}}
+{{- $o := splitList "." . -}}
+{{- add (mul (index $o 0 | int64) 16777216) (mul (index $o 1 | int64) 65536) (mul (index $o 2 | int64) 256) (index $o 3 | int64) -}}
+{{- end -}}
+
+{{/*
+"true" when CIDR `outer` contains (or equals) CIDR `inner`. IPv4 by arithmetic; IPv6 only when the
+two are equal as written (wider IPv6 entries are refused by prefix length first). (dict outer inner)
+*/}}
+{{- define "custos.cidrContains" -}}
+{{- $o := include "custos.cidr" .outer -}}
+{{- $i := include "custos.cidr" .inner -}}
+{{- if or (contains ":" $o) (contains ":" $i) -}}
+{{- if eq $o $i }}true{{ end -}}
+{{- else -}}
+{{- $ob := splitList "/" $o | last | int -}}
+{{- $ib := splitList "/" $i | last | int -}}
+{{- if le $ob $ib -}}
+{{- $size := 1 -}}
+{{- range until (sub 32 $ob | int) -}}{{- $size = mul $size 2 -}}{{- end -}}
+{{- $oa := include "custos.ipv4Int" (splitList "/" $o | first) | int64 -}}
+{{- $ia := include "custos.ipv4Int" (splitList "/" $i | first) | int64 -}}
+{{- if eq (div $oa $size) (div $ia $size) }}true{{ end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
