@@ -85,6 +85,24 @@ describe('security contexts on OpenShift (values-openshift.yaml)', () => {
 });
 
 describe('security context overrides', () => {
+  it('accept what the restricted profile allows: container SELinux types, Localhost profiles that name a file', () => {
+    const objects = renderChart([
+      ...production,
+      ...sets(
+        'containerSecurityContext.seLinuxOptions.type=container_t',
+        'podSecurityContext.seLinuxOptions.level=s0:c123\\,c456',
+        'containerSecurityContext.seccompProfile.type=Localhost',
+        'containerSecurityContext.seccompProfile.localhostProfile=profiles/custos.json',
+        'containerSecurityContext.appArmorProfile.type=RuntimeDefault',
+      ),
+    ]);
+    expect(validationErrors(objects)).toEqual([]);
+    const sc = named(objects, 'Deployment', objectName('gateway')).spec.template.spec.containers[0]
+      .securityContext;
+    expect(sc.seccompProfile).toEqual({ type: 'Localhost', localhostProfile: 'profiles/custos.json' });
+    expect(sc.seLinuxOptions).toEqual({ type: 'container_t' });
+  });
+
   it('merge over the defaults: a value replaces, the rest stays', () => {
     const objects = renderChart([
       ...production,
@@ -109,6 +127,14 @@ describe('security context overrides', () => {
     'podSecurityContext.runAsNonRoot=false',
     'podSecurityContext.seccompProfile=null',
     'podSecurityContext.sysctls[0].name=net.ipv4.ip_forward',
+    'containerSecurityContext.seLinuxOptions.type=spc_t',
+    'podSecurityContext.seLinuxOptions.type=unconfined_t',
+    'podSecurityContext.seLinuxOptions.user=system_u',
+    'containerSecurityContext.seLinuxOptions.role=system_r',
+    'containerSecurityContext.appArmorProfile.type=Unconfined',
+    'podSecurityContext.seccompProfile.type=Localhost',
+    'containerSecurityContext.appArmorProfile.type=Localhost',
+    'containerSecurityContext.seccompProfile.localhostProfile=profiles/x.json',
   ])('refuses %s (the restricted profile)', (set) => {
     const { status, stderr } = renderFailure([...production, '--set', set]);
     expect({ set, status }).toEqual({ set, status: 1 });
