@@ -65,14 +65,33 @@ describe('migration Job deadline and helm --timeout', () => {
 });
 
 describe('restarts on changed Secrets', () => {
-  it('a changed inline key changes the checksum of the pods that read it, and only theirs', () => {
+  it.each([
+    ['tokens.signingKek', Buffer.from('chart-tests:another-token-kek!!!').toString('base64'), ['identity']],
+    ['audit.hmacKey', Buffer.from('chart-tests:another-audit-key!!!').toString('base64'), ['audit']],
+    [
+      'webhooks.secretKey',
+      Buffer.from('chart-tests:another-hook-key!!!!').toString('base64'),
+      ['webhook-dispatcher'],
+    ],
+    ['redis.users.policy.password', 'chart-tests-another-redis-policy', ['policy']],
+    ['nats.users.billing.password', 'chart-tests-another-nats-billing', ['billing']],
+  ])('a changed %s rolls exactly the pods that read it', (key, value, readers) => {
     const before = renderChart(REQUIRED_SETS);
-    const other = Buffer.from('chart-tests:another-token-kek!!!').toString('base64');
-    expect(other).not.toBe(TEST_SIGNING_KEK);
-    const after = renderChart([...REQUIRED_SETS, ...sets(`tokens.signingKek=${other}`)]);
+    expect(value).not.toBe(TEST_SIGNING_KEK);
+    const after = renderChart([...REQUIRED_SETS, ...sets(`${key}=${value}`)]);
     const sum = (objects: K8sObject[], s: string) =>
       named(objects, 'Deployment', objectName(s)).spec.template.metadata.annotations['checksum/secret'];
-    expect(sum(after, 'identity')).not.toBe(sum(before, 'identity'));
+    const rolled = SERVICES.filter((s) => sum(after, s) !== sum(before, s));
+    expect(rolled).toEqual(readers);
+  });
+
+  it('a Sentinel password given inline rolls every service that uses Redis', () => {
+    const base = [...REQUIRED_SETS, ...sets('redis.sentinel.enabled=true', 'redis.sentinel.hosts={s:26379}')];
+    const sum = (objects: K8sObject[], s: string) =>
+      named(objects, 'Deployment', objectName(s)).spec.template.metadata.annotations['checksum/secret'];
+    const a = renderChart([...base, ...sets('redis.sentinel.password=one-password')]);
+    const b = renderChart([...base, ...sets('redis.sentinel.password=another-password')]);
+    expect(SERVICES.filter((s) => sum(a, s) !== sum(b, s))).toEqual(SERVICES);
   });
 
   it('secretReloader is off by default', () => {
