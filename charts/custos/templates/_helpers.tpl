@@ -584,10 +584,20 @@ without), else https://<the HTTPRoute's first host name>, else empty (the servic
 {{- if .Values.tokens.issuer -}}
 {{- .Values.tokens.issuer -}}
 {{- else if and .Values.ingress.enabled .Values.ingress.host -}}
+{{- if contains "*" .Values.ingress.host -}}
+{{- fail (printf "tokens.issuer: the Ingress host %s is a wildcard and cannot be the token issuer or the start of e-mail links: set tokens.issuer to the public base URL (e.g. https://custos.example.com)" .Values.ingress.host) -}}
+{{- end -}}
 {{- printf "%s://%s" (ternary "https" "http" .Values.ingress.tls.enabled) .Values.ingress.host -}}
 {{- else if and .Values.httpRoute.enabled .Values.httpRoute.hostnames -}}
-{{- /* TLS ends at the Gateway. */ -}}
-{{- printf "https://%s" (first .Values.httpRoute.hostnames) -}}
+{{- /* TLS ends at the Gateway. The first host name that is not a wildcard. */ -}}
+{{- $hosts := list -}}
+{{- range .Values.httpRoute.hostnames -}}
+{{- if not (contains "*" .) -}}{{- $hosts = append $hosts . -}}{{- end -}}
+{{- end -}}
+{{- if not $hosts -}}
+{{- fail "tokens.issuer: every httpRoute host name is a wildcard, which cannot be the token issuer or the start of e-mail links: set tokens.issuer to the public base URL (e.g. https://custos.example.com)" -}}
+{{- end -}}
+{{- printf "https://%s" (first $hosts) -}}
 {{- end -}}
 {{- end -}}
 

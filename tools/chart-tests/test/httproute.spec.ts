@@ -101,6 +101,28 @@ describe('HTTPRoute', () => {
     expect(r.stderr).toMatch(/networkPolicy.gatewayController/);
   });
 
+  it('never derives the token issuer from a wildcard host: skips it, or refuses without tokens.issuer', () => {
+    const route = (hosts: string, ...more: string[]) => [
+      ...production,
+      ...routeSets,
+      ...sets('ingress.enabled=false', `httpRoute.hostnames={${hosts}}`, ...more),
+    ];
+    let env = serviceEnv(renderChart(route('*.example.org,api.example.org')), 'identity');
+    expect(env.get('TOKEN_ISSUER')?.value).toBe('https://api.example.org');
+    let r = renderFailure(route('*.example.org'));
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(/every httpRoute host name is a wildcard.*tokens.issuer/);
+    env = serviceEnv(
+      renderChart(route('*.example.org', 'tokens.issuer=https://api.example.org')),
+      'identity',
+    );
+    expect(env.get('TOKEN_ISSUER')?.value).toBe('https://api.example.org');
+    expect(env.get('PUBLIC_BASE_URL')?.value).toBe('https://api.example.org');
+    r = renderFailure([...production, ...sets('ingress.host=*.example.org')]);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(/Ingress host \*\.example\.org is a wildcard/);
+  });
+
   it('NOTES name the route’s URL', () => {
     const { status, stdout } = runHelm([
       'install',
