@@ -2,6 +2,7 @@ import { describeError, type Logger } from '@custos/service-kit';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type pg from 'pg';
 import type { NatsLink } from './nats.js';
+import { PUBLISH_FAILURE_REASONS, type PublishFailureReason } from './outbox-publish-failure.js';
 
 /** The consumers of one link that run in this process (IdempotentConsumer adds and removes itself). */
 const consumersOn = new WeakMap<NatsLink, Map<string, { stream: string; durable: string }>>();
@@ -31,6 +32,19 @@ export interface ConsumerMetrics {
 /** The consumer metrics of `link`, or undefined while startEventMetrics has not run for it. */
 export function consumerMetricsOf(link: NatsLink): ConsumerMetrics | undefined {
   return metricsOn.get(link);
+}
+
+/** What an outbox relay reports about its publishes. */
+export interface RelayMetrics {
+  /** A message the stream refused or did not acknowledge. */
+  publishFailed(reason: PublishFailureReason): void;
+}
+
+const relayMetricsOn = new WeakMap<NatsLink, RelayMetrics>();
+
+/** The relay metrics of `link`, or undefined while startEventMetrics has not run for it. */
+export function relayMetricsOf(link: NatsLink): RelayMetrics | undefined {
+  return relayMetricsOn.get(link);
 }
 
 /** Buckets of the event delay histogram: milliseconds when all is well, up to an hour behind. */
@@ -74,6 +88,14 @@ export function startEventMetrics(opts: EventMetricsOptions): EventMetrics {
   if (existing) return existing;
   const { registry, link } = opts;
   registerOutboxBacklog(opts);
+  const publishFailures = new Counter({
+    name: 'custos_outbox_publish_failures_total',
+    help: 'Outbox messages the relay could not publish (refused by a full stream, no responders, timeout, other); each is retried after a backoff.',
+    labelNames: ['reason'],
+    registers: [registry],
+  });
+  for (const reason of PUBLISH_FAILURE_REASONS) publishFailures.inc({ reason }, 0);
+  relayMetricsOn.set(link, { publishFailed: (reason) => publishFailures.inc({ reason }) });
 
   const consumerGauge = (name: string, help: string) =>
     new Gauge({ name, help, labelNames: ['consumer'], registers: [registry] });

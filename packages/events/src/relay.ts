@@ -3,7 +3,13 @@ import { headers } from '@nats-io/nats-core';
 import type pg from 'pg';
 import { AUDIT_RECORDED, subjectFor, type EventEnvelope, type EventName } from './catalogue.js';
 import { batchMessageId } from './event-batch.js';
+import { relayMetricsOf } from './event-metrics.js';
 import type { NatsLink } from './nats.js';
+import {
+  publishBackoffMs,
+  publishFailureReason,
+  type PublishFailureReason,
+} from './outbox-publish-failure.js';
 
 /** Options of an outbox relay. */
 export interface RelayOptions {
@@ -44,6 +50,13 @@ export interface RelayOptions {
   pruneEveryMs?: number;
   /** How long one prune may run, in ms. Default 250. */
   pruneBudgetMs?: number;
+  /**
+   * After a cycle that could not publish (a refusal, a timeout, a Postgres error) the next waits
+   * this long, doubled per further failed cycle up to `maxBackoffMs`; nudges do not shorten it.
+   * Defaults 500 ms and 30 s.
+   */
+  backoffMs?: number;
+  maxBackoffMs?: number;
 }
 
 interface OutboxRow {
@@ -61,6 +74,15 @@ interface OutboxRow {
  * JetStream drops a republished row; marks them published afterwards. Only one relay per schema is
  * active at a time (a session advisory lock), so replicas do not race. NATS or Postgres outages only
  * delay publication: rows stay until they are acknowledged.
+ *
+ * Order under refusals: a stream with a byte limit refuses a message that does not fit (discard
+ * new) while a later, smaller one may still fit. A cycle therefore publishes its messages pipelined
+ * only while the previous cycle published everything; from the first refusal on (and in the first
+ * cycle after start), it publishes one message at a time and stops at the first that fails, so
+ * nothing after a refused row is stored, until a cycle publishes its whole batch again. Only the rows
+ * before the first failure are marked published. A failed cycle is retried after an exponential
+ * backoff (RelayOptions.backoffMs); the failure is logged when it starts, changes reason or ends,
+ * and every refused message is counted in `custos_outbox_publish_failures_total{reason}`.
  */
 export class OutboxRelay {
   private timer: NodeJS.Timeout | undefined;
@@ -76,6 +98,15 @@ export class OutboxRelay {
   private readonly mark: { text: string };
   private readonly batched: ReadonlySet<string>;
   private readonly maxMessageBytes: number;
+  /**
+   * One message at a time, stopping at the first failure: after a failed publish, and at start
+   * (the stream may already be full), until a cycle publishes its whole batch.
+   */
+  private serial = true;
+  /** Consecutive failed cycles (publish or Postgres), for the backoff. */
+  private failedCycles = 0;
+  /** The publish failure in progress, for logging its start, a change of reason and its end. */
+  private failing: { since: number; reason: PublishFailureReason; refused: number } | undefined;
 
   constructor(private readonly opts: RelayOptions) {
     this.batchSize = opts.batchSize ?? 200;
@@ -159,17 +190,29 @@ export class OutboxRelay {
       const began = Date.now();
       this.nudged = false;
       let published = 0;
+      let failed: boolean;
       try {
         published = await this.publishBatch();
+        failed = this.failing !== undefined;
         if (this.leader && began - this.lastPrune >= (this.opts.pruneEveryMs ?? 10_000)) {
           const pruned = await this.prune(began);
           if (pruned > 0) this.opts.logger.debug({ pruned }, 'pruned published outbox rows');
         }
       } catch (err) {
+        failed = true;
         this.opts.logger.warn({ err: describeError(err) }, 'outbox relay cycle failed; will retry');
         await this.resign();
       }
-      if (published < this.batchSize && !this.stopped) {
+      this.failedCycles = failed ? this.failedCycles + 1 : 0;
+      if (failed && !this.stopped) {
+        // A refusal or an outage lasts: wait, doubling, and let no nudge cut the wait short.
+        const wait = publishBackoffMs(
+          this.failedCycles,
+          this.opts.backoffMs ?? 500,
+          this.opts.maxBackoffMs ?? 30_000,
+        );
+        await this.sleep(wait - (Date.now() - began), false);
+      } else if (published < this.batchSize && !this.stopped) {
         // Wait for a nudge or the poll interval; a nudge that came during the cycle counts too.
         if (!this.nudged) await this.sleep(this.pollMs, true);
         // Under load nudges come with every commit: fold those of the next few ms into one cycle.
@@ -180,6 +223,7 @@ export class OutboxRelay {
   }
 
   private async sleep(ms: number, wakeOnNudge: boolean): Promise<void> {
+    if (ms <= 0) return;
     await new Promise<void>((resolve) => {
       // stop() wakes every sleep; a nudge only the wait for rows.
       this.wake = wakeOnNudge ? resolve : () => this.stopped && resolve();
@@ -229,35 +273,81 @@ export class OutboxRelay {
     const client = await this.lead();
     if (!client) return 0;
     const { rows } = await client.query<OutboxRow>({ ...this.select, values: [this.batchSize] });
-    if (rows.length === 0) return 0;
-    // Publish the batch pipelined (batched events several to a message), then mark the longest
-    // prefix of rows whose message was acknowledged, so order is kept.
+    if (rows.length === 0) {
+      // The refused rows are gone (deleted by hand): nothing fails any more.
+      this.endFailure();
+      return 0;
+    }
     const messages = this.messagesOf(rows);
-    const results = await Promise.allSettled(
-      messages.map((m) =>
-        nats.js.publish(m.subject, m.body, { msgID: m.id, ...(m.headers ? { headers: m.headers } : {}) }),
-      ),
-    );
     const rowAcked = new Array<boolean>(rows.length).fill(false);
-    let failure: PromiseRejectedResult | undefined;
-    results.forEach((r, i) => {
-      if (r.status === 'fulfilled') for (const at of messages[i]!.rows) rowAcked[at] = true;
-      else failure ??= r;
-    });
+    const errors: unknown[] = [];
+    const publish = (m: OutgoingMessage) =>
+      nats.js.publish(m.subject, m.body, { msgID: m.id, ...(m.headers ? { headers: m.headers } : {}) });
+    if (this.serial) {
+      // One at a time, in order, up to the first failure: nothing after it reaches the stream.
+      for (const m of messages) {
+        try {
+          await publish(m);
+        } catch (err) {
+          errors.push(err);
+          break;
+        }
+        for (const at of m.rows) rowAcked[at] = true;
+      }
+    } else {
+      // Pipelined (batched events several to a message); JetStream stores them in this order.
+      const results = await Promise.allSettled(messages.map(publish));
+      results.forEach((r, i) => {
+        if (r.status === 'fulfilled') for (const at of messages[i]!.rows) rowAcked[at] = true;
+        else errors.push(r.reason);
+      });
+    }
+    // Mark the longest prefix of rows whose message was acknowledged, so order is kept.
     let acked = 0;
     while (acked < rows.length && rowAcked[acked]) acked++;
-    if (acked < rows.length) {
-      this.opts.logger.warn(
-        {
-          err: failure ? describeError(failure.reason) : undefined,
-          pending: rows.length - acked,
-        },
-        'publishing outbox rows failed; will retry',
-      );
-    }
+    if (errors.length > 0) this.publishFailed(errors, rows.length - acked);
+    else this.publishSucceeded();
     if (acked === 0) return 0;
     await client.query({ ...this.mark, values: [rows.slice(0, acked).map((r) => r.id)] });
     return acked;
+  }
+
+  /** A cycle had refused publishes: one at a time from now on, counted, logged when it begins or changes. */
+  private publishFailed(errors: readonly unknown[], pending: number): void {
+    this.serial = true;
+    const reasons = errors.map(publishFailureReason);
+    const metrics = relayMetricsOf(this.opts.link);
+    for (const reason of reasons) metrics?.publishFailed(reason);
+    const reason = reasons[0]!;
+    const first = this.failing === undefined;
+    if (first || this.failing!.reason !== reason) {
+      this.opts.logger.warn(
+        { err: describeError(errors[0]), reason, pending },
+        first
+          ? 'publishing outbox events failed; retrying with backoff (logged again when it ends)'
+          : 'publishing outbox events still fails, for another reason',
+      );
+    }
+    this.failing = {
+      since: this.failing?.since ?? Date.now(),
+      reason,
+      refused: (this.failing?.refused ?? 0) + errors.length,
+    };
+  }
+
+  /** A cycle published its whole batch: back to pipelining, and the end of a failure is logged. */
+  private publishSucceeded(): void {
+    this.serial = false;
+    this.endFailure();
+  }
+
+  private endFailure(): void {
+    if (!this.failing) return;
+    this.opts.logger.info(
+      { failed_for_ms: Date.now() - this.failing.since, refused: this.failing.refused },
+      'publishing outbox events works again',
+    );
+    this.failing = undefined;
   }
 
   /**
