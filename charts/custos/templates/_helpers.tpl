@@ -933,3 +933,17 @@ two are equal as written (wider IPv6 entries are refused by prefix length first)
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+Name of a monitoring object: `base`, with the release namespace after the prefix when the object
+lives in another namespace (two releases called "custos" in different namespaces may share one
+monitoring namespace). (dict root base namespace)
+*/}}
+{{- define "custos.monitoringName" -}}
+{{- if and .namespace (ne .namespace .root.Release.Namespace) -}}
+{{- $prefix := include "custos.fullname" .root -}}
+{{- printf "%s-%s%s" $prefix .root.Release.Namespace (trimPrefix $prefix .base) | trunc 253 | trimSuffix "-" -}}
+{{- else -}}
+{{- .base -}}
+{{- end -}}
+{{- end -}}

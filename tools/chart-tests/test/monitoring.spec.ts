@@ -70,9 +70,7 @@ describe('monitoring objects are off by default', () => {
   ])('$label renders no ServiceMonitor, PodMonitor, PrometheusRule or dashboard', ({ args }) => {
     const objects = renderChart(args);
     expect(objects.filter((o) => MONITORING_KINDS.includes(o.kind))).toEqual([]);
-    expect(ofKind(objects, 'ConfigMap').map((c) => c.metadata.name)).not.toContain(
-      'custos-grafana-dashboard',
-    );
+    expect(ofKind(objects, 'ConfigMap').filter((c) => c.data?.['custos.json'])).toEqual([]);
   });
 });
 
@@ -95,7 +93,9 @@ describe('ServiceMonitor', () => {
 
   it('renders one valid ServiceMonitor per service, in the namespace asked, with its labels', () => {
     const monitors = ofKind(objects, 'ServiceMonitor');
-    expect(monitors.map((m) => m.metadata.name).sort()).toEqual(SERVICES.map(objectName).sort());
+    expect(monitors.map((m) => m.metadata.name).sort()).toEqual(
+      SERVICES.map((s) => `custos-custos-${s}`).sort(),
+    );
     expect(validationErrors(monitors)).toEqual([]);
     for (const m of monitors) {
       expect(m.metadata.namespace).toBe('monitoring');
@@ -119,7 +119,7 @@ describe('ServiceMonitor', () => {
   });
 
   it.each(SERVICES)('%s: selects exactly its Service that has the metrics port', (service) => {
-    const monitor = named(objects, 'ServiceMonitor', objectName(service));
+    const monitor = named(objects, 'ServiceMonitor', `custos-custos-${service}`);
     const matched = ofKind(objects, 'Service').filter((s) =>
       selects(monitor.spec.selector, s.metadata.labels),
     );
@@ -148,8 +148,32 @@ describe('ServiceMonitor', () => {
     for (const m of monitors) expect(m.metadata.labels.release).toBe('kube-prometheus-stack');
     const [rule] = ofKind(objects, 'PrometheusRule');
     expect(rule!.metadata.labels.release).toBe('kube-prometheus-stack');
-    const cm = named(objects, 'ConfigMap', 'custos-grafana-dashboard');
+    const cm = named(objects, 'ConfigMap', 'custos-custos-grafana-dashboard');
     expect(cm.metadata).toMatchObject({ namespace: 'monitoring', labels: { grafana_dashboard: '1' } });
+  });
+
+  it('in a shared namespace, two releases called custos in different namespaces do not collide', () => {
+    const names = (namespace: string) =>
+      runHelm([
+        'template',
+        'custos',
+        chartDir,
+        '--namespace',
+        namespace,
+        ...production,
+        ...sets(
+          'monitoring.serviceMonitor.enabled=true',
+          'monitoring.serviceMonitor.namespace=monitoring',
+          'monitoring.prometheusRule.enabled=true',
+          'monitoring.prometheusRule.namespace=monitoring',
+        ),
+      ])
+        .stdout.split('\n')
+        .filter((l) => /^  name: /.test(l));
+    const a = new Set(names('team-a').filter((n) => n.includes('team-a')));
+    const b = names('team-b').filter((n) => n.includes('team-b'));
+    expect(a.size).toBe(SERVICES.length + 1);
+    expect(b.filter((n) => a.has(n))).toEqual([]);
   });
 
   it('in the release namespace needs no namespaceSelector', () => {
@@ -238,7 +262,7 @@ describe('PrometheusRule and Grafana dashboard', () => {
     const [rule, ...more] = ofKind(objects, 'PrometheusRule');
     expect(more).toEqual([]);
     expect(validationErrors([rule!])).toEqual([]);
-    expect(rule!.metadata).toMatchObject({ name: 'custos', namespace: 'monitoring' });
+    expect(rule!.metadata).toMatchObject({ name: 'custos-custos', namespace: 'monitoring' });
     expect(rule!.metadata.labels.release).toBe('kube-prometheus-stack');
     // Prometheus' own {{ $labels }} templates pass through untouched.
     expect(rule!.spec.groups).toEqual([
@@ -252,7 +276,7 @@ describe('PrometheusRule and Grafana dashboard', () => {
       ...production,
       ...sets('monitoring.grafanaDashboard.enabled=true', 'monitoring.grafanaDashboard.namespace=grafana'),
     ]);
-    const cm = named(objects, 'ConfigMap', 'custos-grafana-dashboard');
+    const cm = named(objects, 'ConfigMap', 'custos-custos-grafana-dashboard');
     expect(validationErrors([cm])).toEqual([]);
     expect(cm.metadata.namespace).toBe('grafana');
     expect(cm.metadata.labels.grafana_dashboard).toBe('1');
@@ -276,7 +300,7 @@ describe('PrometheusRule and Grafana dashboard', () => {
   it('the chart itself: renders its own dashboard when it ships one, else refuses clearly', () => {
     const args = [...production, ...sets('monitoring.grafanaDashboard.enabled=true')];
     if (existsSync(DASHBOARD_FILE)) {
-      const cm = named(renderChart(args), 'ConfigMap', 'custos-grafana-dashboard');
+      const cm = named(renderChart(args), 'ConfigMap', 'custos-custos-grafana-dashboard');
       expect(JSON.parse(cm.data['custos.json'])).toEqual(JSON.parse(readFileSync(DASHBOARD_FILE, 'utf8')));
     } else {
       const { status, stderr } = renderFailure(args);
