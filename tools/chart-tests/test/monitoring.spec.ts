@@ -169,7 +169,7 @@ describe('ServiceMonitor', () => {
         ),
       ])
         .stdout.split('\n')
-        .filter((l) => /^  name: /.test(l));
+        .filter((l) => /^ {2}name: /.test(l));
     const a = new Set(names('team-a').filter((n) => n.includes('team-a')));
     const b = names('team-b').filter((n) => n.includes('team-b'));
     expect(a.size).toBe(SERVICES.length + 1);
