@@ -21,7 +21,7 @@ import { getTableConfig } from 'drizzle-orm/pg-core';
 import type pg from 'pg';
 import { type EventEnvelope, type EventSubject, eventOfSubject } from './catalogue.js';
 import { batchMessageId, isEventBatch } from './event-batch.js';
-import { consumerMetricsOf, trackConsumer, untrackConsumer } from './event-metrics.js';
+import { consumerMetricsOf, trackConsumer, untrackConsumer, type DropReason } from './event-metrics.js';
 import type { NatsLink } from './nats.js';
 import type { InboxTable } from './tables.js';
 
@@ -132,8 +132,8 @@ interface Delivered {
   events: Checked[];
 }
 
-/** Why an event is not applied: dropped (with an error log), or not one this consumer wants. */
-type Verdict = Checked | 'dropped' | 'ignored';
+/** Why an event is not applied: dropped (with an error log, counted by reason), or not one this consumer wants. */
+type Verdict = Checked | { dropped: DropReason } | 'ignored';
 
 /**
  * Runs `handler` once per event: the event id is inserted into the inbox in the handler's
@@ -341,22 +341,22 @@ export class IdempotentConsumer {
       body = m.json<unknown>();
     } catch (err) {
       this.opts.logger.error({ err: describeError(err), subject: m.subject }, 'dropping malformed event');
-      m.term();
+      this.drop(m, 'malformed', 1);
       return undefined;
     }
     const where = eventOfSubject(this.opts.link.subjectPrefix, m.subject);
     const msgId = m.headers?.get('Nats-Msg-Id');
     if (!isEventBatch(body)) {
       const v = this.checkEvent(m.subject, where, body, m.headers?.get('traceparent') || undefined, msgId);
-      if (v === 'dropped') m.term();
-      else if (v === 'ignored') m.ack();
+      if (v === 'ignored') m.ack();
+      else if ('dropped' in v) this.drop(m, v.dropped, 1);
       else return { m, events: [v] };
       return undefined;
     }
     const ids = body.events.map((e) => (e as { id?: unknown } | null)?.id);
     if (!ids.every((id): id is string => typeof id === 'string')) {
       this.opts.logger.error({ subject: m.subject }, 'dropping malformed event batch');
-      m.term();
+      this.drop(m, 'malformed', Math.max(1, body.events.length));
       return undefined;
     }
     if (msgId !== batchMessageId(ids)) {
@@ -364,7 +364,7 @@ export class IdempotentConsumer {
         { subject: m.subject, events: ids.length, consumer: this.opts.durable },
         'dropping an event whose id is not its message id',
       );
-      m.term();
+      this.drop(m, 'id_mismatch', Math.max(1, ids.length));
       return undefined;
     }
     const events: Checked[] = [];
@@ -372,13 +372,22 @@ export class IdempotentConsumer {
     body.events.forEach((e, i) => {
       const tp = traceparents[i];
       const v = this.checkEvent(m.subject, where, e, typeof tp === 'string' && tp ? tp : undefined, null);
-      if (typeof v === 'object') events.push(v);
+      // An event of a batch is dropped alone: the message is still acknowledged for the others.
+      if (v === 'ignored') return;
+      if ('dropped' in v) consumerMetricsOf(this.opts.link)?.dropped(this.opts.durable, v.dropped, 1);
+      else events.push(v);
     });
     if (events.length === 0) {
       m.ack();
       return undefined;
     }
     return { m, events };
+  }
+
+  /** Terminates `m` (never redelivered) and counts its `events` as dropped for `reason`. */
+  private drop(m: JsMsg, reason: DropReason, events: number): void {
+    consumerMetricsOf(this.opts.link)?.dropped(this.opts.durable, reason, events);
+    m.term();
   }
 
   /**
@@ -401,21 +410,21 @@ export class IdempotentConsumer {
       if (!isUuid(event.id)) throw new Error('event id is not a uuid');
     } catch (err) {
       this.opts.logger.error({ err: describeError(err), subject }, 'dropping malformed event');
-      return 'dropped';
+      return { dropped: 'malformed' };
     }
     if (!where || where.name !== event.type) {
       this.opts.logger.error(
         { subject, type: event.type, event_id: event.id, consumer: this.opts.durable },
         'dropping an event whose type is not the one its subject names',
       );
-      return 'dropped';
+      return { dropped: 'type_mismatch' };
     }
     if (msgId !== null && msgId !== event.id) {
       this.opts.logger.error(
         { subject, event_id: event.id, consumer: this.opts.durable },
         'dropping an event whose id is not its message id',
       );
-      return 'dropped';
+      return { dropped: 'id_mismatch' };
     }
     if (this.opts.accept && !this.opts.accept(event)) return 'ignored';
     return { event, delivery: { subject, producer: where.producer }, traceparent };

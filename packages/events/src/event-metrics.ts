@@ -14,7 +14,20 @@ export function trackConsumer(link: NatsLink, stream: string, durable: string): 
   let m = consumersOn.get(link);
   if (!m) consumersOn.set(link, (m = new Map()));
   m.set(`${stream}/${durable}`, { stream, durable });
+  // Its counters exist from now on (an alert on them has data before the first event).
+  metricsOn.get(link)?.track(durable);
 }
+
+/**
+ * Why a consumer dropped an event for good (terminated, never redelivered):
+ * - `malformed`: not JSON, not an event envelope, an id that is not a uuid, a malformed batch;
+ * - `type_mismatch`: the event's type is not the one its subject names;
+ * - `id_mismatch`: the event's id (a batch's: the batch id of its ids) is not its message id.
+ */
+export type DropReason = 'malformed' | 'type_mismatch' | 'id_mismatch';
+
+/** Every DropReason, for exporting each as zero from the start. */
+export const DROP_REASONS: readonly DropReason[] = ['malformed', 'type_mismatch', 'id_mismatch'];
 
 /** The consumer stopped: its lag is no longer polled. */
 export function untrackConsumer(link: NatsLink, stream: string, durable: string): void {
@@ -27,6 +40,10 @@ export interface ConsumerMetrics {
   applied(durable: string, createdAt: readonly (string | undefined)[], now?: number): void;
   /** A handler failure: the event goes back for redelivery. */
   failed(durable: string, events: number): void;
+  /** Events dropped for good (terminated): lost to this consumer. */
+  dropped(durable: string, reason: DropReason, events: number): void;
+  /** The consumer started: its series are exported (zero) at once. */
+  track(durable: string): void;
 }
 
 /** The consumer metrics of `link`, or undefined while startEventMetrics has not run for it. */
@@ -130,10 +147,30 @@ export function startEventMetrics(opts: EventMetricsOptions): EventMetrics {
     buckets: DELAY_BUCKETS,
     registers: [registry],
   });
+  const dropped = new Counter({
+    name: 'custos_event_consumer_dropped_total',
+    help: 'Events a consumer dropped for good (terminated, never redelivered) by reason: malformed, type_mismatch (type not the one its subject names), id_mismatch (id not its message id). For audit-chain each is a lost audit record.',
+    labelNames: ['consumer', 'reason'],
+    registers: [registry],
+  });
   // Consumers whose delay series exist (zeroed by the poller, or made by an observation: a zero then
   // would wipe it).
   const zeroed = new Set<string>();
+  /** Every consumer exports its series from the start, so an alert on it has data at once. */
+  const track = (durable: string) => {
+    applied.inc({ consumer: durable }, 0);
+    failures.inc({ consumer: durable }, 0);
+    for (const reason of DROP_REASONS) dropped.inc({ consumer: durable, reason }, 0);
+    if (!zeroed.has(durable)) {
+      zeroed.add(durable);
+      delay.zero({ consumer: durable });
+    }
+  };
   metricsOn.set(link, {
+    track,
+    dropped(durable, reason, events) {
+      dropped.inc({ consumer: durable, reason }, events);
+    },
     applied(durable, createdAt, now = Date.now()) {
       zeroed.add(durable);
       applied.inc({ consumer: durable }, createdAt.length);
@@ -146,6 +183,7 @@ export function startEventMetrics(opts: EventMetricsOptions): EventMetrics {
       failures.inc({ consumer: durable }, events);
     },
   });
+  for (const { durable } of consumersOn.get(link)?.values() ?? []) track(durable);
 
   let polling: Promise<void> | undefined;
   const pollLag = () =>
@@ -154,13 +192,7 @@ export function startEventMetrics(opts: EventMetricsOptions): EventMetrics {
         const nats = await link.ready().catch(() => undefined);
         const tracked = [...(consumersOn.get(link)?.values() ?? [])];
         for (const { stream, durable } of tracked) {
-          // Every consumer exports its series from the start, so an alert on it has data at once.
-          applied.inc({ consumer: durable }, 0);
-          failures.inc({ consumer: durable }, 0);
-          if (!zeroed.has(durable)) {
-            zeroed.add(durable);
-            delay.zero({ consumer: durable });
-          }
+          track(durable);
           if (!nats) continue;
           const info = await nats.jsm.consumers.info(stream, durable).catch((err: unknown) => {
             opts.logger.debug({ err: describeError(err), consumer: durable }, 'consumer info not read');

@@ -169,4 +169,50 @@ describe('startEventMetrics', () => {
       await metrics.stop();
     }
   });
+  it('counts the events a consumer drops for good by reason, each exported as zero from its start', async () => {
+    const registry = new Registry();
+    const metrics = startEventMetrics({ registry, logger, pool, schema: SCHEMA, link, lagPollMs: 60_000 });
+    const durable = `drop_${randomUUID().slice(0, 8)}`;
+    const dropped = async (reason: string) =>
+      value(registry, 'custos_event_consumer_dropped_total', { consumer: durable, reason });
+    const applied: string[] = [];
+    const c = new IdempotentConsumer({
+      link,
+      stream,
+      durable,
+      filterSubject: `${prefix}.policy.>`,
+      db: drizzle(pool),
+      inbox,
+      logger,
+      handler: async (event) => {
+        applied.push(event.id);
+      },
+    });
+    c.start();
+    try {
+      // Before any event and before the first lag poll.
+      for (const reason of ['malformed', 'type_mismatch', 'id_mismatch'])
+        expect(await dropped(reason)).toBe(0);
+      const { js } = (await link.ready())!;
+      const envelope = (id: string, type: string) =>
+        JSON.stringify({ id, type, created_at: new Date().toISOString(), org_id: null, data: {} });
+      await js.publish(`${prefix}.policy.updated`, 'not json', { msgID: randomUUID() });
+      const wrongType = randomUUID();
+      await js.publish(`${prefix}.policy.updated`, envelope(wrongType, 'policy.created'), {
+        msgID: wrongType,
+      });
+      await js.publish(`${prefix}.policy.updated`, envelope(randomUUID(), 'policy.updated'), {
+        msgID: randomUUID(),
+      });
+      const good = randomUUID();
+      await js.publish(`${prefix}.policy.updated`, envelope(good, 'policy.updated'), { msgID: good });
+      await waitFor(async () => applied.includes(good));
+      expect(await dropped('malformed')).toBe(1);
+      expect(await dropped('type_mismatch')).toBe(1);
+      expect(await dropped('id_mismatch')).toBe(1);
+    } finally {
+      await c.stop();
+      await metrics.stop();
+    }
+  });
 });
