@@ -96,7 +96,8 @@ const running = new WeakMap<Registry, EventMetrics>();
 /**
  * Exports the event plumbing's health on `registry`: the outbox backlog (rows not yet relayed and
  * the age of the oldest, read when scraped, reused for `outboxCacheMs`), each consumer's JetStream
- * lag (pending, awaiting acknowledgement, redelivered; polled every `lagPollMs`), and per consumer
+ * lag (pending, awaiting acknowledgement, redelivered; polled every `lagPollMs`; removed and
+ * counted as an info failure when a poll cannot read them), and per consumer
  * the events applied, the handler failures and the delay from an event's creation (its outbox
  * commit) to its application (its inbox commit). Once per registry: a second call returns the first.
  */
@@ -128,6 +129,12 @@ export function startEventMetrics(opts: EventMetricsOptions): EventMetrics {
     'custos_nats_consumer_redelivered_messages',
     'Messages delivered more than once and not yet acknowledged (JetStream num_redelivered).',
   );
+  const infoFailures = new Counter({
+    name: 'custos_nats_consumer_info_failures_total',
+    help: 'Lag polls that could not read the consumer’s JetStream info (NATS down, no stream leader, consumer missing); the lag gauges of that consumer are removed until a poll reads it again.',
+    labelNames: ['consumer'],
+    registers: [registry],
+  });
   const applied = new Counter({
     name: 'custos_event_consumer_applied_total',
     help: 'Events a consumer applied (its inbox transaction committed); repeats of applied events are not counted.',
@@ -160,6 +167,7 @@ export function startEventMetrics(opts: EventMetricsOptions): EventMetrics {
   const track = (durable: string) => {
     applied.inc({ consumer: durable }, 0);
     failures.inc({ consumer: durable }, 0);
+    infoFailures.inc({ consumer: durable }, 0);
     for (const reason of DROP_REASONS) dropped.inc({ consumer: durable, reason }, 0);
     if (!zeroed.has(durable)) {
       zeroed.add(durable);
@@ -193,12 +201,17 @@ export function startEventMetrics(opts: EventMetricsOptions): EventMetrics {
         const tracked = [...(consumersOn.get(link)?.values() ?? [])];
         for (const { stream, durable } of tracked) {
           track(durable);
-          if (!nats) continue;
-          const info = await nats.jsm.consumers.info(stream, durable).catch((err: unknown) => {
+          const info = await nats?.jsm.consumers.info(stream, durable).catch((err: unknown) => {
             opts.logger.debug({ err: describeError(err), consumer: durable }, 'consumer info not read');
             return undefined;
           });
-          if (!info) continue;
+          if (!info) {
+            // No reading: the series go (a stale number would claim a lag that is no longer known)
+            // and the failure is counted, so an alert can tell "unknown" from "no lag".
+            infoFailures.inc({ consumer: durable });
+            for (const g of [pending, ackPending, redelivered]) g.remove({ consumer: durable });
+            continue;
+          }
           pending.set({ consumer: durable }, info.num_pending);
           ackPending.set({ consumer: durable }, info.num_ack_pending);
           redelivered.set({ consumer: durable }, info.num_redelivered);

@@ -9,7 +9,7 @@ import {
 import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import { Registry } from 'prom-client';
-import { IdempotentConsumer, NatsLink, startEventMetrics } from '../src';
+import { IdempotentConsumer, NatsLink, startEventMetrics, trackConsumer, untrackConsumer } from '../src';
 import { DDL, SCHEMA, inbox } from './fixtures/schema';
 
 // The event plumbing's metrics against real Postgres and JetStream: the outbox backlog a relay has
@@ -212,6 +212,33 @@ describe('startEventMetrics', () => {
       expect(await dropped('id_mismatch')).toBe(1);
     } finally {
       await c.stop();
+      await metrics.stop();
+    }
+  });
+  it('removes a consumer’s lag series when its info cannot be read, and counts the failure', async () => {
+    const registry = new Registry();
+    const metrics = startEventMetrics({ registry, logger, pool, schema: SCHEMA, link, lagPollMs: 60_000 });
+    const durable = `info_${randomUUID().slice(0, 8)}`;
+    const { jsm } = (await link.ready())!;
+    await jsm.consumers.add(stream, { durable_name: durable, filter_subject: `${prefix}.policy.>` });
+    trackConsumer(link, stream, durable);
+    const lag = () => value(registry, 'custos_nats_consumer_pending_messages', { consumer: durable });
+    const infoFailures = () =>
+      value(registry, 'custos_nats_consumer_info_failures_total', { consumer: durable });
+    try {
+      await metrics.pollLag();
+      expect(await lag()).toBeGreaterThanOrEqual(0);
+      expect(await infoFailures()).toBe(0);
+      await jsm.consumers.delete(stream, durable);
+      await metrics.pollLag();
+      // No stale reading: the series is gone, the failed read counted.
+      expect(await lag()).toBeUndefined();
+      expect(
+        await value(registry, 'custos_nats_consumer_ack_pending_messages', { consumer: durable }),
+      ).toBeUndefined();
+      expect(await infoFailures()).toBe(1);
+    } finally {
+      untrackConsumer(link, stream, durable);
       await metrics.stop();
     }
   });
