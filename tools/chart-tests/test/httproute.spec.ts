@@ -87,6 +87,25 @@ describe('HTTPRoute', () => {
     expect(ofKind(objects, 'HTTPRoute')).toHaveLength(1);
   });
 
+  it('admits only what routes traffic: no ingress controller without the Ingress, no HTTP rule without either', () => {
+    let objects = renderChart([...production, ...routeSets, ...sets('ingress.enabled=false')]);
+    expect(httpRule(objects).from).toEqual([
+      {
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'envoy-gateway-system' } },
+        podSelector: {},
+      },
+    ]);
+    objects = renderChart([...production, ...sets('ingress.enabled=false')]);
+    // Not an HTTP rule without `from`, which would admit every source: no HTTP rule at all.
+    expect(httpRule(objects)).toBeUndefined();
+    expect(validationErrors(objects)).toEqual([]);
+    objects = renderChart([
+      ...production,
+      ...sets('ingress.enabled=false', 'networkPolicy.gatewayHttpExtraFrom[0].ipBlock.cidr=10.0.5.0/24'),
+    ]);
+    expect(httpRule(objects).from).toEqual([{ ipBlock: { cidr: '10.0.5.0/24' } }]);
+  });
+
   it('refuses a route without parentRefs, and a gatewayController that selects every pod', () => {
     let r = renderFailure([...production, ...sets('httpRoute.enabled=true')]);
     expect(r.status).not.toBe(0);

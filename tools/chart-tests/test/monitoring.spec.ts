@@ -176,6 +176,16 @@ describe('ServiceMonitor', () => {
     expect(b.filter((n) => a.has(n))).toEqual([]);
   });
 
+  it('prometheus.io scrape annotations only without a ServiceMonitor or PodMonitor (no double scrape)', () => {
+    const annotated = (args: string[]) =>
+      ofKind(renderChart(args), 'Deployment').filter(
+        (d) => d.spec.template.metadata.annotations?.['prometheus.io/scrape'] === 'true',
+      ).length;
+    expect(annotated(production)).toBe(SERVICES.length);
+    expect(annotated(scenarios[1]!.args)).toBe(0);
+    expect(annotated([...production, ...sets('monitoring.podMonitor.enabled=true')])).toBe(0);
+  });
+
   it('in the release namespace needs no namespaceSelector', () => {
     const monitors = ofKind(
       renderChart([...production, ...sets('monitoring.serviceMonitor.enabled=true')]),
