@@ -7,7 +7,8 @@
 #   - softhsm2 (the PKCS#11 token that the KMS tests use),
 #   - moto_server (the AWS KMS the KMS tests use), from pip when it is missing,
 #   - curl and jq (the README walk-through test),
-#   - promtool (Prometheus' rule checker: the monitoring rules are checked and unit-tested with it).
+#   - promtool (Prometheus' rule checker: the monitoring rules are checked and unit-tested with it),
+#   - pgbouncer (the binary only: packages/events' PgBouncer test starts its own on a free port).
 # Whatever is missing is installed from Debian's packages (root only) and started. Anything that is
 # already up is left exactly as it is. Idempotent; prints one line per dependency.
 # Exits non-zero with a message when something cannot be made reachable within 30 s.
@@ -369,6 +370,18 @@ ensure_promtool() {
   say "promtool: installed"
 }
 
+# pgbouncer: packages/events/test/pgbouncer.spec.ts runs the relay through a PgBouncer it starts itself,
+# in session and transaction mode (docs/dependencies.md, PgBouncer).
+
+ensure_pgbouncer() {
+  if [[ -x /usr/sbin/pgbouncer || -x /usr/bin/pgbouncer ]]; then
+    say "pgbouncer: present"
+    return
+  fi
+  apt_install pgbouncer pgbouncer
+  say "pgbouncer: installed"
+}
+
 ensure_postgres
 ensure_redis
 ensure_nats
@@ -376,3 +389,4 @@ ensure_softhsm
 ensure_moto
 ensure_cli_tools
 ensure_promtool
+ensure_pgbouncer
