@@ -201,8 +201,23 @@ async function ensureLoginRole(
   }
 }
 
-/** Refuses a role that would hold more than its grants: an owner, a member of the owner, or a privileged role. */
-async function checkRoleIsPlain(client: pg.PoolClient, role: string, schema: string): Promise<void> {
+/**
+ * Predefined roles that read or write every table of the database. They exist from PostgreSQL 14;
+ * on 13 there are none, so the check below tests only the names the server knows (naming a missing
+ * role to pg_has_role is an error, which failed every migration Job on 13).
+ */
+export const ALL_DATA_ROLES: readonly string[] = ['pg_read_all_data', 'pg_write_all_data'];
+
+/**
+ * Refuses a role that would hold more than its grants: an owner, a member of the owner or of one of
+ * `allDataRoles` (those that exist on this server), or a privileged role. Exported for its test.
+ */
+export async function checkRoleIsPlain(
+  client: pg.PoolClient | pg.Client,
+  role: string,
+  schema: string,
+  allDataRoles: readonly string[] = ALL_DATA_ROLES,
+): Promise<void> {
   const { rows } = await client.query<{
     powers: string[];
     owner_member: boolean;
@@ -213,15 +228,16 @@ async function checkRoleIsPlain(client: pg.PoolClient, role: string, schema: str
               CASE WHEN r.rolsuper THEN 'SUPERUSER' END, CASE WHEN r.rolcreaterole THEN 'CREATEROLE' END,
               CASE WHEN r.rolcreatedb THEN 'CREATEDB' END, CASE WHEN r.rolreplication THEN 'REPLICATION' END,
               CASE WHEN r.rolbypassrls THEN 'BYPASSRLS' END], NULL) AS powers,
-            pg_has_role(r.oid, n.nspowner, 'USAGE') OR pg_has_role(r.oid, 'pg_write_all_data', 'USAGE')
-              OR pg_has_role(r.oid, 'pg_read_all_data', 'USAGE') AS owner_member,
+            pg_has_role(r.oid, n.nspowner, 'USAGE')
+              OR EXISTS (SELECT FROM pg_roles a
+                          WHERE a.rolname = ANY($3::text[]) AND pg_has_role(r.oid, a.oid, 'USAGE')) AS owner_member,
             ARRAY(SELECT c.relname::text FROM pg_class c
                    WHERE c.relnamespace = n.oid AND c.relowner = r.oid ORDER BY 1) AS owned,
             ARRAY(SELECT g.rolname::text FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
                    WHERE m.member = r.oid ORDER BY 1) AS member_of
        FROM pg_roles r, pg_namespace n
       WHERE r.rolname = $1 AND n.nspname = $2`,
-    [role, schema],
+    [role, schema, allDataRoles],
   );
   const r = rows[0];
   if (!r) throw new Error(`schema ${schema} or role ${role} does not exist after the migrations`);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createLogger, createPool, provisionServiceRole, scramVerifier } from '../src';
+import { ALL_DATA_ROLES, checkRoleIsPlain } from '../src/db';
 import { createTestDatabase, testPostgresUrl } from '../src/testing';
 
 const logger = createLogger({ service: 'db-roles-test', level: 'silent' });
@@ -221,5 +222,54 @@ describe('provisionServiceRole', () => {
     await expect(
       provisionServiceRole(owner, { schema: 'app', role: 'Robert"; DROP TABLE x; --' }),
     ).rejects.toThrow(/not a plain lower-case identifier/);
+  });
+
+  it('refuses a role that reaches pg_read_all_data through another role', async () => {
+    const via = `${role}_via`;
+    const reader = `${role}_reader`;
+    await owner.query(`CREATE ROLE ${via} NOLOGIN`);
+    await owner.query(`GRANT pg_read_all_data TO ${via}`);
+    await owner.query(`CREATE ROLE ${reader} LOGIN`);
+    await owner.query(`GRANT ${via} TO ${reader}`);
+    try {
+      await expect(provisionServiceRole(owner, { schema: 'app', role: reader })).rejects.toThrow(
+        /is \(or is a member of\) the owner of schema app or a pg_\*_all_data role/,
+      );
+    } finally {
+      await owner.query(`DROP ROLE ${reader}`);
+      await owner.query(`DROP ROLE ${via}`);
+    }
+  });
+
+  // PostgreSQL 13 has no pg_read_all_data / pg_write_all_data, and pg_has_role(…, '<missing>', …)
+  // is an error there: the check must test only the roles the server knows. A name no server has
+  // stands in for them here (this server is newer).
+  it('checks only the all-data roles this server has (PostgreSQL 13 has none)', async () => {
+    const missing = `custos_no_such_role_${randomBytes(4).toString('hex')}`;
+    await provision(owner);
+    const client = await owner.connect();
+    try {
+      await expect(checkRoleIsPlain(client, role, 'app', [missing])).resolves.toBeUndefined();
+      await expect(
+        checkRoleIsPlain(client, role, 'app', [missing, ...ALL_DATA_ROLES]),
+      ).resolves.toBeUndefined();
+      const reader = `${role}_reader13`;
+      const via = `${role}_via13`;
+      await client.query(`CREATE ROLE ${via} NOLOGIN`);
+      await client.query(`GRANT pg_write_all_data TO ${via}`);
+      await client.query(`CREATE ROLE ${reader} LOGIN`);
+      await client.query(`GRANT ${via} TO ${reader}`);
+      try {
+        // The missing name is skipped, the existing one still refuses.
+        await expect(checkRoleIsPlain(client, reader, 'app', [missing, 'pg_write_all_data'])).rejects.toThrow(
+          /pg_\*_all_data role/,
+        );
+      } finally {
+        await client.query(`DROP ROLE ${reader}`);
+        await client.query(`DROP ROLE ${via}`);
+      }
+    } finally {
+      client.release();
+    }
   });
 });
