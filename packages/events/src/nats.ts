@@ -8,7 +8,7 @@ import {
   type StreamConfig,
   type StreamInfo,
 } from '@nats-io/jetstream';
-import { nanos, type NatsConnection } from '@nats-io/nats-core';
+import { nanos, PermissionViolationError, type NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 
 /** Stream settings: one stream for all domain events, deduplicated by event id. */
@@ -53,6 +53,7 @@ export class NatsLink {
   private jsm: JetStreamManager | undefined;
   private streamReady = false;
   private lastStreamProblem: string | undefined;
+  private lastStreamNote: string | undefined;
   private closed = false;
   private connecting: Promise<void> | undefined;
 
@@ -136,9 +137,14 @@ export class NatsLink {
         this.logger.warn('NATS disconnected');
       } else if (s.type === 'reconnect') this.logger.info('NATS reconnected');
       // A permission violation is this service trying something its NATS user may not do: a bug
-      // or a stale permissions table, never routine.
-      else if (s.type === 'error')
-        this.logger.error({ err: describeError(s.error) }, 'NATS refused an operation');
+      // or a stale permissions table, never routine — except the stream update ensureStream tries
+      // when the stream's settings differ: a secured install grants no STREAM.UPDATE, the request
+      // fails, and the note (a warning with the command to run) already says so.
+      else if (s.type === 'error') {
+        if (isRefusedStreamUpdate(s.error, this.settings.stream))
+          this.logger.debug({ err: describeError(s.error) }, 'NATS refused the stream update (expected)');
+        else this.logger.error({ err: describeError(s.error) }, 'NATS refused an operation');
+      }
     }
   }
 
@@ -148,7 +154,10 @@ export class NatsLink {
     if (!this.streamReady) {
       try {
         const note = await ensureStream(this.jsm, this.settings);
-        if (note) this.logger.warn({ stream: this.settings.stream }, note);
+        // Checked again on every connect: the same note (nothing changed since) is said once.
+        if (note && note !== this.lastStreamNote) this.logger.warn({ stream: this.settings.stream }, note);
+        else if (note) this.logger.debug({ stream: this.settings.stream }, note);
+        this.lastStreamNote = note;
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
         if (message !== this.lastStreamProblem)
@@ -172,6 +181,19 @@ export class NatsLink {
     this.closed = true;
     if (this.nc && !this.nc.isClosed()) await this.nc.drain().catch(() => this.nc?.close());
   }
+}
+
+/**
+ * The server's asynchronous `-ERR Permissions Violation for Publish to "$JS.API.STREAM.UPDATE.<stream>"`
+ * that follows a refused stream update of `stream` (the update itself fails, and ensureStream's
+ * note says what to run).
+ */
+export function isRefusedStreamUpdate(err: unknown, stream: string): boolean {
+  return (
+    err instanceof PermissionViolationError &&
+    err.operation === 'publish' &&
+    err.subject === `$JS.API.STREAM.UPDATE.${stream}`
+  );
 }
 
 /**
