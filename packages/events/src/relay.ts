@@ -1,4 +1,5 @@
 import { describeError, type Logger } from '@custos/service-kit';
+import { DiscardPolicy, type JetStreamManager } from '@nats-io/jetstream';
 import { headers } from '@nats-io/nats-core';
 import type pg from 'pg';
 import { AUDIT_RECORDED, subjectFor, type EventEnvelope, type EventName } from './catalogue.js';
@@ -57,6 +58,16 @@ export interface RelayOptions {
    */
   backoffMs?: number;
   maxBackoffMs?: number;
+  /**
+   * A cycle is pipelined only while the stream (when it has a byte limit with discard new) has at
+   * least this many bytes of room beyond the cycle's own messages; closer to full it goes one
+   * message at a time, so a message the stream refuses is never overtaken by a later, smaller one.
+   * The room is read from the stream's info at most every `roomReadMs` (default 1 s) and lowered by
+   * what the relay publishes meanwhile; the margin covers what other services publish in that time.
+   * Default: 4 MiB or 2 % of the limit, whichever is more.
+   */
+  pipelineMarginBytes?: number;
+  roomReadMs?: number;
 }
 
 interface OutboxRow {
@@ -77,9 +88,10 @@ interface OutboxRow {
  *
  * Order under refusals: a stream with a byte limit refuses a message that does not fit (discard
  * new) while a later, smaller one may still fit. A cycle therefore publishes its messages pipelined
- * only while the previous cycle published everything; from the first refusal on (and in the first
- * cycle after start), it publishes one message at a time and stops at the first that fails, so
- * nothing after a refused row is stored, until a cycle publishes its whole batch again. Only the rows
+ * only while the previous cycle published everything and the stream has room for them beyond a
+ * margin (RelayOptions.pipelineMarginBytes); otherwise (from the first refusal on, in the first
+ * cycle after start, near a full stream) it publishes one message at a time and stops at the first
+ * that fails, so nothing after a refused row is stored, until a cycle publishes its whole batch. Only the rows
  * before the first failure are marked published. A failed cycle is retried after an exponential
  * backoff (RelayOptions.backoffMs); the failure is logged when it starts, changes reason or ends,
  * and every refused message is counted in `custos_outbox_publish_failures_total{reason}`.
@@ -107,6 +119,10 @@ export class OutboxRelay {
   private failedCycles = 0;
   /** The publish failure in progress, for logging its start, a change of reason and its end. */
   private failing: { since: number; reason: PublishFailureReason; refused: number } | undefined;
+  /** The stream the relay publishes to (from its acknowledgements), for reading its room. */
+  private streamName: string | undefined;
+  /** The stream's room when last read (Infinity without a byte limit), lowered by what was published since. */
+  private room: { left: number; margin: number; at: number } | undefined;
 
   constructor(private readonly opts: RelayOptions) {
     this.batchSize = opts.batchSize ?? 200;
@@ -283,11 +299,12 @@ export class OutboxRelay {
     const errors: unknown[] = [];
     const publish = (m: OutgoingMessage) =>
       nats.js.publish(m.subject, m.body, { msgID: m.id, ...(m.headers ? { headers: m.headers } : {}) });
-    if (this.serial) {
+    const bytes = messages.reduce((n, m) => n + messageBytes(m), 0);
+    if (this.serial || !(await this.roomFor(nats.jsm, bytes))) {
       // One at a time, in order, up to the first failure: nothing after it reaches the stream.
       for (const m of messages) {
         try {
-          await publish(m);
+          this.streamName = (await publish(m)).stream;
         } catch (err) {
           errors.push(err);
           break;
@@ -298,10 +315,13 @@ export class OutboxRelay {
       // Pipelined (batched events several to a message); JetStream stores them in this order.
       const results = await Promise.allSettled(messages.map(publish));
       results.forEach((r, i) => {
-        if (r.status === 'fulfilled') for (const at of messages[i]!.rows) rowAcked[at] = true;
-        else errors.push(r.reason);
+        if (r.status === 'fulfilled') {
+          this.streamName = r.value.stream;
+          for (const at of messages[i]!.rows) rowAcked[at] = true;
+        } else errors.push(r.reason);
       });
     }
+    if (this.room) this.room.left -= bytes;
     // Mark the longest prefix of rows whose message was acknowledged, so order is kept.
     let acked = 0;
     while (acked < rows.length && rowAcked[acked]) acked++;
@@ -310,6 +330,27 @@ export class OutboxRelay {
     if (acked === 0) return 0;
     await client.query({ ...this.mark, values: [rows.slice(0, acked).map((r) => r.id)] });
     return acked;
+  }
+
+  /**
+   * Whether `bytes` more can be pipelined: the stream has no byte limit (or discards old messages),
+   * or its room, read at most every `roomReadMs`, exceeds them by the margin. False when unknown.
+   */
+  private async roomFor(jsm: JetStreamManager, bytes: number): Promise<boolean> {
+    if (!this.streamName) return false;
+    const now = Date.now();
+    if (!this.room || now - this.room.at >= (this.opts.roomReadMs ?? 1000)) {
+      const info = await jsm.streams.info(this.streamName).catch(() => undefined);
+      if (!info) return false;
+      const max = info.config.max_bytes;
+      const limited = max > 0 && info.config.discard === DiscardPolicy.New;
+      this.room = {
+        left: limited ? max - info.state.bytes : Infinity,
+        margin: this.opts.pipelineMarginBytes ?? Math.max(4 * 1024 * 1024, 0.02 * max),
+        at: now,
+      };
+    }
+    return this.room.left - bytes >= this.room.margin;
   }
 
   /** A cycle had refused publishes: one at a time from now on, counted, logged when it begins or changes. */
@@ -416,6 +457,11 @@ interface OutgoingMessage {
   /** The plain envelope's trace context; a batch carries its events' in its body. */
   headers?: ReturnType<typeof headers>;
   rows: number[];
+}
+
+/** About what JetStream stores for `m` (payload, subject, headers and its own overhead). */
+function messageBytes(m: OutgoingMessage): number {
+  return Buffer.byteLength(m.body) + m.subject.length + 200;
 }
 
 function plainMessage(subject: string, row: OutboxRow, text: string, at: number): OutgoingMessage {

@@ -192,4 +192,67 @@ describe('OutboxRelay against a full stream', () => {
       await link.close();
     }
   });
+  it('goes one message at a time near a full stream, so a pipelined cycle never lets a small event overtake a refused large one', async () => {
+    const logger = createLogger({ service: 'refusals-test', level: 'silent' });
+    await pool.query(`DELETE FROM ${SCHEMA}.outbox`);
+    const stream = `NEAR_${randomUUID().slice(0, 8)}`;
+    const prefix = `near.${stream.toLowerCase()}`;
+    const link = new NatsLink(
+      [nats.url],
+      { stream, subjectPrefix: prefix, maxBytes: 1024 * 1024 },
+      logger,
+      'r',
+    );
+    link.start();
+    const { js, jsm } = (await waitFor(async () => link.ready(), 20000))!;
+    const relay = new OutboxRelay({
+      pool,
+      schema: SCHEMA,
+      link,
+      subjectPrefix: prefix,
+      producer: 'r',
+      logger,
+      pipelineMarginBytes: 64 * 1024,
+      roomReadMs: 0,
+    });
+    relay.start();
+    const db = drizzle(pool);
+    const write = (data: Record<string, unknown>) =>
+      db.transaction((tx) => writeEvent(tx, outbox, { name: 'policy.updated', orgId: 'o', data }));
+    try {
+      // Two cycles that publish everything: the relay pipelines from then on while there is room.
+      const early: string[] = [];
+      for (let i = 0; i < 2; i++) {
+        early.push(await write({ early: i }));
+        relay.nudge();
+        await waitFor(async () => (await outboxRows()).every((r) => r.published), 10000);
+      }
+      // The stream fills up (other services), leaving less than the margin.
+      for (let i = 0; ; i++) {
+        const ack = await js
+          .publish(`${prefix}.filler`, new Uint8Array(100 * 1024).fill(1), { msgID: `fill-${i}` })
+          .catch(() => undefined);
+        if (!ack) break;
+      }
+      const room = 1024 * 1024 - (await jsm.streams.info(stream)).state.bytes;
+      // A and B in one cycle: A does not fit, B would.
+      const [a, b] = await db.transaction(async (tx) => [
+        await writeEvent(tx, outbox, {
+          name: 'policy.updated',
+          orgId: 'o',
+          data: { big: 'x'.repeat(room + 10_000) },
+        }),
+        await writeEvent(tx, outbox, { name: 'policy.updated', orgId: 'o', data: { small: 1 } }),
+      ]);
+      relay.nudge();
+      await new Promise((r) => setTimeout(r, 2000));
+      expect(await storedIds(jsm, stream)).toEqual(early);
+      await makeRoom(jsm, stream);
+      await waitFor(async () => (await outboxRows()).every((r) => r.published), 20000);
+      expect(await storedIds(jsm, stream)).toEqual([...early, a, b]);
+    } finally {
+      await relay.stop();
+      await link.close();
+    }
+  });
 });
