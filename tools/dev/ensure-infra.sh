@@ -365,7 +365,9 @@ ensure_promtool() {
     say "promtool: present"
     return
   fi
-  apt_install promtool prometheus
+  # Without recommends (node-exporter), and the server the package enables is stopped again.
+  apt_install promtool --no-install-recommends prometheus
+  if command -v systemctl >/dev/null 2>&1; then systemctl disable --now prometheus >/dev/null 2>&1 || true; fi
   command -v promtool >/dev/null 2>&1 || die "promtool: the prometheus package installed no promtool"
   say "promtool: installed"
 }

@@ -185,11 +185,6 @@ const KNOWN_DYNAMIC: Record<string, string> = {
   'custos_grpc_server_handled_total{grpc_code="13"}': 'as grpc_code="2"',
   'custos_grpc_server_handled_total{grpc_code="14"}': 'as grpc_code="2"',
   'custos_grpc_server_handled_total{grpc_code="15"}': 'as grpc_code="2"',
-  // TODO(handoff /tmp/handoff/metrics-fix-needs.md): services/vault-crypto/src/kms/kms-metrics.ts
-  // pre-exports only reason="unavailable"; until it also zeroes unwrap's "rejected", the first
-  // rejection after a start is not seen by increase() in CustosKmsUnwrapRejected.
-  'custos_kms_request_failures_total{reason="rejected"}':
-    'exported from the first refused unwrap; vault-crypto is asked to export it as zero (handoff)',
 };
 
 /** Label names whose values the checker leaves alone: the service (checked by exportersOf) and target labels. */

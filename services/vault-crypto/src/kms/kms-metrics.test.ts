@@ -11,6 +11,23 @@ async function samples(registry: Registry, name: string) {
 }
 
 describe('measuredKms', () => {
+  it('exports every failure series an alert counts with increase() as zero before the first call', async () => {
+    const registry = new Registry();
+    measuredKms(new LocalKms(randomBytes(32)), registry);
+    const failures = await samples(registry, 'custos_kms_request_failures_total');
+    const zero = (operation: string, reason: string) =>
+      expect.objectContaining({ labels: { provider: 'local', operation, reason }, value: 0 });
+    expect(failures).toEqual(
+      expect.arrayContaining([
+        zero('unwrap', 'rejected'),
+        zero('unwrap', 'unavailable'),
+        zero('unwrap', 'error'),
+        zero('wrap', 'unavailable'),
+        zero('wrap', 'error'),
+      ]),
+    );
+  });
+
   it('times wraps and unwraps of the local provider by operation and counts a refused unwrap', async () => {
     const registry = new Registry();
     const kms = measuredKms(new LocalKms(randomBytes(32)), registry);

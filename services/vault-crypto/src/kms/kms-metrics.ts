@@ -42,8 +42,12 @@ export function measuredKms(provider: KmsProvider, registry: Registry): KmsProvi
   // Series exist from the start, so rates and ratios over them are defined before the first failure.
   for (const operation of ['wrap', 'unwrap'] as const) {
     duration.zero({ provider: name, operation });
-    failures.inc({ provider: name, operation, reason: 'unavailable' }, 0);
+    for (const reason of ['unavailable', 'error'] as const)
+      failures.inc({ provider: name, operation, reason }, 0);
   }
+  // A refused unwrap (wrong key, tampered ciphertext) is what CustosKmsUnwrapRejected counts with
+  // increase(): its series has to exist before the first one.
+  failures.inc({ provider: name, operation: 'unwrap', reason: 'rejected' }, 0);
   const measure = async <T>(operation: KmsOperation, call: () => Promise<T>): Promise<T> => {
     const end = duration.startTimer({ provider: name, operation });
     try {
