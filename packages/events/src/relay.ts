@@ -94,7 +94,20 @@ interface OutboxRow {
  * that fails, so nothing after a refused row is stored, until a cycle publishes its whole batch. Only the rows
  * before the first failure are marked published. A failed cycle is retried after an exponential
  * backoff (RelayOptions.backoffMs); the failure is logged when it starts, changes reason or ends,
- * and every refused message is counted in `custos_outbox_publish_failures_total{reason}`.
+ * and every refused message is counted in `custos_outbox_publish_failures_total{reason}`. Only
+ * the leader's own failed cycles back off: a replica that does not get the lock polls at its pace
+ * and drops a failure left from its earlier leadership without logging its end.
+ *
+ * Two exceptions to that order remain:
+ * - A batched event (audit records, several to a message) goes out in the slot of the batch's
+ *   first row: within its subject the order holds, but across subjects a batched row may be stored
+ *   before a row of another subject written ahead of it. And a batch stored behind a refused row is
+ *   not marked (only the acknowledged prefix is): its rows go out again later, perhaps in a batch of
+ *   other rows (another message id, so JetStream does not drop it); audit's inbox drops the repeat.
+ * - The room check sees only a byte limit with discard new (`max_bytes`). JetStream storage or
+ *   account exhaustion, and a message limit (`max_msgs`) an operator set, are not predicted: the
+ *   first cycle that meets them may still be pipelined, and a later message of it may be stored
+ *   ahead of a refused one. From that refusal on the relay goes one message at a time as above.
  */
 export class OutboxRelay {
   private timer: NodeJS.Timeout | undefined;
@@ -208,8 +221,9 @@ export class OutboxRelay {
       let published = 0;
       let failed: boolean;
       try {
-        published = await this.publishBatch();
-        failed = this.failing !== undefined;
+        // Whether this cycle failed, not whether a failure is still on record: a replica that is
+        // not (or no longer) the leader must keep polling at its pace to take over in time.
+        ({ published, failed } = await this.cycle());
         if (this.leader && began - this.lastPrune >= (this.opts.pruneEveryMs ?? 10_000)) {
           const pruned = await this.prune(began);
           if (pruned > 0) this.opts.logger.debug({ pruned }, 'pruned published outbox rows');
@@ -252,6 +266,8 @@ export class OutboxRelay {
   private async resign(): Promise<void> {
     const client = this.leader;
     this.leader = undefined;
+    // Whoever leads next starts one message at a time (the stream may be full by then).
+    this.serial = true;
     if (!client) return;
     try {
       await client.query('SELECT pg_advisory_unlock_all()');
@@ -284,15 +300,29 @@ export class OutboxRelay {
 
   /** Publishes up to one batch; returns how many rows were marked published. */
   async publishBatch(): Promise<number> {
+    return (await this.cycle()).published;
+  }
+
+  /**
+   * One cycle: publishes up to one batch; returns how many rows were marked published and whether
+   * a publish of this cycle failed (the loop backs off only then).
+   */
+  private async cycle(): Promise<{ published: number; failed: boolean }> {
     const nats = await this.opts.link.ready().catch(() => undefined);
-    if (!nats) return 0;
+    if (!nats) return { published: 0, failed: false };
     const client = await this.lead();
-    if (!client) return 0;
+    if (!client) {
+      // Another replica leads: a failure of our own earlier leadership is its business now.
+      // Dropped without a log (no "works again": we do not know), and one at a time when we lead again.
+      this.failing = undefined;
+      this.serial = true;
+      return { published: 0, failed: false };
+    }
     const { rows } = await client.query<OutboxRow>({ ...this.select, values: [this.batchSize] });
     if (rows.length === 0) {
       // The refused rows are gone (deleted by hand): nothing fails any more.
       this.endFailure();
-      return 0;
+      return { published: 0, failed: false };
     }
     const messages = this.messagesOf(rows);
     const rowAcked = new Array<boolean>(rows.length).fill(false);
@@ -325,23 +355,30 @@ export class OutboxRelay {
     // Mark the longest prefix of rows whose message was acknowledged, so order is kept.
     let acked = 0;
     while (acked < rows.length && rowAcked[acked]) acked++;
-    if (errors.length > 0) this.publishFailed(errors, rows.length - acked);
+    const failed = errors.length > 0;
+    if (failed) this.publishFailed(errors, rows.length - acked);
     else this.publishSucceeded();
-    if (acked === 0) return 0;
+    if (acked === 0) return { published: 0, failed };
     await client.query({ ...this.mark, values: [rows.slice(0, acked).map((r) => r.id)] });
-    return acked;
+    return { published: acked, failed };
   }
 
   /**
    * Whether `bytes` more can be pipelined: the stream has no byte limit (or discards old messages),
-   * or its room, read at most every `roomReadMs`, exceeds them by the margin. False when unknown.
+   * or its room, read at most every `roomReadMs`, exceeds them by the margin. False when unknown;
+   * a failed read counts as no room until the next read is due (so a failing or slow stream info
+   * request, up to the JetStream manager's timeout, is not waited for every cycle).
    */
   private async roomFor(jsm: JetStreamManager, bytes: number): Promise<boolean> {
     if (!this.streamName) return false;
     const now = Date.now();
     if (!this.room || now - this.room.at >= (this.opts.roomReadMs ?? 1000)) {
       const info = await jsm.streams.info(this.streamName).catch(() => undefined);
-      if (!info) return false;
+      if (!info) {
+        const margin = this.opts.pipelineMarginBytes ?? 4 * 1024 * 1024;
+        this.room = { left: 0, margin, at: Date.now() };
+        return false;
+      }
       const max = info.config.max_bytes;
       const limited = max > 0 && info.config.discard === DiscardPolicy.New;
       this.room = {
