@@ -114,6 +114,8 @@ export class OutboxRelay {
   private running: Promise<void> | undefined;
   private stopped = false;
   private leader: pg.PoolClient | undefined;
+  /** The error listener on the leader's connection (see lead()). */
+  private leaderOnError: ((err: Error) => void) | undefined;
   private wake: (() => void) | undefined;
   private nudged = false;
   private readonly batchSize: number;
@@ -265,12 +267,15 @@ export class OutboxRelay {
 
   private async resign(): Promise<void> {
     const client = this.leader;
+    const onError = this.leaderOnError;
     this.leader = undefined;
+    this.leaderOnError = undefined;
     // Whoever leads next starts one message at a time (the stream may be full by then).
     this.serial = true;
     if (!client) return;
     try {
       await client.query('SELECT pg_advisory_unlock_all()');
+      if (onError) client.removeListener('error', onError);
       client.release();
     } catch {
       client.release(true);
@@ -280,6 +285,12 @@ export class OutboxRelay {
   private async lead(): Promise<pg.PoolClient | undefined> {
     if (this.leader) return this.leader;
     const client = await this.opts.pool.connect();
+    // A checked-out client has no 'error' listener (the pool's is on idle ones only): without one,
+    // a connection that breaks between two cycles (a Postgres restart, a killed backend) would be
+    // an unhandled 'error' event that ends the process. Its next query fails, and the cycle resigns.
+    const onError = (err: Error) =>
+      this.opts.logger.debug({ err: describeError(err) }, 'outbox relay connection broke');
+    client.on('error', onError);
     try {
       const r = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [
         `custos.outbox.${this.opts.schema}`,
@@ -288,8 +299,10 @@ export class OutboxRelay {
         // A half-open connection must not hang the relay while it holds the lock.
         await client.query("SET statement_timeout = '30s'");
         this.leader = client;
+        this.leaderOnError = onError;
         return client;
       }
+      client.removeListener('error', onError);
       client.release();
       return undefined;
     } catch (err) {

@@ -230,4 +230,33 @@ describe('OutboxRelay pipelining and leadership', () => {
       await link.close();
     }
   }, 40000);
+
+  it('survives its leader connection breaking between cycles, and leads again', async () => {
+    const { link, logger, lines, prefix, js } = await streamOf();
+    const flight = countInFlight(js, prefix);
+    const relay = new OutboxRelay({
+      pool,
+      schema: SCHEMA,
+      link,
+      subjectPrefix: prefix,
+      producer: 'r',
+      logger,
+    });
+    relay.start();
+    try {
+      await cycleOf(relay, flight, 3);
+      // Postgres ends the leader's (idle, checked-out) connection: an 'error' event on its client.
+      const killed = await pool.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted
+           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+      );
+      expect(killed.rowCount).toBe(1);
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await cycleOf(relay, flight, 3)).calls).toBe(3);
+      expect(lines.filter((l) => l.includes('outbox relay cycle failed'))).toHaveLength(1);
+    } finally {
+      await relay.stop();
+      await link.close();
+    }
+  });
 });
