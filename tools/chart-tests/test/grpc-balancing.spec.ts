@@ -77,7 +77,8 @@ describe('grpc values', () => {
     const names = ofKind(objects, 'Service').map((s) => s.metadata.name);
     expect(new Set(names).size).toBe(names.length);
     for (const n of names) expect({ n, len: n.length <= 63 }).toEqual({ n, len: true });
-    const gateway = named(objects, 'Deployment', `${'x'.repeat(44)}-gateway`).spec.template.spec.containers[0];
+    const gateway = named(objects, 'Deployment', `${'x'.repeat(44)}-gateway`).spec.template.spec
+      .containers[0];
     const addr = gateway.env.find((e: Json) => e.name === 'WEBHOOK_DISPATCHER_ADDR').value as string;
     const host = addr.replace('dns:///', '').split('.')[0];
     expect(names).toContain(host);

@@ -126,9 +126,7 @@ describe.each(scenarios)('pods rendered with $label', ({ label, args }) => {
 
   it.each(SERVICES)('%s: image custos-%s, peers as _ADDR variables, secrets only by reference', (service) => {
     const [container] = named(objects, 'Deployment', objectName(service)).spec.template.spec.containers;
-    expect(container.image).toMatch(
-      new RegExp(`^registry\\.test/custos/custos-${service}:[\\w.-]+$`),
-    );
+    expect(container.image).toMatch(new RegExp(`^registry\\.test/custos/custos-${service}:[\\w.-]+$`));
     const env = envOf(container);
     const addrs = [...env.keys()].filter((k) => k.endsWith('_ADDR')).sort();
     expect(addrs).toEqual([...PEER_ADDRS[service]].sort());
