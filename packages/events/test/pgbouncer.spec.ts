@@ -20,7 +20,10 @@ import { DDL, SCHEMA, inbox, outbox } from './fixtures/schema';
 // a real PgBouncer (Debian's package) in front of the test Postgres: the outbox relay elects its
 // leader with a session advisory lock and sets a session statement_timeout.
 const bouncerBin = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'].find((p) => fs.existsSync(p));
-const describeWithBouncer = bouncerBin ? describe : describe.skip;
+// tools/dev/ensure-infra.sh installs it, so a missing binary is a failure, not a skip.
+if (!bouncerBin)
+  throw new Error('pgbouncer is not installed: run tools/dev/ensure-infra.sh (Debian package pgbouncer)');
+const describeWithBouncer = describe;
 const logger = createLogger({ service: 'pgbouncer-test', level: 'silent' });
 
 describeWithBouncer('PgBouncer in front of the services (docs/dependencies.md)', () => {
